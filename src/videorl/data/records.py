@@ -1,0 +1,363 @@
+"""The `TaskRecord` schema shared by all seven video families and text math.
+
+A record is one prompt: the problem text, a typed ground-truth answer, and references to
+its media. Records round-trip through plain JSON dicts (`to_dict` / `record_from_dict`),
+which is the generic JSONL/Parquet format of videorl.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+from videorl.data.families import Family, parse_family
+from videorl.errors import DataError
+
+Box = tuple[float, float, float, float]
+Point = tuple[float, float]
+
+
+@dataclass(frozen=True)
+class MediaRef:
+    """A video or image: a file path (optionally a clip [start, end] in seconds) or inline
+    frames (uint8 array T x H x W x C) with their fps."""
+
+    path: str | None = None
+    start: float | None = None
+    end: float | None = None
+    frames: Any = None
+    fps: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.path is None and self.frames is None:
+            raise DataError("media reference needs a 'path' or inline 'frames'")
+        if self.start is not None and self.end is not None and self.end <= self.start:
+            raise DataError(f"media clip end={self.end} must be greater than start={self.start}")
+
+    def to_dict(self) -> dict[str, Any]:
+        if self.frames is not None:
+            raise DataError("inline frames cannot be written to JSON; save them as a video file")
+        out: dict[str, Any] = {"path": self.path}
+        if self.start is not None:
+            out["start"] = self.start
+        if self.end is not None:
+            out["end"] = self.end
+        return out
+
+
+@dataclass(frozen=True)
+class DenseCaption:
+    """A timestamped caption `From start to end, text` (TaRO constructed reasoning)."""
+
+    start: float
+    end: float
+    text: str
+
+
+# ----- typed answers, one per family shape -------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TemporalAnswer:
+    """Temporal grounding: one or more ground-truth windows in seconds."""
+
+    windows: tuple[tuple[float, float], ...]
+
+
+@dataclass(frozen=True)
+class BoxAnswer:
+    """Spatial grounding: one box [x1, y1, x2, y2] in the record's `box_format`."""
+
+    box: Box
+
+
+@dataclass(frozen=True)
+class SegmentationAnswer:
+    """Segmentation: a box, 3 positive and 3 negative points, the time (video) and an
+    optional COCO RLE mask `{"size": [h, w], "counts": str}`."""
+
+    box: Box
+    positive_points: tuple[Point, ...]
+    negative_points: tuple[Point, ...]
+    time: float | None = None
+    mask_rle: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class TrackingAnswer:
+    """Tracking: a box per annotated source-frame index (keys are frame numbers as str)."""
+
+    boxes: dict[str, Box]
+
+
+@dataclass(frozen=True)
+class SpatioTemporalAnswer:
+    """Spatio-temporal grounding: a time window and boxes keyed by second (as str)."""
+
+    time: tuple[float, float]
+    boxes: dict[str, Box]
+
+
+@dataclass(frozen=True)
+class ChoiceAnswer:
+    """Multiple choice (video QA, choice-type spatial intelligence): one letter A-H."""
+
+    letter: str
+
+
+@dataclass(frozen=True)
+class NumericAnswer:
+    """Numeric spatial intelligence: a number scored by mean relative accuracy."""
+
+    value: float
+
+
+@dataclass(frozen=True)
+class MathAnswer:
+    """Text-only math: the reference final answer (LaTeX or plain)."""
+
+    text: str
+
+
+Answer = Union[
+    TemporalAnswer,
+    BoxAnswer,
+    SegmentationAnswer,
+    TrackingAnswer,
+    SpatioTemporalAnswer,
+    ChoiceAnswer,
+    NumericAnswer,
+    MathAnswer,
+]
+
+
+@dataclass(frozen=True)
+class TaskRecord:
+    """One prompt of any family (METHODS.md section 1).
+
+    `box_format` says how boxes and points are expressed: `abs` (pixels of a `width` x
+    `height` frame) or `norm1000` (0..1000 on both axes).
+    """
+
+    id: str
+    family: Family
+    problem: str
+    answer: Answer
+    video: MediaRef | None = None
+    image: MediaRef | None = None
+    duration: float | None = None
+    captions: tuple[DenseCaption, ...] = ()
+    subtype: str | None = None
+    source: str | None = None
+    options: tuple[str, ...] = ()
+    box_format: str = "abs"
+    width: int | None = None
+    height: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def media(self) -> MediaRef | None:
+        return self.video if self.video is not None else self.image
+
+    def to_dict(self) -> dict[str, Any]:
+        """The generic JSON form read back by `record_from_dict`."""
+        out: dict[str, Any] = {
+            "id": self.id,
+            "family": self.family.value,
+            "problem": self.problem,
+            "answer": answer_to_dict(self.answer),
+        }
+        if self.video is not None:
+            out["video"] = self.video.to_dict()
+        if self.image is not None:
+            out["image"] = self.image.to_dict()
+        optional = {
+            "duration": self.duration,
+            "subtype": self.subtype,
+            "source": self.source,
+            "width": self.width,
+            "height": self.height,
+        }
+        out.update({k: v for k, v in optional.items() if v is not None})
+        if self.captions:
+            out["captions"] = [[c.start, c.end, c.text] for c in self.captions]
+        if self.options:
+            out["options"] = list(self.options)
+        if self.box_format != "abs":
+            out["box_format"] = self.box_format
+        if self.extra:
+            out["extra"] = self.extra
+        return out
+
+
+def answer_to_dict(answer: Answer) -> dict[str, Any]:
+    """JSON form of a typed answer."""
+    if isinstance(answer, TemporalAnswer):
+        return {"windows": [list(w) for w in answer.windows]}
+    if isinstance(answer, BoxAnswer):
+        return {"box": list(answer.box)}
+    if isinstance(answer, SegmentationAnswer):
+        out: dict[str, Any] = {
+            "box": list(answer.box),
+            "positive_points": [list(p) for p in answer.positive_points],
+            "negative_points": [list(p) for p in answer.negative_points],
+        }
+        if answer.time is not None:
+            out["time"] = answer.time
+        if answer.mask_rle is not None:
+            out["mask_rle"] = answer.mask_rle
+        return out
+    if isinstance(answer, TrackingAnswer):
+        return {"boxes": {k: list(v) for k, v in answer.boxes.items()}}
+    if isinstance(answer, SpatioTemporalAnswer):
+        return {"time": list(answer.time), "boxes": {k: list(v) for k, v in answer.boxes.items()}}
+    if isinstance(answer, ChoiceAnswer):
+        return {"letter": answer.letter}
+    if isinstance(answer, NumericAnswer):
+        return {"value": answer.value}
+    if isinstance(answer, MathAnswer):
+        return {"text": answer.text}
+    raise TypeError(f"not an answer type: {type(answer).__name__}")
+
+
+# ----- parsing and validation --------------------------------------------------------------
+
+
+def _finite(value: Any, where: str) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise DataError(f"{where}: expected a number, got {value!r}") from None
+    if not math.isfinite(number):
+        raise DataError(f"{where}: expected a finite number, got {value!r}")
+    return number
+
+
+def _box(value: Any, where: str) -> Box:
+    if not isinstance(value, (list, tuple)) or len(value) != 4:
+        raise DataError(f"{where}: expected a box [x1, y1, x2, y2], got {value!r}")
+    x1, y1, x2, y2 = (_finite(v, where) for v in value)
+    if x2 < x1 or y2 < y1:
+        raise DataError(f"{where}: box {value!r} has x2 < x1 or y2 < y1")
+    return (x1, y1, x2, y2)
+
+
+def _points(value: Any, where: str) -> tuple[Point, ...]:
+    if not isinstance(value, (list, tuple)) or not all(
+        isinstance(p, (list, tuple)) and len(p) == 2 for p in value
+    ):
+        raise DataError(f"{where}: expected a list of [x, y] points, got {value!r}")
+    return tuple((_finite(p[0], where), _finite(p[1], where)) for p in value)
+
+
+def _window(value: Any, where: str) -> tuple[float, float]:
+    if not isinstance(value, (list, tuple)) or len(value) != 2:
+        raise DataError(f"{where}: expected a window [start, end], got {value!r}")
+    start, end = _finite(value[0], where), _finite(value[1], where)
+    if end < start:
+        raise DataError(f"{where}: window {value!r} ends before it starts")
+    return (start, end)
+
+
+def _require(data: dict[str, Any], key: str, where: str) -> Any:
+    if key not in data:
+        raise DataError(f"{where}: missing field {key!r}")
+    return data[key]
+
+
+def answer_from_dict(family: Family, data: Any, where: str = "answer") -> Answer:
+    """Build and validate the typed answer of `family` from its JSON form."""
+    if not isinstance(data, dict):
+        raise DataError(f"{where}: expected an object, got {data!r}")
+    if family is Family.TEMPORAL_GROUNDING:
+        windows = _require(data, "windows", where)
+        if not isinstance(windows, (list, tuple)) or not windows:
+            raise DataError(f"{where}.windows: expected a non-empty list of windows")
+        return TemporalAnswer(tuple(_window(w, f"{where}.windows") for w in windows))
+    if family is Family.SPATIAL_GROUNDING:
+        return BoxAnswer(_box(_require(data, "box", where), f"{where}.box"))
+    if family is Family.SEGMENTATION:
+        time = data.get("time")
+        return SegmentationAnswer(
+            box=_box(_require(data, "box", where), f"{where}.box"),
+            positive_points=_points(_require(data, "positive_points", where), f"{where}.positive_points"),
+            negative_points=_points(_require(data, "negative_points", where), f"{where}.negative_points"),
+            time=None if time is None else _finite(time, f"{where}.time"),
+            mask_rle=data.get("mask_rle"),
+        )
+    if family is Family.TRACKING:
+        boxes = _require(data, "boxes", where)
+        if not isinstance(boxes, dict) or not boxes:
+            raise DataError(f"{where}.boxes: expected a non-empty object frame -> box")
+        return TrackingAnswer({str(k): _box(v, f"{where}.boxes[{k}]") for k, v in boxes.items()})
+    if family is Family.SPATIO_TEMPORAL_GROUNDING:
+        boxes = _require(data, "boxes", where)
+        if not isinstance(boxes, dict):
+            raise DataError(f"{where}.boxes: expected an object second -> box")
+        return SpatioTemporalAnswer(
+            time=_window(_require(data, "time", where), f"{where}.time"),
+            boxes={str(k): _box(v, f"{where}.boxes[{k}]") for k, v in boxes.items()},
+        )
+    if family in (Family.VIDEO_QA, Family.SPATIAL_INTELLIGENCE) and "letter" in data:
+        letter = str(data["letter"]).strip().upper()
+        if len(letter) != 1 or letter not in "ABCDEFGH":
+            raise DataError(f"{where}.letter: expected one letter A-H, got {data['letter']!r}")
+        return ChoiceAnswer(letter)
+    if family is Family.SPATIAL_INTELLIGENCE:
+        return NumericAnswer(_finite(_require(data, "value", where), f"{where}.value"))
+    if family is Family.VIDEO_QA:
+        raise DataError(f"{where}: missing field 'letter'")
+    if family is Family.MATH:
+        return MathAnswer(str(_require(data, "text", where)))
+    raise DataError(f"{where}: no answer type for family {family.value}")
+
+
+def _media(data: Any, where: str) -> MediaRef | None:
+    if data is None:
+        return None
+    if isinstance(data, str):
+        return MediaRef(path=data)
+    if not isinstance(data, dict):
+        raise DataError(f"{where}: expected a path or an object with 'path', got {data!r}")
+    start, end = data.get("start"), data.get("end")
+    return MediaRef(
+        path=str(_require(data, "path", where)),
+        start=None if start is None else _finite(start, f"{where}.start"),
+        end=None if end is None else _finite(end, f"{where}.end"),
+    )
+
+
+def record_from_dict(data: Any) -> TaskRecord:
+    """Build and validate a record from its generic JSON form; errors name the field."""
+    if not isinstance(data, dict):
+        raise DataError(f"expected a JSON object per record, got {type(data).__name__}")
+    family = parse_family(_require(data, "family", "record"))
+    captions = tuple(
+        DenseCaption(_finite(c[0], "captions"), _finite(c[1], "captions"), str(c[2]))
+        for c in data.get("captions") or ()
+    )
+    box_format = data.get("box_format", "abs")
+    if box_format not in ("abs", "norm1000"):
+        raise DataError(f"box_format: expected 'abs' or 'norm1000', got {box_format!r}")
+    duration = data.get("duration")
+    record = TaskRecord(
+        id=str(_require(data, "id", "record")),
+        family=family,
+        problem=str(_require(data, "problem", "record")),
+        answer=answer_from_dict(family, _require(data, "answer", "record")),
+        video=_media(data.get("video"), "video"),
+        image=_media(data.get("image"), "image"),
+        duration=None if duration is None else _finite(duration, "duration"),
+        captions=captions,
+        subtype=data.get("subtype"),
+        source=data.get("source"),
+        options=tuple(str(o) for o in data.get("options") or ()),
+        box_format=box_format,
+        width=None if data.get("width") is None else int(data["width"]),
+        height=None if data.get("height") is None else int(data["height"]),
+        extra=dict(data.get("extra") or {}),
+    )
+    if family.uses_video and record.media is None:
+        raise DataError(f"record {record.id}: family {family.value} needs a 'video' or 'image'")
+    return record

@@ -1,0 +1,17 @@
+"""Exceptions a user can act on: each message names the thing, the value and the fix."""
+
+
+class VideoRLError(Exception):
+    """Base class for videorl errors."""
+
+
+class ConfigError(VideoRLError, ValueError):
+    """An invalid configuration key, value or combination (raised at load time)."""
+
+
+class DataError(VideoRLError, ValueError):
+    """A malformed record or data file (names the file, line and field)."""
+
+
+class MediaError(VideoRLError, OSError):
+    """A video or image that is missing, empty, corrupt or cannot be decoded."""

@@ -1,0 +1,35 @@
+"""Dynamic micro-batching: group rows under a token budget, sorted by length.
+
+Rows of similar length share a micro-batch so that little compute goes to padding; the
+cost of a micro-batch is `rows x longest row` (its padded size), kept <= the budget.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+
+def plan_microbatches(lengths: Sequence[int], token_budget: int, max_rows: int | None = None) -> list[list[int]]:
+    """Partition row indices into micro-batches whose padded size fits `token_budget`.
+
+    A single row longer than the budget gets a micro-batch of its own. Rows are taken in
+    descending length, so each micro-batch's padded size is `len(batch) * its first length`.
+    """
+    if token_budget <= 0:
+        raise ValueError(f"token_budget must be positive, got {token_budget}")
+    order = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))
+    batches: list[list[int]] = []
+    current: list[int] = []
+    longest = 0
+    for index in order:
+        length = max(1, int(lengths[index]))
+        longest_if_added = max(longest, length)
+        full = max_rows is not None and len(current) >= max_rows
+        if current and (longest_if_added * (len(current) + 1) > token_budget or full):
+            batches.append(current)
+            current, longest_if_added = [], length
+        current.append(index)
+        longest = longest_if_added
+    if current:
+        batches.append(current)
+    return batches

@@ -1,0 +1,153 @@
+"""Prompt encodings and batched model inputs (prompt left-padded, response right-padded).
+
+A prompt is encoded once (`PromptEncoding`: its token ids and its vision tensors) and reused
+by generation, log-prob recomputation, the update and the sensitivity passes, so the video
+features in the loss are exactly those of the rollout (DESIGN.md, METHODS.md section 4).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any, Sequence
+
+import torch
+
+from videorl.models.loading import LoadedModel
+
+# Per-video / per-image tensors concatenated across rows (the processor's layout).
+VISION_KEYS = (
+    "pixel_values_videos",
+    "video_grid_thw",
+    "second_per_grid_ts",
+    "pixel_values",
+    "image_grid_thw",
+)
+
+
+@dataclass(frozen=True)
+class PromptEncoding:
+    """One prompt as the model sees it: token ids, token types and vision tensors."""
+
+    input_ids: torch.Tensor  # [L] long
+    mm_token_type_ids: torch.Tensor | None = None  # [L] int
+    vision: dict[str, torch.Tensor] = field(default_factory=dict)
+
+    @property
+    def length(self) -> int:
+        return int(self.input_ids.numel())
+
+
+def hf_video_metadata(meta: Any, num_frames: int) -> Any:
+    """Metadata that gives the processor the *actual* sampled fps and the true timestamps.
+
+    Qwen2.5-VL derives `second_per_grid_ts = temporal_patch / sampled_fps` with
+    `sampled_fps = len(frames_indices) / total_num_frames * fps`; Qwen3-VL writes
+    `frames_indices[i] / fps` into the text. We express indices relative to the clip start
+    at the source fps, so both equal what was really sampled (METHODS.md section 4).
+    """
+    from transformers.video_utils import VideoMetadata
+
+    source_fps = float(meta.source_fps)
+    indices = [int(round(t * source_fps)) for t in meta.timestamps]
+    clip_seconds = num_frames / float(meta.fps)
+    return VideoMetadata(
+        total_num_frames=max(1, int(round(clip_seconds * source_fps))),
+        fps=source_fps,
+        frames_indices=indices,
+        duration=clip_seconds,
+        width=getattr(meta, "width", None),
+        height=getattr(meta, "height", None),
+    )
+
+
+def chat_messages(text: str, *, video: bool = False, image: bool = False, system: str | None = None) -> list[dict]:
+    content: list[dict[str, str]] = []
+    if image:
+        content.append({"type": "image"})
+    if video:
+        content.append({"type": "video"})
+    content.append({"type": "text", "text": text})
+    messages = [{"role": "system", "content": system}] if system else []
+    return messages + [{"role": "user", "content": content}]
+
+
+def encode_prompt(
+    loaded: LoadedModel,
+    text: str,
+    *,
+    video: Any | None = None,
+    image: Any | None = None,
+    system: str | None = None,
+) -> PromptEncoding:
+    """Encode one user prompt (with a decoded video/image: `.frames` uint8 [T,C,H,W], `.meta`)."""
+    messages = chat_messages(text, video=video is not None, image=image is not None, system=system)
+    if loaded.processor is None:
+        if video is not None or image is not None:
+            raise ValueError("this model is text-only; it cannot take a video or image prompt")
+        ids = loaded.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
+        ids = ids["input_ids"] if isinstance(ids, dict) or hasattr(ids, "keys") else ids
+        return PromptEncoding(input_ids=torch.tensor(ids, dtype=torch.long).flatten())
+    prompt = loaded.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    kwargs: dict[str, Any] = {"text": [prompt], "return_tensors": "pt"}
+    if video is not None:
+        kwargs["videos"] = [video.frames]
+        kwargs["video_metadata"] = [hf_video_metadata(video.meta, int(video.frames.shape[0]))]
+        kwargs["do_sample_frames"] = False
+    if image is not None:
+        kwargs["images"] = [image.frames[0]]
+    encoded = loaded.processor(**kwargs)
+    vision = {k: torch.as_tensor(encoded[k]) for k in VISION_KEYS if k in encoded}
+    token_types = encoded.get("mm_token_type_ids")
+    return PromptEncoding(
+        input_ids=encoded["input_ids"][0],
+        mm_token_type_ids=None if token_types is None else token_types[0],
+        vision=vision,
+    )
+
+
+def with_prefix(prompt: PromptEncoding, prefix_ids: torch.Tensor) -> PromptEncoding:
+    """The prompt followed by forced tokens (used to generate a continuation of a prefix)."""
+    types = None
+    if prompt.mm_token_type_ids is not None:
+        types = torch.cat([prompt.mm_token_type_ids, torch.zeros_like(prefix_ids, dtype=prompt.mm_token_type_ids.dtype)])
+    return replace(prompt, input_ids=torch.cat([prompt.input_ids, prefix_ids]), mm_token_type_ids=types)
+
+
+def collate(
+    prompts: Sequence[PromptEncoding],
+    responses: Sequence[torch.Tensor] | None,
+    pad_id: int,
+) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+    """Batch rows as [left-padded prompt | right-padded response].
+
+    Returns the model inputs and the response mask [B, R] (R = longest response; 0 when
+    `responses` is None). Vision tensors of the rows are concatenated in row order.
+    """
+    batch = len(prompts)
+    prompt_len = max(p.length for p in prompts)
+    responses = list(responses) if responses is not None else [torch.zeros(0, dtype=torch.long)] * batch
+    response_len = max((int(r.numel()) for r in responses), default=0)
+    total = prompt_len + response_len
+    input_ids = torch.full((batch, total), pad_id, dtype=torch.long)
+    attention = torch.zeros((batch, total), dtype=torch.long)
+    response_mask = torch.zeros((batch, response_len), dtype=torch.float32)
+    has_types = any(p.mm_token_type_ids is not None for p in prompts)
+    types = torch.zeros((batch, total), dtype=torch.int32) if has_types else None
+    for i, (prompt, response) in enumerate(zip(prompts, responses)):
+        start = prompt_len - prompt.length
+        input_ids[i, start:prompt_len] = prompt.input_ids
+        attention[i, start:prompt_len] = 1
+        n = int(response.numel())
+        input_ids[i, prompt_len : prompt_len + n] = response
+        attention[i, prompt_len : prompt_len + n] = 1
+        response_mask[i, :n] = 1.0
+        if types is not None and prompt.mm_token_type_ids is not None:
+            types[i, start:prompt_len] = prompt.mm_token_type_ids
+    inputs: dict[str, torch.Tensor] = {"input_ids": input_ids, "attention_mask": attention}
+    if types is not None:
+        inputs["mm_token_type_ids"] = types
+    for key in VISION_KEYS:
+        parts = [p.vision[key] for p in prompts if key in p.vision]
+        if parts:
+            inputs[key] = torch.cat(parts, dim=0)
+    return inputs, response_mask

@@ -1,0 +1,88 @@
+"""Load policy, reference and teacher models with their processors, like real checkpoints."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from videorl.errors import ConfigError
+from videorl.models.tiny import VISION_TOKENS
+
+VISION_MODEL_TYPES = ("qwen2_5_vl", "qwen3_vl", "qwen3_5", "qwen2_vl", "qwen3_vl_moe", "qwen3_5_moe")
+
+
+@dataclass
+class LoadedModel:
+    """A model with the objects that turn prompts into its inputs."""
+
+    model: torch.nn.Module
+    tokenizer: Any
+    processor: Any | None
+    model_type: str
+
+    @property
+    def is_vision(self) -> bool:
+        return self.processor is not None and hasattr(self.processor, "video_processor")
+
+    @property
+    def banned_token_ids(self) -> list[int]:
+        """Vision placeholder tokens: a random or drifting model may emit them; never sample them."""
+        vocab = self.tokenizer.get_vocab()
+        return [vocab[t] for t in VISION_TOKENS if t in vocab]
+
+    @property
+    def eos_token_ids(self) -> list[int]:
+        ids = self.model.generation_config.eos_token_id
+        ids = [ids] if isinstance(ids, int) else list(ids or [])
+        return ids or [self.tokenizer.eos_token_id]
+
+    @property
+    def pad_token_id(self) -> int:
+        pad = self.tokenizer.pad_token_id
+        return int(pad if pad is not None else self.eos_token_ids[0])
+
+
+def read_model_type(path: str | Path) -> str:
+    config_file = Path(path) / "config.json"
+    if not config_file.is_file():
+        raise ConfigError(
+            f"model path {str(path)!r} has no config.json; give a Hugging Face model folder "
+            "(build one offline with `videorl make-tiny --arch qwen2_5_vl OUT`)"
+        )
+    return json.loads(config_file.read_text())["model_type"]
+
+
+def load_model(
+    path: str | Path, *, dtype: torch.dtype = torch.float32, device: str | torch.device = "cpu"
+) -> LoadedModel:
+    """Load a causal LM or vision-language model and its tokenizer/processor from `path`."""
+    from transformers import AutoModelForCausalLM, AutoModelForImageTextToText, AutoProcessor, AutoTokenizer
+
+    model_type = read_model_type(path)
+    if model_type in VISION_MODEL_TYPES:
+        processor = AutoProcessor.from_pretrained(path)
+        tokenizer = processor.tokenizer
+        model = AutoModelForImageTextToText.from_pretrained(path, dtype=dtype)
+    else:
+        processor = None
+        tokenizer = AutoTokenizer.from_pretrained(path)
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
+    tokenizer.padding_side = "left"
+    return LoadedModel(model=model.to(device), tokenizer=tokenizer, processor=processor, model_type=model_type)
+
+
+def check_same_tokenizer(student: LoadedModel, teacher: LoadedModel) -> None:
+    """Distillation compares token log-probs, so both models must share one vocabulary."""
+    a, b = student.tokenizer.get_vocab(), teacher.tokenizer.get_vocab()
+    if a != b:
+        only_a = len(set(a) - set(b))
+        only_b = len(set(b) - set(a))
+        raise ConfigError(
+            f"teacher tokenizer differs from the student's ({len(a)} vs {len(b)} tokens; "
+            f"{only_a} only in the student, {only_b} only in the teacher): on-policy "
+            "distillation needs a teacher with the same tokenizer; choose a teacher of the same family"
+        )
