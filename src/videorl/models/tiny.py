@@ -98,7 +98,7 @@ class TinySpec:
 
 
 SPECS = {
-    "tiny": TinySpec(1024, 64, 2, 2, 1, 128, 64, 2, 2),
+    "tiny": TinySpec(1024, 64, 4, 2, 1, 128, 64, 2, 2),
     "bench": TinySpec(2048, 512, 8, 8, 2, 1408, 256, 4, 4),
 }
 

@@ -1,0 +1,3 @@
+from videorl.cli import main
+
+main()

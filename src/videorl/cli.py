@@ -1,0 +1,82 @@
+"""The `videorl` command line: one subcommand per job."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.console import Console
+
+from videorl.errors import VideoRLError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="RL post-training of video multimodal LLMs.")
+console = Console()
+
+CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs"
+
+
+def resolve_config_path(name: str) -> Path:
+    """A YAML path, or the name of a recipe in configs/ (`quickstart` -> configs/quickstart.yaml)."""
+    path = Path(name)
+    if path.is_file():
+        return path
+    for candidate in (CONFIG_DIR / name, CONFIG_DIR / f"{name}.yaml"):
+        if candidate.is_file():
+            return candidate
+    return path
+
+
+@app.command("make-tiny")
+def make_tiny(
+    out: Path = typer.Argument(..., help="Folder to write the model to."),
+    arch: str = typer.Option("qwen2_5_vl", help="qwen2_5_vl | qwen3_vl | qwen3_5 | qwen3 (text-only)."),
+    size: str = typer.Option("tiny", help="tiny (~0.4 M params, tests) | bench (~30 M params)."),
+    seed: int = typer.Option(0, help="Initialization seed."),
+) -> None:
+    """Build a random-init model offline and save it like a real checkpoint."""
+    from videorl.models.tiny import build_tiny_model, count_parameters
+
+    path = build_tiny_model(arch, out, size=size, seed=seed)
+    from videorl.models.loading import load_model
+
+    params = count_parameters(load_model(path).model)
+    console.print(f"wrote {arch} ({size}, {params / 1e6:.2f} M params) to {path}")
+
+
+@app.command("train")
+def train(
+    config: str = typer.Argument(..., help="Recipe YAML path or name in configs/ (e.g. quickstart)."),
+    overrides: Optional[List[str]] = typer.Argument(None, help="Dotted overrides, e.g. rollout.n=4 trainer.steps=3"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the resolved config and the step plan, then exit."),
+    resume: Optional[str] = typer.Option(None, help="auto (latest checkpoint in the output dir) or a checkpoint path."),
+) -> None:
+    """Train a policy with the recipe's algorithm (GRPO, OraRL, TaRO, OPDVR, ...)."""
+    import yaml
+
+    from videorl.config import load_config
+    from videorl.config_loader import to_dict
+    from videorl.plan import plan_step, plan_table
+
+    cfg = load_config(resolve_config_path(config), overrides or [])
+    if dry_run:
+        console.print(yaml.safe_dump(to_dict(cfg), sort_keys=False), end="")
+        console.print(plan_table(plan_step(cfg)))
+        return
+    from videorl.trainer.loop import run_training
+
+    run_training(cfg, resume=resume)
+
+
+def main() -> None:
+    """Entry point: user errors become one red line and exit code 2, not a traceback."""
+    try:
+        app()
+    except VideoRLError as err:
+        console.print(f"[bold red]error:[/] {err}", highlight=False, soft_wrap=True)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

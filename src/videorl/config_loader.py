@@ -1,0 +1,154 @@
+"""Build a frozen-dataclass config tree from YAML and dotted `key.sub=value` overrides.
+
+OmegaConf merges the YAML file with the overrides (so `${...}` interpolation works); this
+module then checks every key and value against the dataclass type hints. Each error is one
+line that names the key, the bad value and the valid keys or allowed values.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import types
+import typing
+from pathlib import Path
+from typing import Any, Literal, Sequence, TypeVar, Union
+
+from videorl.errors import ConfigError
+
+T = TypeVar("T")
+
+
+def _closest(key: str, valid: Sequence[str]) -> str:
+    close = difflib.get_close_matches(key, list(valid), n=3, cutoff=0.5)
+    return f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
+
+
+def _type_name(hint: Any) -> str:
+    origin = typing.get_origin(hint)
+    if origin is Literal:
+        return " | ".join(repr(a) for a in typing.get_args(hint))
+    if origin in (Union, types.UnionType):
+        return " | ".join(_type_name(a) for a in typing.get_args(hint))
+    if hint is type(None):
+        return "null"
+    return getattr(hint, "__name__", str(hint))
+
+
+def _coerce(hint: Any, value: Any, key: str) -> Any:
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if hint is Any:
+        return value
+    if origin in (Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        errors = []
+        for option in (a for a in args if a is not type(None)):
+            try:
+                return _coerce(option, value, key)
+            except ConfigError as err:
+                errors.append(err)
+        raise ConfigError(f"config key {key!r} = {value!r} has the wrong type: expected {_type_name(hint)}")
+    if origin is Literal:
+        if value not in args:
+            raise ConfigError(
+                f"config key {key!r} = {value!r} is not allowed; allowed values: {', '.join(repr(a) for a in args)}"
+            )
+        return value
+    if dataclasses.is_dataclass(hint):
+        if not isinstance(value, dict):
+            raise ConfigError(f"config key {key!r} must be a section (mapping), got {value!r}")
+        return build(hint, value, prefix=f"{key}.")
+    if origin in (tuple, list):
+        if not isinstance(value, (list, tuple)):
+            raise ConfigError(f"config key {key!r} = {value!r} has the wrong type: expected a list")
+        if origin is tuple and args and args[-1] is not Ellipsis:
+            if len(args) != len(value):
+                raise ConfigError(f"config key {key!r} = {value!r} must have {len(args)} items")
+            return tuple(_coerce(a, v, f"{key}[{i}]") for i, (a, v) in enumerate(zip(args, value)))
+        item = args[0] if args else Any
+        items = [_coerce(item, v, f"{key}[{i}]") for i, v in enumerate(value)]
+        return tuple(items) if origin is tuple else items
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise ConfigError(f"config key {key!r} = {value!r} has the wrong type: expected a mapping")
+        value_hint = args[1] if args else Any
+        return {str(k): _coerce(value_hint, v, f"{key}.{k}") for k, v in value.items()}
+    if hint is bool:
+        if isinstance(value, bool):
+            return value
+    elif hint is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    elif hint is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+    elif hint is str:
+        if isinstance(value, str):
+            return value
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return str(value)
+    elif isinstance(value, hint):
+        return value
+    raise ConfigError(f"config key {key!r} = {value!r} has the wrong type: expected {_type_name(hint)}")
+
+
+def build(cls: type[T], data: dict[str, Any] | None, prefix: str = "") -> T:
+    """Instantiate dataclass `cls` from a nested dict, checking keys, types and values."""
+    data = data or {}
+    hints = typing.get_type_hints(cls)
+    names = [f.name for f in dataclasses.fields(cls) if f.init]
+    kwargs = {}
+    for key, value in data.items():
+        if key not in names:
+            raise ConfigError(
+                f"config key {prefix + key!r} is unknown; {_closest(key, names)}"
+                f"(valid keys{' in ' + prefix.rstrip('.') if prefix else ''}: {', '.join(names)})"
+            )
+        kwargs[key] = _coerce(hints[key], value, f"{prefix}{key}")
+    try:
+        return cls(**kwargs)
+    except ConfigError as err:
+        message = str(err)
+        where = prefix.rstrip(".")
+        raise ConfigError(f"{where}: {message}" if where and not message.startswith(where) else message) from None
+
+
+def to_dict(config: Any) -> dict[str, Any]:
+    """Plain nested dict of a dataclass tree (tuples as lists), for YAML and logs."""
+
+    def convert(value: Any) -> Any:
+        if dataclasses.is_dataclass(value):
+            return {f.name: convert(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        if isinstance(value, (list, tuple)):
+            return [convert(v) for v in value]
+        if isinstance(value, dict):
+            return {k: convert(v) for k, v in value.items()}
+        return value
+
+    return convert(config)
+
+
+def merge_sources(path: str | Path | None, overrides: Sequence[str] = ()) -> dict[str, Any]:
+    """YAML file merged with dotted overrides (`rollout.n=4`), interpolations resolved."""
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    base = OmegaConf.create({})
+    if path is not None:
+        file = Path(path)
+        if not file.is_file():
+            raise ConfigError(f"config file {str(path)!r} not found; pass a YAML path such as configs/quickstart.yaml")
+        try:
+            base = OmegaConf.load(file)
+        except Exception as err:
+            raise ConfigError(f"config file {str(path)!r} is not valid YAML: {err}") from None
+    for item in overrides:
+        if "=" not in item or item.startswith("="):
+            raise ConfigError(f"override {item!r} must look like key.sub=value (e.g. rollout.n=4)")
+    try:
+        merged = OmegaConf.merge(base, OmegaConf.from_dotlist(list(overrides)))
+        return OmegaConf.to_container(merged, resolve=True)  # type: ignore[return-value]
+    except OmegaConfBaseException as err:
+        raise ConfigError(f"cannot merge config overrides: {str(err).splitlines()[0]}") from None

@@ -1,0 +1,74 @@
+"""The resolved plan of a training job, printed by `videorl train --dry-run`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.table import Table
+
+from videorl.config import Config
+
+
+@dataclass(frozen=True)
+class StepPlan:
+    """What one optimizer step processes, derived from the config alone."""
+
+    world_size: int
+    prompts_per_step: int
+    prompts_per_rank: int
+    policy_rows_per_group: int
+    annotation_rows_per_group: int
+    rows_per_step: int
+    rows_kept_per_step: int
+    max_response_tokens: int
+    response_tokens_per_step: int
+    micro_batch_tokens: int
+    mini_batches: int
+    epochs: int
+    estimator: str
+    total_steps: int
+
+
+def plan_step(config: Config) -> StepPlan:
+    world = config.trainer.nproc
+    group = config.rollout.n + int(config.algorithm.annotation_rows)
+    kept = config.rows_kept_per_group() * config.data.prompts_per_step
+    return StepPlan(
+        world_size=world,
+        prompts_per_step=config.data.prompts_per_step,
+        prompts_per_rank=config.data.prompts_per_step // world,
+        policy_rows_per_group=config.rollout.n,
+        annotation_rows_per_group=int(config.algorithm.annotation_rows),
+        rows_per_step=group * config.data.prompts_per_step,
+        rows_kept_per_step=kept,
+        max_response_tokens=config.rollout.max_new_tokens,
+        response_tokens_per_step=kept * config.rollout.max_new_tokens,
+        micro_batch_tokens=config.optim.micro_batch_tokens,
+        mini_batches=config.optim.mini_batches,
+        epochs=config.optim.epochs,
+        estimator=config.algorithm.estimator,
+        total_steps=config.trainer.steps,
+    )
+
+
+def plan_table(plan: StepPlan) -> Table:
+    table = Table(title="Step plan", show_header=True)
+    table.add_column("quantity")
+    table.add_column("value", justify="right")
+    rows = [
+        ("estimator", plan.estimator),
+        ("world size (ranks)", plan.world_size),
+        ("prompts per step", plan.prompts_per_step),
+        ("prompts per rank", plan.prompts_per_rank),
+        ("rows per group (policy + annotation)", f"{plan.policy_rows_per_group} + {plan.annotation_rows_per_group}"),
+        ("rows per step", plan.rows_per_step),
+        ("rows kept after pruning", plan.rows_kept_per_step),
+        ("max response tokens per row", plan.max_response_tokens),
+        ("max response tokens per step (kept rows)", plan.response_tokens_per_step),
+        ("micro-batch token budget", plan.micro_batch_tokens),
+        ("mini-batches x epochs", f"{plan.mini_batches} x {plan.epochs}"),
+        ("total steps", plan.total_steps),
+    ]
+    for name, value in rows:
+        table.add_row(name, str(value))
+    return table

@@ -1,0 +1,71 @@
+"""Config: load, override, and each error class's one-line message."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from videorl.cli import resolve_config_path
+from videorl.config import load_config
+from videorl.errors import ConfigError
+
+QUICKSTART = resolve_config_path("quickstart")
+
+
+def test_load_and_override():
+    config = load_config(QUICKSTART, ["rollout.n=4", "algorithm.pruning.neg_quota=0", "optim.lr=0.5"])
+    assert config.rollout.n == 4
+    assert config.optim.lr == 0.5
+    assert config.algorithm.estimator == "orarl"
+    assert config.rows_kept_per_group() == 2
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("rollout.nn=3", "config key 'rollout.nn' is unknown; did you mean 'n'"),
+        ("rollout.n=eight", "config key 'rollout.n' = 'eight' has the wrong type: expected int"),
+        ("optim.schedule=linear", "config key 'optim.schedule' = 'linear' is not allowed; allowed values: 'constant', 'cosine'"),
+        ("algorithm.pruning.pos_quota=2", "needs pos_quota + neg_quota + 1 == 4 (got 2 + 2 + 1)"),
+        ("algorithm.estimator=grpoo", "did you mean"),
+        ("data.families=[tempo]", "unknown task family 'tempo'"),
+        ("optim.mini_batches=5", "optim.mini_batches=5 must divide the rows per step"),
+        ("rollout=3", "config key 'rollout' must be a section"),
+    ],
+)
+def test_errors_are_one_line_and_name_the_key(override, message):
+    with pytest.raises(ConfigError) as err:
+        load_config(QUICKSTART, [override])
+    text = str(err.value)
+    assert message in text
+    assert "\n" not in text
+
+
+def test_missing_file_and_bad_override_syntax(tmp_path):
+    with pytest.raises(ConfigError, match="not found"):
+        load_config(tmp_path / "nope.yaml")
+    with pytest.raises(ConfigError, match="must look like key.sub=value"):
+        load_config(QUICKSTART, ["rollout.n"])
+
+
+def test_cli_dry_run_prints_the_plan():
+    result = subprocess.run(
+        [sys.executable, "-m", "videorl", "train", "quickstart", "--dry-run", "rollout.n=4", "algorithm.pruning.neg_quota=0"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "Step plan" in result.stdout
+    assert "rows kept after pruning" in result.stdout
+    assert "n: 4" in result.stdout
+
+
+def test_cli_config_error_exits_2_with_one_line():
+    result = subprocess.run(
+        [sys.executable, "-m", "videorl", "train", "quickstart", "--dry-run", "rollout.nn=4"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 2
+    assert result.stdout.strip().count("\n") == 0
+    assert "rollout.nn" in result.stdout
