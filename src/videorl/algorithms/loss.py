@@ -1,0 +1,230 @@
+"""The policy loss: PPO clip with dual clip, off-policy rows, KL and entropy terms, and the
+four aggregation modes (METHODS.md section 3).
+
+Per response token, with `rho = exp(logp - old_logp)`:
+
+    l = max(-A * rho, -A * clip(rho, 1 - eps_low, 1 + eps_high))
+    l = min(l, -A * c)                     for A < 0 (dual clip, c = 3)
+    l = -A * logp                          for constructed (off-policy) rows (TaRO, 2.3)
+    l = l + kl_coef * KL(logp, ref) - entropy_coef * entropy
+
+`policy_loss` returns a micro-batch's *contribution* to the loss of the whole optimizer
+step: the token sum is divided by the global token count (`token-mean`) or the global
+sequence count (`seq-mean-*`), so summing the micro-batch losses of every micro-batch and
+data-parallel rank gives the full-batch loss, whatever the split. Gradient accumulation
+just sums.
+
+For the top-k distillation variant (2.2) pass `[B,T,k]` log-probs and advantages: the
+per-token loss sums over the k ids.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from videorl.errors import ConfigError
+
+AGGREGATIONS = (
+    "token-mean",
+    "seq-mean-token-mean",
+    "seq-mean-token-sum",
+    "seq-mean-token-sum-norm",
+)
+KL_TYPES = ("k1", "k3")
+_MAX_LOG_RATIO = 20.0  # exp(20) is finite in float32; keeps rho and k3 free of inf/NaN
+
+
+@dataclass(frozen=True)
+class PolicyLossConfig:
+    """`dual_clip` None disables the dual clip; `max_length` is the constant divisor of
+    `seq-mean-token-sum-norm`; `kl_type` is `k1` or `k3`."""
+
+    clip_low: float = 0.2
+    clip_high: float = 0.2
+    dual_clip: float | None = 3.0
+    aggregation: str = "token-mean"
+    max_length: int | None = None
+    kl_coef: float = 0.0
+    kl_type: str = "k3"
+    entropy_coef: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not (0 <= self.clip_low < 1 and self.clip_high >= 0):
+            raise ConfigError(
+                f"algorithm.loss.clip_low={self.clip_low} must be in [0, 1) and algorithm.loss."
+                f"clip_high={self.clip_high} >= 0; the OraRL recipe uses 0.2 and 0.2"
+            )
+        if self.dual_clip is not None and not self.dual_clip > 1:
+            raise ConfigError(
+                f"algorithm.loss.dual_clip={self.dual_clip} must be > 1 (3.0 is usual) or null"
+            )
+        if self.aggregation not in AGGREGATIONS:
+            raise ConfigError(
+                f"algorithm.loss.aggregation={self.aggregation!r} is not an aggregation; use one "
+                f"of {list(AGGREGATIONS)}"
+            )
+        if self.aggregation == "seq-mean-token-sum-norm" and not (self.max_length or 0) > 0:
+            raise ConfigError(
+                f"algorithm.loss.aggregation='seq-mean-token-sum-norm' needs max_length > 0, got "
+                f"{self.max_length}; set it to the response length budget"
+            )
+        if self.kl_type not in KL_TYPES:
+            raise ConfigError(
+                f"algorithm.loss.kl_type={self.kl_type!r}; use one of {list(KL_TYPES)}"
+            )
+        if self.kl_coef < 0 or self.entropy_coef < 0:
+            raise ConfigError(
+                f"algorithm.loss.kl_coef={self.kl_coef} and algorithm.loss.entropy_coef="
+                f"{self.entropy_coef} must be >= 0"
+            )
+
+
+@dataclass(frozen=True)
+class LossResult:
+    """`loss`: scalar contribution to the step's loss; `metrics`: micro-batch statistics
+    (token means over this micro-batch; `actor/tokens` is its token count, for weighting)."""
+
+    loss: Tensor
+    metrics: dict[str, float]
+
+
+def kl_penalty(logp: Tensor, ref_logp: Tensor, kind: str = "k3") -> Tensor:
+    """Per-token KL estimate to a frozen reference: `k1 = logp - ref`,
+    `k3 = exp(ref - logp) - (ref - logp) - 1` (low variance, >= 0)."""
+    if kind == "k1":
+        return logp - ref_logp
+    if kind == "k3":
+        delta = (ref_logp - logp).clamp(-_MAX_LOG_RATIO, _MAX_LOG_RATIO)
+        return delta.exp() - delta - 1
+    raise ConfigError(f"algorithm.loss.kl_type={kind!r}; use one of {list(KL_TYPES)}")
+
+
+def _per_row(values: Tensor, like: Tensor) -> Tensor:
+    return values.view(-1, *([1] * (like.dim() - 1)))
+
+
+def _aggregate(
+    token_loss: Tensor,
+    mask: Tensor,
+    config: PolicyLossConfig,
+    global_token_count: float | None,
+    num_sequences_global: int | None,
+) -> Tensor:
+    weight = mask.to(token_loss.dtype)
+    summed = torch.where(mask.bool(), token_loss, 0.0)  # padding may hold inf or NaN
+    if config.aggregation == "token-mean":
+        count = float(weight.sum()) if global_token_count is None else float(global_token_count)
+        return summed.sum() / max(count, 1.0)
+    tokens = weight.sum(-1)
+    if config.aggregation == "seq-mean-token-mean":
+        per_sequence = summed.sum(-1) / tokens.clamp_min(1)
+    elif config.aggregation == "seq-mean-token-sum":
+        per_sequence = summed.sum(-1)
+    else:
+        per_sequence = summed.sum(-1) / float(config.max_length)
+    sequences = int((tokens > 0).sum()) if num_sequences_global is None else num_sequences_global
+    return per_sequence.sum() / max(sequences, 1)
+
+
+@dataclass(frozen=True)
+class _PPOTerms:
+    loss: Tensor
+    ratio: Tensor
+    clipped: Tensor
+    dual: Tensor
+
+
+def _ppo_terms(
+    logp: Tensor, old_logp: Tensor, advantages: Tensor, config: PolicyLossConfig
+) -> _PPOTerms:
+    ratio = (logp - old_logp).clamp(-_MAX_LOG_RATIO, _MAX_LOG_RATIO).exp()
+    unclipped = -advantages * ratio
+    clipped = -advantages * ratio.clamp(1 - config.clip_low, 1 + config.clip_high)
+    loss = torch.maximum(unclipped, clipped)
+    dual = torch.zeros_like(loss, dtype=torch.bool)
+    if config.dual_clip is not None:
+        bound = -advantages * config.dual_clip
+        dual = (advantages < 0) & (loss > bound)
+        loss = torch.where(dual, bound, loss)
+    return _PPOTerms(
+        loss=loss, ratio=ratio.detach(), clipped=(clipped > unclipped).detach(), dual=dual
+    )
+
+
+def policy_loss(
+    logp: Tensor,
+    old_logp: Tensor,
+    advantages: Tensor,
+    mask: Tensor,
+    *,
+    config: PolicyLossConfig,
+    global_token_count: float | None = None,
+    num_sequences_global: int | None = None,
+    ref_logp: Tensor | None = None,
+    entropy: Tensor | None = None,
+    off_policy: Tensor | None = None,
+) -> LossResult:
+    """The loss contribution of one micro-batch (module docstring for the formula).
+
+    `logp`, `old_logp`, `ref_logp`: `[B,T]` (or `[B,T,k]` for top-k); `advantages`: same
+    shape, or `[B]` broadcast to every token; `mask`, `entropy`: `[B,T]`; `off_policy`:
+    `[B]` bool. `global_token_count` (token-mean) and `num_sequences_global` (seq-mean-*,
+    rows with at least one response token) are the totals over the whole optimizer step,
+    all micro-batches and data-parallel ranks; None means this micro-batch is the step.
+    """
+    if tuple(mask.shape) != tuple(logp.shape[:2]):
+        raise ValueError(f"mask has shape {tuple(mask.shape)}, logp {tuple(logp.shape)}")
+    if advantages.dim() == 1:
+        advantages = _per_row(advantages, logp)
+    # Zero the padding first, so that inf or NaN there reaches neither loss nor gradient.
+    valid = mask.bool() if logp.dim() == 2 else mask.bool().unsqueeze(-1)
+    logp, old_logp = torch.where(valid, logp, 0.0), torch.where(valid, old_logp, 0.0)
+    advantages = torch.where(valid, advantages.to(logp.dtype), 0.0)
+    if ref_logp is not None:
+        ref_logp = torch.where(valid, ref_logp, 0.0)
+    if entropy is not None:
+        entropy = torch.where(mask.bool(), entropy, 0.0)
+    ppo = _ppo_terms(logp, old_logp, advantages, config)
+    off_rows = torch.zeros(logp.shape[0], dtype=torch.bool, device=logp.device)
+    if off_policy is not None:
+        off_rows = off_policy.bool()
+    loss = torch.where(_per_row(off_rows, logp), -advantages * logp, ppo.loss)
+    kl = None if ref_logp is None else kl_penalty(logp, ref_logp, config.kl_type)
+    if kl is not None and config.kl_coef > 0:
+        loss = loss + config.kl_coef * kl
+    if logp.dim() == 3:
+        loss = loss.sum(-1)
+    if entropy is not None and config.entropy_coef > 0:
+        loss = loss - config.entropy_coef * entropy
+    total = _aggregate(loss, mask, config, global_token_count, num_sequences_global)
+    return LossResult(total, _metrics(ppo, off_rows, mask, kl, entropy))
+
+
+@torch.no_grad()
+def _metrics(
+    ppo: _PPOTerms, off_rows: Tensor, mask: Tensor, kl: Tensor | None, entropy: Tensor | None
+) -> dict[str, float]:
+    token_mask = mask.bool()
+    id_mask = token_mask if ppo.loss.dim() == 2 else token_mask.unsqueeze(-1).expand_as(ppo.loss)
+    sampled = id_mask & ~_per_row(off_rows, id_mask)
+
+    def mean(values: Tensor, where: Tensor) -> float:
+        count = int(where.sum())
+        return float(values.detach()[where].double().sum()) / count if count else 0.0
+
+    metrics = {
+        "actor/tokens": float(token_mask.sum()),
+        "actor/off_policy_tokens": float((token_mask & off_rows.unsqueeze(-1)).sum()),
+        "actor/clip_frac": mean(ppo.clipped.double(), sampled),
+        "actor/dual_clip_frac": mean(ppo.dual.double(), sampled),
+        "actor/ratio_mean": mean(ppo.ratio, sampled),
+        "actor/approx_kl": mean(ppo.ratio - 1 - ppo.ratio.log(), sampled),
+    }
+    if kl is not None:
+        metrics["actor/kl"] = mean(kl, id_mask)
+    if entropy is not None:
+        metrics["actor/entropy"] = mean(entropy, token_mask)
+    return metrics

@@ -1,0 +1,125 @@
+"""TaRO: advantages of constructed (off-policy) rows and the prefix curriculum
+(METHODS.md section 2.3).
+
+Constructed rows start from a caption-built reasoning prefix, so they were not sampled by
+the policy. Their advantage is transformed by `off_policy_mode` and their loss is
+`-A * logp` without ratio clipping (see `loss.policy_loss`, argument `off_policy`):
+
+    mask  -> max(A, 0)
+    clone -> 1[A > 0]
+    awr   -> min(exp(A / beta), max_weight)
+    raft  -> 1 for the group's best row, else 0
+
+The curriculum gives the probability `p(step)` that a row is constructed:
+`hard` = 1 during the first `warmup_epochs` epochs, then 0; `linear` =
+`max(0, 1 - step / warmup_steps)`. Each row draws independently.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from videorl.algorithms.groups import check_rows, dense_group_index, group_max
+from videorl.errors import ConfigError
+
+OFF_POLICY_MODES = ("mask", "clone", "awr", "raft")
+SCHEDULES = ("hard", "linear")
+
+
+@dataclass(frozen=True)
+class OffPolicyConfig:
+    """`mode`: one of `mask` (default), `clone`, `awr`, `raft`. `awr_beta` is AWR's
+    temperature and `awr_max_weight` caps exp(A / beta) so that a large advantage cannot
+    overflow the loss."""
+
+    mode: str = "mask"
+    awr_beta: float = 1.0
+    awr_max_weight: float = 20.0
+
+    def __post_init__(self) -> None:
+        if self.mode not in OFF_POLICY_MODES:
+            raise ConfigError(
+                f"algorithm.constructed.off_policy.mode={self.mode!r} is not a mode; use one of "
+                f"{list(OFF_POLICY_MODES)}"
+            )
+        if not self.awr_beta > 0 or not self.awr_max_weight > 0:
+            raise ConfigError(
+                f"algorithm.constructed.off_policy.awr_beta={self.awr_beta} and awr_max_weight="
+                f"{self.awr_max_weight} must be > 0"
+            )
+
+
+@torch.no_grad()
+def best_row_of_group(advantages: Tensor, group_ids: Tensor) -> Tensor:
+    """`[B]` bool: the row with the largest advantage of its group, ties to the lower row
+    index; a group whose best advantage is not positive (e.g. all rows tie) has none."""
+    index, num_groups = dense_group_index(group_ids)
+    best = group_max(advantages, index, num_groups, initial=float("-inf"))
+    is_max = (advantages == best[index]) & (advantages > 0)
+    rows = torch.arange(advantages.numel(), device=advantages.device, dtype=torch.float64)
+    candidates = torch.where(is_max, rows, torch.full_like(rows, float("inf")))
+    first = -group_max(-candidates, index, num_groups, initial=float("-inf"))
+    return is_max & (rows == first[index])
+
+
+@torch.no_grad()
+def off_policy_advantages(
+    advantages: Tensor, group_ids: Tensor, off_policy: Tensor, config: OffPolicyConfig | None = None
+) -> Tensor:
+    """Transform the advantages `[B]` of the constructed rows (`off_policy [B]` bool) by
+    `config.mode` (module docstring); on-policy rows pass through unchanged. `raft` ranks
+    each constructed row against every row of its group."""
+    config = config or OffPolicyConfig()
+    check_rows(group_ids, advantages=advantages, off_policy=off_policy)
+    if config.mode == "mask":
+        transformed = advantages.clamp_min(0.0)
+    elif config.mode == "clone":
+        transformed = (advantages > 0).to(advantages.dtype)
+    elif config.mode == "awr":
+        transformed = (advantages / config.awr_beta).exp().clamp_max(config.awr_max_weight)
+    else:
+        transformed = best_row_of_group(advantages, group_ids).to(advantages.dtype)
+    return torch.where(off_policy.bool(), transformed, advantages)
+
+
+@dataclass(frozen=True)
+class CurriculumConfig:
+    """`schedule`: `hard` (needs `warmup_epochs`) or `linear` (needs `warmup_steps` > 0)."""
+
+    schedule: str = "hard"
+    warmup_epochs: int = 1
+    warmup_steps: int = 0
+
+    def __post_init__(self) -> None:
+        if self.schedule not in SCHEDULES:
+            raise ConfigError(
+                f"algorithm.constructed.curriculum.schedule={self.schedule!r} is not a "
+                f"schedule; use one of {list(SCHEDULES)}"
+            )
+        if self.warmup_epochs < 0:
+            raise ConfigError(
+                f"algorithm.constructed.curriculum.warmup_epochs={self.warmup_epochs} must be >= 0"
+            )
+        if self.schedule == "linear" and self.warmup_steps <= 0:
+            raise ConfigError(
+                f"algorithm.constructed.curriculum.schedule='linear' needs warmup_steps > 0, got "
+                f"{self.warmup_steps}; set algorithm.constructed.curriculum.warmup_steps"
+            )
+
+
+def constructed_probability(step: int, epoch: int, config: CurriculumConfig) -> float:
+    """`p(step)`: `hard` = 1 if epoch < warmup_epochs else 0; `linear` =
+    max(0, 1 - step / warmup_steps). Steps and epochs count from 0."""
+    if config.schedule == "hard":
+        return 1.0 if epoch < config.warmup_epochs else 0.0
+    return max(0.0, 1.0 - step / config.warmup_steps)
+
+
+def draw_constructed(num_rows: int, probability: float, generator: torch.Generator) -> Tensor:
+    """`[num_rows]` bool: each row is constructed independently with `probability`."""
+    if not 0.0 <= probability <= 1.0:
+        raise ValueError(f"probability={probability} must be in [0, 1]")
+    return torch.rand(num_rows, generator=generator, dtype=torch.float64) < probability
