@@ -45,6 +45,32 @@ def make_tiny(
     console.print(f"wrote {arch} ({size}, {params / 1e6:.2f} M params) to {path}")
 
 
+@app.command("synth")
+def synth(
+    out: Path = typer.Option(..., help="Output folder for videos and records."),
+    families: str = typer.Option("all", help="'all' or comma-separated family names/aliases (tg,sg,qa,...)."),
+    n: int = typer.Option(16, help="Training records per family."),
+    val: int = typer.Option(0, help="Extra records per family written to val.jsonl (disjoint videos)."),
+    seed: int = typer.Option(0, help="Random seed (same seed, same files)."),
+) -> None:
+    """Write synthetic MP4 videos and exact-ground-truth records for the chosen families."""
+    from videorl.data.loaders import load_records, write_records
+    from videorl.data.synth import synthesize
+
+    records_path = synthesize(out.resolve(), families.split(","), n=n + val, seed=seed)
+    records = load_records(records_path).records
+    by_family: dict[str, list] = {}
+    for record in records:
+        by_family.setdefault(record.family.value, []).append(record)
+    train_rows = [r for rows in by_family.values() for r in rows[:n]]
+    val_rows = [r for rows in by_family.values() for r in rows[n:]]
+    write_records(out / "train.jsonl", train_rows)
+    if val_rows:
+        write_records(out / "val.jsonl", val_rows)
+    console.print(f"wrote {len(train_rows)} training and {len(val_rows)} validation records "
+                  f"({', '.join(by_family)}) to {out}")
+
+
 @app.command("train")
 def train(
     config: str = typer.Argument(..., help="Recipe YAML path or name in configs/ (e.g. quickstart)."),

@@ -1,0 +1,149 @@
+"""One prompt template per family, stating the answer format of METHODS.md section 1.
+
+`build_prompt(record, think=...)` returns the user text that goes with the record's video
+or image. It always ends with the answer protocol: with `think=True` a `<think>` block then
+exactly one `<answer>`; with `think=False` only the `<answer>`. Box coordinates are
+described in the record's `box_format`: pixels of its `width x height` frame (`abs`) or
+0..1000 on both axes (`norm1000`).
+"""
+
+from __future__ import annotations
+
+import itertools
+
+from videorl.data.families import Family
+from videorl.data.records import NumericAnswer, SpatioTemporalAnswer, TaskRecord, TrackingAnswer
+
+LETTERS = "ABCDEFGH"
+THINK = (
+    "First think step by step inside <think> </think> tags, then give the final answer "
+    "inside <answer> </answer> tags, with nothing after it."
+)
+NO_THINK = (
+    "Do not explain. Reply with only the final answer inside <answer> </answer> tags."
+)
+BOX = "[x1, y1, x2, y2]"
+
+
+def _num(value: float) -> str:
+    """`8.0` -> `8`, `6.5` -> `6.5` (short, exact for the 0.5 s grid)."""
+    return f"{float(value):g}"
+
+
+def _coordinates(record: TaskRecord, medium: str) -> str:
+    if record.box_format == "norm1000":
+        return "Coordinates are normalized to 0-1000 on both axes (x to the right, y down)."
+    if record.width and record.height:
+        return (f"Coordinates are pixels of the {record.width} x {record.height} {medium} "
+                "(x to the right, y down).")
+    return f"Coordinates are pixels of the {medium} (x to the right, y down)."
+
+
+def _options(record: TaskRecord) -> str:
+    lines = [f"{letter}. {text}" for letter, text in zip(LETTERS, record.options)]
+    letters = ", ".join(LETTERS[: len(record.options)])
+    return ("Options:\n" + "\n".join(lines)
+            + f"\nAnswer with the letter of the correct option ({letters}) as <answer>X</answer>.")
+
+
+def _duration(record: TaskRecord) -> str:
+    return f"The video lasts {_num(record.duration)} seconds. " if record.duration else ""
+
+
+def _temporal(record: TaskRecord) -> str:
+    return (
+        f'{_duration(record)}Find the start and end of the moment described by: '
+        f'"{record.problem}". Answer with the start and end time in seconds as '
+        "<answer>S to E</answer>, for example <answer>2.5 to 7</answer>."
+    )
+
+
+def _spatial(record: TaskRecord) -> str:
+    medium = "image" if record.video is None else "video frame"
+    return (
+        f"Locate {record.problem} in the {medium}. Answer with its bounding box as "
+        f"<answer>{BOX}</answer>. {_coordinates(record, medium)}"
+    )
+
+
+def _segmentation(record: TaskRecord) -> str:
+    is_video = record.video is not None
+    medium = "video frame" if is_video else "image"
+    time_field = ', "time": t' if is_video else ""
+    time_text = (
+        " and t, a time in seconds at which it is visible (the box and points are for that "
+        "moment)" if is_video else ""
+    )
+    return (
+        f"Segment {record.problem} in the {'video' if is_video else 'image'}. Answer with JSON "
+        f'<answer>{{"boxes": {BOX}, "positive_points": [[x, y], [x, y], [x, y]], '
+        f'"negative_points": [[x, y], [x, y], [x, y]]{time_field}}}</answer>: its bounding '
+        "box, three points on it, three points near it but outside it"
+        f"{time_text}. {_coordinates(record, medium)}"
+    )
+
+
+def _tracking(record: TaskRecord) -> str:
+    assert isinstance(record.answer, TrackingAnswer)
+    frames = sorted(record.answer.boxes, key=float)
+    fps = record.extra.get("source_fps")
+    listed = ", ".join(f"{f} ({_num(float(f) / fps)} s)" if fps else f for f in frames)
+    timing = f"The video has {_num(fps)} frames per second; frame k is at k / {_num(fps)} s. " if fps else ""
+    first = record.extra.get("first_box")
+    start = f"In frame 0 it is at [{', '.join(_num(v) for v in first)}]. " if first else ""
+    return (
+        f"Track {record.problem} through the video. {start}{timing}Give its box in frames "
+        f"{listed} as JSON <answer>{{\"boxes\": {{\"<frame>\": {BOX}, ...}}}}</answer>. "
+        f"{_coordinates(record, 'video frame')}"
+    )
+
+
+def _grid_step(record: TaskRecord) -> float:
+    """Spacing of the ground-truth box keys (1 s when there is at most one key)."""
+    assert isinstance(record.answer, SpatioTemporalAnswer)
+    keys = sorted({float(k) for k in record.answer.boxes})
+    steps = [b - a for a, b in itertools.pairwise(keys) if b > a]
+    return min(steps) if steps else 1.0
+
+
+def _spatio_temporal(record: TaskRecord) -> str:
+    step = _grid_step(record)
+    grid = ", ".join(_num(k * step) for k in range(3))
+    return (
+        f"{_duration(record)}Find when and where {record.problem} appears. Answer with JSON "
+        f'<answer>{{"time": [t0, t1], "boxes": {{"<second>": {BOX}, ...}}}}</answer>: the '
+        f"start and end time in seconds, and its box at every time on the {_num(step)} s grid "
+        f"({grid}, ...) between t0 and t1, keyed by that time. "
+        f"{_coordinates(record, 'video frame')}"
+    )
+
+
+def _choice_or_number(record: TaskRecord) -> str:
+    if isinstance(record.answer, NumericAnswer) or not record.options:
+        return f"{record.problem}\nAnswer with a single number as <answer>N</answer>."
+    return f"{record.problem}\n{_options(record)}"
+
+
+def _math(record: TaskRecord) -> str:
+    return (
+        f"{record.problem}\nGive the final answer in \\boxed{{}} inside the answer tags, "
+        "as <answer>\\boxed{N}</answer>."
+    )
+
+
+_TEMPLATES = {
+    Family.TEMPORAL_GROUNDING: _temporal,
+    Family.SPATIAL_GROUNDING: _spatial,
+    Family.SEGMENTATION: _segmentation,
+    Family.TRACKING: _tracking,
+    Family.SPATIO_TEMPORAL_GROUNDING: _spatio_temporal,
+    Family.VIDEO_QA: _choice_or_number,
+    Family.SPATIAL_INTELLIGENCE: _choice_or_number,
+    Family.MATH: _math,
+}
+
+
+def build_prompt(record: TaskRecord, *, think: bool) -> str:
+    """The user text for `record`: its family's task instruction and answer format, then
+    the answer protocol (`<think>` + `<answer>` or `<answer>` only)."""
+    return f"{_TEMPLATES[record.family](record)}\n{THINK if think else NO_THINK}"

@@ -1,0 +1,94 @@
+"""Task-grouped batches: each batch from one family, families in rotation (resumable).
+
+Epoch e: each family's record indices are shuffled by `rng(seed, e, family)` and cut into
+batches of `batch_size`; a family's last, short batch is topped up from the start of the
+same shuffled order (wrapping around), so every batch has exactly `batch_size` indices and
+a family smaller than a batch is still trained on. Batches are then taken round-robin over
+the families in canonical order, skipping a family once its batches are used up. The
+order depends only on (records' families, batch_size, seed, epoch), so
+`load_state_dict(state_dict())` resumes at the same batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from videorl.data.families import Family
+from videorl.data.records import TaskRecord
+from videorl.errors import ConfigError
+
+_FAMILY_ORDER = tuple(Family)
+
+
+class TaskGroupedSampler:
+    """Iterates one epoch of batches (lists of record indices) from the saved position."""
+
+    def __init__(self, records: Sequence[TaskRecord], batch_size: int, seed: int = 0) -> None:
+        if batch_size < 1:
+            raise ConfigError(f"data.batch_size={batch_size} must be at least 1")
+        if not records:
+            raise ConfigError("the sampler got no records; check the data files")
+        self.batch_size = batch_size
+        self.seed = seed
+        self.epoch = 0
+        self.position = 0  # batches of the current epoch already handed out
+        groups: dict[Family, list[int]] = {}
+        for index, record in enumerate(records):
+            groups.setdefault(record.family, []).append(index)
+        self._groups = {f: groups[f] for f in _FAMILY_ORDER if f in groups}
+
+    @property
+    def families(self) -> tuple[Family, ...]:
+        return tuple(self._groups)
+
+    def epoch_batches(self, epoch: int) -> list[list[int]]:
+        """All batches of `epoch`, in order."""
+        per_family: list[list[list[int]]] = []
+        for family, indices in self._groups.items():
+            rng = np.random.default_rng([self.seed, epoch, _FAMILY_ORDER.index(family)])
+            order = [indices[i] for i in rng.permutation(len(indices))]
+            count = -(-len(order) // self.batch_size)  # ceil
+            cycled = [order[i % len(order)] for i in range(count * self.batch_size)]
+            per_family.append([
+                cycled[b * self.batch_size:(b + 1) * self.batch_size] for b in range(count)
+            ])
+        batches = []
+        for round_ in range(max(len(b) for b in per_family)):
+            batches.extend(b[round_] for b in per_family if round_ < len(b))
+        return batches
+
+    def __len__(self) -> int:
+        """Batches per epoch."""
+        return sum(-(-len(ix) // self.batch_size) for ix in self._groups.values())
+
+    def __iter__(self) -> Iterator[list[int]]:
+        """The rest of the current epoch; afterwards `epoch` has advanced by one."""
+        batches = self.epoch_batches(self.epoch)
+        while self.position < len(batches):
+            batch = batches[self.position]
+            self.position += 1  # counted before yielding: a checkpoint taken now resumes after it
+            yield batch
+        self.epoch += 1
+        self.position = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch, self.position = epoch, 0
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"epoch": self.epoch, "position": self.position, "seed": self.seed,
+                "batch_size": self.batch_size}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Resume at `state`; refuses a state made with another seed or batch size, since
+        the saved position would then point into a different order."""
+        for key in ("seed", "batch_size"):
+            if key in state and state[key] != getattr(self, key):
+                raise ConfigError(
+                    f"sampler checkpoint has {key}={state[key]} but this run uses "
+                    f"{key}={getattr(self, key)}; resume with the same value"
+                )
+        self.epoch = int(state["epoch"])
+        self.position = int(state["position"])

@@ -1,0 +1,79 @@
+"""Batch scoring: a list of (record, response) pairs to rewards in batch order, in a worker
+pool when `config.workers > 1`, else in-process; plus the step's reward metrics."""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from videorl.data.records import TaskRecord
+from videorl.rewards.config import RewardConfig
+from videorl.rewards.pool import ScoringPool
+from videorl.rewards.result import FAILURE_REASONS, RewardResult
+from videorl.rewards.router import score_response
+
+
+@dataclass(frozen=True)
+class BatchScores:
+    """Per-row results in batch order and the batch's metrics."""
+
+    results: list[RewardResult]
+    metrics: dict[str, float]
+
+    @property
+    def overall(self) -> list[float]:
+        return [result.overall for result in self.results]
+
+
+def batch_metrics(
+    records: Sequence[TaskRecord], results: Sequence[RewardResult], seconds: float
+) -> dict[str, float]:
+    """`reward/mean`, `reward/format_mean`, `reward/<family>/mean`, `reward/failed_<reason>`
+    (counts, every reason always present), `reward/samples`, `reward/seconds`."""
+    count = len(results)
+    metrics = {
+        "reward/samples": float(count),
+        "reward/seconds": seconds,
+        "reward/mean": sum(r.overall for r in results) / count if count else 0.0,
+        "reward/format_mean": sum(r.components.get("format", 0.0) for r in results) / count
+        if count
+        else 0.0,
+    }
+    for reason in FAILURE_REASONS:
+        metrics[f"reward/failed_{reason}"] = float(sum(r.failure_reason == reason for r in results))
+    by_family: dict[str, list[float]] = defaultdict(list)
+    for record, result in zip(records, results):
+        by_family[record.family.short].append(result.overall)
+    for short, values in sorted(by_family.items()):
+        metrics[f"reward/{short}/mean"] = sum(values) / len(values)
+    return metrics
+
+
+def score_batch(
+    records: Sequence[TaskRecord],
+    responses: Sequence[str],
+    config: RewardConfig,
+    pool: ScoringPool | None = None,
+) -> BatchScores:
+    """Score every row, keeping batch order; a row that raises, hangs (pool only) or kills its
+    worker scores 0 and is counted in `reward/failed_<reason>`. Pass a long-lived `pool` to
+    avoid starting workers per call; without one, a pool lives for this call only."""
+    if len(records) != len(responses):
+        raise ValueError(
+            f"{len(records)} records but {len(responses)} responses; give one response per record"
+        )
+    if pool is not None and pool.config != config:
+        raise ValueError("the pool was built for another RewardConfig; build it with this config")
+    start = time.perf_counter()
+    if pool is not None:
+        results = pool.score(records, responses)
+    elif config.workers > 1 and len(records) > 1:
+        with ScoringPool(config, min(config.workers, len(records))) as temporary:
+            results = temporary.score(records, responses)
+    else:
+        results = [
+            score_response(record, response, config) for record, response in zip(records, responses)
+        ]
+    return BatchScores(results, batch_metrics(records, results, time.perf_counter() - start))

@@ -1,0 +1,161 @@
+"""Reward configuration, validated at load time (METHODS.md sections 1 and 1.4).
+
+Errors name the key, the value and the fix; an unknown family name in `plugins` is a
+configuration error here, never a silent 0 during training.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from videorl.data.families import parse_family
+from videorl.errors import ConfigError
+from videorl.rewards.plugins import load_plugin
+
+TG_SHAPINGS = ("iou", "iou_v2")
+PLUGIN_MODES = ("replace", "extend")
+
+
+def _number(
+    key: str, value: Any, low: float, high: float = math.inf, *, open_low: bool = False
+) -> None:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    ok = ok and (value > low if open_low else value >= low) and value <= high
+    if not ok:
+        bound = f"> {low}" if open_low else f">= {low}"
+        upper = f" and <= {high}" if high != math.inf else ""
+        raise ConfigError(f"{key}={value!r} is invalid; set a finite number {bound}{upper}")
+
+
+@dataclass(frozen=True)
+class SensitivityConfig:
+    """TaRO temporal-sensitivity reward (METHODS.md 1.4): bonus `alpha * 1[d_i > thr + margin]`
+    for TG rows whose tIoU >= `gate`; `thr` is the group mean of d (`"group_mean"`) or a
+    constant; frames within +-`radius` seconds of each ground-truth boundary are shuffled.
+    `enabled` tells the trainer whether to run the two extra log-prob passes."""
+
+    enabled: bool = False
+    alpha: float = 0.3
+    margin: float = 0.0
+    gate: float = 0.7
+    radius: float = 3.0
+    threshold: str | float = "group_mean"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.enabled, bool):
+            raise ConfigError(f"rewards.sensitivity.enabled={self.enabled!r}; set true or false")
+        _number("rewards.sensitivity.alpha", self.alpha, 0.0)
+        _number("rewards.sensitivity.margin", self.margin, -math.inf)
+        _number("rewards.sensitivity.gate", self.gate, 0.0, 1.0)
+        _number("rewards.sensitivity.radius", self.radius, 0.0, open_low=True)
+        if self.threshold != "group_mean":
+            if isinstance(self.threshold, str):
+                raise ConfigError(
+                    f"rewards.sensitivity.threshold={self.threshold!r}; "
+                    "set 'group_mean' or a number"
+                )
+            _number("rewards.sensitivity.threshold", self.threshold, -math.inf)
+
+
+@dataclass(frozen=True)
+class RewardConfig:
+    """How responses are scored.
+
+    - `think_required`: the `<think>` block is mandatory (format 0 without it).
+    - `tg_shaping`: `iou` (plain tIoU) or `iou_v2` (TaRO shaping, METHODS.md 1.1), training only.
+    - `num_workers`: scoring processes (None = all cores; <= 1 scores in-process).
+    - `timeout_s`: per-sample limit in the pool; a sample over it scores 0.
+    - `plugins`: family name -> `"module:function"`; `plugin_mode` `replace` uses the
+      plug-in's result, `extend` keeps the built-in components, adds the plug-in's as
+      `plugin/<key>` and sets `overall = (1 - plugin_weight) * built-in + plugin_weight * plug-in`.
+    """
+
+    think_required: bool = False
+    tg_shaping: str = "iou"
+    num_workers: int | None = None
+    timeout_s: float = 5.0
+    plugins: dict[str, str] = field(default_factory=dict)
+    plugin_mode: str = "replace"
+    plugin_weight: float = 0.5
+    sensitivity: SensitivityConfig = field(default_factory=SensitivityConfig)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.think_required, bool):
+            raise ConfigError(f"rewards.think_required={self.think_required!r}; set true or false")
+        if self.tg_shaping not in TG_SHAPINGS:
+            raise ConfigError(
+                f"rewards.tg_shaping={self.tg_shaping!r} is unknown; set one of {', '.join(TG_SHAPINGS)}"
+            )
+        if self.num_workers is not None and (
+            not isinstance(self.num_workers, int)
+            or isinstance(self.num_workers, bool)
+            or self.num_workers < 0
+        ):
+            raise ConfigError(
+                f"rewards.num_workers={self.num_workers!r}; set an integer >= 0 "
+                "(0 or 1 = in-process) or null for all cores"
+            )
+        _number("rewards.timeout_s", self.timeout_s, 0.0, open_low=True)
+        if self.plugin_mode not in PLUGIN_MODES:
+            raise ConfigError(
+                f"rewards.plugin_mode={self.plugin_mode!r} is unknown; set one of {', '.join(PLUGIN_MODES)}"
+            )
+        _number("rewards.plugin_weight", self.plugin_weight, 0.0, 1.0)
+        if not isinstance(self.sensitivity, SensitivityConfig):
+            raise ConfigError(
+                f"rewards.sensitivity={self.sensitivity!r}; give a SensitivityConfig "
+                "(RewardConfig.from_dict accepts a mapping)"
+            )
+        if not isinstance(self.plugins, dict):
+            raise ConfigError(
+                f"rewards.plugins={self.plugins!r}; give a mapping family -> 'module:function'"
+            )
+        # Canonical family names as keys, so that the router's lookup is exact.
+        plugins: dict[str, str] = {}
+        for name, spec in self.plugins.items():
+            try:
+                family = parse_family(name).value
+            except ConfigError as exc:
+                raise ConfigError(f"rewards.plugins: {exc}") from None
+            if family in plugins:
+                raise ConfigError(
+                    f"rewards.plugins: {name!r} names {family}, which already has a plug-in; "
+                    "keep one entry per family"
+                )
+            load_plugin(str(spec))  # imported now: a broken plug-in is a load-time error
+            plugins[family] = str(spec)
+        object.__setattr__(self, "plugins", plugins)
+
+    @property
+    def workers(self) -> int:
+        """The number of scoring processes: `num_workers`, or the cores this process may run
+        on when None (its CPU affinity, which a container or job scheduler may restrict)."""
+        if self.num_workers is not None:
+            return self.num_workers
+        if hasattr(os, "sched_getaffinity"):
+            return len(os.sched_getaffinity(0))
+        return os.cpu_count() or 1
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RewardConfig:
+        """Build from a plain mapping (YAML); an unknown key is an error naming the valid ones."""
+        valid = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - valid)
+        if unknown:
+            raise ConfigError(
+                f"rewards: unknown key(s) {unknown}; valid keys: {', '.join(sorted(valid))}"
+            )
+        values = dict(data)
+        if isinstance(values.get("sensitivity"), dict):
+            sensitivity = values["sensitivity"]
+            known = {f.name for f in fields(SensitivityConfig)}
+            extra = sorted(set(sensitivity) - known)
+            if extra:
+                raise ConfigError(
+                    f"rewards.sensitivity: unknown key(s) {extra}; valid keys: {', '.join(sorted(known))}"
+                )
+            values["sensitivity"] = SensitivityConfig(**sensitivity)
+        return cls(**values)

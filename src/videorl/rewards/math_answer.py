@@ -1,0 +1,102 @@
+"""Text-only math, the verifier of on-policy distillation (METHODS.md 1 and 2.2): the final
+`\\boxed{...}` answer scores 1 if `math-verify` finds it mathematically equivalent to the
+reference, else 0.
+
+The protocol differs from the video families: the answer is the last `\\boxed{...}` of the
+response (after the think block when there is one); format = 1 iff it is complete (balanced
+braces, at most 1,000 characters), so a truncated response scores 0.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import threading
+from typing import Any
+
+from videorl.data.records import MathAnswer, TaskRecord
+from videorl.rewards.config import RewardConfig
+from videorl.rewards.protocol import EMPTY_THINK, Extraction, Protocol, split_think
+
+BOXED = "\\boxed"
+# A final answer is short; longer text is not checked (sympy on megabytes could take minutes).
+MAX_ANSWER_CHARS = 1_000
+VERIFY_TIMEOUT_S = 5
+_OPENING = re.compile(r"\s*\{")
+_BRACE = re.compile(r"\\.|[{}]", re.DOTALL)
+
+
+def last_boxed(text: str) -> str | None:
+    """The content of the last `\\boxed{...}`, or None when there is none, it is unclosed, or
+    it is longer than `MAX_ANSWER_CHARS` (not a final answer)."""
+    start = text.rfind(BOXED)
+    if start < 0:
+        return None
+    opening = _OPENING.match(text, start + len(BOXED))
+    if opening is None:
+        return None
+    first = opening.end()
+    depth = 1
+    for token in _BRACE.finditer(text, first, first + MAX_ANSWER_CHARS + 1):
+        depth += {"{": 1, "}": -1}.get(token.group(0), 0)  # an escape like `\{` does not nest
+        if depth == 0:
+            return text[first : token.start()]
+    return None
+
+
+def extract_boxed(response: str, think_required: bool) -> Extraction:
+    """The final boxed answer and whether the response has the required shape."""
+    think_ok, rest = split_think(response, think_required)
+    content = last_boxed(rest)
+    if content is None:
+        return Extraction(False, last_boxed(response))
+    return Extraction(think_ok, content)
+
+
+def wrap_boxed(payload: str, think: bool) -> str:
+    """`\\boxed{payload}`, after an empty think block when `think`."""
+    return (EMPTY_THINK if think else "") + BOXED + "{" + payload + "}"
+
+
+BOXED_PROTOCOL = Protocol(extract=extract_boxed, wrap=wrap_boxed)
+
+
+def _timeout() -> int | None:
+    # math-verify times out with SIGALRM, which only the main thread may set.
+    return VERIFY_TIMEOUT_S if threading.current_thread() is threading.main_thread() else None
+
+
+@functools.lru_cache(maxsize=1024)
+def _parse_reference(reference: str, timeout: int | None) -> Any:
+    from math_verify import parse  # lazy: sympy takes a second to import
+
+    return parse(BOXED + "{" + reference + "}", parsing_timeout=timeout)
+
+
+def reference_answer(record: TaskRecord) -> str:
+    """The reference's final answer (the content of its box when it has one)."""
+    answer = record.answer
+    assert isinstance(answer, MathAnswer), f"record {record.id}: not a math answer"
+    return last_boxed(answer.text) or answer.text
+
+
+def is_equivalent(reference: str, answer: str) -> bool:
+    """Whether `answer` equals `reference` mathematically (math-verify, gold first)."""
+    if not answer.strip() or len(answer) > MAX_ANSWER_CHARS:
+        return False
+    from math_verify import parse, verify
+
+    timeout = _timeout()
+    gold = _parse_reference(reference, timeout)
+    pred = parse(BOXED + "{" + answer + "}", parsing_timeout=timeout)
+    return bool(gold) and bool(pred) and bool(verify(gold, pred, timeout_seconds=timeout))
+
+
+def score(record: TaskRecord, payload: str, config: RewardConfig) -> dict[str, float]:
+    """`task` = 1 if the boxed answer is equivalent to the reference, else 0."""
+    return {"task": float(is_equivalent(reference_answer(record), payload))}
+
+
+def serialize(record: TaskRecord) -> str:
+    """The reference answer (the protocol wraps it in `\\boxed{}`)."""
+    return reference_answer(record)

@@ -1,0 +1,81 @@
+"""The answer protocol (METHODS.md section 1): an optional `<think>...</think>` block, then
+exactly one `<answer>...</answer>` with nothing after it; with thinking required, each of the
+four tags exactly once. `format = 1` iff the response has that shape.
+
+Checks use tag counts and `str.partition` rather than one regular expression, so that the
+cost is linear in the response length whatever the response contains.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
+ANSWER_OPEN, ANSWER_CLOSE = "<answer>", "</answer>"
+# The empty reasoning block of Qwen3's non-thinking template: the annotation row's reasoning
+# when a thinking format is asked for.
+EMPTY_THINK = "<think>\n\n</think>\n\n"
+
+
+@dataclass(frozen=True)
+class Extraction:
+    """What the protocol found in a response.
+
+    `ok`: the response has the required shape (format = 1). `payload`: the answer text; when
+    not ok, the last complete answer (for diagnostics only: the reward is task * format = 0).
+    """
+
+    ok: bool
+    payload: str | None
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """How a family's answer sits in a response: `extract(response, think_required)` and its
+    inverse `wrap(payload, think)`."""
+
+    extract: Callable[[str, bool], Extraction]
+    wrap: Callable[[str, bool], str]
+
+
+def split_think(response: str, think_required: bool) -> tuple[bool, str]:
+    """(shape ok, the text after the think block). The block, when present, must be the
+    only one and open the response (whitespace aside)."""
+    opens, closes = response.count(THINK_OPEN), response.count(THINK_CLOSE)
+    if opens == 0 and closes == 0:
+        return (not think_required, response)
+    head, _, rest = response.rpartition(THINK_CLOSE)
+    if opens != 1 or closes != 1:
+        return (False, rest)
+    return (head.lstrip().startswith(THINK_OPEN), rest)
+
+
+def last_answer(response: str) -> str | None:
+    """The text of the last complete `<answer>...</answer>` block, if any."""
+    start = response.rfind(ANSWER_OPEN)
+    if start < 0:
+        return None
+    end = response.find(ANSWER_CLOSE, start)
+    return None if end < 0 else response[start + len(ANSWER_OPEN) : end]
+
+
+def extract_tagged(response: str, think_required: bool) -> Extraction:
+    """The `<answer>` payload of a response and whether the response follows the protocol."""
+    think_ok, rest = split_think(response, think_required)
+    if response.count(ANSWER_OPEN) != 1 or response.count(ANSWER_CLOSE) != 1:
+        return Extraction(False, last_answer(response))
+    before, _, tail = rest.partition(ANSWER_OPEN)
+    payload, closed, after = tail.partition(ANSWER_CLOSE)
+    if not closed:  # the answer block is not after the think block, or closes before it opens
+        return Extraction(False, last_answer(response))
+    ok = think_ok and not before.strip() and not after.strip()
+    return Extraction(ok, payload)
+
+
+def wrap_tagged(payload: str, think: bool) -> str:
+    """`<answer>payload</answer>`, after an empty think block when `think`."""
+    return (EMPTY_THINK if think else "") + ANSWER_OPEN + payload + ANSWER_CLOSE
+
+
+TAGGED = Protocol(extract=extract_tagged, wrap=wrap_tagged)

@@ -1,0 +1,100 @@
+"""TaRO temporal-sensitivity reward (METHODS.md 1.4).
+
+For each TG row the trainer runs the current policy (no grad) twice on the row's tokens, with
+the original frames and with frames shuffled near the ground-truth boundaries, and takes
+`d_i = mean over response tokens of (logp_orig - logp_shuffled)`. The bonus
+`alpha * 1[d_i > thr_g + margin]` is added to row i's reward when its tIoU >= gate; `thr_g`
+is the mean of d over row i's group (or a constant). Each row keeps its own d_i (the
+reference implementation shared one value per group; that bug is not reproduced).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import random
+from collections.abc import Sequence
+
+import torch
+
+from videorl.rewards.config import SensitivityConfig
+
+
+def shuffle_seed(step: int, row: int, base_seed: int = 0) -> int:
+    """A seed for `boundary_shuffle` from (step, row): reproducible across runs and ranks,
+    and unrelated between neighbouring rows."""
+    digest = hashlib.blake2b(f"{base_seed}:{step}:{row}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little")
+
+
+def _derange(indices: list[int], rng: random.Random) -> list[int]:
+    # Sattolo's algorithm: a uniformly random cyclic permutation, so every frame near the
+    # boundary moves (a plain shuffle of 2 frames is the identity half of the time).
+    out = list(indices)
+    for i in range(len(out) - 1, 0, -1):
+        j = rng.randrange(i)
+        out[i], out[j] = out[j], out[i]
+    return out
+
+
+def boundary_shuffle(
+    timestamps: Sequence[float], window: tuple[float, float], radius: float, seed: int
+) -> list[int]:
+    """A permutation `perm` of frame indices (shuffled frames = `frames[perm]`): the frames
+    whose timestamps lie within +-`radius` s of the window start are permuted among
+    themselves, likewise around the end; all others stay. A frame near both boundaries
+    belongs to the nearer one (the start on a tie), so the two sets are disjoint."""
+    if not (math.isfinite(radius) and radius >= 0):
+        raise ValueError(f"radius={radius!r}: give a finite number of seconds >= 0")
+    start, end = float(window[0]), float(window[1])
+    near_start, near_end = [], []
+    for index, stamp in enumerate(timestamps):
+        to_start, to_end = abs(float(stamp) - start), abs(float(stamp) - end)
+        if to_start <= radius and to_start <= to_end:
+            near_start.append(index)
+        elif to_end <= radius:
+            near_end.append(index)
+    rng = random.Random(seed)
+    perm = list(range(len(timestamps)))
+    for group in (near_start, near_end):
+        for slot, source in zip(group, _derange(group, rng)):
+            perm[slot] = source
+    return perm
+
+
+@torch.no_grad()
+def token_mean_logp_gap(
+    logp_orig: torch.Tensor, logp_shuf: torch.Tensor, mask: torch.Tensor
+) -> torch.Tensor:
+    """`d_i = sum_t mask * (logp_orig - logp_shuf) / sum_t mask` per row ([B, T] -> [B],
+    float32); a row without response tokens gives 0."""
+    mask = mask.to(torch.float32)
+    gap = (logp_orig.to(torch.float32) - logp_shuf.to(torch.float32)) * mask
+    return gap.sum(dim=-1) / mask.sum(dim=-1).clamp_min(1.0)
+
+
+@torch.no_grad()
+def sensitivity_bonus(
+    d: torch.Tensor, group_ids: torch.Tensor, tiou: torch.Tensor, config: SensitivityConfig
+) -> torch.Tensor:
+    """`bonus_i = alpha * 1[d_i > thr_g + margin] * 1[tIoU_i >= gate]` ([B] -> [B], float32).
+
+    `thr_g` is the mean of the finite d over row i's group (`threshold = "group_mean"`) or
+    the constant `threshold`. A row with a non-finite d gets no bonus and is left out of its
+    group's mean. Computed whatever `config.enabled` says (that flag gates the passes).
+    """
+    d = d.to(torch.float32)
+    valid = torch.isfinite(d)
+    clean = torch.where(valid, d, torch.zeros_like(d))
+    if config.threshold == "group_mean":
+        _, group = torch.unique(group_ids, return_inverse=True)
+        size = int(group.max().item()) + 1 if group.numel() else 0
+        sums = torch.zeros(size, dtype=torch.float32, device=d.device).index_add_(0, group, clean)
+        counts = torch.zeros(size, dtype=torch.float32, device=d.device).index_add_(
+            0, group, valid.to(torch.float32)
+        )
+        threshold = (sums / counts.clamp_min(1.0))[group]
+    else:
+        threshold = torch.full_like(d, float(config.threshold))
+    passed = valid & (d > threshold + config.margin) & (tiou.to(torch.float32) >= config.gate)
+    return config.alpha * passed.to(torch.float32)

@@ -1,0 +1,60 @@
+"""Temporal grounding (TG): payload `S to E` in seconds, an optional `s` suffix
+(`8.50s to 12.40s`), `and` accepted for `to`, 0 <= S <= E; task = tIoU, or the TaRO shaped
+`iou_v2` when `tg_shaping = "iou_v2"` (METHODS.md 1 and 1.1).
+
+With several ground-truth windows the best one counts. The ground truth is clipped to
+[0, duration]; without a known duration `iou_v2` falls back to plain tIoU.
+"""
+
+from __future__ import annotations
+
+import re
+
+from videorl.data.records import TaskRecord, TemporalAnswer
+from videorl.rewards.config import RewardConfig
+from videorl.rewards.geometry import clip_window, temporal_iou, temporal_iou_v2
+from videorl.rewards.payload import MAX_PAYLOAD_CHARS, NUMBER, format_number
+
+_SPAN = re.compile(rf"\s*({NUMBER})\s*s?\s*(?:to|and)\s*({NUMBER})\s*s?\s*", re.IGNORECASE)
+
+
+def parse(payload: str) -> tuple[float, float] | None:
+    """`(S, E)` from `S to E`, else None (also for S > E, negative or non-finite times)."""
+    if len(payload) > MAX_PAYLOAD_CHARS:
+        return None
+    match = _SPAN.fullmatch(payload)
+    if match is None:
+        return None
+    start, end = float(match.group(1)), float(match.group(2))
+    if not (0.0 <= start <= end < float("inf")):
+        return None
+    return (start, end)
+
+
+def ground_truth(record: TaskRecord) -> list[tuple[float, float]]:
+    """The record's windows clipped to [0, duration]."""
+    answer = record.answer
+    assert isinstance(answer, TemporalAnswer), f"record {record.id}: not a temporal answer"
+    return [clip_window(window, record.duration) for window in answer.windows]
+
+
+def score(record: TaskRecord, payload: str, config: RewardConfig) -> dict[str, float]:
+    """`task` (tIoU or iou_v2), `iou` (plain tIoU, always) and `iou_v2` when shaping."""
+    windows = ground_truth(record)
+    pred = parse(payload)
+    iou = 0.0 if pred is None else max(temporal_iou(pred, gt) for gt in windows)
+    if config.tg_shaping != "iou_v2":
+        return {"task": iou, "iou": iou}
+    if pred is None:
+        shaped = 0.0
+    elif record.duration is None or record.duration <= 0:
+        shaped = iou
+    else:
+        shaped = max(temporal_iou_v2(pred, gt, record.duration) for gt in windows)
+    return {"task": shaped, "iou": iou, "iou_v2": shaped}
+
+
+def serialize(record: TaskRecord) -> str:
+    """The first (clipped) window as `S to E`, e.g. `2.5 to 7`."""
+    start, end = ground_truth(record)[0]
+    return f"{format_number(start)} to {format_number(end)}"

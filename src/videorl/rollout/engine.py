@@ -1,0 +1,61 @@
+"""The rollout-engine interface and its Hugging Face implementation.
+
+An engine samples responses for encoded prompts (optionally continuing a forced prefix)
+and receives the policy's new weights after each optimizer step. The HF engine shares the
+training model, so `sync_weights` has nothing to copy; a vLLM engine will implement the
+same three methods.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, Sequence
+
+import torch
+
+from videorl.models.generate import Generation, SamplingParams, generate
+from videorl.models.inputs import PromptEncoding, with_prefix
+from videorl.models.loading import LoadedModel
+
+
+class RolloutEngine(Protocol):
+    def generate(self, prompts: Sequence[PromptEncoding], params: SamplingParams) -> list[Generation]: ...
+
+    def continue_prefixes(
+        self, prompts: Sequence[PromptEncoding], prefixes: Sequence[torch.Tensor], params: SamplingParams
+    ) -> list[Generation]: ...
+
+    def sync_weights(self, policy: torch.nn.Module) -> None: ...
+
+
+class HFEngine:
+    """Generation with the training model itself (`model.generate`), batched over prompts."""
+
+    def __init__(self, loaded: LoadedModel, max_prompts_per_call: int = 16) -> None:
+        self.loaded = loaded
+        self.max_prompts_per_call = max_prompts_per_call
+
+    def generate(self, prompts: Sequence[PromptEncoding], params: SamplingParams) -> list[Generation]:
+        out: list[Generation] = []
+        for start in range(0, len(prompts), self.max_prompts_per_call):
+            out.extend(generate(self.loaded, prompts[start : start + self.max_prompts_per_call], params))
+        return out
+
+    def continue_prefixes(
+        self, prompts: Sequence[PromptEncoding], prefixes: Sequence[torch.Tensor], params: SamplingParams
+    ) -> list[Generation]:
+        """One continuation per (prompt, prefix); the returned response includes the prefix."""
+        extended = [with_prefix(p, x) for p, x in zip(prompts, prefixes)]
+        single = SamplingParams(
+            n=1, max_new_tokens=params.max_new_tokens, temperature=params.temperature, top_p=params.top_p, top_k=params.top_k
+        )
+        out = []
+        for prefix, gen in zip(prefixes, self.generate(extended, single)):
+            budget = max(0, params.max_new_tokens - prefix.numel())
+            tokens = torch.cat([prefix, gen.token_ids[0]])[: prefix.numel() + budget]
+            logprobs = torch.cat([torch.zeros(prefix.numel()), gen.logprobs[0]])[: tokens.numel()]
+            out.append(Generation(token_ids=[tokens], logprobs=[logprobs], truncated=gen.truncated))
+        return out
+
+    def sync_weights(self, policy: torch.nn.Module) -> None:
+        """Nothing to copy: the HF engine generates with the policy module itself."""
+        assert policy is self.loaded.model

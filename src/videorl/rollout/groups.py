@@ -1,0 +1,106 @@
+"""Group building: policy rows, TaRO constructed-prefix rows, OraRL annotation rows."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+from typing import Any, Sequence
+
+import torch
+
+from videorl.data.families import Family
+from videorl.data.records import TaskRecord
+from videorl.models.generate import Generation, SamplingParams
+from videorl.models.inputs import PromptEncoding
+from videorl.rewards.annotation import serialize_annotation
+from videorl.rollout.engine import RolloutEngine
+from videorl.trainer.batch import RolloutBatch
+
+
+def _num(value: float) -> str:
+    return f"{value:g}"
+
+
+def constructed_prefix(record: TaskRecord, rng: random.Random) -> str:
+    """TaRO constructed reasoning (METHODS 2.3): the query, then a random order-preserving
+    subset (size uniform in 1..n) of the record's dense captions."""
+    text = f"<think>\nI need to find the specific moment {record.problem}.\n"
+    captions = list(record.captions)
+    if captions:
+        size = rng.randint(1, len(captions))
+        chosen = sorted(rng.sample(range(len(captions)), size))
+        text += "".join(f"From {_num(captions[i].start)} to {_num(captions[i].end)}, {captions[i].text}\n" for i in chosen)
+    return text
+
+
+def generate_groups(
+    engine: RolloutEngine,
+    records: Sequence[TaskRecord],
+    prompts: Sequence[PromptEncoding],
+    videos: Sequence[Any],
+    params: SamplingParams,
+    tokenizer: Any,
+    *,
+    constructed: torch.Tensor | None = None,
+    rng: random.Random | None = None,
+) -> RolloutBatch:
+    """n rows per prompt; where `constructed[p, j]` is set, row j of prompt p continues a
+    constructed prefix instead (flagged `off_policy`)."""
+    generations = engine.generate(prompts, params)
+    responses, truncated, off_policy, group_ids = [], [], [], []
+    wanted = [] if constructed is None else torch.nonzero(constructed).tolist()
+    prefix_rows: dict[tuple[int, int], Generation] = {}
+    if wanted:
+        rng = rng or random.Random(0)
+        prefixes = [
+            torch.tensor(tokenizer.encode(constructed_prefix(records[p], rng), add_special_tokens=False), dtype=torch.long)
+            for p, _ in wanted
+        ]
+        continued = engine.continue_prefixes([prompts[p] for p, _ in wanted], prefixes, params)
+        prefix_rows = {(p, j): gen for (p, j), gen in zip(wanted, continued)}
+    for p, gen in enumerate(generations):
+        for j in range(params.n):
+            source = prefix_rows.get((p, j))
+            row = source if source is not None else gen
+            k = 0 if source is not None else j
+            responses.append(row.token_ids[k])
+            truncated.append(row.truncated[k])
+            off_policy.append(source is not None)
+            group_ids.append(p)
+    return RolloutBatch(
+        records=list(records),
+        prompts=list(prompts),
+        videos=list(videos),
+        group_ids=torch.tensor(group_ids, dtype=torch.long),
+        responses=responses,
+        texts=tokenizer.batch_decode(responses, skip_special_tokens=True),
+        is_annotation=torch.zeros(len(responses), dtype=torch.bool),
+        off_policy=torch.tensor(off_policy, dtype=torch.bool),
+        truncated=torch.tensor(truncated, dtype=torch.bool),
+    )
+
+
+def annotation_tokens(record: TaskRecord, tokenizer: Any, eos_id: int, budget: int, think: bool) -> torch.Tensor:
+    """The serialized ground truth, tokenized without special tokens, plus EOS, truncated to
+    the response budget (METHODS 2.1)."""
+    ids = tokenizer.encode(serialize_annotation(record, think=think), add_special_tokens=False)
+    return torch.tensor((ids + [eos_id])[:budget], dtype=torch.long)
+
+
+def add_annotation_rows(batch: RolloutBatch, tokenizer: Any, eos_id: int, budget: int, think: bool = False) -> RolloutBatch:
+    """Append one annotation row per group (OraRL), flagged `is_annotation`."""
+    extra = [annotation_tokens(r, tokenizer, eos_id, budget, think) for r in batch.records]
+    count = len(extra)
+    return replace(
+        batch,
+        group_ids=torch.cat([batch.group_ids, torch.arange(count)]),
+        responses=batch.responses + extra,
+        texts=batch.texts + tokenizer.batch_decode(extra, skip_special_tokens=True),
+        is_annotation=torch.cat([batch.is_annotation, torch.ones(count, dtype=torch.bool)]),
+        off_policy=torch.cat([batch.off_policy, torch.zeros(count, dtype=torch.bool)]),
+        truncated=torch.cat([batch.truncated, torch.tensor([t[-1].item() != eos_id for t in extra], dtype=torch.bool)]),
+    )
+
+
+def is_temporal(record: TaskRecord) -> bool:
+    return record.family is Family.TEMPORAL_GROUNDING

@@ -1,0 +1,307 @@
+"""`videorl train`: the loop. One screen holds the whole step (`train_step`)."""
+
+from __future__ import annotations
+
+import logging
+import math
+import random
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+import torch
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+from videorl.algorithms.taro import constructed_probability
+from videorl.config import Config
+from videorl.config_loader import to_dict
+from videorl.data.loaders import check_media, load_records, media_report
+from videorl.data.prompts import build_prompt
+from videorl.data.records import TaskRecord
+from videorl.data.sampler import TaskGroupedSampler
+from videorl.errors import ConfigError, MediaError
+from videorl.models.generate import SamplingParams
+from videorl.models.inputs import PromptEncoding, encode_prompt
+from videorl.models.loading import LoadedModel, check_same_tokenizer, load_model
+from videorl.rollout.engine import HFEngine, RolloutEngine
+from videorl.rollout.groups import add_annotation_rows, generate_groups
+from videorl.trainer import checkpoint as ckpt
+from videorl.trainer.metrics import MetricsWriter, plot_reward_curves
+from videorl.trainer.stages import add_sensitivity_bonus, add_teacher_logprobs, compute_advantages, score, select
+from videorl.trainer.update import UpdateContext, update_policy
+from videorl.trainer.validation import validate
+from videorl.video.cache import VideoCache
+
+log = logging.getLogger(__name__)
+console = Console()
+
+
+@dataclass
+class TrainState:
+    """Everything a step touches, built once by `build_state`."""
+
+    cfg: Config
+    policy: LoadedModel
+    engine: RolloutEngine
+    optimizer: torch.optim.Optimizer
+    scheduler: torch.optim.lr_scheduler.LambdaLR
+    videos: VideoCache
+    sampler: TaskGroupedSampler
+    records: list[TaskRecord]
+    val_records: list[TaskRecord]
+    reference: LoadedModel | None = None
+    teacher: LoadedModel | None = None
+    step: int = 0
+    best: dict[str, Any] = field(default_factory=dict)
+    batches: Iterator[list[int]] | None = None
+
+
+class StageTimer:
+    """Wall time per named stage of a step (`time/<stage>` metrics)."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    @contextmanager
+    def __call__(self, name: str) -> Iterator[None]:
+        start = time.perf_counter()
+        yield
+        self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - start
+
+    def metrics(self) -> dict[str, float]:
+        return {f"time/{k}": v for k, v in self.seconds.items()}
+
+
+def encode_record(policy: LoadedModel, record: TaskRecord, video: Any, think: bool) -> PromptEncoding:
+    """The record's prompt with its decoded video (or image) as the policy's input."""
+    is_image = video is not None and record.video is None
+    return encode_prompt(policy, build_prompt(record, think=think),
+                         video=None if is_image else video, image=video if is_image else None)
+
+
+def lr_lambda(cfg: Config):
+    """Linear warm-up, then constant or cosine decay to `min_lr_ratio`."""
+    optim, total = cfg.optim, cfg.trainer.steps
+
+    def factor(step: int) -> float:
+        if step < optim.warmup_steps:
+            return (step + 1) / (optim.warmup_steps + 1)
+        if optim.schedule == "constant":
+            return 1.0
+        progress = (step - optim.warmup_steps) / max(1, total - optim.warmup_steps)
+        return optim.min_lr_ratio + (1 - optim.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
+
+    return factor
+
+
+def _records(cfg: Config, path: str) -> list[TaskRecord]:
+    result = load_records(path, format=cfg.data.format, family=cfg.data.family, video_root=cfg.data.video_root,
+                          skip_invalid=cfg.data.skip_invalid)
+    wanted = {f for f in cfg.data.families}
+    records = [r for r in result.records if not wanted or r.family.value in wanted or r.family.short in wanted]
+    if not records:
+        raise ConfigError(f"data file {path!r} has no records of data.families={list(cfg.data.families)}")
+    missing = check_media(records)
+    if missing:
+        total = len({r.media.path for r in records if r.media is not None and r.media.path})
+        if len(missing) == total:
+            raise MediaError(media_report(missing, total))
+        console.print(f"[yellow]warning:[/] {media_report(missing, total)}; those samples are skipped and counted")
+    return records
+
+
+def build_state(cfg: Config, resume: str | None) -> TrainState:
+    """Load data, models and optimizer; restore a checkpoint when resuming."""
+    torch.manual_seed(cfg.trainer.seed)
+    random.seed(cfg.trainer.seed)
+    device = cfg.trainer.device if cfg.trainer.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
+    checkpoint = ckpt.resolve_resume(resume, cfg.trainer.output_dir)
+    dtype = getattr(torch, cfg.model.dtype)
+    policy = load_model(checkpoint / "model" if checkpoint else cfg.model.path, dtype=dtype, device=device)
+    if cfg.model.freeze_vision:
+        for name, param in policy.model.named_parameters():
+            if "visual" in name:
+                param.requires_grad_(False)
+    if cfg.model.gradient_checkpointing:
+        policy.model.gradient_checkpointing_enable()
+    teacher = reference = None
+    if cfg.algorithm.is_distillation:
+        teacher = load_model(cfg.model.teacher_path, dtype=dtype, device=device)
+        check_same_tokenizer(policy, teacher)
+        teacher.model.eval()
+    if cfg.model.reference_path:
+        reference = load_model(cfg.model.reference_path, dtype=dtype, device=device)
+        reference.model.eval()
+    optimizer = torch.optim.AdamW([p for p in policy.model.parameters() if p.requires_grad], lr=cfg.optim.lr,
+                                  betas=cfg.optim.betas, weight_decay=cfg.optim.weight_decay)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda(cfg))
+    records = _records(cfg, cfg.data.train)
+    val_records = _records(cfg, cfg.data.val)[: cfg.trainer.val_max_prompts] if cfg.data.val else []
+    sampler = TaskGroupedSampler(records, cfg.data.prompts_per_step, seed=cfg.data.seed)
+    state = TrainState(cfg=cfg, policy=policy, engine=HFEngine(policy), optimizer=optimizer, scheduler=scheduler,
+                       videos=VideoCache(cfg.video), sampler=sampler, records=records, val_records=val_records,
+                       reference=reference, teacher=teacher)
+    if checkpoint is not None:
+        saved = ckpt.load_state(checkpoint)
+        optimizer.load_state_dict(saved["optimizer"])
+        scheduler.load_state_dict(saved["scheduler"])
+        sampler.load_state_dict(saved["sampler"])
+        ckpt.set_rng_state(saved["rng"])
+        state.step, state.best = int(saved["step"]), dict(saved.get("best", {}))
+        console.print(f"resumed from {checkpoint} at step {state.step}")
+    return state
+
+
+def _endless(sampler: TaskGroupedSampler) -> Iterator[list[int]]:
+    while True:
+        yield from sampler
+
+
+def decode_prompts(state: TrainState, indices: list[int]) -> tuple[list[TaskRecord], list[PromptEncoding], list[Any], int]:
+    """Decode each record's media once (cache) and encode its prompt; bad media is skipped."""
+    records, prompts, videos, skipped = [], [], [], 0
+    for index in indices:
+        record = state.records[index]
+        try:
+            video = state.videos.get(record.media) if record.media is not None else None
+        except MediaError as err:
+            log.warning("skipping sample %s: %s", record.id, err)
+            skipped += 1
+            continue
+        records.append(record)
+        videos.append(video)
+        prompts.append(encode_record(state.policy, record, video, state.cfg.data.think))
+    return records, prompts, videos, skipped
+
+
+def train_step(state: TrainState, indices: list[int]) -> dict[str, Any]:
+    """decode -> rollout (+ constructed, + annotation rows) -> rewards -> advantages -> selection -> update."""
+    cfg, timer = state.cfg, StageTimer()
+    with timer("decode"):
+        records, prompts, videos, skipped = decode_prompts(state, indices)
+    if not records:
+        return {"data/skipped_media": skipped, "step/skipped": 1}
+    params = SamplingParams(n=cfg.rollout.n, max_new_tokens=cfg.rollout.max_new_tokens,
+                            temperature=cfg.rollout.temperature, top_p=cfg.rollout.top_p, top_k=cfg.rollout.top_k)
+    with timer("rollout"):
+        constructed = None
+        if cfg.algorithm.constructed.enabled:
+            p = constructed_probability(state.step, state.sampler.epoch, cfg.algorithm.constructed.curriculum)
+            constructed = torch.rand(len(prompts), cfg.rollout.n) < p
+        batch = generate_groups(state.engine, records, prompts, videos, params, state.policy.tokenizer,
+                                constructed=constructed, rng=random.Random(state.step))
+        if cfg.algorithm.annotation_rows:
+            batch = add_annotation_rows(batch, state.policy.tokenizer, state.policy.eos_token_ids[0],
+                                        cfg.rollout.max_new_tokens, think=cfg.data.think)
+    with timer("reward"):
+        batch = score(batch, cfg.reward)
+        if cfg.reward.sensitivity.enabled:
+            batch = add_sensitivity_bonus(batch, state.policy, lambda r, v: encode_record(state.policy, r, v, cfg.data.think),
+                                          cfg.reward, step=state.step, temperature=cfg.rollout.temperature,
+                                          token_budget=cfg.optim.micro_batch_tokens)
+    policy_rows = ~batch.is_annotation
+    reward_metrics = {
+        "reward/mean": float(batch.rewards[policy_rows].mean()),
+        "reward/annotation_mean": float(batch.rewards[batch.is_annotation].mean()) if batch.is_annotation.any() else None,
+        "response/length_mean": float(batch.response_lengths[policy_rows].float().mean()),
+        "response/truncated_frac": float(batch.truncated[policy_rows].float().mean()),
+        "rollout/constructed_rows": float(batch.off_policy.sum()),
+        "rollout/annotation_truncated": float(batch.truncated[batch.is_annotation].sum()),
+    }
+    if reward_metrics["rollout/annotation_truncated"]:
+        log.warning("%d annotation rows were cut by rollout.max_new_tokens=%d and score below 1; raise it",
+                    int(reward_metrics["rollout/annotation_truncated"]), cfg.rollout.max_new_tokens)
+    with timer("teacher"):
+        if cfg.algorithm.is_distillation:
+            batch = add_teacher_logprobs(batch, state.policy, state.teacher, temperature=cfg.rollout.temperature,
+                                         token_budget=cfg.optim.micro_batch_tokens)
+    with timer("advantage"):
+        batch = compute_advantages(batch, cfg.algorithm)
+        rows_before = batch.num_rows
+        batch = select(batch, cfg.algorithm.pruning, cfg.rollout.n)
+    with timer("update"):
+        ctx = UpdateContext(policy=state.policy, optimizer=state.optimizer, optim=cfg.optim, loss=cfg.algorithm.loss,
+                            temperature=cfg.rollout.temperature, reference=state.reference,
+                            autocast_dtype=torch.bfloat16 if cfg.trainer.bf16 and torch.cuda.is_available() else None)
+        update_metrics = update_policy(ctx, batch)
+    state.scheduler.step()
+    state.engine.sync_weights(state.policy.model)
+    tokens = float(batch.response_lengths.sum())
+    total = sum(timer.seconds.values())
+    return {
+        **batch.metrics, **reward_metrics, **update_metrics, **timer.metrics(),
+        "rows/total": float(rows_before), "rows/kept": float(batch.num_rows), "rows/dropped": float(rows_before - batch.num_rows),
+        "data/skipped_media": float(skipped), "lr": state.scheduler.get_last_lr()[0],
+        "perf/tokens_per_s": tokens / max(total, 1e-9), "perf/step_s": total,
+        "perf/peak_mem_gb": _peak_memory_gb(), "batch_ids": [r.id for r in records],
+    }
+
+
+def _peak_memory_gb() -> float:
+    if torch.cuda.is_available():
+        return torch.cuda.max_memory_allocated() / 2**30
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+
+
+def _save(state: TrainState) -> Path:
+    return ckpt.save_checkpoint(
+        state.cfg.trainer.output_dir, state.step, state.policy,
+        {"optimizer": state.optimizer.state_dict(), "scheduler": state.scheduler.state_dict(),
+         "sampler": state.sampler.state_dict(), "best": state.best},
+        keep_last=state.cfg.trainer.keep_last,
+    )
+
+
+def run_training(cfg: Config, resume: str | None = None) -> Path:
+    """Train for `trainer.steps` steps; returns the final model folder (HF format)."""
+    state = build_state(cfg, resume)
+    out = Path(cfg.trainer.output_dir)
+    writer = MetricsWriter(out, tensorboard=cfg.trainer.tensorboard, wandb_project=cfg.trainer.wandb_project,
+                           config=to_dict(cfg))
+    batches = _endless(state.sampler)
+    columns = (TextColumn("step {task.completed}/{task.total}"), BarColumn(), TimeRemainingColumn(),
+               TextColumn("{task.fields[status]}"))
+    try:
+        with Progress(*columns, console=console, transient=False) as progress:
+            task = progress.add_task("train", total=cfg.trainer.steps, completed=state.step, status="")
+            while state.step < cfg.trainer.steps:
+                metrics = train_step(state, next(batches))
+                state.step += 1
+                if cfg.trainer.val_every and state.step % cfg.trainer.val_every == 0 and state.val_records:
+                    metrics.update(validate(state))
+                    if _record_best(state, metrics):
+                        ckpt.write_atomically(out / "best", lambda tmp: ckpt.save_model_folder(state.policy, tmp))
+                writer.write(state.step, metrics)
+                if cfg.trainer.save_every and state.step % cfg.trainer.save_every == 0:
+                    _save(state)
+                status = f"reward {metrics.get('reward/mean', float('nan')):.3f}  loss {metrics.get('actor/loss', float('nan')):.4f}"
+                progress.update(task, completed=state.step, status=status)
+    except KeyboardInterrupt:
+        path = _save(state)
+        console.print(f"[yellow]interrupted:[/] saved {path}; resume with --resume auto")
+        writer.close()
+        return path
+    writer.close()
+    final = ckpt.write_atomically(out / "final", lambda tmp: ckpt.save_model_folder(state.policy, tmp))
+    if not cfg.trainer.save_every or state.step % cfg.trainer.save_every:
+        _save(state)
+    curves = plot_reward_curves(writer.path, out / "reward_curves.png")
+    console.print(f"final model: {final}\nmetrics: {writer.path}\ncurves: {curves}")
+    if state.best:
+        console.print(f"best checkpoint by {cfg.trainer.best_metric}: step {state.best['step']} ({state.best['value']:.4f})")
+    return final
+
+
+def _record_best(state: TrainState, metrics: dict[str, Any]) -> bool:
+    """Remember the best validation step by `trainer.best_metric`; True when it improved."""
+    value = metrics.get(state.cfg.trainer.best_metric)
+    if value is None or (state.best and value <= state.best["value"]):
+        return False
+    state.best = {"step": state.step, "value": float(value), "metric": state.cfg.trainer.best_metric}
+    metrics["val/best_step"] = state.step
+    return True

@@ -1,0 +1,53 @@
+"""Validation inside training: mean@k and best@k of the reward over k samples per prompt."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from videorl.models.generate import SamplingParams
+from videorl.rewards.batch import score_batch
+
+if TYPE_CHECKING:
+    from videorl.trainer.loop import TrainState
+
+
+def mean_and_best_at_k(rewards: torch.Tensor) -> tuple[float, float]:
+    """`rewards` [P, k]: mean@k = mean over all samples; best@k = mean over prompts of the max."""
+    return float(rewards.mean()), float(rewards.max(dim=1).values.mean())
+
+
+@torch.no_grad()
+def validate(state: "TrainState") -> dict[str, Any]:
+    """Sample k responses per validation prompt at the rollout temperature and score them."""
+    from videorl.trainer.loop import decode_prompts
+
+    cfg = state.cfg
+    k = cfg.trainer.val_samples
+    saved_records = state.records
+    state.records = state.val_records
+    try:
+        records, prompts, _, skipped = decode_prompts(state, list(range(len(state.val_records))))
+    finally:
+        state.records = saved_records
+    if not records:
+        return {"val/skipped_media": float(skipped)}
+    params = SamplingParams(n=k, max_new_tokens=cfg.rollout.max_new_tokens, temperature=cfg.rollout.temperature,
+                            top_p=cfg.rollout.top_p, top_k=cfg.rollout.top_k)
+    generations = state.engine.generate(prompts, params)
+    texts = [state.policy.tokenizer.decode(t, skip_special_tokens=True) for g in generations for t in g.token_ids]
+    rows = [r for r in records for _ in range(k)]
+    rewards = torch.tensor(score_batch(rows, texts, cfg.reward).overall).view(len(records), k)
+    mean_k, best_k = mean_and_best_at_k(rewards)
+    metrics: dict[str, Any] = {"val/reward_mean_at_k": mean_k, "val/reward_best_at_k": best_k,
+                               "val/skipped_media": float(skipped)}
+    by_family: dict[str, list[int]] = defaultdict(list)
+    for i, record in enumerate(records):
+        by_family[record.family.short].append(i)
+    for family, index in by_family.items():
+        mean_f, best_f = mean_and_best_at_k(rewards[index])
+        metrics[f"val/{family}/mean_at_k"] = mean_f
+        metrics[f"val/{family}/best_at_k"] = best_f
+    return metrics

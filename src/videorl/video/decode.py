@@ -1,0 +1,269 @@
+"""Decode a video (or load an image) into model-ready frames plus `VideoMeta` (METHODS.md 4).
+
+`decode_video` samples frames by target fps within `[min_frames, max_frames]` (even count),
+optionally from a clip `[start, end)`, and resizes them the way the Qwen processors expect:
+each frame to `fit_resolution(h, w, min_pixels, cap)` with the per-frame cap
+`frame_pixel_cap(n, ...)` from the whole-video `total_pixels` budget. Frames come back as a
+uint8 tensor `T x C x H x W`; every failure is a `MediaError` naming the file and the fix.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torchvision.transforms import InterpolationMode
+from torchvision.transforms.v2 import functional as tvf
+
+from videorl.errors import ConfigError, DataError, MediaError
+from videorl.video.backends import BACKENDS, READERS, SourceInfo, backend_available
+from videorl.video.meta import VideoMeta
+from videorl.video.sampling import (
+    clip_bounds,
+    fit_resolution,
+    frame_pixel_cap,
+    frame_timestamps,
+    plan_frame_indices,
+)
+
+IMAGE_EXTENSIONS = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".webp", ".gif", ".tif", ".tiff"})
+_REENCODE = "ffmpeg -i IN -c:v libx264 -pix_fmt yuv420p OUT.mp4"
+
+
+@dataclass(frozen=True)
+class VideoConfig:
+    """How videos are decoded, sampled, resized and cached.
+
+    Pixel defaults are those of the Qwen2.5-VL video processor (factor 28 = patch 14 x
+    merge 2; use factor=32 for Qwen3-VL); `total_pixels` is qwen-vl-utils' budget for the
+    whole video. Tiny CPU runs lower `min_pixels` so small videos are not upscaled.
+    `cache_bytes` bounds the in-memory decode cache; `cache_dir` adds an on-disk store.
+    """
+
+    backend: str = "pyav"
+    fps: float = 2.0
+    min_frames: int = 4
+    max_frames: int = 64
+    min_pixels: int = 128 * 28 * 28
+    max_pixels: int = 768 * 28 * 28
+    total_pixels: int = int(128000 * 28 * 28 * 0.9)
+    factor: int = 28
+    cache_bytes: int = 4 * 1024**3
+    cache_dir: str | None = None
+
+    def __post_init__(self) -> None:
+        def bad(key: str, fix: str) -> ConfigError:
+            return ConfigError(f"video.{key}={getattr(self, key)!r} is invalid: {fix}")
+
+        if self.backend not in BACKENDS:
+            raise bad("backend", f"choose one of {', '.join(BACKENDS)}")
+        if not backend_available(self.backend):
+            raise bad("backend", f"{self.backend} is not installed; install it or use 'pyav'")
+        if not self.fps > 0:
+            raise bad("fps", "must be a positive number of frames per second")
+        if self.min_frames < 1:
+            raise bad("min_frames", "must be at least 1")
+        if self.max_frames < 2 or self.max_frames < self.min_frames:
+            raise bad("max_frames", f"must be >= 2 and >= min_frames={self.min_frames}")
+        if self.factor < 1:
+            raise bad("factor", "must be a positive patch multiple (28 Qwen2.5-VL, 32 Qwen3-VL)")
+        if self.min_pixels < 1 or self.max_pixels < self.min_pixels:
+            raise bad("max_pixels", f"must be >= min_pixels={self.min_pixels} >= 1")
+        if self.total_pixels < 1:
+            raise bad("total_pixels", "must be a positive pixel budget")
+        if self.cache_bytes < 0:
+            raise bad("cache_bytes", "must be >= 0 (0 disables the in-memory cache)")
+
+    def sampling_key(self) -> tuple[Any, ...]:
+        """The fields that change decoded frames (the cache key part from the config)."""
+        skip = {"cache_bytes", "cache_dir"}
+        return tuple((k, v) for k, v in asdict(self).items() if k not in skip)
+
+
+@dataclass(frozen=True)
+class DecodedVideo:
+    """Frames (uint8 `T x C x H x W`, RGB) and their metadata."""
+
+    frames: torch.Tensor
+    meta: VideoMeta
+
+    @property
+    def nbytes(self) -> int:
+        return self.frames.numel() * self.frames.element_size()
+
+
+def resize_frames(frames: torch.Tensor, height: int, width: int) -> torch.Tensor:
+    """Bicubic, antialiased resize of uint8 `T x C x H x W` frames (what the Qwen processors
+    use); a no-op when the size already matches."""
+    if frames.shape[-2:] == (height, width):
+        return frames
+    return tvf.resize(
+        frames, [height, width], interpolation=InterpolationMode.BICUBIC, antialias=True
+    )
+
+
+def _check_file(path: str, kind: str) -> None:
+    if not os.path.exists(path):
+        raise MediaError(
+            f"{kind} file not found: {path}; fix the record's path or set data.video_root "
+            "to the folder that holds the media"
+        )
+    if os.path.getsize(path) == 0:
+        raise MediaError(
+            f"{kind} file is empty (0 bytes): {path}; re-download or re-encode it, or drop "
+            "the record"
+        )
+
+
+def _sample(
+    source: np.ndarray,
+    info: SourceInfo,
+    indices: list[int],
+    actual_fps: float,
+    config: VideoConfig,
+    start: float | None,
+    end: float | None,
+) -> DecodedVideo:
+    """Build frames + meta from `source` (`n x H x W x 3`, already the planned frames)."""
+    first, stop = clip_bounds(info.num_frames, info.fps, start, end)
+    clip_start = max(0.0, start or 0.0)
+    frames = torch.from_numpy(np.ascontiguousarray(source)).permute(0, 3, 1, 2)
+    src_h, src_w = int(frames.shape[2]), int(frames.shape[3])
+    cap = frame_pixel_cap(
+        len(indices),
+        min_pixels=config.min_pixels,
+        max_pixels=config.max_pixels,
+        total_pixels=config.total_pixels,
+    )
+    height, width = fit_resolution(
+        src_h, src_w, min_pixels=config.min_pixels, max_pixels=cap, factor=config.factor
+    )
+    meta = VideoMeta(
+        source_fps=info.fps,
+        duration=(stop - first) / info.fps,
+        frame_indices=tuple(indices),
+        timestamps=frame_timestamps(indices, info.fps, clip_start),
+        fps=actual_fps,
+        clip_start=clip_start,
+        width=width,
+        height=height,
+        source_width=src_w,
+        source_height=src_h,
+    )
+    return DecodedVideo(frames=resize_frames(frames, height, width).contiguous(), meta=meta)
+
+
+def _planner(
+    config: VideoConfig, start: float | None, end: float | None, out: dict[str, Any]
+) -> Callable[[SourceInfo], list[int]]:
+    """The plan callback handed to a backend; records the plan and actual fps in `out`."""
+
+    def plan(info: SourceInfo) -> list[int]:
+        indices, actual_fps = plan_frame_indices(
+            info.num_frames,
+            info.fps,
+            fps=config.fps,
+            min_frames=config.min_frames,
+            max_frames=config.max_frames,
+            start=start,
+            end=end,
+        )
+        out["indices"], out["fps"] = indices, actual_fps
+        return indices
+
+    return plan
+
+
+def decode_video(
+    path: str | os.PathLike, config: VideoConfig, start: float | None = None, end: float | None = None
+) -> DecodedVideo:
+    """Decode the planned frames of `path` (clip `[start, end)` seconds when given)."""
+    path = str(path)
+    _check_file(path, "video")
+    planned: dict[str, Any] = {}
+    try:
+        info, source = READERS[config.backend](path, _planner(config, start, end, planned))
+    except DataError as err:  # the clip does not fit the video
+        raise MediaError(f"{path}: {err}") from err
+    except Exception as err:  # any decoder failure is a bad sample, reported with its file
+        raise MediaError(
+            f"cannot decode video {path} ({type(err).__name__}: {err}); the file is corrupt or "
+            f"not a video; re-encode it ({_REENCODE}) or drop the record"
+        ) from err
+    try:
+        return _sample(source, info, planned["indices"], planned["fps"], config, start, end)
+    except MediaError as err:  # e.g. an extreme aspect ratio
+        raise MediaError(f"{path}: {err}") from err
+
+
+def frames_from_array(
+    frames: Any,
+    fps: float | None,
+    config: VideoConfig,
+    start: float | None = None,
+    end: float | None = None,
+) -> DecodedVideo:
+    """Sample and resize inline frames (`T x H x W x 3` uint8 array or tensor) exactly like a
+    decoded file; a single frame without fps is treated as an image."""
+    array = np.asarray(frames)
+    if array.ndim != 4 or array.shape[-1] != 3 or array.dtype != np.uint8:
+        raise MediaError(
+            f"inline frames must be a uint8 array T x H x W x 3, got {array.dtype} {array.shape}"
+        )
+    if fps is None:
+        if array.shape[0] != 1:
+            raise MediaError(
+                f"inline video of {array.shape[0]} frames has no fps; set MediaRef.fps"
+            )
+        return _image_from_array(array[0], config)
+    info = SourceInfo(num_frames=int(array.shape[0]), fps=float(fps))
+    planned: dict[str, Any] = {}
+    try:
+        indices = _planner(config, start, end, planned)(info)
+    except DataError as err:
+        raise MediaError(f"inline frames: {err}") from err
+    return _sample(array[indices], info, indices, planned["fps"], config, start, end)
+
+
+def _image_from_array(array: np.ndarray, config: VideoConfig) -> DecodedVideo:
+    src_h, src_w = int(array.shape[0]), int(array.shape[1])
+    height, width = fit_resolution(
+        src_h, src_w, min_pixels=config.min_pixels, max_pixels=config.max_pixels,
+        factor=config.factor,
+    )
+    frames = torch.from_numpy(np.array(array)).permute(2, 0, 1)[None]  # a writable copy
+    meta = VideoMeta(
+        source_fps=0.0, duration=0.0, frame_indices=(0,), timestamps=(0.0,), fps=0.0,
+        width=width, height=height, source_width=src_w, source_height=src_h,
+    )
+    return DecodedVideo(frames=resize_frames(frames, height, width).contiguous(), meta=meta)
+
+
+def load_image(path: str | os.PathLike, config: VideoConfig) -> DecodedVideo:
+    """Load an image as a one-frame `DecodedVideo` (T = 1, `meta.is_image`), resized to
+    `fit_resolution(h, w, min_pixels, max_pixels)`."""
+    from PIL import Image, UnidentifiedImageError
+
+    path = str(path)
+    _check_file(path, "image")
+    try:
+        with Image.open(path) as image:
+            array = np.asarray(image.convert("RGB"))
+    except (UnidentifiedImageError, OSError, ValueError) as err:
+        raise MediaError(
+            f"cannot read image {path} ({type(err).__name__}: {err}); the file is corrupt or "
+            "not an image; re-save it as PNG or JPEG, or drop the record"
+        ) from err
+    try:
+        return _image_from_array(array, config)
+    except MediaError as err:
+        raise MediaError(f"{path}: {err}") from err
+
+
+def is_image_path(path: str | os.PathLike) -> bool:
+    return Path(path).suffix.lower() in IMAGE_EXTENSIONS

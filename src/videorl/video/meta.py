@@ -1,0 +1,55 @@
+"""`VideoMeta`: the temporal and spatial facts that travel with decoded frames (METHODS.md 4)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from videorl.video.sampling import TEMPORAL_PATCH
+
+
+@dataclass(frozen=True)
+class VideoMeta:
+    """What the model must be told about the frames it sees.
+
+    - `source_fps`: frame rate of the file (0 for a still image).
+    - `duration`: seconds covered by the clip the frames were sampled from,
+      `(stop - first) / source_fps` (the whole video when not clipped; 0 for an image).
+    - `frame_indices`: source frame index of each returned frame.
+    - `timestamps`: `index / source_fps - clip_start`, seconds relative to the clip start.
+    - `fps`: the *actual* sampled fps, `len(frame_indices) / duration` (not the requested one).
+    - `clip_start`: the clip's start in source seconds (the origin of `timestamps`).
+    - `width`, `height`: size of the returned frames (after resizing).
+    - `source_width`, `source_height`: size of the file's frames (the pixel frame in which
+      absolute-pixel annotations are usually given).
+    """
+
+    source_fps: float
+    duration: float
+    frame_indices: tuple[int, ...]
+    timestamps: tuple[float, ...]
+    fps: float
+    clip_start: float = 0.0
+    width: int = 0
+    height: int = 0
+    source_width: int = 0
+    source_height: int = 0
+
+    def __post_init__(self) -> None:
+        if len(self.frame_indices) != len(self.timestamps):
+            raise ValueError(
+                f"VideoMeta has {len(self.frame_indices)} frame indices but "
+                f"{len(self.timestamps)} timestamps; they must pair up"
+            )
+
+    @property
+    def num_frames(self) -> int:
+        return len(self.frame_indices)
+
+    @property
+    def is_image(self) -> bool:
+        return self.source_fps == 0.0
+
+    def second_per_grid(self, temporal_patch: int = TEMPORAL_PATCH) -> float:
+        """Seconds per temporal grid step, `temporal_patch / fps` (Qwen2.5-VL
+        `second_per_grid_ts`); 0 for an image."""
+        return temporal_patch / self.fps if self.fps > 0 else 0.0

@@ -1,0 +1,200 @@
+"""Synthetic data: every family validates, media decode to the stated sizes, the ground
+truth matches the pixels, and the same seed gives the same records."""
+
+from __future__ import annotations
+
+import collections
+
+import numpy as np
+import pycocotools.mask as mask_utils
+import pytest
+import torch
+
+from videorl.data.families import SI_CHOICE_SUBTYPES, SI_NUMERIC_SUBTYPES, Family
+from videorl.data.loaders import check_media, load_records
+from videorl.data.records import record_from_dict
+from videorl.data.synth import parse_families, synthesize
+from videorl.data.synth_scene import BACKGROUND, COLORS
+from videorl.errors import ConfigError
+from videorl.video.cache import VideoCache
+from videorl.video.decode import VideoConfig
+
+N = 8  # eight spatial-intelligence records cover its eight subtypes
+
+
+@pytest.fixture(scope="module")
+def synth_dir(tmp_path_factory):
+    out = tmp_path_factory.mktemp("synth")
+    synthesize(out, families="all", n=N, seed=3)
+    return out
+
+
+@pytest.fixture(scope="module")
+def records(synth_dir):
+    result = load_records(synth_dir / "records.jsonl")
+    assert result.skipped == 0
+    return result.records
+
+
+@pytest.fixture(scope="module")
+def cache():
+    # native size (factor 2, no pixel floor) and every source frame, so pixels can be checked
+    return VideoCache(VideoConfig(min_pixels=4, max_pixels=128 * 128, factor=2, fps=8.0, max_frames=128))
+
+
+def by_family(records, family):
+    return [r for r in records if r.family is family]
+
+
+def colour_near(pixel, name, tolerance=40):
+    return bool(np.abs(np.asarray(pixel, float) - COLORS[name]).max() <= tolerance)
+
+
+def components(mask: np.ndarray) -> int:
+    """Number of 4-connected regions of a boolean mask."""
+    seen = np.zeros_like(mask)
+    count = 0
+    for start in zip(*np.nonzero(mask)):
+        if seen[start]:
+            continue
+        count += 1
+        stack = [start]
+        while stack:
+            y, x = stack.pop()
+            if 0 <= y < mask.shape[0] and 0 <= x < mask.shape[1] and mask[y, x] and not seen[y, x]:
+                seen[y, x] = True
+                stack += [(y + 1, x), (y - 1, x), (y, x + 1), (y, x - 1)]
+    return count
+
+
+def pixel(decoded, frame: int, x: float, y: float):
+    return decoded.frames[frame, :, int(y), int(x)].tolist()
+
+
+def test_every_family_validates_with_its_media(synth_dir, records):
+    counts = collections.Counter(r.family for r in records)
+    assert counts == {family: N for family in Family}
+    assert check_media(records) == []
+    for family in Family:
+        assert len(load_records(synth_dir / f"records_{family.short}.jsonl")) == N
+    for record in records:  # the JSON form round-trips through the schema
+        assert record_from_dict(record.to_dict()) == record
+    subtypes = {r.subtype for r in by_family(records, Family.SPATIAL_INTELLIGENCE)}
+    assert subtypes == set(SI_NUMERIC_SUBTYPES + SI_CHOICE_SUBTYPES)
+    assert {r.subtype for r in by_family(records, Family.VIDEO_QA)} <= {"colour", "order"}
+
+
+def test_media_decode_to_the_stated_sizes_and_durations(records, cache):
+    for record in records:
+        if record.media is None:
+            continue
+        decoded = cache.get(record.media)
+        assert (decoded.meta.source_width, decoded.meta.source_height) == (record.width, record.height)
+        assert 64 <= record.width <= 128 and 64 <= record.height <= 128
+        if record.video is not None:
+            assert 2.0 <= record.duration <= 12.0
+            assert decoded.meta.duration == record.duration
+            assert decoded.meta.source_fps == 8.0
+
+
+def test_temporal_grounding_window_matches_the_pixels(records, cache):
+    for record in by_family(records, Family.TEMPORAL_GROUNDING):
+        (t0, t1), = record.answer.windows
+        frames = cache.get(record.video).frames.int()
+        times = [k / 8 for k in range(len(frames))]
+        reference = frames.new_tensor(BACKGROUND)[:, None, None] if record.subtype == "appear" else frames[0]
+        changed = [bool((f - reference).abs().max() > 60) for f in frames]
+        if record.subtype == "move":  # still until t0, moving in between, at the far side from t1
+            assert not any(c for c, t in zip(changed, times) if t <= t0), record.id
+            assert all(c for c, t in zip(changed, times) if t >= t1), record.id
+        else:  # visible / recoloured exactly during [t0, t1)
+            assert changed == [t0 <= t < t1 for t in times], record.id
+        assert [c.start for c in record.captions] == [0.0, t0, t1]
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # pycocotools' decode under numpy 2
+def test_boxes_masks_and_points_match_the_pixels(records, cache):
+    for record in by_family(records, Family.SPATIAL_GROUNDING):
+        x1, y1, x2, y2 = record.answer.box
+        image = cache.get(record.image)
+        assert colour_near(pixel(image, 0, (x1 + x2) / 2, (y1 + y2) / 2), record.problem.split()[1])
+    for record in by_family(records, Family.SEGMENTATION):
+        answer = record.answer
+        mask = mask_utils.decode(answer.mask_rle).astype(bool)
+        rows, cols = np.nonzero(mask)
+        assert answer.box == (cols.min(), rows.min(), cols.max() + 1, rows.max() + 1)
+        assert all(mask[int(y), int(x)] for x, y in answer.positive_points)
+        assert not any(mask[int(y), int(x)] for x, y in answer.negative_points)
+        decoded = cache.get(record.media)
+        frame = 0 if answer.time is None else round(answer.time * 8)
+        x, y = answer.positive_points[0]
+        assert colour_near(pixel(decoded, frame, x, y), record.problem.split()[1])
+        assert (answer.time is None) == (record.video is None)
+
+
+def test_tracking_and_stg_boxes_follow_the_object(records, cache):
+    for record in by_family(records, Family.TRACKING):
+        decoded = cache.get(record.video)
+        for frame, (x1, y1, x2, y2) in record.answer.boxes.items():
+            assert int(frame) % 4 == 0
+            assert colour_near(pixel(decoded, int(frame), (x1 + x2) / 2, (y1 + y2) / 2), record.problem.split()[1])
+    for record in by_family(records, Family.SPATIO_TEMPORAL_GROUNDING):
+        t0, t1 = record.answer.time
+        decoded = cache.get(record.video)
+        assert record.answer.boxes, record.id
+        for second, (x1, y1, x2, y2) in record.answer.boxes.items():
+            assert t0 <= float(second) < t1
+            assert colour_near(pixel(decoded, int(second) * 8, (x1 + x2) / 2, (y1 + y2) / 2), record.problem.split()[1])
+
+
+def test_qa_si_and_math_answers_are_exact(records, cache):
+    for record in by_family(records, Family.VIDEO_QA):
+        correct = record.options["ABCDEFGH".index(record.answer.letter)]
+        decoded = cache.get(record.video)
+        first_visible = next(k for k in range(len(decoded.frames))
+                             if decoded.frames[k].int().sub(20).abs().max() > 60)
+        colours = {tuple(p) for p in decoded.frames[first_visible].reshape(3, -1).T.tolist()}
+        assert any(colour_near(c, correct) for c in colours), record.id
+    for record in by_family(records, Family.SPATIAL_INTELLIGENCE):
+        if record.subtype == "object_counting":
+            decoded = cache.get(record.video)
+            yellow = (decoded.frames[0].permute(1, 2, 0).int() - torch.tensor(COLORS["yellow"])).abs().amax(-1) < 40
+            assert components(yellow.numpy()) == int(record.answer.value), record.id
+    for record in by_family(records, Family.MATH):
+        assert record.answer.text.lstrip("-").isdigit()
+        if record.subtype == "expression":
+            expression = record.problem.removeprefix("What is ").removesuffix("?")
+            assert str(eval(expression)) == record.answer.text
+
+
+def test_same_seed_same_records_and_subsets_agree(synth_dir, tmp_path):
+    again = synthesize(tmp_path / "again", families="all", n=N, seed=3)
+    assert again.read_text() == (synth_dir / "records.jsonl").read_text()
+    subset = synthesize(tmp_path / "tg", families="tg,qa", n=2, seed=3)
+    assert subset.read_text().splitlines() == [
+        line for line in (synth_dir / "records.jsonl").read_text().splitlines()
+        if '"id": "tg-000' in line and int(line.split('"id": "tg-')[1][:4]) < 2
+        or '"id": "qa-000' in line and int(line.split('"id": "qa-')[1][:4]) < 2
+    ]
+    other = synthesize(tmp_path / "other", families="tg", n=2, seed=4)
+    assert other.read_text() != subset.read_text()
+
+
+def test_validation_split_is_held_out_and_independent_of_n(tmp_path):
+    synthesize(tmp_path / "a", families="tg", n=2, seed=0, val=2)
+    synthesize(tmp_path / "b", families="tg", n=3, seed=0, val=2)
+    val = load_records(tmp_path / "a" / "val.jsonl").records
+    assert [r.id for r in val] == ["tg-val-0000", "tg-val-0001"]
+    assert (tmp_path / "a" / "val.jsonl").read_text() == (tmp_path / "b" / "val.jsonl").read_text()
+    assert check_media(val) == []
+    train = load_records(tmp_path / "a" / "records.jsonl").records
+    assert {r.video.path for r in train}.isdisjoint({r.video.path for r in val})
+
+
+def test_family_selection():
+    assert parse_families("all") == tuple(Family)
+    assert parse_families("qa, tg,vtg") == (Family.TEMPORAL_GROUNDING, Family.VIDEO_QA)
+    with pytest.raises(ConfigError, match="unknown task family"):
+        parse_families("tg,foo")
+    with pytest.raises(ConfigError):
+        synthesize("/tmp/never", n=0)

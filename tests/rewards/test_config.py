@@ -1,0 +1,108 @@
+"""RewardConfig validation: errors name the key, the value and the fix, at load time."""
+
+import pytest
+
+from videorl.errors import ConfigError
+from videorl.rewards import RewardConfig, SensitivityConfig
+
+
+def test_defaults():
+    config = RewardConfig()
+    assert config.tg_shaping == "iou" and not config.think_required and config.timeout_s == 5.0
+    assert config.workers >= 1
+    assert RewardConfig(num_workers=3).workers == 3
+    assert config.sensitivity == SensitivityConfig(
+        enabled=False, alpha=0.3, margin=0.0, gate=0.7, radius=3.0
+    )
+
+
+@pytest.mark.parametrize(
+    "kwargs, words",
+    [
+        ({"tg_shaping": "giou"}, ["rewards.tg_shaping", "giou", "iou_v2"]),
+        ({"num_workers": -2}, ["rewards.num_workers", "-2"]),
+        ({"timeout_s": 0}, ["rewards.timeout_s", "0"]),
+        ({"timeout_s": float("nan")}, ["rewards.timeout_s"]),
+        ({"plugin_mode": "merge"}, ["rewards.plugin_mode", "merge", "extend"]),
+        ({"plugin_weight": 1.5}, ["rewards.plugin_weight", "1.5"]),
+        ({"think_required": "yes"}, ["rewards.think_required"]),
+        ({"sensitivity": {"alpha": 1}}, ["rewards.sensitivity", "from_dict"]),
+    ],
+)
+def test_invalid_values(kwargs, words):
+    with pytest.raises(ConfigError) as info:
+        RewardConfig(**kwargs)
+    for word in words:
+        assert word in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "kwargs, key",
+    [
+        ({"alpha": -0.1}, "alpha"),
+        ({"gate": 1.1}, "gate"),
+        ({"radius": 0}, "radius"),
+        ({"threshold": "median"}, "threshold"),
+        ({"threshold": float("inf")}, "threshold"),
+        ({"enabled": 1}, "enabled"),
+    ],
+)
+def test_invalid_sensitivity(kwargs, key):
+    with pytest.raises(ConfigError, match=f"rewards.sensitivity.{key}"):
+        SensitivityConfig(**kwargs)
+
+
+def test_constant_threshold_allowed():
+    assert SensitivityConfig(threshold=0.1).threshold == 0.1
+
+
+def test_unknown_family_in_plugins_is_a_load_time_error(plugin_module):
+    with pytest.raises(
+        ConfigError, match="rewards.plugins: unknown task family 'temporal_grouding'.*did you mean"
+    ):
+        RewardConfig(plugins={"temporal_grouding": f"{plugin_module}:quarter"})
+
+
+def test_plugin_family_aliases_are_canonicalised(plugin_module):
+    config = RewardConfig(plugins={"tg": f"{plugin_module}:quarter"})
+    assert config.plugins == {"temporal_grounding": f"{plugin_module}:quarter"}
+
+
+@pytest.mark.parametrize(
+    "spec, words",
+    [
+        ("no_colon", ["module:function"]),
+        ("not_a_module_xyz:f", ["cannot import", "not_a_module_xyz"]),
+        ("{module}:missing", ["no callable", "missing"]),
+    ],
+)
+def test_bad_plugin_specs(plugin_module, spec, words):
+    with pytest.raises(ConfigError) as info:
+        RewardConfig(plugins={"qa": spec.format(module=plugin_module)})
+    for word in words:
+        assert word in str(info.value)
+
+
+def test_from_dict():
+    config = RewardConfig.from_dict(
+        {"tg_shaping": "iou_v2", "sensitivity": {"enabled": True, "gate": 0.5}}
+    )
+    assert (
+        config.tg_shaping == "iou_v2"
+        and config.sensitivity.enabled
+        and config.sensitivity.gate == 0.5
+    )
+    with pytest.raises(ConfigError, match="unknown key.*tg_shape.*valid keys"):
+        RewardConfig.from_dict({"tg_shape": "iou"})
+    with pytest.raises(ConfigError, match="rewards.sensitivity: unknown key.*beta"):
+        RewardConfig.from_dict({"sensitivity": {"beta": 1}})
+
+
+def test_one_plugin_per_family(plugin_module):
+    with pytest.raises(ConfigError, match="already has a plug-in"):
+        RewardConfig(
+            plugins={
+                "tg": f"{plugin_module}:quarter",
+                "temporal_grounding": f"{plugin_module}:broken",
+            }
+        )
