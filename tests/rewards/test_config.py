@@ -19,14 +19,14 @@ def test_defaults():
 @pytest.mark.parametrize(
     "kwargs, words",
     [
-        ({"tg_shaping": "giou"}, ["rewards.tg_shaping", "giou", "iou_v2"]),
-        ({"num_workers": -2}, ["rewards.num_workers", "-2"]),
-        ({"timeout_s": 0}, ["rewards.timeout_s", "0"]),
-        ({"timeout_s": float("nan")}, ["rewards.timeout_s"]),
-        ({"plugin_mode": "merge"}, ["rewards.plugin_mode", "merge", "extend"]),
-        ({"plugin_weight": 1.5}, ["rewards.plugin_weight", "1.5"]),
-        ({"think_required": "yes"}, ["rewards.think_required"]),
-        ({"sensitivity": {"alpha": 1}}, ["rewards.sensitivity", "from_dict"]),
+        ({"tg_shaping": "giou"}, ["reward.tg_shaping", "giou", "iou_v2"]),
+        ({"num_workers": -2}, ["reward.num_workers", "-2"]),
+        ({"timeout_s": 0}, ["reward.timeout_s", "0"]),
+        ({"timeout_s": float("nan")}, ["reward.timeout_s"]),
+        ({"plugin_mode": "merge"}, ["reward.plugin_mode", "merge", "extend"]),
+        ({"plugin_weight": 1.5}, ["reward.plugin_weight", "1.5"]),
+        ({"think_required": "yes"}, ["reward.think_required"]),
+        ({"sensitivity": {"alpha": 1}}, ["reward.sensitivity", "from_dict"]),
     ],
 )
 def test_invalid_values(kwargs, words):
@@ -48,17 +48,18 @@ def test_invalid_values(kwargs, words):
     ],
 )
 def test_invalid_sensitivity(kwargs, key):
-    with pytest.raises(ConfigError, match=f"rewards.sensitivity.{key}"):
+    with pytest.raises(ConfigError, match=f"reward.sensitivity.{key}"):
         SensitivityConfig(**kwargs)
 
 
 def test_constant_threshold_allowed():
     assert SensitivityConfig(threshold=0.1).threshold == 0.1
+    assert SensitivityConfig(threshold="-0.5").threshold == -0.5  # a dotted override is text
 
 
 def test_unknown_family_in_plugins_is_a_load_time_error(plugin_module):
     with pytest.raises(
-        ConfigError, match="rewards.plugins: unknown task family 'temporal_grouding'.*did you mean"
+        ConfigError, match="reward.plugins: unknown task family 'temporal_grouding'.*did you mean"
     ):
         RewardConfig(plugins={"temporal_grouding": f"{plugin_module}:quarter"})
 
@@ -94,7 +95,7 @@ def test_from_dict():
     )
     with pytest.raises(ConfigError, match="unknown key.*tg_shape.*valid keys"):
         RewardConfig.from_dict({"tg_shape": "iou"})
-    with pytest.raises(ConfigError, match="rewards.sensitivity: unknown key.*beta"):
+    with pytest.raises(ConfigError, match="reward.sensitivity: unknown key.*beta"):
         RewardConfig.from_dict({"sensitivity": {"beta": 1}})
 
 

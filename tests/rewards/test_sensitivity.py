@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from videorl.rewards import SensitivityConfig
+from videorl.rewards import RewardConfig, SensitivityConfig
 from videorl.rewards.sensitivity import (
     boundary_shuffle,
     sensitivity_bonus,
@@ -64,6 +64,8 @@ def test_token_mean_logp_gap():
     shuf = torch.tensor([[-2.0, -2.5, -9.0], [-3.0, -1.0, -1.0], [0.0, 0.0, 0.0]])
     mask = torch.tensor([[1, 1, 0], [1, 1, 1], [0, 0, 0]])
     assert torch.allclose(token_mean_logp_gap(orig, shuf, mask), torch.tensor([0.75, 2 / 3, 0.0]))
+    orig[0, 2] = shuf[0, 2] = -math.inf  # padding
+    assert token_mean_logp_gap(orig, shuf, mask)[0] == pytest.approx(0.75)
 
 
 D = torch.tensor([0.5, 0.1, 0.3, 0.9])
@@ -75,6 +77,11 @@ def test_bonus_group_mean_and_gate():
     # group means 0.3 and 0.6; row 3 beats its mean but fails the gate (0.5 < 0.7)
     bonus = sensitivity_bonus(D, GROUPS, TIOU, SensitivityConfig())
     assert torch.allclose(bonus, torch.tensor([0.3, 0.0, 0.0, 0.0]))
+
+
+def test_reward_config_is_accepted():
+    config = RewardConfig(num_workers=1, sensitivity=SensitivityConfig(alpha=0.5))
+    assert sensitivity_bonus(D, GROUPS, TIOU, config).tolist() == [0.5, 0.0, 0.0, 0.0]
 
 
 def test_each_row_keeps_its_own_d():

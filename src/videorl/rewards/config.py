@@ -46,18 +46,23 @@ class SensitivityConfig:
 
     def __post_init__(self) -> None:
         if not isinstance(self.enabled, bool):
-            raise ConfigError(f"rewards.sensitivity.enabled={self.enabled!r}; set true or false")
-        _number("rewards.sensitivity.alpha", self.alpha, 0.0)
-        _number("rewards.sensitivity.margin", self.margin, -math.inf)
-        _number("rewards.sensitivity.gate", self.gate, 0.0, 1.0)
-        _number("rewards.sensitivity.radius", self.radius, 0.0, open_low=True)
+            raise ConfigError(f"reward.sensitivity.enabled={self.enabled!r}; set true or false")
+        _number("reward.sensitivity.alpha", self.alpha, 0.0)
+        _number("reward.sensitivity.margin", self.margin, -math.inf)
+        _number("reward.sensitivity.gate", self.gate, 0.0, 1.0)
+        _number("reward.sensitivity.radius", self.radius, 0.0, open_low=True)
         if self.threshold != "group_mean":
-            if isinstance(self.threshold, str):
-                raise ConfigError(
-                    f"rewards.sensitivity.threshold={self.threshold!r}; "
-                    "set 'group_mean' or a number"
-                )
-            _number("rewards.sensitivity.threshold", self.threshold, -math.inf)
+            threshold = self.threshold
+            if isinstance(threshold, str):  # a dotted override arrives as text
+                try:
+                    threshold = float(threshold)
+                except ValueError:
+                    raise ConfigError(
+                        f"reward.sensitivity.threshold={self.threshold!r}; "
+                        "set 'group_mean' or a number"
+                    ) from None
+            _number("reward.sensitivity.threshold", threshold, -math.inf)
+            object.__setattr__(self, "threshold", float(threshold))
 
 
 @dataclass(frozen=True)
@@ -84,10 +89,10 @@ class RewardConfig:
 
     def __post_init__(self) -> None:
         if not isinstance(self.think_required, bool):
-            raise ConfigError(f"rewards.think_required={self.think_required!r}; set true or false")
+            raise ConfigError(f"reward.think_required={self.think_required!r}; set true or false")
         if self.tg_shaping not in TG_SHAPINGS:
             raise ConfigError(
-                f"rewards.tg_shaping={self.tg_shaping!r} is unknown; set one of {', '.join(TG_SHAPINGS)}"
+                f"reward.tg_shaping={self.tg_shaping!r} is unknown; set one of {', '.join(TG_SHAPINGS)}"
             )
         if self.num_workers is not None and (
             not isinstance(self.num_workers, int)
@@ -95,23 +100,23 @@ class RewardConfig:
             or self.num_workers < 0
         ):
             raise ConfigError(
-                f"rewards.num_workers={self.num_workers!r}; set an integer >= 0 "
+                f"reward.num_workers={self.num_workers!r}; set an integer >= 0 "
                 "(0 or 1 = in-process) or null for all cores"
             )
-        _number("rewards.timeout_s", self.timeout_s, 0.0, open_low=True)
+        _number("reward.timeout_s", self.timeout_s, 0.0, open_low=True)
         if self.plugin_mode not in PLUGIN_MODES:
             raise ConfigError(
-                f"rewards.plugin_mode={self.plugin_mode!r} is unknown; set one of {', '.join(PLUGIN_MODES)}"
+                f"reward.plugin_mode={self.plugin_mode!r} is unknown; set one of {', '.join(PLUGIN_MODES)}"
             )
-        _number("rewards.plugin_weight", self.plugin_weight, 0.0, 1.0)
+        _number("reward.plugin_weight", self.plugin_weight, 0.0, 1.0)
         if not isinstance(self.sensitivity, SensitivityConfig):
             raise ConfigError(
-                f"rewards.sensitivity={self.sensitivity!r}; give a SensitivityConfig "
+                f"reward.sensitivity={self.sensitivity!r}; give a SensitivityConfig "
                 "(RewardConfig.from_dict accepts a mapping)"
             )
         if not isinstance(self.plugins, dict):
             raise ConfigError(
-                f"rewards.plugins={self.plugins!r}; give a mapping family -> 'module:function'"
+                f"reward.plugins={self.plugins!r}; give a mapping family -> 'module:function'"
             )
         # Canonical family names as keys, so that the router's lookup is exact.
         plugins: dict[str, str] = {}
@@ -119,10 +124,10 @@ class RewardConfig:
             try:
                 family = parse_family(name).value
             except ConfigError as exc:
-                raise ConfigError(f"rewards.plugins: {exc}") from None
+                raise ConfigError(f"reward.plugins: {exc}") from None
             if family in plugins:
                 raise ConfigError(
-                    f"rewards.plugins: {name!r} names {family}, which already has a plug-in; "
+                    f"reward.plugins: {name!r} names {family}, which already has a plug-in; "
                     "keep one entry per family"
                 )
             load_plugin(str(spec))  # imported now: a broken plug-in is a load-time error
@@ -146,7 +151,7 @@ class RewardConfig:
         unknown = sorted(set(data) - valid)
         if unknown:
             raise ConfigError(
-                f"rewards: unknown key(s) {unknown}; valid keys: {', '.join(sorted(valid))}"
+                f"reward: unknown key(s) {unknown}; valid keys: {', '.join(sorted(valid))}"
             )
         values = dict(data)
         if isinstance(values.get("sensitivity"), dict):
@@ -155,7 +160,7 @@ class RewardConfig:
             extra = sorted(set(sensitivity) - known)
             if extra:
                 raise ConfigError(
-                    f"rewards.sensitivity: unknown key(s) {extra}; valid keys: {', '.join(sorted(known))}"
+                    f"reward.sensitivity: unknown key(s) {extra}; valid keys: {', '.join(sorted(known))}"
                 )
             values["sensitivity"] = SensitivityConfig(**sensitivity)
         return cls(**values)

@@ -22,6 +22,8 @@ Point = tuple[float, float]
 # A real answer is a few hundred characters; a cap keeps a 1 MB adversarial string from
 # costing more than a length check.
 MAX_PAYLOAD_CHARS = 100_000
+# Any float written out positionally fits (5e-324 takes 326 characters).
+MAX_NUMBER_CHARS = 400
 
 NUMBER = r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?"
 _NUMBER = re.compile(NUMBER)
@@ -44,7 +46,7 @@ def finite(value: Any) -> float | None:
 
 def parse_number(text: str) -> float | None:
     """A finite number written as decimal text (`12`, `-0.5`, `1e3`), else None."""
-    if len(text) > 400:
+    if len(text) > MAX_NUMBER_CHARS:
         return None
     match = _NUMBER.fullmatch(text.strip())
     if match is None:

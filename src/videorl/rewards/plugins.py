@@ -22,21 +22,21 @@ def load_plugin(spec: str) -> Callable[..., Mapping[str, Any]]:
     module_name, sep, attribute = str(spec).partition(":")
     if not sep or not module_name or not attribute:
         raise ConfigError(
-            f"rewards.plugins: {spec!r} is not of the form 'module:function'; "
+            f"reward.plugins: {spec!r} is not of the form 'module:function'; "
             "write e.g. 'my_rewards:score_tg' with my_rewards importable"
         )
     try:
         target: Any = importlib.import_module(module_name)
     except ImportError as exc:
         raise ConfigError(
-            f"rewards.plugins: cannot import module {module_name!r} of {spec!r} ({exc}); "
+            f"reward.plugins: cannot import module {module_name!r} of {spec!r} ({exc}); "
             "put it on PYTHONPATH or fix the name"
         ) from None
     for part in attribute.split("."):
         target = getattr(target, part, None)
     if not callable(target):
         raise ConfigError(
-            f"rewards.plugins: {spec!r}: module {module_name!r} has no callable {attribute!r}; "
+            f"reward.plugins: {spec!r}: module {module_name!r} has no callable {attribute!r}; "
             "define it or fix the name"
         )
     return target

@@ -5,7 +5,8 @@ sample past its deadline has its worker killed and replaced (killing is the only
 arbitrary code: a C-level regex, a sympy simplification, a user plug-in) and scores 0 with
 reason `timeout`; a worker that dies scores its sample 0 with reason `crash`. Workers start
 from a fork server, not by forking the trainer (whose threads and GPU state must not be
-copied), and stay up across calls: hold one pool for a run.
+copied), and stay up across calls: hold one pool for a run. As with any fork-server or spawn
+pool, a script that builds one needs the `if __name__ == "__main__":` guard.
 """
 
 from __future__ import annotations
@@ -134,7 +135,7 @@ class ScoringPool:
             self._stop(worker)
             raise RuntimeError(
                 f"a reward worker did not start within {STARTUP_TIMEOUT_S} s; "
-                "check that videorl imports in a fresh process, or set rewards.num_workers=1"
+                "check that videorl imports in a fresh process, or set reward.num_workers=1"
             )
         return worker
 

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import torch
 
-from videorl.rewards.config import SensitivityConfig
+from videorl.rewards.config import RewardConfig, SensitivityConfig
 
 
 def shuffle_seed(step: int, row: int, base_seed: int = 0) -> int:
@@ -67,28 +67,36 @@ def token_mean_logp_gap(
     logp_orig: torch.Tensor, logp_shuf: torch.Tensor, mask: torch.Tensor
 ) -> torch.Tensor:
     """`d_i = sum_t mask * (logp_orig - logp_shuf) / sum_t mask` per row ([B, T] -> [B],
-    float32); a row without response tokens gives 0."""
-    mask = mask.to(torch.float32)
-    gap = (logp_orig.to(torch.float32) - logp_shuf.to(torch.float32)) * mask
-    return gap.sum(dim=-1) / mask.sum(dim=-1).clamp_min(1.0)
+    float32); a row without response tokens gives 0. Padding positions are excluded with
+    `where`, not multiplied by 0, so that padded -inf log-probs cannot turn a row into NaN."""
+    keep = mask.to(torch.bool)
+    gap = logp_orig.to(torch.float32) - logp_shuf.to(torch.float32)
+    gap = torch.where(keep, gap, torch.zeros_like(gap))
+    return gap.sum(dim=-1) / keep.sum(dim=-1).clamp_min(1).to(torch.float32)
 
 
 @torch.no_grad()
 def sensitivity_bonus(
-    d: torch.Tensor, group_ids: torch.Tensor, tiou: torch.Tensor, config: SensitivityConfig
+    d: torch.Tensor,
+    group_ids: torch.Tensor,
+    tiou: torch.Tensor,
+    config: SensitivityConfig | RewardConfig,
 ) -> torch.Tensor:
     """`bonus_i = alpha * 1[d_i > thr_g + margin] * 1[tIoU_i >= gate]` ([B] -> [B], float32).
 
     `thr_g` is the mean of the finite d over row i's group (`threshold = "group_mean"`) or
     the constant `threshold`. A row with a non-finite d gets no bonus and is left out of its
     group's mean. Computed whatever `config.enabled` says (that flag gates the passes).
+    `config` is the `SensitivityConfig` or the `RewardConfig` holding it.
     """
+    if isinstance(config, RewardConfig):
+        config = config.sensitivity
     d = d.to(torch.float32)
     valid = torch.isfinite(d)
     clean = torch.where(valid, d, torch.zeros_like(d))
     if config.threshold == "group_mean":
-        _, group = torch.unique(group_ids, return_inverse=True)
-        size = int(group.max().item()) + 1 if group.numel() else 0
+        groups, group = torch.unique(group_ids, return_inverse=True)
+        group, size = group.to(d.device), groups.numel()
         sums = torch.zeros(size, dtype=torch.float32, device=d.device).index_add_(0, group, clean)
         counts = torch.zeros(size, dtype=torch.float32, device=d.device).index_add_(
             0, group, valid.to(torch.float32)
@@ -96,5 +104,6 @@ def sensitivity_bonus(
         threshold = (sums / counts.clamp_min(1.0))[group]
     else:
         threshold = torch.full_like(d, float(config.threshold))
-    passed = valid & (d > threshold + config.margin) & (tiou.to(torch.float32) >= config.gate)
+    gated = tiou.to(device=d.device, dtype=torch.float32) >= config.gate
+    passed = valid & (d > threshold + config.margin) & gated
     return config.alpha * passed.to(torch.float32)
