@@ -43,12 +43,15 @@ def _coerce(hint: Any, value: Any, key: str) -> Any:
     if origin in (Union, types.UnionType):
         if value is None and type(None) in args:
             return None
-        errors = []
-        for option in (a for a in args if a is not type(None)):
+        options = [a for a in args if a is not type(None)]
+        sections = [a for a in options if dataclasses.is_dataclass(a)]
+        if isinstance(value, dict) and len(sections) == 1:
+            return _coerce(sections[0], value, key)  # its own, more precise error
+        for option in options:
             try:
                 return _coerce(option, value, key)
-            except ConfigError as err:
-                errors.append(err)
+            except ConfigError:
+                continue
         raise ConfigError(f"config key {key!r} = {value!r} has the wrong type: expected {_type_name(hint)}")
     if origin is Literal:
         if value not in args:
