@@ -71,6 +71,25 @@ def synth(
                   f"({', '.join(by_family)}) to {out}")
 
 
+@app.command("prepare")
+def prepare(
+    sources: Path = typer.Option(..., "--sources", help="SOURCES.yaml: sources, quotas, benchmarks, seed, canary."),
+    out: Path = typer.Option(..., "--out", help="Folder for train.jsonl, canary.jsonl and manifest.json."),
+) -> None:
+    """Build a training mixture: quotas, de-duplication, benchmark-leakage exclusion, manifest."""
+    from videorl.data.prepare import prepare as prepare_mixture
+
+    result = prepare_mixture(sources, out)
+    manifest = result.manifest
+    for name, entry in manifest["sources"].items():
+        counts = entry["counts"]
+        console.print(f"{name}: {counts['selected']} selected of {counts['loaded']} loaded "
+                      f"({counts['leaked']} leaked, {counts['duplicates']} duplicates, "
+                      f"{counts['canary']} canary)")
+    console.print(f"wrote {manifest['train']['records']} training and "
+                  f"{manifest['canary']['records']} canary records to {out} (manifest.json)")
+
+
 @app.command("train")
 def train(
     config: str = typer.Argument(..., help="Recipe YAML path or name in configs/ (e.g. quickstart)."),

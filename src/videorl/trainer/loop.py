@@ -19,15 +19,16 @@ from videorl.algorithms.taro import constructed_probability
 from videorl.config import Config
 from videorl.config_loader import to_dict
 from videorl.data.loaders import check_media, load_records, media_report
-from videorl.data.prompts import build_prompt
 from videorl.data.records import TaskRecord
 from videorl.data.sampler import TaskGroupedSampler
 from videorl.errors import ConfigError, MediaError
 from videorl.models.generate import SamplingParams
-from videorl.models.inputs import PromptEncoding, encode_prompt
+from videorl.models.inputs import PromptEncoding
 from videorl.models.loading import LoadedModel, check_same_tokenizer, load_model
+from videorl.rewards.pool import ScoringPool
 from videorl.rollout.engine import HFEngine, RolloutEngine
 from videorl.rollout.groups import add_annotation_rows, generate_groups
+from videorl.rollout.prompting import encode_record
 from videorl.trainer import checkpoint as ckpt
 from videorl.trainer.metrics import MetricsWriter, plot_reward_curves
 from videorl.trainer.stages import add_sensitivity_bonus, add_teacher_logprobs, compute_advantages, score, select
@@ -54,9 +55,9 @@ class TrainState:
     val_records: list[TaskRecord]
     reference: LoadedModel | None = None
     teacher: LoadedModel | None = None
+    pool: ScoringPool | None = None
     step: int = 0
     best: dict[str, Any] = field(default_factory=dict)
-    batches: Iterator[list[int]] | None = None
 
 
 class StageTimer:
@@ -73,13 +74,6 @@ class StageTimer:
 
     def metrics(self) -> dict[str, float]:
         return {f"time/{k}": v for k, v in self.seconds.items()}
-
-
-def encode_record(policy: LoadedModel, record: TaskRecord, video: Any, think: bool) -> PromptEncoding:
-    """The record's prompt with its decoded video (or image) as the policy's input."""
-    is_image = video is not None and record.video is None
-    return encode_prompt(policy, build_prompt(record, think=think),
-                         video=None if is_image else video, image=video if is_image else None)
 
 
 def lr_lambda(cfg: Config):
@@ -143,7 +137,8 @@ def build_state(cfg: Config, resume: str | None) -> TrainState:
     sampler = TaskGroupedSampler(records, cfg.data.prompts_per_step, seed=cfg.data.seed)
     state = TrainState(cfg=cfg, policy=policy, engine=HFEngine(policy), optimizer=optimizer, scheduler=scheduler,
                        videos=VideoCache(cfg.video), sampler=sampler, records=records, val_records=val_records,
-                       reference=reference, teacher=teacher)
+                       reference=reference, teacher=teacher,
+                       pool=ScoringPool(cfg.reward) if cfg.reward.workers > 1 else None)
     if checkpoint is not None:
         saved = ckpt.load_state(checkpoint)
         optimizer.load_state_dict(saved["optimizer"])
@@ -197,7 +192,7 @@ def train_step(state: TrainState, indices: list[int]) -> dict[str, Any]:
             batch = add_annotation_rows(batch, state.policy.tokenizer, state.policy.eos_token_ids[0],
                                         cfg.rollout.max_new_tokens, think=cfg.data.think)
     with timer("reward"):
-        batch = score(batch, cfg.reward)
+        batch = score(batch, cfg.reward, state.pool)
         if cfg.reward.sensitivity.enabled:
             batch = add_sensitivity_bonus(batch, state.policy, lambda r, v: encode_record(state.policy, r, v, cfg.data.think),
                                           cfg.reward, step=state.step, temperature=cfg.rollout.temperature,
@@ -237,6 +232,8 @@ def train_step(state: TrainState, indices: list[int]) -> dict[str, Any]:
         "data/skipped_media": float(skipped), "lr": state.scheduler.get_last_lr()[0],
         "perf/tokens_per_s": tokens / max(total, 1e-9), "perf/step_s": total,
         "perf/peak_mem_gb": _peak_memory_gb(), "batch_ids": [r.id for r in records],
+        "samples": [{"id": batch.records[int(g)].id, "text": t, "reward": float(r)}
+                    for g, t, r in zip(batch.group_ids[:4], batch.texts[:4], batch.rewards[:4])],
     }
 
 
@@ -284,9 +281,11 @@ def run_training(cfg: Config, resume: str | None = None) -> Path:
     except KeyboardInterrupt:
         path = _save(state)
         console.print(f"[yellow]interrupted:[/] saved {path}; resume with --resume auto")
-        writer.close()
         return path
-    writer.close()
+    finally:
+        writer.close()
+        if state.pool is not None:
+            state.pool.close()
     final = ckpt.write_atomically(out / "final", lambda tmp: ckpt.save_model_folder(state.policy, tmp))
     if not cfg.trainer.save_every or state.step % cfg.trainer.save_every:
         _save(state)

@@ -35,6 +35,12 @@ class MetricsWriter:
             self._wandb = wandb.init(project=wandb_project, config=config, dir=str(self.dir))
 
     def write(self, step: int, metrics: dict[str, Any]) -> None:
+        """Scalars to every sink; a `samples` list (example rollouts) to samples.jsonl."""
+        metrics = dict(metrics)
+        samples = metrics.pop("samples", None)
+        if samples:
+            with (self.dir / "samples.jsonl").open("a") as f:
+                f.write(json.dumps({"step": step, "samples": samples}) + "\n")
         clean = {k: (v if not isinstance(v, float) or math.isfinite(v) else None) for k, v in metrics.items()}
         self._file.write(json.dumps({"step": step, **clean}) + "\n")
         self._file.flush()

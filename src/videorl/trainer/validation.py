@@ -39,7 +39,7 @@ def validate(state: "TrainState") -> dict[str, Any]:
     generations = state.engine.generate(prompts, params)
     texts = [state.policy.tokenizer.decode(t, skip_special_tokens=True) for g in generations for t in g.token_ids]
     rows = [r for r in records for _ in range(k)]
-    rewards = torch.tensor(score_batch(rows, texts, cfg.reward).overall).view(len(records), k)
+    rewards = torch.tensor(score_batch(rows, texts, cfg.reward, pool=state.pool).overall).view(len(records), k)
     mean_k, best_k = mean_and_best_at_k(rewards)
     metrics: dict[str, Any] = {"val/reward_mean_at_k": mean_k, "val/reward_best_at_k": best_k,
                                "val/skipped_media": float(skipped)}

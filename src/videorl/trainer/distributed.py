@@ -1,0 +1,103 @@
+"""Data parallelism on the standard engine: torchrun + torch.distributed + FSDP2.
+
+NCCL on GPUs, gloo on CPU. `apply_fsdp` shards each decoder layer and then the root with
+`fully_shard` (composable, like torchtitan's `apply_fsdp`). Collectives must stay matched
+across ranks, so helpers here make every rank agree on counts and decisions.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+
+@dataclass(frozen=True)
+class DistInfo:
+    """Where this process sits: rank, world size and device."""
+
+    rank: int = 0
+    world_size: int = 1
+    local_rank: int = 0
+    device: str = "cpu"
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    @property
+    def enabled(self) -> bool:
+        return self.world_size > 1
+
+
+def init_distributed(device: str = "auto") -> DistInfo:
+    """Join the process group that torchrun describes in the environment (or run alone)."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    use_cuda = torch.cuda.is_available() and device in ("auto", "cuda")
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    chosen = (f"cuda:{local_rank}" if world > 1 else "cuda") if use_cuda else (device if device not in ("auto", "cuda") else "cpu")
+    if world == 1:
+        return DistInfo(device=chosen)
+    if not dist.is_initialized():
+        if use_cuda:
+            torch.cuda.set_device(local_rank)
+        dist.init_process_group("nccl" if use_cuda else "gloo")
+    return DistInfo(rank=dist.get_rank(), world_size=dist.get_world_size(), local_rank=local_rank, device=chosen)
+
+
+def all_reduce(value: float, op: str = "sum", info: DistInfo | None = None) -> float:
+    """Sum or max of a float over ranks (identity when running alone)."""
+    if not dist.is_initialized() or dist.get_world_size() == 1:
+        return value
+    tensor = torch.tensor([value], dtype=torch.float64)
+    if dist.get_backend() == "nccl":
+        tensor = tensor.cuda()
+    dist.all_reduce(tensor, op=dist.ReduceOp.MAX if op == "max" else dist.ReduceOp.SUM)
+    return float(tensor.item())
+
+
+def barrier() -> None:
+    if dist.is_initialized() and dist.get_world_size() > 1:
+        dist.barrier()
+
+
+def decoder_layers(model: torch.nn.Module) -> list[torch.nn.Module]:
+    """The transformer blocks of the language model (classes named `*DecoderLayer`)."""
+    return [m for m in model.modules() if type(m).__name__.endswith("DecoderLayer")]
+
+
+def apply_fsdp(model: torch.nn.Module, *, bf16: bool, cpu_offload: bool = False) -> torch.nn.Module:
+    """`fully_shard` each decoder layer, then the root (which holds embeddings, head and,
+    unless it is sharded separately, the vision tower). bf16 parameters with fp32 gradient
+    reduction on GPU; fp32 on CPU. The loss is already normalized by the global token
+    count, so gradients are summed over ranks, not averaged."""
+    from torch.distributed.fsdp import CPUOffloadPolicy, MixedPrecisionPolicy, fully_shard
+
+    policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32) if bf16 else MixedPrecisionPolicy()
+    kwargs: dict[str, Any] = {"mp_policy": policy}
+    if cpu_offload:
+        kwargs["offload_policy"] = CPUOffloadPolicy()
+    for layer in decoder_layers(model):
+        fully_shard(layer, **kwargs)
+    fully_shard(model, **kwargs)
+    for module in [model, *decoder_layers(model)]:
+        module.set_gradient_divide_factor(1.0)
+    return model
+
+
+def full_state_dict(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """The unsharded weights on every rank (for the rollout engine's copy)."""
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+
+    if not dist.is_initialized() or dist.get_world_size() == 1:
+        return model.state_dict()
+    return get_model_state_dict(model, options=StateDictOptions(full_state_dict=True, cpu_offload=False))
+
+
+def shard_indices(indices: list[int], info: DistInfo) -> list[int]:
+    """This rank's contiguous share of a step's prompts (whole groups stay on one rank)."""
+    per_rank = len(indices) // info.world_size
+    return indices[info.rank * per_rank : (info.rank + 1) * per_rank]
