@@ -96,6 +96,7 @@ def train(
     overrides: Optional[List[str]] = typer.Argument(None, help="Dotted overrides, e.g. rollout.n=4 trainer.steps=3"),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the resolved config and the step plan, then exit."),
     resume: Optional[str] = typer.Option(None, help="auto (latest checkpoint in the output dir) or a checkpoint path."),
+    nproc: int = typer.Option(0, help="Run data-parallel on this many local processes (torchrun shortcut)."),
 ) -> None:
     """Train a policy with the recipe's algorithm (GRPO, OraRL, TaRO, OPDVR, ...)."""
     import yaml
@@ -109,9 +110,57 @@ def train(
         console.print(yaml.safe_dump(to_dict(cfg), sort_keys=False), end="")
         console.print(plan_table(plan_step(cfg)))
         return
+    if nproc > 1:
+        _relaunch_with_torchrun(nproc, [config, *(overrides or []), f"trainer.nproc={nproc}"], resume)
     from videorl.trainer.loop import run_training
 
     run_training(cfg, resume=resume)
+
+
+def _relaunch_with_torchrun(nproc: int, args: list[str], resume: Optional[str]) -> None:
+    """`videorl train --nproc N ...` is `torchrun --nproc-per-node N -m videorl train ...`."""
+    import os
+    import shutil
+
+    torchrun = shutil.which("torchrun") or str(Path(sys.executable).with_name("torchrun"))
+    command = [torchrun, "--standalone", f"--nproc-per-node={nproc}", "-m", "videorl", "train", *args]
+    if resume:
+        command += ["--resume", resume]
+    os.execv(torchrun, command)
+
+
+@app.command("merge")
+def merge(
+    checkpoint: Path = typer.Argument(..., help="A step-NNNNNN checkpoint folder (sharded or not)."),
+    out: Path = typer.Argument(..., help="Output Hugging Face model folder."),
+) -> None:
+    """Gather a sharded checkpoint into one Hugging Face folder (weights, config, tokenizer, processor)."""
+    from videorl.trainer.checkpoint import merge_checkpoint
+
+    console.print(f"wrote {merge_checkpoint(checkpoint, out)}")
+
+
+# `videorl eval` and `videorl serve`: options in eval/commands.py, which imports only typer
+# (models, torch and matplotlib are imported inside the commands).
+from videorl.eval.commands import eval_command, serve_command  # noqa: E402
+
+app.command("eval")(eval_command)
+app.command("serve")(serve_command)
+
+
+@app.command("demo")
+def demo(
+    model: Path = typer.Option(..., "--model", help="Checkpoint folder of a vision-language model."),
+    host: str = typer.Option("127.0.0.1", help="Address to bind; 0.0.0.0 opens the demo to your network."),
+    port: Optional[int] = typer.Option(None, help="Port (default: the first free one from 7860)."),
+    share: bool = typer.Option(False, "--share", help="Also make a public gradio share link."),
+    max_duration: float = typer.Option(600.0, help="Longest video accepted, in seconds."),
+    device: str = typer.Option("auto", help="auto (cuda if available) | cpu | cuda | cuda:N."),
+) -> None:
+    """Web app: ask a video a question and see the answer on its timeline."""
+    from videorl.demo.app import serve
+
+    serve(model, host=host, port=port, share=share, max_duration=max_duration, device=device)
 
 
 def main() -> None:

@@ -57,5 +57,10 @@ class HFEngine:
         return out
 
     def sync_weights(self, policy: torch.nn.Module) -> None:
-        """Nothing to copy: the HF engine generates with the policy module itself."""
-        assert policy is self.loaded.model
+        """Copy the policy's (gathered) weights into the generation model; nothing to do when
+        the engine generates with the policy module itself (one process, no sharding)."""
+        if policy is self.loaded.model:
+            return
+        from videorl.trainer.distributed import full_state_dict
+
+        self.loaded.model.load_state_dict(full_state_dict(policy))

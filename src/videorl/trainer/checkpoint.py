@@ -1,8 +1,12 @@
-"""Atomic checkpoints: written to a temporary folder, then renamed into place.
+"""Atomic, sharded checkpoints: written to a temporary folder, then renamed into place.
 
-A checkpoint `step-000012/` holds `model/` (Hugging Face format, loadable with
-`from_pretrained`) and `state.pt` (optimizer, scheduler, RNG states, sampler, step, extras).
-A run killed at any moment leaves either the previous checkpoint or the new one, never a
+A checkpoint `step-000012/` holds
+- `dcp/`: model and optimizer state, sharded with `torch.distributed.checkpoint` (each rank
+  writes its shard; it can be loaded at any world size, 1 included);
+- `state.pt`: scheduler, sampler, step and best-validation record; `rng-<rank>.pt`;
+- `model/`: the full model in Hugging Face format when the run has one process, or
+  `model_meta/` (config, tokenizer, processor) for `videorl merge` when it has several.
+A run killed at any moment leaves the previous checkpoint or the new one, never a
 half-written folder under a final name.
 """
 
@@ -12,25 +16,48 @@ import os
 import random
 import re
 import shutil
+import warnings
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import torch
+import torch.distributed.checkpoint as dcp
+from torch.distributed.checkpoint.state_dict import (
+    get_model_state_dict,
+    get_optimizer_state_dict,
+    set_model_state_dict,
+    set_optimizer_state_dict,
+)
 
 from videorl.errors import ConfigError
+from videorl.trainer.distributed import DistInfo, barrier
 
 _STEP_DIR = re.compile(r"^step-(\d+)$")
 
 
+@contextmanager
+def _single_process_ok():
+    """DCP warns when no process group exists; one process is a supported case here."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="torch.distributed is disabled")
+        yield
+
+
 def rng_state() -> dict[str, Any]:
-    return {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
+    state = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state()
+    return state
 
 
 def set_rng_state(state: dict[str, Any]) -> None:
     random.setstate(state["python"])
     np.random.set_state(state["numpy"])
     torch.set_rng_state(state["torch"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state(state["cuda"])
 
 
 def save_model_folder(loaded: Any, folder: Path) -> None:
@@ -39,13 +66,26 @@ def save_model_folder(loaded: Any, folder: Path) -> None:
     (loaded.processor or loaded.tokenizer).save_pretrained(folder)
 
 
-def write_atomically(final: Path, fill: Any) -> Path:
+def save_model_meta(loaded: Any, folder: Path) -> None:
+    """Everything of an HF folder except the weights (for `videorl merge`)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    loaded.model.config.save_pretrained(folder)
+    loaded.model.generation_config.save_pretrained(folder)
+    (loaded.processor or loaded.tokenizer).save_pretrained(folder)
+
+
+def write_atomically(final: Path, fill: Callable[[Path], None]) -> Path:
     """Call `fill(tmp)` on a fresh temporary folder beside `final`, then rename it over."""
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = final.parent / f".tmp-{final.name}-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
     fill(tmp)
+    _replace(tmp, final)
+    return final
+
+
+def _replace(tmp: Path, final: Path) -> None:
     if final.exists():
         old = final.parent / f".old-{final.name}-{os.getpid()}"
         os.replace(final, old)
@@ -53,21 +93,61 @@ def write_atomically(final: Path, fill: Any) -> Path:
         shutil.rmtree(old, ignore_errors=True)
     else:
         os.replace(tmp, final)
+
+
+def save_checkpoint(
+    output_dir: str | Path,
+    step: int,
+    *,
+    policy: Any,
+    optimizer: torch.optim.Optimizer,
+    extras: dict[str, Any],
+    info: DistInfo,
+    keep_last: int,
+) -> Path:
+    """Every rank calls this: shards via DCP, rank 0 writes the rest and renames."""
+    root = Path(output_dir)
+    final = root / f"step-{step:06d}"
+    tmp = root / f".tmp-{final.name}"  # the same name on every rank
+    if info.is_main:
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+    barrier()
+    state = {
+        "model": get_model_state_dict(policy.model),
+        "optim": get_optimizer_state_dict(policy.model, optimizer),
+    }
+    with _single_process_ok():
+        dcp.save(state, checkpoint_id=str(tmp / "dcp"))
+    torch.save(rng_state(), tmp / f"rng-{info.rank}.pt")
+    if info.is_main:
+        torch.save({**extras, "step": step, "world_size": info.world_size}, tmp / "state.pt")
+        if info.enabled:
+            save_model_meta(policy, tmp / "model_meta")
+        else:
+            save_model_folder(policy, tmp / "model")
+    barrier()
+    if info.is_main:
+        _replace(tmp, final)
+        for old in list_checkpoints(root)[:-keep_last]:
+            shutil.rmtree(old, ignore_errors=True)
+    barrier()
     return final
 
 
-def save_checkpoint(output_dir: str | Path, step: int, loaded: Any, state: dict[str, Any], keep_last: int) -> Path:
-    """Write `output_dir/step-NNNNNN` atomically and delete all but the last `keep_last`."""
-    root = Path(output_dir)
-
-    def fill(tmp: Path) -> None:
-        save_model_folder(loaded, tmp / "model")
-        torch.save({**state, "step": step, "rng": rng_state()}, tmp / "state.pt")
-
-    path = write_atomically(root / f"step-{step:06d}", fill)
-    for old in list_checkpoints(root)[:-keep_last]:
-        shutil.rmtree(old, ignore_errors=True)
-    return path
+def load_checkpoint(checkpoint: Path, *, policy: Any, optimizer: torch.optim.Optimizer, info: DistInfo) -> dict[str, Any]:
+    """Restore model and optimizer shards (any world size), this rank's RNG; return extras."""
+    state = {
+        "model": get_model_state_dict(policy.model),
+        "optim": get_optimizer_state_dict(policy.model, optimizer),
+    }
+    with _single_process_ok():
+        dcp.load(state, checkpoint_id=str(checkpoint / "dcp"))
+    set_model_state_dict(policy.model, state["model"])
+    set_optimizer_state_dict(policy.model, optimizer, state["optim"])
+    rng_file = checkpoint / f"rng-{info.rank}.pt"
+    set_rng_state(torch.load(rng_file if rng_file.exists() else checkpoint / "rng-0.pt", weights_only=False))
+    return torch.load(checkpoint / "state.pt", map_location="cpu", weights_only=False)
 
 
 def list_checkpoints(output_dir: str | Path) -> list[Path]:
@@ -92,5 +172,28 @@ def resolve_resume(resume: str | None, output_dir: str | Path) -> Path | None:
     return path
 
 
-def load_state(checkpoint: Path) -> dict[str, Any]:
-    return torch.load(checkpoint / "state.pt", map_location="cpu", weights_only=False)
+def merge_checkpoint(checkpoint: str | Path, out: str | Path) -> Path:
+    """Gather a (sharded) checkpoint into one Hugging Face folder that `from_pretrained` loads."""
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForImageTextToText
+
+    from videorl.models.loading import VISION_MODEL_TYPES
+
+    checkpoint = Path(checkpoint)
+    if not (checkpoint / "dcp").is_dir():
+        raise ConfigError(f"{str(checkpoint)!r} has no dcp/ shards; give a step-NNNNNN checkpoint folder")
+    meta = checkpoint / ("model_meta" if (checkpoint / "model_meta").is_dir() else "model")
+    config = AutoConfig.from_pretrained(meta)
+    factory = AutoModelForImageTextToText if config.model_type in VISION_MODEL_TYPES else AutoModelForCausalLM
+    model = factory.from_config(config, dtype=getattr(config, "dtype", None) or torch.float32)
+    state = {"model": model.state_dict()}
+    with _single_process_ok():
+        dcp.load(state, checkpoint_id=str(checkpoint / "dcp"))
+    model.load_state_dict(state["model"])
+
+    def fill(tmp: Path) -> None:
+        model.save_pretrained(tmp)
+        for name in os.listdir(meta):
+            if name.endswith((".json", ".jinja", ".txt")) and not (tmp / name).exists():
+                shutil.copy(meta / name, tmp / name)
+
+    return write_atomically(Path(out), fill)

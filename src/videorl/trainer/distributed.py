@@ -101,3 +101,19 @@ def shard_indices(indices: list[int], info: DistInfo) -> list[int]:
     """This rank's contiguous share of a step's prompts (whole groups stay on one rank)."""
     per_rank = len(indices) // info.world_size
     return indices[info.rank * per_rank : (info.rank + 1) * per_rank]
+
+
+def reduce_metrics(metrics: dict[str, Any], info: DistInfo) -> dict[str, Any]:
+    """Rank 0 gets the mean over ranks of each numeric metric (lists are concatenated)."""
+    if not info.enabled:
+        return metrics
+    gathered: list[dict[str, Any]] = [{} for _ in range(info.world_size)]
+    dist.all_gather_object(gathered, metrics)
+    merged: dict[str, Any] = {}
+    for key in {k for m in gathered for k in m}:
+        values = [m[key] for m in gathered if key in m and m[key] is not None]
+        if values and all(isinstance(v, (int, float)) for v in values):
+            merged[key] = sum(values) / len(values)
+        elif values and all(isinstance(v, list) for v in values):
+            merged[key] = [item for v in values for item in v]
+    return merged

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import copy
 import logging
 import math
 import random
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -30,7 +31,9 @@ from videorl.rollout.engine import HFEngine, RolloutEngine
 from videorl.rollout.groups import add_annotation_rows, generate_groups
 from videorl.rollout.prompting import encode_record
 from videorl.trainer import checkpoint as ckpt
+from videorl.trainer.distributed import DistInfo, apply_fsdp, barrier, init_distributed, reduce_metrics, shard_indices
 from videorl.trainer.metrics import MetricsWriter, plot_reward_curves
+from videorl.trainer.batch import empty_batch
 from videorl.trainer.stages import add_sensitivity_bonus, add_teacher_logprobs, compute_advantages, score, select
 from videorl.trainer.update import UpdateContext, update_policy
 from videorl.trainer.validation import validate
@@ -56,6 +59,7 @@ class TrainState:
     reference: LoadedModel | None = None
     teacher: LoadedModel | None = None
     pool: ScoringPool | None = None
+    info: DistInfo = field(default_factory=DistInfo)
     step: int = 0
     best: dict[str, Any] = field(default_factory=dict)
 
@@ -107,27 +111,32 @@ def _records(cfg: Config, path: str) -> list[TaskRecord]:
     return records
 
 
-def build_state(cfg: Config, resume: str | None) -> TrainState:
-    """Load data, models and optimizer; restore a checkpoint when resuming."""
+def build_state(cfg: Config, resume: str | None, info: DistInfo | None = None) -> TrainState:
+    """Load data, models and optimizer (FSDP2-sharded under torchrun); restore a checkpoint."""
+    info = info or DistInfo(device=cfg.trainer.device if cfg.trainer.device != "auto" else
+                            ("cuda" if torch.cuda.is_available() else "cpu"))
     torch.manual_seed(cfg.trainer.seed)
     random.seed(cfg.trainer.seed)
-    device = cfg.trainer.device if cfg.trainer.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
     checkpoint = ckpt.resolve_resume(resume, cfg.trainer.output_dir)
     dtype = getattr(torch, cfg.model.dtype)
-    policy = load_model(checkpoint / "model" if checkpoint else cfg.model.path, dtype=dtype, device=device)
+    policy = load_model(cfg.model.path, dtype=dtype, device=info.device)
     if cfg.model.freeze_vision:
         for name, param in policy.model.named_parameters():
             if "visual" in name:
                 param.requires_grad_(False)
     if cfg.model.gradient_checkpointing:
         policy.model.gradient_checkpointing_enable()
+    rollout_model = policy
+    if info.enabled:  # generation and no-grad passes use an unsharded copy, synced each step
+        rollout_model = replace(policy, model=copy.deepcopy(policy.model).requires_grad_(False))
+        apply_fsdp(policy.model, bf16=cfg.trainer.bf16 and "cuda" in info.device)
     teacher = reference = None
     if cfg.algorithm.is_distillation:
-        teacher = load_model(cfg.model.teacher_path, dtype=dtype, device=device)
+        teacher = load_model(cfg.model.teacher_path, dtype=dtype, device=info.device)
         check_same_tokenizer(policy, teacher)
         teacher.model.eval()
     if cfg.model.reference_path:
-        reference = load_model(cfg.model.reference_path, dtype=dtype, device=device)
+        reference = load_model(cfg.model.reference_path, dtype=dtype, device=info.device)
         reference.model.eval()
     optimizer = torch.optim.AdamW([p for p in policy.model.parameters() if p.requires_grad], lr=cfg.optim.lr,
                                   betas=cfg.optim.betas, weight_decay=cfg.optim.weight_decay)
@@ -135,18 +144,18 @@ def build_state(cfg: Config, resume: str | None) -> TrainState:
     records = _records(cfg, cfg.data.train)
     val_records = _records(cfg, cfg.data.val)[: cfg.trainer.val_max_prompts] if cfg.data.val else []
     sampler = TaskGroupedSampler(records, cfg.data.prompts_per_step, seed=cfg.data.seed)
-    state = TrainState(cfg=cfg, policy=policy, engine=HFEngine(policy), optimizer=optimizer, scheduler=scheduler,
-                       videos=VideoCache(cfg.video), sampler=sampler, records=records, val_records=val_records,
-                       reference=reference, teacher=teacher,
+    state = TrainState(cfg=cfg, policy=policy, engine=HFEngine(rollout_model), optimizer=optimizer,
+                       scheduler=scheduler, videos=VideoCache(cfg.video), sampler=sampler, records=records,
+                       val_records=val_records, reference=reference, teacher=teacher, info=info,
                        pool=ScoringPool(cfg.reward) if cfg.reward.workers > 1 else None)
     if checkpoint is not None:
-        saved = ckpt.load_state(checkpoint)
-        optimizer.load_state_dict(saved["optimizer"])
+        saved = ckpt.load_checkpoint(checkpoint, policy=policy, optimizer=optimizer, info=info)
         scheduler.load_state_dict(saved["scheduler"])
         sampler.load_state_dict(saved["sampler"])
-        ckpt.set_rng_state(saved["rng"])
         state.step, state.best = int(saved["step"]), dict(saved.get("best", {}))
-        console.print(f"resumed from {checkpoint} at step {state.step}")
+        state.engine.sync_weights(policy.model)
+        if info.is_main:
+            console.print(f"resumed from {checkpoint} (saved by {saved.get('world_size', 1)} ranks) at step {state.step}")
     return state
 
 
@@ -175,10 +184,14 @@ def decode_prompts(state: TrainState, indices: list[int]) -> tuple[list[TaskReco
 def train_step(state: TrainState, indices: list[int]) -> dict[str, Any]:
     """decode -> rollout (+ constructed, + annotation rows) -> rewards -> advantages -> selection -> update."""
     cfg, timer = state.cfg, StageTimer()
+    scorer = state.engine.loaded  # the policy itself, or its synced unsharded copy under FSDP
     with timer("decode"):
-        records, prompts, videos, skipped = decode_prompts(state, indices)
-    if not records:
-        return {"data/skipped_media": skipped, "step/skipped": 1}
+        records, prompts, videos, skipped = decode_prompts(state, shard_indices(indices, state.info))
+    if not records:  # every sample of this rank was bad: still join the update's collectives
+        update_policy(_update_context(state), empty_batch())
+        state.scheduler.step()
+        state.engine.sync_weights(state.policy.model)
+        return {"data/skipped_media": float(skipped), "step/skipped": 1.0}
     params = SamplingParams(n=cfg.rollout.n, max_new_tokens=cfg.rollout.max_new_tokens,
                             temperature=cfg.rollout.temperature, top_p=cfg.rollout.top_p, top_k=cfg.rollout.top_k)
     with timer("rollout"):
@@ -194,7 +207,7 @@ def train_step(state: TrainState, indices: list[int]) -> dict[str, Any]:
     with timer("reward"):
         batch = score(batch, cfg.reward, state.pool)
         if cfg.reward.sensitivity.enabled:
-            batch = add_sensitivity_bonus(batch, state.policy, lambda r, v: encode_record(state.policy, r, v, cfg.data.think),
+            batch = add_sensitivity_bonus(batch, scorer, lambda r, v: encode_record(scorer, r, v, cfg.data.think),
                                           cfg.reward, step=state.step, temperature=cfg.rollout.temperature,
                                           token_budget=cfg.optim.micro_batch_tokens)
     policy_rows = ~batch.is_annotation
@@ -211,17 +224,14 @@ def train_step(state: TrainState, indices: list[int]) -> dict[str, Any]:
                     int(reward_metrics["rollout/annotation_truncated"]), cfg.rollout.max_new_tokens)
     with timer("teacher"):
         if cfg.algorithm.is_distillation:
-            batch = add_teacher_logprobs(batch, state.policy, state.teacher, temperature=cfg.rollout.temperature,
+            batch = add_teacher_logprobs(batch, scorer, state.teacher, temperature=cfg.rollout.temperature,
                                          token_budget=cfg.optim.micro_batch_tokens)
     with timer("advantage"):
         batch = compute_advantages(batch, cfg.algorithm)
         rows_before = batch.num_rows
         batch = select(batch, cfg.algorithm.pruning, cfg.rollout.n)
     with timer("update"):
-        ctx = UpdateContext(policy=state.policy, optimizer=state.optimizer, optim=cfg.optim, loss=cfg.algorithm.loss,
-                            temperature=cfg.rollout.temperature, reference=state.reference,
-                            autocast_dtype=torch.bfloat16 if cfg.trainer.bf16 and torch.cuda.is_available() else None)
-        update_metrics = update_policy(ctx, batch)
+        update_metrics = update_policy(_update_context(state), batch)
     state.scheduler.step()
     state.engine.sync_weights(state.policy.model)
     tokens = float(batch.response_lengths.sum())
@@ -237,6 +247,14 @@ def train_step(state: TrainState, indices: list[int]) -> dict[str, Any]:
     }
 
 
+def _update_context(state: TrainState) -> UpdateContext:
+    cfg = state.cfg
+    return UpdateContext(policy=state.policy, optimizer=state.optimizer, optim=cfg.optim, loss=cfg.algorithm.loss,
+                         temperature=cfg.rollout.temperature, reference=state.reference,
+                         logprob_model=state.engine.loaded, world_size=state.info.world_size,
+                         autocast_dtype=torch.bfloat16 if cfg.trainer.bf16 and torch.cuda.is_available() else None)
+
+
 def _peak_memory_gb() -> float:
     if torch.cuda.is_available():
         return torch.cuda.max_memory_allocated() / 2**30
@@ -246,34 +264,42 @@ def _peak_memory_gb() -> float:
 
 
 def _save(state: TrainState) -> Path:
-    return ckpt.save_checkpoint(
-        state.cfg.trainer.output_dir, state.step, state.policy,
-        {"optimizer": state.optimizer.state_dict(), "scheduler": state.scheduler.state_dict(),
-         "sampler": state.sampler.state_dict(), "best": state.best},
-        keep_last=state.cfg.trainer.keep_last,
-    )
+    extras = {"scheduler": state.scheduler.state_dict(), "sampler": state.sampler.state_dict(), "best": state.best}
+    return ckpt.save_checkpoint(state.cfg.trainer.output_dir, state.step, policy=state.policy,
+                                optimizer=state.optimizer, extras=extras, info=state.info,
+                                keep_last=state.cfg.trainer.keep_last)
 
 
 def run_training(cfg: Config, resume: str | None = None) -> Path:
-    """Train for `trainer.steps` steps; returns the final model folder (HF format)."""
-    state = build_state(cfg, resume)
+    """Train for `trainer.steps` steps; returns the final model folder (HF format).
+
+    Under torchrun every rank runs this; rank 0 logs, validates and writes model folders.
+    """
+    info = init_distributed(cfg.trainer.device)
+    if cfg.data.prompts_per_step % info.world_size:
+        raise ConfigError(f"data.prompts_per_step={cfg.data.prompts_per_step} must be divisible by the "
+                          f"{info.world_size} ranks (whole groups stay on one rank)")
+    state = build_state(cfg, resume, info)
     out = Path(cfg.trainer.output_dir)
     writer = MetricsWriter(out, tensorboard=cfg.trainer.tensorboard, wandb_project=cfg.trainer.wandb_project,
-                           config=to_dict(cfg))
+                           config=to_dict(cfg)) if info.is_main else None
     batches = _endless(state.sampler)
     columns = (TextColumn("step {task.completed}/{task.total}"), BarColumn(), TimeRemainingColumn(),
                TextColumn("{task.fields[status]}"))
     try:
-        with Progress(*columns, console=console, transient=False) as progress:
+        with Progress(*columns, console=console, transient=False, disable=not info.is_main) as progress:
             task = progress.add_task("train", total=cfg.trainer.steps, completed=state.step, status="")
             while state.step < cfg.trainer.steps:
-                metrics = train_step(state, next(batches))
+                metrics = reduce_metrics(train_step(state, next(batches)), info)
                 state.step += 1
                 if cfg.trainer.val_every and state.step % cfg.trainer.val_every == 0 and state.val_records:
-                    metrics.update(validate(state))
-                    if _record_best(state, metrics):
-                        ckpt.write_atomically(out / "best", lambda tmp: ckpt.save_model_folder(state.policy, tmp))
-                writer.write(state.step, metrics)
+                    if info.is_main:
+                        metrics.update(validate(state))
+                        if _record_best(state, metrics):
+                            ckpt.write_atomically(out / "best", lambda tmp: ckpt.save_model_folder(state.engine.loaded, tmp))
+                    barrier()
+                if writer is not None:
+                    writer.write(state.step, metrics)
                 if cfg.trainer.save_every and state.step % cfg.trainer.save_every == 0:
                     _save(state)
                 status = f"reward {metrics.get('reward/mean', float('nan')):.3f}  loss {metrics.get('actor/loss', float('nan')):.4f}"
@@ -283,16 +309,20 @@ def run_training(cfg: Config, resume: str | None = None) -> Path:
         console.print(f"[yellow]interrupted:[/] saved {path}; resume with --resume auto")
         return path
     finally:
-        writer.close()
+        if writer is not None:
+            writer.close()
         if state.pool is not None:
             state.pool.close()
-    final = ckpt.write_atomically(out / "final", lambda tmp: ckpt.save_model_folder(state.policy, tmp))
     if not cfg.trainer.save_every or state.step % cfg.trainer.save_every:
         _save(state)
-    curves = plot_reward_curves(writer.path, out / "reward_curves.png")
-    console.print(f"final model: {final}\nmetrics: {writer.path}\ncurves: {curves}")
-    if state.best:
-        console.print(f"best checkpoint by {cfg.trainer.best_metric}: step {state.best['step']} ({state.best['value']:.4f})")
+    final = out / "final"
+    if info.is_main:
+        ckpt.write_atomically(final, lambda tmp: ckpt.save_model_folder(state.engine.loaded, tmp))
+        curves = plot_reward_curves(writer.path, out / "reward_curves.png")
+        console.print(f"final model: {final}\nmetrics: {writer.path}\ncurves: {curves}")
+        if state.best:
+            console.print(f"best checkpoint by {cfg.trainer.best_metric}: step {state.best['step']} ({state.best['value']:.4f})")
+    barrier()
     return final
 
 

@@ -12,10 +12,11 @@ import torch
 from videorl.algorithms.loss import PolicyLossConfig, policy_loss
 from videorl.config import OptimConfig
 from videorl.models.batching import plan_microbatches
-from videorl.models.inputs import collate
+from videorl.models.inputs import PromptEncoding, collate
 from videorl.models.loading import LoadedModel
 from videorl.models.logprobs import response_logprobs
 from videorl.trainer.batch import RolloutBatch
+from videorl.trainer.distributed import all_reduce
 from videorl.trainer.stages import row_logprobs
 
 
@@ -29,23 +30,20 @@ class UpdateContext:
     loss: PolicyLossConfig
     temperature: float
     reference: LoadedModel | None = None
+    logprob_model: LoadedModel | None = None  # no-grad passes; an unsharded copy under FSDP
     autocast_dtype: torch.dtype | None = None
     world_size: int = 1
 
 
-def _all_reduce_sum(value: float, world_size: int) -> float:
-    if world_size <= 1:
-        return value
-    import torch.distributed as dist
-
-    tensor = torch.tensor([value], dtype=torch.float64)
-    dist.all_reduce(tensor)
-    return float(tensor.item())
-
-
 def _split(rows: list[int], parts: int) -> list[list[int]]:
-    size = math.ceil(len(rows) / parts)
-    return [rows[i : i + size] for i in range(0, len(rows), size)]
+    """Exactly `parts` mini-batches (some may be empty), so every rank takes as many steps."""
+    size = max(1, math.ceil(len(rows) / parts))
+    return [rows[i * size : (i + 1) * size] for i in range(parts)]
+
+
+def _dummy_micro(pad_id: int) -> tuple[PromptEncoding, torch.Tensor]:
+    """A one-token row with zero weight: keeps FSDP collectives matched across ranks."""
+    return PromptEncoding(input_ids=torch.tensor([pad_id])), torch.tensor([pad_id])
 
 
 def update_policy(ctx: UpdateContext, batch: RolloutBatch) -> dict[str, float]:
@@ -60,11 +58,12 @@ def update_policy(ctx: UpdateContext, batch: RolloutBatch) -> dict[str, float]:
     mask = batch.response_mask()
     prompts = batch.row_prompts()
     single_pass = ctx.optim.mini_batches == 1 and ctx.optim.epochs == 1
-    old_logp = None if single_pass else row_logprobs(
-        ctx.policy, prompts, batch.responses, temperature=ctx.temperature, token_budget=ctx.optim.micro_batch_tokens
+    old_logp = None if single_pass or not batch.num_rows else row_logprobs(
+        ctx.logprob_model or ctx.policy, prompts, batch.responses, temperature=ctx.temperature,
+        token_budget=ctx.optim.micro_batch_tokens,
     )
     ref_logp = None
-    if ctx.reference is not None and ctx.loss.kl_coef > 0:
+    if ctx.reference is not None and ctx.loss.kl_coef > 0 and batch.num_rows:
         ref_logp = row_logprobs(ctx.reference, prompts, batch.responses, temperature=ctx.temperature,
                                 token_budget=ctx.optim.micro_batch_tokens)
     params = [p for p in model.parameters() if p.requires_grad]
@@ -74,26 +73,35 @@ def update_policy(ctx: UpdateContext, batch: RolloutBatch) -> dict[str, float]:
     model.train()
     for _ in range(ctx.optim.epochs):
         for mini in _split(list(range(batch.num_rows)), ctx.optim.mini_batches):
-            tokens = _all_reduce_sum(float(mask[mini].sum()), ctx.world_size)
-            sequences = int(_all_reduce_sum(float((mask[mini].sum(1) > 0).sum()), ctx.world_size))
+            tokens = all_reduce(float(mask[mini].sum()))
+            sequences = int(all_reduce(float((mask[mini].sum(1) > 0).sum())))
             ctx.optimizer.zero_grad(set_to_none=True)
             sizes = [prompts[i].length + int(batch.responses[i].numel()) for i in mini]
+            micros = plan_microbatches(sizes, ctx.optim.micro_batch_tokens) if mini else []
+            micros += [[]] * (int(all_reduce(float(len(micros)), "max")) - len(micros))
             step_loss = 0.0
-            for micro_local in plan_microbatches(sizes, ctx.optim.micro_batch_tokens):
+            for micro_local in micros:
                 micro = [mini[j] for j in micro_local]
-                inputs, micro_mask = collate([prompts[i] for i in micro], [batch.responses[i] for i in micro],
-                                             ctx.policy.pad_token_id)
+                rows = ([prompts[i] for i in micro], [batch.responses[i] for i in micro])
+                if not micro:
+                    rows = tuple([x] for x in _dummy_micro(ctx.policy.pad_token_id))
+                inputs, micro_mask = collate(*rows, ctx.policy.pad_token_id)
+                if not micro:
+                    micro_mask.zero_()
                 inputs = {k: v.to(device) for k, v in inputs.items()}
                 width = micro_mask.shape[1]
                 with torch.autocast(device.type, dtype=ctx.autocast_dtype, enabled=ctx.autocast_dtype is not None):
                     logp, entropy = response_logprobs(model, inputs, inputs["input_ids"][:, -width:],
                                                       temperature=ctx.temperature)
-                old = logp.detach() if old_logp is None else old_logp[micro, :width].to(device)
+                zeros = torch.zeros_like(micro_mask)
+                old = logp.detach() if old_logp is None or not micro else old_logp[micro, :width].to(device)
                 result = policy_loss(
-                    logp.float(), old, batch.advantages[micro, :width].to(device), micro_mask.to(device),
-                    config=ctx.loss, global_token_count=tokens, num_sequences_global=sequences,
-                    ref_logp=None if ref_logp is None else ref_logp[micro, :width].to(device),
-                    entropy=entropy.float(), off_policy=batch.off_policy[micro].to(device),
+                    logp.float(), old, batch.advantages[micro, :width].to(device) if micro else zeros.to(device),
+                    micro_mask.to(device), config=ctx.loss, global_token_count=max(tokens, 1.0),
+                    num_sequences_global=max(sequences, 1),
+                    ref_logp=None if ref_logp is None or not micro else ref_logp[micro, :width].to(device),
+                    entropy=entropy.float(),
+                    off_policy=batch.off_policy[micro].to(device) if micro else zeros[:, 0].bool().to(device),
                 )
                 result.loss.backward()
                 step_loss += float(result.loss.detach())
@@ -101,15 +109,17 @@ def update_policy(ctx: UpdateContext, batch: RolloutBatch) -> dict[str, float]:
                 for key, value in result.metrics.items():
                     sums[key] += value * weight
                     weights[key] += weight
+            step_loss = all_reduce(step_loss)
             grad_norm = torch.nn.utils.clip_grad_norm_(params, ctx.optim.grad_clip)
-            if not (math.isfinite(step_loss) and torch.isfinite(grad_norm)):
+            norm = float(grad_norm.full_tensor() if hasattr(grad_norm, "full_tensor") else grad_norm)
+            if not (math.isfinite(step_loss) and math.isfinite(norm)):  # the same verdict on every rank
                 skipped += 1
                 ctx.optimizer.zero_grad(set_to_none=True)
                 continue
             ctx.optimizer.step()
             sums["actor/loss"] += step_loss
             weights["actor/loss"] += 1
-            sums["actor/grad_norm"] += float(grad_norm)
+            sums["actor/grad_norm"] += norm
             weights["actor/grad_norm"] += 1
     metrics = {key: sums[key] / weights[key] for key in sums if weights[key] > 0}
     metrics["actor/skipped_nonfinite_steps"] = float(skipped)

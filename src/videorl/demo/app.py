@@ -1,0 +1,243 @@
+"""`videorl demo`: a local gradio app to ask a checkpoint about a video.
+
+Binds to 127.0.0.1 unless told otherwise; a public link only with `share=True`. Uploads and
+the bundled examples live in one temporary folder that is removed when the demo stops.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from videorl.data.families import Family
+from videorl.demo.examples import FAMILY_NAMES, Example, make_examples
+from videorl.demo.inference import Question, Settings, ask
+from videorl.demo.views import View, build_view
+from videorl.errors import ConfigError, VideoRLError
+from videorl.models.loading import LoadedModel
+
+logger = logging.getLogger(__name__)
+
+MAX_UPLOAD = "500mb"
+PLACEHOLDERS = {
+    Family.TEMPORAL_GROUNDING: "the moment to find, e.g. the red circle is visible",
+    Family.SPATIAL_GROUNDING: "the object to locate, e.g. the blue square",
+    Family.TRACKING: "the object to track, e.g. the green circle",
+    Family.SPATIO_TEMPORAL_GROUNDING: "the object to find in time and space",
+    Family.VIDEO_QA: "the question, e.g. What colour is the square?",
+}
+INTRO = """# videorl demo
+Ask **{model}** about a video: upload one or pick an example, choose the task, type a query.
+The answer is orange, the ground truth of an example green."""
+
+
+@dataclass(frozen=True)
+class RunningDemo:
+    """A launched demo: its gradio app, local URL, public URL (with share) and folder."""
+
+    blocks: Any
+    url: str
+    share_url: str | None
+    folder: Path
+
+
+@contextmanager
+def upload_folder(path: Path) -> Iterator[None]:
+    """Point gradio's upload cache at `path` for the duration of the demo."""
+    previous = os.environ.get("GRADIO_TEMP_DIR")
+    os.environ["GRADIO_TEMP_DIR"] = str(path)
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop("GRADIO_TEMP_DIR", None)
+        else:
+            os.environ["GRADIO_TEMP_DIR"] = previous
+
+
+def example_truth(
+    example: Example | None, family: Family, query: str, options: tuple[str, ...]
+) -> Example | None:
+    """The picked example, if the question is still the example's own (else its ground
+    truth would not answer what was asked)."""
+    if example is None:
+        return None
+    record = example.record
+    same = (record.family is family and query.strip() == record.problem
+            and (family is not Family.VIDEO_QA or options == record.options))
+    return example if same else None
+
+
+def answer_question(
+    loaded: LoadedModel, video: str | None, question: Question, settings: Settings,
+    example: Example | None,
+) -> View | str:
+    """The view of the model's answer, or the message to show instead."""
+    if not video:
+        return "**Upload a video or pick an example first.**"
+    picked = example_truth(example, question.family, question.text, question.options)
+    record = picked.record if picked is not None else None
+    try:
+        return build_view(ask(loaded, video, question, settings, record), settings.think)
+    except VideoRLError as err:  # the upload's cache path says nothing to the user
+        return f"**Cannot answer:** {str(err).replace(video, Path(video).name)}"
+    except Exception as err:
+        logger.exception("demo: question failed")
+        return f"**Something went wrong:** {type(err).__name__}: {err}"
+
+
+def build_app(loaded: LoadedModel, examples: list[Example], defaults: Settings, title: str) -> Any:
+    """The gradio Blocks of the demo (not launched)."""
+    import gradio as gr
+
+    by_label = {e.label: e for e in examples}
+    families = [(name, family.value) for family, name in FAMILY_NAMES.items()]
+
+    def pick(label: str | None):
+        example = by_label.get(label or "")
+        if example is None:
+            return gr.update(), gr.update(), gr.update(), gr.update()
+        record = example.record
+        return example.video_path, record.family.value, record.problem, "\n".join(record.options)
+
+    def family_changed(value: str):
+        family = Family(value)
+        return (gr.update(placeholder=PLACEHOLDERS[family]),
+                gr.update(visible=family is Family.VIDEO_QA))
+
+    def run(video, family, query, options, label, greedy, temperature, top_p, max_new_tokens,
+            fps, max_frames, think):
+        settings = replace(defaults, greedy=bool(greedy), temperature=float(temperature),
+                           top_p=float(top_p), max_new_tokens=int(max_new_tokens),
+                           fps=float(fps), max_frames=int(max_frames), think=bool(think))
+        option_lines = tuple(line.strip() for line in (options or "").splitlines() if line.strip())
+        question = Question(Family(family), query or "", option_lines)
+        view = answer_question(loaded, video, question, settings, by_label.get(label or ""))
+        if isinstance(view, str):
+            hidden = gr.update(value=None, visible=False)
+            return view, "", "", hidden, hidden, gr.update(value="", visible=False)
+        shown = view.pictures
+        return (
+            view.answer, view.reasoning, view.response,
+            gr.update(value=shown.timeline, visible=shown.timeline is not None),
+            gr.update(value=shown.frames, visible=shown.frames is not None),
+            gr.update(value=shown.options or "", visible=shown.options is not None),
+        )
+
+    with gr.Blocks(title="videorl demo", analytics_enabled=False) as blocks:
+        gr.Markdown(INTRO.format(model=title))
+        with gr.Row():
+            with gr.Column(scale=2):
+                video = gr.Video(label="Video", sources=["upload"], include_audio=True,
+                                 height=320, elem_id="video")
+                example = gr.Dropdown([e.label for e in examples], value=None,
+                                      label="Example", elem_id="example")
+                family = gr.Dropdown(families, value=Family.TEMPORAL_GROUNDING.value,
+                                     label="Task", elem_id="family")
+                query = gr.Textbox(label="Query", elem_id="query",
+                                   placeholder=PLACEHOLDERS[Family.TEMPORAL_GROUNDING])
+                options = gr.Textbox(label="Options (one per line)", lines=4, visible=False,
+                                     elem_id="options-input")
+                with gr.Accordion("Generation settings", open=False):
+                    greedy = gr.Checkbox(defaults.greedy, label="Greedy (off: sample)")
+                    temperature = gr.Slider(0.05, 2.0, defaults.temperature, step=0.05,
+                                            label="Temperature (sampling)")
+                    top_p = gr.Slider(0.05, 1.0, defaults.top_p, step=0.05,
+                                      label="Top-p (sampling)")
+                    max_new_tokens = gr.Slider(16, 2048, defaults.max_new_tokens, step=16,
+                                               label="Max new tokens")
+                    fps = gr.Slider(0.5, 8.0, defaults.fps, step=0.5, label="Frames per second")
+                    max_frames = gr.Slider(4, 256, defaults.max_frames, step=2, label="Max frames")
+                    think = gr.Checkbox(defaults.think, label="Ask for reasoning (<think>)")
+                submit = gr.Button("Ask", variant="primary", elem_id="ask")
+            with gr.Column(scale=3):
+                answer = gr.Markdown(elem_id="answer")
+                timeline = gr.Image(label="Timeline", show_label=False, type="pil",
+                                    interactive=False, visible=False, elem_id="timeline")
+                frames = gr.Image(label="Frames", show_label=False, type="pil",
+                                  interactive=False, visible=False, elem_id="frames")
+                choices = gr.HTML(visible=False, elem_id="choices")
+                reasoning = gr.Textbox(label="Reasoning", lines=4, interactive=False,
+                                       elem_id="reasoning")
+                with gr.Accordion("Raw reply", open=False):
+                    response = gr.Textbox(show_label=False, lines=4, interactive=False,
+                                          elem_id="response")
+        example.change(pick, example, [video, family, query, options])
+        family.change(family_changed, family, [query, options])
+        video.upload(lambda: None, None, example)
+        submit.click(
+            run,
+            [video, family, query, options, example, greedy, temperature, top_p,
+             max_new_tokens, fps, max_frames, think],
+            [answer, reasoning, response, timeline, frames, choices],
+        )
+    return blocks
+
+
+@contextmanager
+def running_demo(
+    loaded: LoadedModel, *, title: str, host: str = "127.0.0.1", port: int | None = None,
+    share: bool = False, settings: Settings | None = None,
+) -> Iterator[RunningDemo]:
+    """Launch the demo in the background; stop it and remove its folder on exit."""
+    with tempfile.TemporaryDirectory(prefix="videorl-demo-") as work:
+        folder = Path(work)
+        with upload_folder(folder / "uploads"):
+            examples = make_examples(folder / "examples")
+            blocks = build_app(loaded, examples, settings or Settings(), title)
+            blocks.queue(default_concurrency_limit=1)
+            _, url, share_url = blocks.launch(
+                server_name=host, server_port=port, share=share, prevent_thread_lock=True,
+                allowed_paths=[str(folder)], max_file_size=MAX_UPLOAD, quiet=True,
+            )
+            try:
+                yield RunningDemo(blocks, url, share_url, folder)
+            finally:
+                blocks.close()
+
+
+def pick_device(device: str) -> str:
+    import torch
+
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return device
+
+
+def serve(
+    model: str | Path, *, host: str = "127.0.0.1", port: int | None = None, share: bool = False,
+    max_duration: float = 600.0, device: str = "auto",
+) -> None:
+    """Load the checkpoint and serve the demo until interrupted (Ctrl+C)."""
+    import torch
+
+    try:
+        import gradio  # noqa: F401
+    except ImportError:
+        raise ConfigError(
+            "videorl demo needs gradio; install it with pip install 'videorl[demo]'"
+        ) from None
+    from rich.console import Console
+
+    from videorl.models.loading import load_model
+
+    device = pick_device(device)
+    dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
+    loaded = load_model(model, dtype=dtype, device=device)
+    if not loaded.is_vision:
+        raise ConfigError(f"model {model} ({loaded.model_type}) is text-only; the demo needs a "
+                          "vision-language checkpoint (e.g. Qwen2.5-VL)")
+    console = Console()
+    settings = Settings(max_duration=max_duration)
+    with running_demo(loaded, title=Path(model).name, host=host, port=port, share=share,
+                      settings=settings) as demo:
+        console.print(f"videorl demo on [bold]{demo.url}[/]"
+                      + (f" and [bold]{demo.share_url}[/]" if demo.share_url else "")
+                      + "  (Ctrl+C to stop)")
+        demo.blocks.block_thread()

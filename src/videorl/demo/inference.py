@@ -1,0 +1,238 @@
+"""Ask a video a question: decode it, build the family's prompt, generate, parse the answer.
+
+The prompt is the training prompt (`build_prompt` through `encode_record`), so a checkpoint
+sees in the demo what it saw in training. A typed question becomes a `TaskRecord` whose
+answer is a placeholder: the schema needs one, and only its shape is used (tracking lists
+the frames to box, spatio-temporal grounding the second grid).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from videorl.data.families import Family
+from videorl.data.prompts import LETTERS
+from videorl.data.records import (
+    BoxAnswer,
+    ChoiceAnswer,
+    MediaRef,
+    SpatioTemporalAnswer,
+    TaskRecord,
+    TemporalAnswer,
+    TrackingAnswer,
+)
+from videorl.errors import DataError, MediaError
+from videorl.models.generate import SamplingParams, generate
+from videorl.models.loading import LoadedModel
+from videorl.rewards import spatial_grounding, temporal_grounding
+from videorl.rewards.payload import Box, as_window, keyed_boxes, load_json, parse_letter
+from videorl.rewards.protocol import THINK_CLOSE, THINK_OPEN, extract_tagged, split_think
+from videorl.rollout.prompting import encode_record
+from videorl.video.decode import DecodedVideo, VideoConfig, decode_video
+from videorl.video.meta import VideoMeta
+
+MAX_TRACKED_FRAMES = 8  # frames a typed tracking question asks boxes for
+TRACK_EVERY_S = 0.5
+NO_BOX: Box = (0.0, 0.0, 0.0, 0.0)
+CUT_CLIP = "ffmpeg -ss START -t SECONDS -i IN.mp4 -c copy OUT.mp4"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Generation and decoding settings of one question (the demo's advanced panel)."""
+
+    greedy: bool = True
+    temperature: float = 0.7
+    top_p: float = 0.95
+    max_new_tokens: int = 256
+    fps: float = 2.0
+    max_frames: int = 32
+    think: bool = True
+    max_duration: float = 600.0
+
+    def sampling(self) -> SamplingParams:
+        if self.max_new_tokens < 1:
+            raise DataError(f"max new tokens={self.max_new_tokens}: must be at least 1")
+        if not self.greedy and not self.temperature > 0:
+            raise DataError(f"temperature={self.temperature}: sampling needs a positive "
+                            "temperature; choose greedy decoding for temperature 0")
+        temperature = 0.0 if self.greedy else self.temperature
+        return SamplingParams(n=1, max_new_tokens=self.max_new_tokens, temperature=temperature,
+                              top_p=self.top_p)
+
+    def video_config(self, factor: int) -> VideoConfig:
+        return VideoConfig(fps=self.fps, min_frames=min(4, self.max_frames),
+                           max_frames=self.max_frames, factor=factor, cache_bytes=0)
+
+
+@dataclass(frozen=True)
+class Question:
+    """What the user asked: the family, the query text and, for QA, the options."""
+
+    family: Family
+    text: str
+    options: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """The model's response and its answer parsed for the family (None: not parseable)."""
+
+    response: str
+    reasoning: str | None
+    payload: str | None
+    window: tuple[float, float] | None = None
+    box: Box | None = None
+    boxes: dict[float, Box] = field(default_factory=dict)
+    letter: str | None = None
+
+    @property
+    def parsed(self) -> bool:
+        return any(v is not None for v in (self.window, self.box, self.letter)) or bool(self.boxes)
+
+
+@dataclass(frozen=True)
+class Result:
+    """One answered question: the record asked, the frames the model saw, its prediction,
+    and whether the record's answer is a real ground truth (a bundled example)."""
+
+    record: TaskRecord
+    video: DecodedVideo
+    prediction: Prediction
+    has_truth: bool
+
+
+def probe_duration(path: str) -> float:
+    """Seconds of the first video stream, read from the container (no decoding)."""
+    import av
+
+    try:
+        with av.open(path) as container:
+            if not container.streams.video:
+                raise MediaError(f"{path} has no video stream; upload a video file")
+            stream = container.streams.video[0]
+            if stream.duration is not None and stream.time_base is not None:
+                return float(stream.duration * stream.time_base)
+            if container.duration is not None:
+                return container.duration / av.time_base
+            rate = float(stream.average_rate or 0)
+            return stream.frames / rate if rate and stream.frames else 0.0
+    except av.FFmpegError as err:
+        raise MediaError(f"cannot read video {path} ({type(err).__name__}: {err}); the file is "
+                         "corrupt or not a video; upload an MP4, WebM or MOV file") from err
+
+
+def check_length(path: str, max_duration: float) -> None:
+    seconds = probe_duration(path)
+    if seconds > max_duration:
+        raise MediaError(
+            f"the video lasts {seconds:.0f} s, longer than the demo's limit of "
+            f"{max_duration:.0f} s (--max-duration); cut a clip first: {CUT_CLIP}"
+        )
+
+
+def vision_factor(loaded: LoadedModel) -> int:
+    """Pixels per merged vision token side (28 Qwen2.5-VL, 32 Qwen3-VL): frame sizes are
+    multiples of it."""
+    processor = getattr(loaded.processor, "video_processor", None)
+    patch, merge = getattr(processor, "patch_size", None), getattr(processor, "merge_size", None)
+    return int(patch * merge) if patch and merge else 28
+
+
+def tracked_frames(meta: VideoMeta) -> list[int]:
+    """Source frames every 0.5 s after frame 0, at most `MAX_TRACKED_FRAMES`, evenly spread."""
+    total = max(1, round(meta.duration * meta.source_fps))
+    step = max(1, round(meta.source_fps * TRACK_EVERY_S))
+    frames = list(range(step, total, step)) or [total - 1]
+    if len(frames) > MAX_TRACKED_FRAMES:
+        picks = np.linspace(0, len(frames) - 1, MAX_TRACKED_FRAMES).round().astype(int)
+        frames = [frames[i] for i in picks]
+    return frames
+
+
+def question_record(question: Question, video_path: str, meta: VideoMeta) -> TaskRecord:
+    """A record for a typed question about an uploaded video (placeholder answer)."""
+    text = question.text.strip()
+    if not text:
+        raise DataError("type a query: the event to find, the object to locate, or the question")
+    family = question.family
+    fields: dict[str, Any] = {}
+    if family is Family.TEMPORAL_GROUNDING:
+        answer: Any = TemporalAnswer(((0.0, 0.0),))
+    elif family is Family.SPATIAL_GROUNDING:
+        answer = BoxAnswer(NO_BOX)
+    elif family is Family.TRACKING:
+        answer = TrackingAnswer({str(f): NO_BOX for f in tracked_frames(meta)})
+        fields["extra"] = {"source_fps": meta.source_fps}
+    elif family is Family.SPATIO_TEMPORAL_GROUNDING:
+        answer = SpatioTemporalAnswer(time=(0.0, 0.0), boxes={"0": NO_BOX})
+    elif family is Family.VIDEO_QA:
+        options = tuple(o.strip() for o in question.options if o.strip())
+        if not 2 <= len(options) <= len(LETTERS):
+            raise DataError(f"video QA needs 2 to {len(LETTERS)} options, one per line "
+                            f"(got {len(options)})")
+        answer, fields["options"] = ChoiceAnswer("A"), options
+    else:
+        raise DataError(f"the demo does not ask {family.value} questions")
+    return TaskRecord(
+        id="demo", family=family, problem=text, answer=answer, video=MediaRef(path=video_path),
+        duration=round(meta.duration, 3), width=meta.source_width, height=meta.source_height,
+        source="demo", **fields,
+    )
+
+
+def think_text(response: str) -> str | None:
+    """The text of the `<think>` block, if the response has a closed one."""
+    _, opened, rest = response.partition(THINK_OPEN)
+    reasoning, closed, _ = rest.partition(THINK_CLOSE)
+    return reasoning.strip() if opened and closed else None
+
+
+def _numeric_boxes(value: Any) -> dict[float, Box]:
+    if not isinstance(value, dict):
+        return {}
+    return {k: b for k, b in keyed_boxes(value.get("boxes")).items() if isinstance(k, float)}
+
+
+def parse_prediction(family: Family, response: str) -> Prediction:
+    """Parse with the reward parsers; leniently, the text after the think block counts as
+    the payload when there are no answer tags."""
+    payload = extract_tagged(response, False).payload
+    if payload is None:
+        payload = split_think(response, False)[1].strip() or None
+    reasoning = think_text(response)
+    if payload is None:
+        return Prediction(response, reasoning, None)
+    if family is Family.TEMPORAL_GROUNDING:
+        return Prediction(response, reasoning, payload, window=temporal_grounding.parse(payload))
+    if family is Family.SPATIAL_GROUNDING:
+        return Prediction(response, reasoning, payload, box=spatial_grounding.parse(payload))
+    data = load_json(payload)
+    if family is Family.TRACKING:
+        return Prediction(response, reasoning, payload, boxes=_numeric_boxes(data))
+    if family is Family.SPATIO_TEMPORAL_GROUNDING:
+        window = as_window(data.get("time")) if isinstance(data, dict) else None
+        return Prediction(response, reasoning, payload, window=window, boxes=_numeric_boxes(data))
+    return Prediction(response, reasoning, payload, letter=parse_letter(payload))
+
+
+def ask(
+    loaded: LoadedModel,
+    video_path: str,
+    question: Question,
+    settings: Settings,
+    example: TaskRecord | None = None,
+) -> Result:
+    """Decode the video, prompt the model with the question (or the example's own record,
+    whose answer is then the ground truth) and parse its answer."""
+    sampling = settings.sampling()
+    check_length(video_path, settings.max_duration)
+    video = decode_video(video_path, settings.video_config(vision_factor(loaded)))
+    record = example if example is not None else question_record(question, video_path, video.meta)
+    encoding = encode_record(loaded, record, video, settings.think)
+    (generation,) = generate(loaded, [encoding], sampling)
+    response = loaded.tokenizer.decode(generation.token_ids[0], skip_special_tokens=True)
+    return Result(record, video, parse_prediction(record.family, response), example is not None)

@@ -1,0 +1,263 @@
+"""What the demo shows for an answered question, per family.
+
+Temporal grounding: the answer on a timeline (and the ground truth of an example) with
+keyframes from inside the predicted segment. Spatial grounding and tracking: the boxes on
+the frames. Spatio-temporal grounding: both. Video QA: the options, the chosen one
+highlighted. A response that does not parse says so, with the format the family expects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from PIL import Image
+
+from videorl.data.families import Family
+from videorl.data.prompts import LETTERS
+from videorl.data.records import (
+    BoxAnswer,
+    ChoiceAnswer,
+    SpatioTemporalAnswer,
+    TemporalAnswer,
+    TrackingAnswer,
+)
+from videorl.demo.inference import Result
+from videorl.demo.render import (
+    MODEL,
+    TRUTH,
+    LabeledBox,
+    draw_boxes,
+    draw_timeline,
+    frame_strip,
+    options_html,
+    to_height,
+)
+from videorl.rewards import RewardConfig, score_response
+from videorl.rewards.payload import Box, key_value
+
+MAX_TILES = 4
+BOXES_TITLE = "Boxes: model orange, truth green"
+NO_BOXES_TITLE = "Frames across the video (no box in the answer)"
+EXPECTED = {
+    Family.TEMPORAL_GROUNDING: "<answer>S to E</answer>",
+    Family.SPATIAL_GROUNDING: "<answer>[x1, y1, x2, y2]</answer>",
+    Family.TRACKING: '<answer>{"boxes": {"<frame>": [x1, y1, x2, y2]}}</answer>',
+    Family.SPATIO_TEMPORAL_GROUNDING: '<answer>{"time": [t0, t1], "boxes": {...}}</answer>',
+    Family.VIDEO_QA: "<answer>X</answer> with an option letter",
+}
+
+
+@dataclass(frozen=True)
+class Pictures:
+    """The pictures of an answer; None where the family has none."""
+
+    timeline: Image.Image | None = None
+    frames: Image.Image | None = None
+    options: str | None = None
+
+
+@dataclass(frozen=True)
+class View:
+    """The answer text (markdown), the reasoning, the raw response and the pictures."""
+
+    answer: str
+    reasoning: str
+    response: str
+    pictures: Pictures
+
+
+def _num(value: float) -> str:
+    return f"{value:.2f}".rstrip("0").rstrip(".")
+
+
+def _box_text(box: Box) -> str:
+    return "[" + ", ".join(_num(v) for v in box) + "]"
+
+
+def _window_text(window: tuple[float, float]) -> str:
+    return f"{_num(window[0])} s to {_num(window[1])} s"
+
+
+def _frame(result: Result, index: int) -> np.ndarray:
+    return result.video.frames[index].permute(1, 2, 0).numpy()
+
+
+def nearest_frame(timestamps: Sequence[float], t: float) -> int:
+    """Index of the sampled frame closest to time `t`."""
+    return int(np.argmin(np.abs(np.asarray(timestamps) - t)))
+
+
+def spread(items: Sequence, k: int = MAX_TILES) -> list:
+    """At most `k` items, evenly spread, first and last kept."""
+    if len(items) <= k:
+        return list(items)
+    return [items[i] for i in np.linspace(0, len(items) - 1, k).round().astype(int)]
+
+
+def keyframes(
+    result: Result, window: tuple[float, float] | None, title: str | None = None
+) -> Image.Image:
+    """Frames from inside the window (the nearest one when none falls inside); frames
+    across the whole video without a window."""
+    times = result.video.meta.timestamps
+    if window is None:
+        indices = spread(range(len(times)))
+    else:
+        inside = [i for i, t in enumerate(times) if window[0] <= t <= window[1]]
+        indices = spread(inside) or [nearest_frame(times, sum(window) / 2)]
+    tiles = [to_height(_frame(result, i))[0] for i in indices]
+    return frame_strip(tiles, [f"{_num(times[i])} s" for i in indices], title)
+
+
+def _source_size(result: Result) -> tuple[float, float]:
+    """The frame size that the record's boxes are in (the file's frame)."""
+    meta = result.video.meta
+    return (float(result.record.width or meta.source_width),
+            float(result.record.height or meta.source_height))
+
+
+def boxed_frames(
+    result: Result, at_times: Sequence[float], names: Sequence[str],
+    model: Sequence[Box | None], truth: Sequence[Box | None],
+) -> Image.Image:
+    """The sampled frame nearest each time with the model's and the true box."""
+    times = result.video.meta.timestamps
+    tiles, captions = [], []
+    for t, name, predicted, true in zip(at_times, names, model, truth, strict=True):
+        index = nearest_frame(times, t)
+        boxes = [LabeledBox(b, colour, label) for b, colour, label in
+                 ((true, TRUTH, "truth"), (predicted, MODEL, "model")) if b is not None]
+        tiles.append(draw_boxes(_frame(result, index), boxes, _source_size(result)))
+        captions.append(f"{name} (shown {_num(times[index])} s)")
+    return frame_strip(tiles, captions, BOXES_TITLE)
+
+
+def _reward_line(result: Result, think: bool) -> str:
+    scored = score_response(result.record, result.prediction.response,
+                            RewardConfig(think_required=think))
+    parts = ", ".join(f"{k} {v:.2f}" for k, v in scored.components.items() if k != "overall")
+    return f" · reward **{scored.overall:.2f}** ({parts})"
+
+
+def _temporal(result: Result) -> tuple[str, str, Pictures]:
+    answer = result.record.answer
+    assert isinstance(answer, TemporalAnswer)
+    window = result.prediction.window
+    truth = answer.windows if result.has_truth else ()
+    text = _window_text(window) if window else ""
+    truth_text = _window_text(truth[0]) if truth else ""
+    duration = result.record.duration or result.video.meta.duration
+    shown, where = ((window, "the model's segment") if window else
+                    (truth[0], "the true segment (no answer)") if truth else
+                    (None, "the video (no answer)"))
+    pictures = Pictures(timeline=draw_timeline(duration, window, truth),
+                        frames=keyframes(result, shown, f"Frames from {where}"))
+    return text, truth_text, pictures
+
+
+def _spatial(result: Result) -> tuple[str, str, Pictures]:
+    box = result.prediction.box
+    answer = result.record.answer
+    assert isinstance(answer, BoxAnswer)
+    truth = answer.box if result.has_truth else None
+    text = f"box {_box_text(box)}" if box else ""
+    truth_text = f"box {_box_text(truth)}" if truth else ""
+    middle = result.video.meta.timestamps[len(result.video.meta.timestamps) // 2]
+    return text, truth_text, Pictures(
+        frames=boxed_frames(result, [middle], ["frame"], [box], [truth]))
+
+
+def _truth_boxes(result: Result, boxes: dict[str, Box]) -> dict[float, Box]:
+    if not result.has_truth:
+        return {}
+    keyed = {key_value(k): b for k, b in boxes.items()}
+    return {k: b for k, b in keyed.items() if isinstance(k, float)}
+
+
+def keyed_frames(
+    result: Result, predicted: dict[float, Box], truth: dict[float, Box],
+    seconds_per_key: float, unit: str,
+) -> Image.Image | None:
+    """Boxes keyed by frame number (tracking) or second (spatio-temporal grounding) on the
+    frames they belong to, at most `MAX_TILES` keys; None without any box."""
+    keys = spread(sorted(set(truth) | set(predicted)))
+    if not keys:
+        return None
+    return boxed_frames(result, [k * seconds_per_key for k in keys],
+                        [f"{unit} {_num(k)}" for k in keys],
+                        [predicted.get(k) for k in keys], [truth.get(k) for k in keys])
+
+
+def _tracking(result: Result) -> tuple[str, str, Pictures]:
+    answer = result.record.answer
+    assert isinstance(answer, TrackingAnswer)
+    fps = float(result.record.extra.get("source_fps") or result.video.meta.source_fps)
+    predicted = result.prediction.boxes
+    truth = _truth_boxes(result, answer.boxes)
+    text = f"boxes in {len(predicted)} frames" if predicted else ""
+    truth_text = f"boxes in {len(truth)} frames" if truth else ""
+    frames = keyed_frames(result, predicted, truth, 1 / fps, "frame")
+    return text, truth_text, Pictures(frames=frames or keyframes(result, None, NO_BOXES_TITLE))
+
+
+def _spatio_temporal(result: Result) -> tuple[str, str, Pictures]:
+    answer = result.record.answer
+    assert isinstance(answer, SpatioTemporalAnswer)
+    window, predicted = result.prediction.window, result.prediction.boxes
+    found = ([_window_text(window)] if window else []) + (
+        [f"boxes at {len(predicted)} seconds"] if predicted else [])
+    truth = _truth_boxes(result, answer.boxes)
+    windows = (answer.time,) if result.has_truth else ()
+    truth_text = (f"{_window_text(answer.time)}, boxes at {len(truth)} seconds"
+                  if result.has_truth else "")
+    frames = keyed_frames(result, predicted, truth, 1.0, "second")
+    duration = result.record.duration or result.video.meta.duration
+    pictures = Pictures(timeline=draw_timeline(duration, window, windows),
+                        frames=frames or keyframes(result, None, NO_BOXES_TITLE))
+    return ", ".join(found), truth_text, pictures
+
+
+def _option_text(letter: str | None, options: Sequence[str]) -> str:
+    """`B. red`, or "" for no letter or a letter past the options."""
+    index = LETTERS.find(letter) if letter else -1
+    return f"{letter}. {options[index]}" if 0 <= index < len(options) else ""
+
+
+def _choice(result: Result) -> tuple[str, str, Pictures]:
+    letter, options = result.prediction.letter, result.record.options
+    answer = result.record.answer
+    correct = answer.letter if result.has_truth and isinstance(answer, ChoiceAnswer) else None
+    pictures = Pictures(frames=keyframes(result, None, "Frames across the video"),
+                        options=options_html(options, letter, correct))
+    return _option_text(letter, options), _option_text(correct, options), pictures
+
+
+_BUILDERS = {
+    Family.TEMPORAL_GROUNDING: _temporal,
+    Family.SPATIAL_GROUNDING: _spatial,
+    Family.TRACKING: _tracking,
+    Family.SPATIO_TEMPORAL_GROUNDING: _spatio_temporal,
+    Family.VIDEO_QA: _choice,
+}
+
+
+def build_view(result: Result, think: bool) -> View:
+    """The answer text and pictures for `result`; an unparseable answer is said plainly."""
+    family = result.record.family
+    answer, truth, pictures = _BUILDERS[family](result)
+    if answer:
+        text = f"**Answer:** {answer}"
+    else:
+        text = (f"**No parseable answer.** The model's reply does not contain "
+                f"`{EXPECTED[family]}`; its raw reply is below.")
+    if truth:
+        text += f"\n\n**Ground truth:** {truth}" + _reward_line(result, think)
+    reasoning = result.prediction.reasoning
+    return View(
+        answer=text,
+        reasoning=reasoning if reasoning is not None else "(no <think> block in the reply)",
+        response=result.prediction.response,
+        pictures=pictures,
+    )

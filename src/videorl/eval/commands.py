@@ -1,0 +1,137 @@
+"""The `videorl eval` and `videorl serve` commands (registered in `videorl.cli`).
+
+Only typer is imported here; models, torch and matplotlib load inside the commands, so
+`videorl --help` stays fast.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional, Tuple
+
+import typer
+
+from videorl.errors import ConfigError
+
+_DEFAULT_OUT = Path("runs/eval")
+
+
+def _print_summary(metrics: dict, out_dir: Path) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    for family, summary in metrics["families"].items():
+        table = Table(title=f"{family} (n={summary['n']}, %)")
+        for name in summary["metrics"]:
+            table.add_column(name, justify="right")
+        table.add_row(*(f"{v:.1f}" for v in summary["metrics"].values()))
+        console.print(table)
+    counts = ", ".join(f"{k} {v}" for k, v in metrics["counts"].items() if v)
+    console.print(f"records: {counts}")
+    console.print(f"wrote {out_dir / 'predictions.jsonl'}, {out_dir / 'metrics.json'}, {out_dir / 'report.md'}")
+
+
+def eval_command(
+    model: Optional[str] = typer.Option(None, "--model", help="Checkpoint folder to run (HF engine)."),
+    benchmark: Optional[str] = typer.Option(
+        None, "--benchmark",
+        help="A data file (records/vtg/timer1/mcq/math) or charades_sta | activitynet_captions | qvhighlights | tvgbench.",
+    ),
+    video_root: Optional[str] = typer.Option(None, "--video-root", help="Folder that media paths are relative to (default: the annotation file's folder)."),
+    benchmark_root: Optional[str] = typer.Option(None, "--benchmark-root", help="Where named benchmarks' annotation files are (default: --video-root, else ./benchmarks)."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Output folder (default runs/eval/<benchmark>)."),
+    max_samples: Optional[int] = typer.Option(None, "--max-samples", help="Evaluate only the first N records."),
+    predictions: Optional[Path] = typer.Option(None, "--predictions", help="Score this JSONL of {id, response} lines instead of running a model."),
+    compare: Optional[Tuple[Path, Path]] = typer.Option(None, "--compare", help="Delta table B - A of two metrics.json / eval folders / predictions files."),
+    endpoint: Optional[str] = typer.Option(None, "--endpoint", help="OpenAI-compatible server URL (vLLM, `videorl serve`), e.g. http://127.0.0.1:8000/v1."),
+    served_model: Optional[str] = typer.Option(None, "--served-model", help="Model name at the endpoint (see its /v1/models)."),
+    concurrency: int = typer.Option(8, "--concurrency", help="Concurrent requests to the endpoint."),
+    api_key: Optional[str] = typer.Option(None, "--api-key", envvar="OPENAI_API_KEY", help="Bearer token for the endpoint."),
+    think: bool = typer.Option(False, "--think/--no-think", help="Ask for a <think> block before the answer."),
+    batch_size: int = typer.Option(8, "--batch-size", help="Prompts per generate call (HF engine)."),
+    max_new_tokens: int = typer.Option(256, "--max-new-tokens", help="Response budget in tokens."),
+    fps: float = typer.Option(2.0, "--fps", help="Frame sampling rate (video.fps)."),
+    max_frames: int = typer.Option(64, "--max-frames", help="Frames per video at most (video.max_frames)."),
+    max_pixels: Optional[int] = typer.Option(None, "--max-pixels", help="Pixels per frame at most (video.max_pixels)."),
+    device: str = typer.Option("auto", "--device", help="auto | cpu | cuda | cuda:N."),
+) -> None:
+    """Evaluate a checkpoint, an endpoint or a predictions file on a benchmark; or compare two runs."""
+    import dataclasses
+
+    from videorl.eval.runner import EvalSettings, evaluate
+    from videorl.video.decode import VideoConfig
+
+    modes = [name for name, given in (("--model", model), ("--endpoint", endpoint),
+                                      ("--predictions", predictions), ("--compare", compare)) if given]
+    if len(modes) != 1:
+        raise ConfigError(
+            "videorl eval needs exactly one of --model PATH, --endpoint URL --served-model NAME, "
+            f"--predictions FILE or --compare A B (got {', '.join(modes) or 'none'})"
+        )
+    video = VideoConfig(fps=fps, max_frames=max_frames)
+    if max_pixels is not None:
+        video = dataclasses.replace(video, max_pixels=max_pixels, min_pixels=min(video.min_pixels, max_pixels))
+    settings = None
+    if benchmark is not None:
+        settings = EvalSettings(
+            benchmark=benchmark, out_dir=out or _DEFAULT_OUT / Path(benchmark).stem, video_root=video_root,
+            benchmark_root=benchmark_root, max_samples=max_samples,
+            batch_size=max(batch_size, concurrency) if endpoint else batch_size, video=video,
+        )
+    if compare:
+        _compare(compare, settings, out)
+        return
+    if settings is None:
+        raise ConfigError(f"videorl eval {modes[0]} needs --benchmark NAME|FILE")
+    source: dict = {"think": think, "max_new_tokens": max_new_tokens}
+    if predictions is not None:
+        outputs = evaluate(settings, predictions=predictions, source={"predictions": str(predictions)})
+    else:
+        backend = _backend(model, endpoint, served_model, concurrency, api_key, think, max_new_tokens, device)
+        source = {("model" if model else "endpoint"): backend.label, **source}
+        outputs = evaluate(settings, backend=backend, source=source)
+    _print_summary(outputs.metrics, outputs.out_dir)
+
+
+def _backend(model, endpoint, served_model, concurrency, api_key, think, max_new_tokens, device):  # noqa: ANN001, ANN202
+    if model is not None:
+        from videorl.eval.backends import HFBackend
+
+        return HFBackend.from_path(model, device=device, max_new_tokens=max_new_tokens, think=think)
+    if not served_model:
+        raise ConfigError("--endpoint needs --served-model NAME (the model id the server lists at /v1/models)")
+    from videorl.eval.openai_backend import EndpointBackend
+
+    return EndpointBackend(endpoint, served_model, think=think, max_new_tokens=max_new_tokens,
+                           concurrency=concurrency, api_key=api_key)
+
+
+def _compare(paths: Tuple[Path, Path], settings, out: Optional[Path]) -> None:  # noqa: ANN001
+    from rich.console import Console
+    from rich.markdown import Markdown
+
+    from videorl.eval.compare import compare_paths, to_markdown
+
+    markdown = to_markdown(compare_paths(paths[0], paths[1], settings=settings))
+    Console().print(Markdown(markdown))
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "compare.md").write_text(markdown, encoding="utf-8")
+
+
+def serve_command(
+    model: str = typer.Option(..., "--model", help="Checkpoint folder to serve."),
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to bind (127.0.0.1: this machine only)."),
+    port: int = typer.Option(8000, "--port", help="Port (0: any free port)."),
+    served_model: Optional[str] = typer.Option(None, "--served-model", help="Model id clients send (default: the folder name)."),
+    max_new_tokens: int = typer.Option(1024, "--max-new-tokens", help="Cap on a request's max_tokens."),
+    device: str = typer.Option("auto", "--device", help="auto | cpu | cuda | cuda:N."),
+) -> None:
+    """Serve a checkpoint as an OpenAI-compatible chat-completions endpoint (HF engine)."""
+    from rich.console import Console
+
+    from videorl.eval.server import serve
+
+    serve(model, host=host, port=port, served_model=served_model, device=device,
+          max_new_tokens=max_new_tokens, announce=Console().print)

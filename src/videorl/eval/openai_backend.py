@@ -1,0 +1,168 @@
+"""Evaluate a model behind an OpenAI-compatible chat-completions server (vLLM, `videorl serve`).
+
+The request carries the decoded frames the way vLLM accepts them, so both servers see the
+frames videorl sampled (the actual fps and timestamps, METHODS.md section 4):
+
+    {"model": NAME, "temperature": 0, "max_tokens": N,
+     "messages": [{"role": "user", "content": [
+         {"type": "video_url", "video_url": {"url": "data:video/jpeg;base64,<f1>,<f2>,..."}},
+         {"type": "text", "text": "<the family prompt>"}]}],
+     "mm_processor_kwargs": {"fps": <actual sampled fps>, "do_sample_frames": false},
+     "video_metadata": [{"fps": ..., "timestamps": [...], "frame_indices": [...],
+                         "source_fps": ..., "duration": ...}]}
+
+Frames are per-frame base64 JPEGs (quality 95); an image is one `image_url` data URL.
+`mm_processor_kwargs` is vLLM's; `video_metadata` is videorl's (vLLM ignores unknown
+fields). Requests run concurrently in a thread pool; a failed request is retried, then
+raises `EndpointError` naming the URL, the status and the server's message.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import torch
+
+from videorl.data.prompts import build_prompt
+from videorl.data.records import TaskRecord
+from videorl.errors import VideoRLError
+from videorl.eval.backends import Item
+
+JPEG_QUALITY = 95
+VIDEO_JPEG = "data:video/jpeg;base64,"
+IMAGE_JPEG = "data:image/jpeg;base64,"
+
+
+class EndpointError(VideoRLError):
+    """The chat-completions server could not be reached or answered with an error."""
+
+
+def _jpeg(frame: torch.Tensor) -> str:
+    from torchvision.io import encode_jpeg
+
+    return base64.b64encode(encode_jpeg(frame.contiguous(), quality=JPEG_QUALITY).numpy().tobytes()).decode()
+
+
+def video_data_url(frames: torch.Tensor) -> str:
+    """`data:video/jpeg;base64,<f1>,<f2>,...` from uint8 frames `T x C x H x W`."""
+    return VIDEO_JPEG + ",".join(_jpeg(frame) for frame in frames)
+
+
+def image_data_url(frame: torch.Tensor) -> str:
+    """`data:image/jpeg;base64,<jpeg>` from one uint8 frame `C x H x W`."""
+    return IMAGE_JPEG + _jpeg(frame)
+
+
+def video_metadata(meta: Any) -> dict[str, Any]:
+    """The temporal facts of sampled frames (`video.meta.VideoMeta`) as JSON."""
+    return {
+        "fps": meta.fps,
+        "timestamps": list(meta.timestamps),
+        "frame_indices": list(meta.frame_indices),
+        "source_fps": meta.source_fps,
+        "duration": meta.duration,
+    }
+
+
+def chat_request(
+    record: TaskRecord, media: Any, *, model: str, think: bool, max_tokens: int
+) -> dict[str, Any]:
+    """The chat-completions body for one record and its decoded media (greedy)."""
+    content: list[dict[str, Any]] = []
+    body: dict[str, Any] = {"model": model, "temperature": 0.0, "max_tokens": max_tokens}
+    if media is not None and record.video is not None:
+        content.append({"type": "video_url", "video_url": {"url": video_data_url(media.frames)}})
+        body["mm_processor_kwargs"] = {"fps": media.meta.fps, "do_sample_frames": False}
+        body["video_metadata"] = [video_metadata(media.meta)]
+    elif media is not None:
+        content.append({"type": "image_url", "image_url": {"url": image_data_url(media.frames[0])}})
+    content.append({"type": "text", "text": build_prompt(record, think=think)})
+    body["messages"] = [{"role": "user", "content": content}]
+    return body
+
+
+def completions_url(endpoint: str) -> str:
+    """`http://host:port`, `.../v1` or the full `.../v1/chat/completions` -> the full URL."""
+    url = endpoint.rstrip("/")
+    if url.endswith("/chat/completions"):
+        return url
+    return url + ("/chat/completions" if url.endswith("/v1") else "/v1/chat/completions")
+
+
+def post_json(url: str, body: dict[str, Any], *, timeout: float, api_key: str | None = None) -> dict[str, Any]:
+    """POST `body` as JSON and return the JSON answer; errors name the URL and the status."""
+    headers = {"Content-Type": "application/json"}
+    if api_key:
+        headers["Authorization"] = f"Bearer {api_key}"
+    request = urllib.request.Request(url, data=json.dumps(body).encode(), headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as answer:
+            return json.loads(answer.read())
+    except urllib.error.HTTPError as err:
+        detail = err.read().decode(errors="replace")[:500]
+        raise EndpointError(f"{url} answered HTTP {err.code}: {detail}") from None
+    except (urllib.error.URLError, TimeoutError, ConnectionError) as err:
+        reason = getattr(err, "reason", err)
+        raise EndpointError(
+            f"cannot reach {url} ({reason}); start the server (`videorl serve --model PATH` or "
+            "`vllm serve PATH`) or fix --endpoint"
+        ) from None
+
+
+class EndpointBackend:
+    """Concurrent greedy requests to an OpenAI-compatible server."""
+
+    def __init__(
+        self,
+        endpoint: str,
+        served_model: str,
+        *,
+        think: bool = False,
+        max_new_tokens: int = 256,
+        concurrency: int = 8,
+        timeout: float = 600.0,
+        retries: int = 2,
+        api_key: str | None = None,
+    ) -> None:
+        self.url = completions_url(endpoint)
+        self.served_model = served_model
+        self.think = think
+        self.max_new_tokens = max_new_tokens
+        self.concurrency = max(1, concurrency)
+        self.timeout = timeout
+        self.retries = retries
+        self.api_key = api_key
+        self.label = f"{served_model} @ {self.url}"
+
+    def _one(self, item: Item) -> str:
+        record, media = item
+        body = chat_request(record, media, model=self.served_model, think=self.think,
+                            max_tokens=self.max_new_tokens)
+        for attempt in range(self.retries + 1):
+            try:
+                answer = post_json(self.url, body, timeout=self.timeout, api_key=self.api_key)
+                break
+            except EndpointError:
+                if attempt == self.retries:
+                    raise
+                time.sleep(0.5 * 2**attempt)
+        try:
+            return answer["choices"][0]["message"]["content"] or ""
+        except (KeyError, IndexError, TypeError):
+            raise EndpointError(
+                f"{self.url} answered without choices[0].message.content for record {record.id}: "
+                f"{json.dumps(answer)[:300]}"
+            ) from None
+
+    def respond(self, items: Sequence[Item]) -> list[str]:
+        if not items:
+            return []
+        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(items))) as pool:
+            return list(pool.map(self._one, items))

@@ -1,0 +1,111 @@
+"""`predictions.jsonl`: one line per answered record, appended as answers arrive.
+
+A line is `{"id": ..., "response": "<raw model text>"}`, or `{"id": ..., "response": null,
+"error": "..."}` when the record's media could not be decoded. Files written by other tools
+are read too: the id may be under `id`, `qid`, `question_id` or `uid`, the text under
+`response`, `prediction`, `pred`, `answer`, `output` or `text`. The last line of an id
+wins. Resuming skips ids that have a response; error lines are tried again. An unreadable
+final line (a write cut by an interruption) is ignored with a warning, and removed when
+the file is appended to again.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any, TextIO
+
+from videorl.errors import DataError
+
+logger = logging.getLogger(__name__)
+
+ID_KEYS = ("id", "qid", "question_id", "uid")
+RESPONSE_KEYS = ("response", "prediction", "pred", "answer", "output", "text")
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """A record's raw answer text (None when it has none) and why not."""
+
+    id: str
+    response: str | None
+    error: str | None = None
+
+
+def _first(row: dict[str, Any], keys: tuple[str, ...]) -> Any:
+    return next((row[k] for k in keys if k in row), None)
+
+
+def _prediction(row: Any, where: str) -> Prediction:
+    if not isinstance(row, dict):
+        raise DataError(f"{where}: expected a JSON object, got {type(row).__name__}")
+    rid = _first(row, ID_KEYS)
+    if rid is None:
+        raise DataError(f"{where}: no id field (one of {', '.join(ID_KEYS)}); add the record id")
+    response = _first(row, RESPONSE_KEYS)
+    if isinstance(response, list):  # several samples: the first is the greedy/primary one
+        response = response[0] if response else None
+    if response is not None and not isinstance(response, str):
+        response = json.dumps(response)
+    return Prediction(str(rid), response, row.get("error"))
+
+
+def read_predictions(path: str | os.PathLike) -> dict[str, Prediction]:
+    """Predictions by id (last line wins); a missing file is empty."""
+    path = Path(path)
+    if not path.is_file():
+        return {}
+    lines = path.read_text(encoding="utf-8").splitlines()
+    out: dict[str, Prediction] = {}
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as err:
+            if number == len(lines):
+                logger.warning("%s:%d: ignoring an incomplete last line (%s)", path, number, err.msg)
+                continue
+            raise DataError(f"{path}:{number}: invalid JSON ({err.msg}); fix or delete the line") from None
+        prediction = _prediction(row, f"{path}:{number}")
+        out[prediction.id] = prediction
+    return out
+
+
+def finished_ids(path: str | os.PathLike) -> set[str]:
+    """Ids that already have a response (skipped when a run resumes)."""
+    return {rid for rid, p in read_predictions(path).items() if p.response is not None}
+
+
+class PredictionWriter:
+    """Appends prediction lines, flushed one by one so an interruption loses at most the
+    line being written."""
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if self.path.is_file():
+            data = self.path.read_bytes()
+            if data and not data.endswith(b"\n"):  # a line cut by an interruption: drop it
+                os.truncate(self.path, data.rfind(b"\n") + 1)
+        self._file: TextIO = self.path.open("a", encoding="utf-8")
+
+    def write(self, prediction: Prediction) -> None:
+        row: dict[str, Any] = {"id": prediction.id, "response": prediction.response}
+        if prediction.error is not None:
+            row["error"] = prediction.error
+        self._file.write(json.dumps(row, ensure_ascii=False) + "\n")
+        self._file.flush()
+
+    def close(self) -> None:
+        self._file.close()
+
+    def __enter__(self) -> PredictionWriter:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()

@@ -1,0 +1,134 @@
+"""`report.md`: the metrics table per family, breakdowns, missing media, plots and the
+worst cases with their text (the numbers come from metrics.json, nothing is recomputed)."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from videorl.eval.scoring import SampleResult
+
+WORST_CASES = 5
+MAX_RESPONSE_CHARS = 600
+MAX_LISTED_MISSING = 20
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.1f}"
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
+    """A Markdown table (floats with one decimal)."""
+    lines = ["| " + " | ".join(_cell(h) for h in header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(_cell(v) for v in row) + " |" for row in rows]
+    return lines + [""]
+
+
+def _metrics_section(families: dict[str, Any]) -> list[str]:
+    lines = ["## Metrics", "", "In percent. `unparsed`: answers the lenient parser could not read (scored 0).", ""]
+    for family, summary in families.items():
+        names = list(summary["metrics"])
+        counts = summary["counts"]
+        lines.append(f"### {family}")
+        lines.append("")
+        lines += table(["n", *names, "unparsed", "no media", "no prediction"],
+                       [[summary["n"], *summary["metrics"].values(), counts["unparsed"],
+                         counts["missing_media"] + counts["media_error"], counts["no_prediction"]]])
+    return lines
+
+
+def _breakdown_section(families: dict[str, Any]) -> list[str]:
+    lines: list[str] = []
+    for family, summary in families.items():
+        for by, groups in summary["breakdowns"].items():
+            names = list(dict.fromkeys(k for g in groups.values() for k in g if k != "n"))
+            lines.append(f"### {family} by {by.replace('_', ' ')}")
+            lines.append("")
+            lines += table([by, "n", *names],
+                           [[name, int(g["n"]), *(g.get(k, "") for k in names)] for name, g in groups.items()])
+    return (["## Breakdowns", "", *lines]) if lines else []
+
+
+def _missing_section(metrics: dict[str, Any]) -> list[str]:
+    missing = metrics["missing_media"]
+    if not missing["count"]:
+        return []
+    lines = [
+        "## Missing media",
+        "",
+        f"{missing['count']} of {metrics['benchmark']['records']} records have missing or undecodable "
+        "media. They stay in the denominator with score 0; `metrics.json` also reports "
+        "`families_with_media`, the metrics over the other records.",
+        "",
+    ]
+    lines += [f"- `{rid}`" for rid in missing["records"][:MAX_LISTED_MISSING]]
+    if missing["count"] > MAX_LISTED_MISSING:
+        lines.append(f"- ... and {missing['count'] - MAX_LISTED_MISSING} more (see metrics.json)")
+    return lines + [""]
+
+
+def _plots_section(plots: dict[str, Path], base: Path) -> list[str]:
+    if not plots:
+        return []
+    lines = ["## Plots", ""]
+    for name, path in plots.items():
+        lines += [f"![{name}]({Path(os.path.relpath(path, base)).as_posix()})", ""]
+    return lines
+
+
+def _fence(text: str) -> list[str]:
+    shown = text if len(text) <= MAX_RESPONSE_CHARS else text[:MAX_RESPONSE_CHARS] + " [...]"
+    return ["````text", shown.replace("````", "'''"), "````"]
+
+
+def _worst_section(results: Sequence[SampleResult], k: int) -> list[str]:
+    answered = [r for r in results if r.response is not None]
+    families = list(dict.fromkeys(r.family for r in answered))
+    if not families:
+        return []
+    lines = ["## Worst cases", "", f"The {k} lowest-scoring answered samples per family.", ""]
+    for family in families:
+        worst = sorted((r for r in answered if r.family is family), key=lambda r: (r.score, r.id))[:k]
+        lines += [f"### {family.value}", ""]
+        for r in worst:
+            lines += [
+                f"**{r.id}** ({r.subtype or '-'}): score {r.score:.3f}, {r.status}",
+                "",
+                f"- query: {r.problem[:300]}",
+                f"- ground truth: `{json.dumps(r.ground_truth)}`",
+                f"- parsed prediction: `{json.dumps(r.prediction)}`",
+                "",
+                *_fence(r.response or ""),
+                "",
+            ]
+    return lines
+
+
+def write_report(
+    path: Path, metrics: dict[str, Any], results: Sequence[SampleResult], plots: dict[str, Path],
+    worst: int = WORST_CASES,
+) -> Path:
+    """Write report.md next to the plots it links (relative links)."""
+    bench, counts = metrics["benchmark"], metrics["counts"]
+    source = metrics.get("source", {})
+    header = [
+        f"# Evaluation: {bench['name']}",
+        "",
+        f"- benchmark file: `{bench['path']}` ({bench['records']} records"
+        + (f", {bench['skipped_invalid_rows']} invalid rows skipped" if bench["skipped_invalid_rows"] else "")
+        + ")",
+        *(f"- {key}: `{value}`" for key, value in source.items() if key != "video"),
+        f"- created: {metrics['created']}",
+        f"- records by status: " + ", ".join(f"{k} {v}" for k, v in counts.items()),
+        f"- convention: {metrics['convention']}",
+        "",
+    ]
+    lines = (header + _metrics_section(metrics["families"]) + _breakdown_section(metrics["families"])
+             + _missing_section(metrics) + _plots_section(plots, path.parent) + _worst_section(results, worst))
+    path.write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")
+    return path

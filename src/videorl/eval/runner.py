@@ -1,0 +1,256 @@
+"""`videorl eval`: answer a benchmark, score it, and write the outputs.
+
+    evaluate(settings, backend=HFBackend.from_path(...))        # run a model
+    evaluate(settings, predictions="other/predictions.jsonl")   # score existing answers
+
+Steps: resolve the benchmark (`benchmarks`), load its records, list records whose media
+is missing, answer the remaining records in batches with a progress bar, appending each
+answer to `OUT/predictions.jsonl` at once (a rerun skips ids already answered, so an
+interrupted run continues where it stopped), then score every record (`scoring`) and write
+`metrics.json`, `samples.jsonl` (per-sample values), `plots/*.png` and `report.md`.
+Missing media and failed decodes are counted and listed, never dropped (see
+`scoring.CONVENTION`); `metrics.json` also has the numbers over the records with media.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import shutil
+import time
+from collections import Counter
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from videorl.data.loaders import check_media, load_records
+from videorl.data.records import TaskRecord
+from videorl.errors import ConfigError, MediaError
+from videorl.eval.backends import Backend
+from videorl.eval.benchmarks import Benchmark, resolve_benchmark
+from videorl.eval.predictions import Prediction, PredictionWriter, finished_ids, read_predictions
+from videorl.eval.scoring import (
+    CONVENTION,
+    MEDIA_ERROR,
+    MISSING_MEDIA,
+    NO_PREDICTION,
+    STATUSES,
+    SampleResult,
+    score_record,
+    summarize,
+)
+from videorl.video.cache import VideoCache
+from videorl.video.decode import VideoConfig
+
+logger = logging.getLogger(__name__)
+
+PREDICTIONS, METRICS, SAMPLES, REPORT, PLOTS = (
+    "predictions.jsonl", "metrics.json", "samples.jsonl", "report.md", "plots",
+)
+MAX_LISTED = 200  # missing-media ids written to metrics.json (all are counted)
+
+
+@dataclass(frozen=True)
+class EvalSettings:
+    """What to evaluate and how media are read (the answer producer is separate)."""
+
+    benchmark: str
+    out_dir: Path
+    video_root: str | None = None
+    benchmark_root: str | None = None
+    max_samples: int | None = None
+    batch_size: int = 8
+    video: VideoConfig = field(default_factory=VideoConfig)
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        if self.batch_size < 1:
+            raise ConfigError(f"--batch-size={self.batch_size} must be >= 1")
+        if self.max_samples is not None and self.max_samples < 1:
+            raise ConfigError(f"--max-samples={self.max_samples} must be >= 1 (omit it for all)")
+
+
+@dataclass(frozen=True)
+class EvalOutputs:
+    """The scored run: metrics (as written to metrics.json), per-sample results, file paths."""
+
+    metrics: dict[str, Any]
+    results: list[SampleResult]
+    out_dir: Path
+    plots: dict[str, Path]
+
+    @property
+    def predictions(self) -> Path:
+        return self.out_dir / PREDICTIONS
+
+    @property
+    def metrics_path(self) -> Path:
+        return self.out_dir / METRICS
+
+    @property
+    def report(self) -> Path:
+        return self.out_dir / REPORT
+
+
+def load_benchmark(settings: EvalSettings) -> tuple[Benchmark, list[TaskRecord], int]:
+    """(benchmark, its first `max_samples` records, rows skipped as invalid)."""
+    benchmark = resolve_benchmark(settings.benchmark, benchmark_root=settings.benchmark_root,
+                                  video_root=settings.video_root)
+    loaded = load_records(benchmark.path, format=benchmark.format, family=benchmark.family,
+                          video_root=settings.video_root)
+    records = loaded.records[: settings.max_samples] if settings.max_samples else loaded.records
+    if not records:
+        raise ConfigError(f"benchmark {benchmark.path} has no records; check the file")
+    return benchmark, records, loaded.skipped
+
+
+def missing_media(records: Sequence[TaskRecord]) -> dict[str, str]:
+    """Record id -> media path, for records whose media file is missing or empty."""
+    missing = set(check_media(records))
+    return {r.id: r.media.path for r in records
+            if r.media is not None and r.media.path is not None and r.media.path in missing}
+
+
+def _progress(enabled: bool, description: str, total: int) -> Any:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                        TimeRemainingColumn(), console=Console(stderr=True), disable=not enabled)
+    return progress, progress.add_task(description, total=total)
+
+
+def generate_predictions(
+    records: Sequence[TaskRecord],
+    backend: Backend,
+    path: Path,
+    *,
+    videos: VideoCache,
+    batch_size: int,
+    skip: Collection[str] = (),
+    progress: bool = True,
+) -> int:
+    """Answer every record not yet in `path` (nor in `skip`), appending as batches finish;
+    returns how many records were answered now. Undecodable media become error lines."""
+    done = finished_ids(path)
+    skipped = set(skip)
+    todo = [r for r in records if r.id not in done and r.id not in skipped]
+    if not todo:
+        return 0
+    bar, task = _progress(progress, f"answering ({backend.label})", len(todo))
+    answered = 0
+    with bar, PredictionWriter(path) as writer:
+        for start in range(0, len(todo), batch_size):
+            items = []
+            for record in todo[start : start + batch_size]:
+                try:
+                    items.append((record, videos.get(record.media) if record.media is not None else None))
+                except MediaError as err:
+                    logger.warning("record %s: %s", record.id, err)
+                    writer.write(Prediction(record.id, None, str(err)))
+                    bar.advance(task)
+            for (record, _), text in zip(items, backend.respond(items), strict=True):
+                writer.write(Prediction(record.id, text))
+                answered += 1
+                bar.advance(task)
+    return answered
+
+
+def score_all(
+    records: Sequence[TaskRecord], predictions: dict[str, Prediction], missing: dict[str, str]
+) -> list[SampleResult]:
+    """Every record scored: its response when it has one, else as unanswered with the reason."""
+    results = []
+    for record in records:
+        found = predictions.get(record.id)
+        if found is not None and found.response is not None:
+            results.append(score_record(record, found.response))
+        elif found is not None and found.error:
+            results.append(score_record(record, None, status=MEDIA_ERROR, error=found.error))
+        elif record.id in missing:
+            results.append(score_record(record, None, status=MISSING_MEDIA))
+        else:
+            results.append(score_record(record, None, status=NO_PREDICTION))
+    return results
+
+
+def build_metrics(
+    benchmark: Benchmark,
+    results: Sequence[SampleResult],
+    missing: dict[str, str],
+    *,
+    skipped_rows: int,
+    source: dict[str, Any],
+) -> dict[str, Any]:
+    """The content of metrics.json."""
+    counts = Counter(r.status for r in results)
+    unavailable = [r for r in results if r.status in (MISSING_MEDIA, MEDIA_ERROR)]
+    metrics: dict[str, Any] = {
+        "benchmark": {"name": benchmark.name, "path": str(benchmark.path), "records": len(results),
+                      "skipped_invalid_rows": skipped_rows},
+        "source": source,
+        "convention": CONVENTION,
+        "counts": {status: counts.get(status, 0) for status in STATUSES},
+        "missing_media": {
+            "count": len(unavailable),
+            "records": [r.id for r in unavailable][:MAX_LISTED],
+            "files": sorted({missing.get(r.id) or r.error or "" for r in unavailable})[:MAX_LISTED],
+        },
+        "families": {f.value: s.to_dict() for f, s in summarize(results).items()},
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+    if unavailable:
+        available = [r for r in results if r.status not in (MISSING_MEDIA, MEDIA_ERROR)]
+        metrics["families_with_media"] = {f.value: s.metrics for f, s in summarize(available).items()}
+    return metrics
+
+
+def write_outputs(out_dir: Path, metrics: dict[str, Any], results: Sequence[SampleResult]) -> dict[str, Path]:
+    """metrics.json, samples.jsonl, plots/*.png and report.md; returns the plots by name."""
+    from videorl.eval.plots import write_plots
+    from videorl.eval.report import write_report
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / METRICS).write_text(json.dumps(metrics, indent=2) + "\n", encoding="utf-8")
+    with (out_dir / SAMPLES).open("w", encoding="utf-8") as f:
+        for result in results:
+            f.write(json.dumps(result.to_dict(), ensure_ascii=False) + "\n")
+    plots = write_plots(results, out_dir / PLOTS)
+    write_report(out_dir / REPORT, metrics, results, plots)
+    return plots
+
+
+def evaluate(
+    settings: EvalSettings,
+    *,
+    backend: Backend | None = None,
+    predictions: str | Path | None = None,
+    source: dict[str, Any] | None = None,
+) -> EvalOutputs:
+    """Answer (with `backend`) or read (`predictions`) the benchmark's responses, score them
+    and write the outputs under `settings.out_dir`."""
+    if (backend is None) == (predictions is None):
+        raise ConfigError("evaluate needs exactly one of a backend (--model/--endpoint) or --predictions")
+    benchmark, records, skipped = load_benchmark(settings)
+    missing = missing_media(records)
+    if missing:
+        logger.warning("%d of %d records have missing media; they score 0 and are listed in the report",
+                       len(missing), len(records))
+    out_dir = Path(settings.out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / PREDICTIONS
+    if backend is not None:
+        generate_predictions(records, backend, path, videos=VideoCache(settings.video),
+                             batch_size=settings.batch_size, skip=set(missing), progress=settings.progress)
+    elif Path(predictions).resolve() != path.resolve():
+        if not Path(predictions).is_file():
+            raise ConfigError(f"--predictions {predictions} does not exist; pass a JSONL file of {{id, response}} lines")
+        shutil.copyfile(predictions, path)
+    results = score_all(records, read_predictions(path), missing)
+    info = dict(source or {})
+    info.setdefault("video", dataclasses.asdict(settings.video))
+    metrics = build_metrics(benchmark, results, missing, skipped_rows=skipped, source=info)
+    plots = write_outputs(out_dir, metrics, results)
+    return EvalOutputs(metrics=metrics, results=results, out_dir=out_dir, plots=plots)

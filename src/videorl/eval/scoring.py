@@ -1,0 +1,256 @@
+"""Score one response against its record, and summarize a benchmark's samples per family.
+
+`score_record(record, response)` parses leniently (`eval.parsing`) and computes the
+per-sample values of the family's metrics (`eval.metrics`); `summarize(results)` gives the
+reported numbers per family with breakdowns by subtype (and by video length for TG).
+
+Denominator convention: every record of the benchmark counts. A record whose media is
+missing or cannot be decoded, or that has no prediction, is scored like an unparseable
+answer (IoU 0, wrong choice, empty mask) and counted by its status; nothing is dropped.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from videorl.data.families import Family
+from videorl.data.records import (
+    BoxAnswer,
+    ChoiceAnswer,
+    NumericAnswer,
+    SegmentationAnswer,
+    SpatioTemporalAnswer,
+    TaskRecord,
+    TemporalAnswer,
+    TrackingAnswer,
+    answer_to_dict,
+)
+from videorl.eval import parsing
+from videorl.eval.metrics import boxes, choice, masks, temporal
+from videorl.rewards.geometry import mean_relative_accuracy
+from videorl.rewards.math_answer import is_equivalent, last_boxed, reference_answer
+
+OK, UNPARSED = "ok", "unparsed"
+MISSING_MEDIA, MEDIA_ERROR, NO_PREDICTION = "missing_media", "media_error", "no_prediction"
+STATUSES = (OK, UNPARSED, MISSING_MEDIA, MEDIA_ERROR, NO_PREDICTION)
+CONVENTION = (
+    "all records count: missing or undecodable media, missing predictions and unparseable "
+    "answers score 0 (IoU 0 / wrong / empty mask) and are listed by status"
+)
+
+
+@dataclass(frozen=True)
+class SampleResult:
+    """One record's outcome. `score` is the family's main per-sample value (a fraction: TG,
+    SG IoU; TRK AO; STG (tIoU + sIoU) / 2; SEG J; QA, math correctness; SI MRA or
+    correctness), used to rank worst cases and compare runs; `values` holds all of them."""
+
+    id: str
+    family: Family
+    status: str
+    score: float
+    values: dict[str, float]
+    prediction: Any = None
+    response: str | None = None
+    subtype: str | None = None
+    duration: float | None = None
+    problem: str = ""
+    ground_truth: Any = None
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {k: v for k, v in self.__dict__.items() if v is not None}
+        out["family"] = self.family.value
+        return out
+
+
+Scored = tuple[Any, dict[str, float]]  # (JSON-able prediction or None, values incl. "score")
+
+
+def _temporal(record: TaskRecord, text: str) -> Scored:
+    assert isinstance(record.answer, TemporalAnswer)
+    window = parsing.parse_window(text)
+    iou = temporal.query_iou(window, record.answer.windows, record.duration)
+    return (None if window is None else list(window)), {"score": iou, "iou": iou}
+
+
+def _spatial(record: TaskRecord, text: str) -> Scored:
+    assert isinstance(record.answer, BoxAnswer)
+    box = parsing.parse_box(text)
+    iou = boxes.sample_box_iou(box, record.answer.box)
+    return (None if box is None else list(box)), {"score": iou, "iou": iou}
+
+
+def _segmentation(record: TaskRecord, text: str) -> Scored:
+    answer = record.answer
+    assert isinstance(answer, SegmentationAnswer)
+    pred = parsing.parse_segmentation(text)
+    values = masks.segmentation_scores(pred.box, answer, record.box_format, (record.width, record.height))
+    values["video"] = float(answer.time is not None)
+    prediction = None if pred.box is None else {"box": list(pred.box), "time": pred.time}
+    return prediction, {"score": values["j"], **values}
+
+
+def _tracking(record: TaskRecord, text: str) -> Scored:
+    assert isinstance(record.answer, TrackingAnswer)
+    pred = parsing.parse_tracking(text)
+    values = boxes.sequence_scores(boxes.frame_ious(pred, record.answer.boxes))
+    prediction = None if pred is None else {str(k): list(b) for k, b in pred.items()}
+    return prediction, {"score": values["ao"], **values}
+
+
+def _spatio_temporal(record: TaskRecord, text: str) -> Scored:
+    answer = record.answer
+    assert isinstance(answer, SpatioTemporalAnswer)
+    pred = parsing.parse_spatio_temporal(text)
+    window = None if pred is None else pred.window
+    values = boxes.spatio_temporal_scores(
+        window, {} if pred is None else pred.boxes, answer.time, answer.boxes, record.duration
+    )
+    prediction = None if pred is None else {
+        "time": None if window is None else list(window),
+        "boxes": {f"{k:g}": list(b) for k, b in pred.boxes.items()},
+    }
+    return prediction, {"score": (values["tiou"] + values["siou"]) / 2, **values}
+
+
+def _choice_or_number(record: TaskRecord, text: str) -> Scored:
+    answer = record.answer
+    if isinstance(answer, ChoiceAnswer):
+        letter = parsing.parse_choice(text, record.options)
+        correct = float(letter == answer.letter)
+        return letter, {"score": correct, "correct": correct, "numeric": 0.0}
+    assert isinstance(answer, NumericAnswer)
+    value = parsing.parse_number(text)
+    mra = 0.0 if value is None else mean_relative_accuracy(value, answer.value)
+    return value, {"score": mra, "mra": mra, "numeric": 1.0}
+
+
+def _math(record: TaskRecord, text: str) -> Scored:
+    final = last_boxed(text) or text.strip()
+    if not final:
+        return None, {"score": 0.0, "correct": 0.0}
+    correct = float(is_equivalent(reference_answer(record), final))
+    return final, {"score": correct, "correct": correct}
+
+
+SCORERS: dict[Family, Callable[[TaskRecord, str], Scored]] = {
+    Family.TEMPORAL_GROUNDING: _temporal,
+    Family.SPATIAL_GROUNDING: _spatial,
+    Family.SEGMENTATION: _segmentation,
+    Family.TRACKING: _tracking,
+    Family.SPATIO_TEMPORAL_GROUNDING: _spatio_temporal,
+    Family.VIDEO_QA: _choice_or_number,
+    Family.SPATIAL_INTELLIGENCE: _choice_or_number,
+    Family.MATH: _math,
+}
+
+
+def ground_truth(record: TaskRecord) -> dict[str, Any]:
+    """The answer's JSON form for reports (a mask's run lengths are left out)."""
+    out = answer_to_dict(record.answer)
+    out.pop("mask_rle", None)
+    return out
+
+
+def score_record(
+    record: TaskRecord, response: str | None, *, status: str | None = None, error: str | None = None
+) -> SampleResult:
+    """Parse `response` leniently and score it. `response=None` (no prediction) scores like
+    an unparseable answer; `status` overrides the parse status (e.g. `missing_media`)."""
+    text = parsing.answer_text(response)
+    prediction, values = SCORERS[record.family](record, text)
+    if status is None:
+        status = NO_PREDICTION if response is None else (OK if prediction is not None else UNPARSED)
+    return SampleResult(
+        id=record.id, family=record.family, status=status, score=values.pop("score"),
+        values=values, prediction=prediction, response=response, subtype=record.subtype,
+        duration=record.duration, problem=record.problem, ground_truth=ground_truth(record),
+        error=error,
+    )
+
+
+# ----- summaries ----------------------------------------------------------------------------
+
+
+def _values(samples: Sequence[SampleResult], key: str) -> list[float]:
+    return [s.values[key] for s in samples]
+
+
+def _segmentation_summary(samples: Sequence[SampleResult]) -> dict[str, float]:
+    video = [s for s in samples if s.values["video"]]
+    image = [s for s in samples if not s.values["video"]]
+    out: dict[str, float] = {}
+    if video:
+        out.update(masks.summarize_video(_values(video, "j"), _values(video, "f")))
+    if image:
+        out.update(masks.summarize_image(_values(image, "j"), _values(image, "inter"), _values(image, "union")))
+    return out
+
+
+SUMMARIES: dict[Family, Callable[[Sequence[SampleResult]], dict[str, float]]] = {
+    Family.TEMPORAL_GROUNDING: lambda s: temporal.summarize(_values(s, "iou")),
+    Family.SPATIAL_GROUNDING: lambda s: boxes.summarize_grounding(_values(s, "iou")),
+    Family.SEGMENTATION: _segmentation_summary,
+    Family.TRACKING: lambda s: boxes.summarize_tracking(_values(s, "ao"), _values(s, "sr")),
+    Family.SPATIO_TEMPORAL_GROUNDING: lambda s: boxes.summarize_spatio_temporal(
+        _values(s, "tiou"), _values(s, "siou")
+    ),
+    Family.VIDEO_QA: lambda s: choice.summarize_choice(_values(s, "correct"), [x.subtype for x in s]),
+    Family.SPATIAL_INTELLIGENCE: lambda s: choice.summarize_spatial(
+        [x.score for x in s], [bool(x.values["numeric"]) for x in s], [x.subtype for x in s]
+    ),
+    Family.MATH: lambda s: {"accuracy": choice.mean_percent(_values(s, "correct"))},
+}
+
+
+def _grouped(samples: Sequence[SampleResult], key: Callable[[SampleResult], str]) -> dict[str, list[SampleResult]]:
+    groups: dict[str, list[SampleResult]] = defaultdict(list)
+    for sample in samples:
+        groups[key(sample)].append(sample)
+    return dict(sorted(groups.items()))
+
+
+@dataclass(frozen=True)
+class FamilySummary:
+    """The reported numbers of one family: `metrics` (percent), sample counts by status,
+    and the same metrics per subtype (and per video-length bucket for TG)."""
+
+    family: Family
+    n: int
+    metrics: dict[str, float]
+    counts: dict[str, int]
+    breakdowns: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"n": self.n, "metrics": self.metrics, "counts": self.counts, "breakdowns": self.breakdowns}
+
+
+def _breakdown(family: Family, groups: dict[str, list[SampleResult]]) -> dict[str, dict[str, float]]:
+    return {name: {"n": float(len(group)), **SUMMARIES[family](group)} for name, group in groups.items()}
+
+
+def summarize_family(family: Family, samples: Sequence[SampleResult]) -> FamilySummary:
+    """The family's metrics over `samples` (all of one family) with breakdowns."""
+    counts = Counter(s.status for s in samples)
+    breakdowns: dict[str, dict[str, dict[str, float]]] = {}
+    subtypes = _grouped(samples, lambda s: s.subtype or "-")
+    if len(subtypes) > 1:
+        breakdowns["subtype"] = _breakdown(family, subtypes)
+    if family is Family.TEMPORAL_GROUNDING:
+        breakdowns["video_length"] = _breakdown(
+            family, _grouped(samples, lambda s: temporal.duration_bucket(s.duration))
+        )
+    return FamilySummary(
+        family=family, n=len(samples), metrics=SUMMARIES[family](samples),
+        counts={status: counts.get(status, 0) for status in STATUSES}, breakdowns=breakdowns,
+    )
+
+
+def summarize(results: Sequence[SampleResult]) -> dict[Family, FamilySummary]:
+    """One summary per family present, in the canonical family order."""
+    by_family = _grouped(results, lambda s: s.family.value)
+    return {f: summarize_family(f, by_family[f.value]) for f in Family if f.value in by_family}
