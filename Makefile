@@ -9,7 +9,7 @@ QS := runs/quickstart
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
-	$(PIP) install -q --disable-pip-version-check -e '.[dev]'
+	$(PIP) install -q --disable-pip-version-check -e '.[dev,demo]'
 	touch $@
 
 setup: $(VENV)/.installed

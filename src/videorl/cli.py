@@ -152,7 +152,7 @@ app.command("serve")(serve_command)
 def demo(
     model: Path = typer.Option(..., "--model", help="Checkpoint folder of a vision-language model."),
     host: str = typer.Option("127.0.0.1", help="Address to bind; 0.0.0.0 opens the demo to your network."),
-    port: Optional[int] = typer.Option(None, help="Port (default: the first free one from 7860)."),
+    port: int | None = typer.Option(None, help="Port (default: the first free one from 7860)."),
     share: bool = typer.Option(False, "--share", help="Also make a public gradio share link."),
     max_duration: float = typer.Option(600.0, help="Longest video accepted, in seconds."),
     device: str = typer.Option("auto", help="auto (cuda if available) | cpu | cuda | cuda:N."),

@@ -27,7 +27,9 @@ def test_temporal_summary_counts_unparsed_as_zero():
     assert temporal.recall_at([0.5], 0.5) == 100.0  # IoU >= m
 
 
-@pytest.mark.parametrize("duration, bucket", [(12.0, "<30 s"), (30.0, "30-60 s"), (500.0, ">=300 s"), (None, "unknown")])
+@pytest.mark.parametrize(
+    "duration, bucket", [(12.0, "<30 s"), (30.0, "30-60 s"), (500.0, ">=300 s"), (None, "unknown")]
+)
 def test_duration_buckets(duration, bucket):
     assert temporal.duration_bucket(duration) == bucket
 
@@ -37,28 +39,41 @@ def test_spatial_grounding():
     ious = [boxes.sample_box_iou(p, gt) for p in [(5, 0, 15, 10), (0, 0, 10, 8), gt, None]]
     assert ious == pytest.approx([1 / 3, 0.8, 1.0, 0.0])
     summary = boxes.summarize_grounding(ious)
-    assert summary == pytest.approx({"Acc@0.5": 50.0, "Acc@0.7": 50.0, "Acc@0.9": 25.0,
-                                     "mIoU": 100 * (1 / 3 + 0.8 + 1.0) / 4})
+    assert summary == pytest.approx(
+        {"Acc@0.5": 50.0, "Acc@0.7": 50.0, "Acc@0.9": 25.0, "mIoU": 100 * (1 / 3 + 0.8 + 1.0) / 4}
+    )
 
 
 def test_tracking_ao_and_success():
     square = (0, 0, 10, 10)
-    first = boxes.sequence_scores(boxes.frame_ious({0.0: square, 5.0: (0, 0, 10, 5)}, {"0": square, "5": square}))
+    first = boxes.sequence_scores(
+        boxes.frame_ious({0.0: square, 5.0: (0, 0, 10, 5)}, {"0": square, "5": square})
+    )
     assert first == pytest.approx({"ao": 0.75, "sr": 0.5})  # IoU 0.5 is not a success (> 0.5)
-    second = boxes.sequence_scores(boxes.frame_ious({0.0: square}, {"0": square, "1": square, "2": square}))
+    second = boxes.sequence_scores(
+        boxes.frame_ious({0.0: square}, {"0": square, "1": square, "2": square})
+    )
     assert second == pytest.approx({"ao": 1 / 3, "sr": 1 / 3})  # missing frames count 0
     summary = boxes.summarize_tracking([first["ao"], second["ao"]], [first["sr"], second["sr"]])
-    assert summary == pytest.approx({"AO": 100 * (0.75 + 1 / 3) / 2, "SR@0.5": 100 * (0.5 + 1 / 3) / 2})
+    assert summary == pytest.approx(
+        {"AO": 100 * (0.75 + 1 / 3) / 2, "SR@0.5": 100 * (0.5 + 1 / 3) / 2}
+    )
 
 
 def test_spatio_temporal_grounding():
     square = (0, 0, 10, 10)
     # Second 2 matches the prediction at 2.4 s; second 3 has none within 0.5 s.
-    scores = boxes.spatio_temporal_scores((3, 7), {2.4: square}, (2, 6), {"2": square, "3": square}, 10.0)
+    scores = boxes.spatio_temporal_scores(
+        (3, 7), {2.4: square}, (2, 6), {"2": square, "3": square}, 10.0
+    )
     assert scores == pytest.approx({"tiou": 0.6, "siou": 0.5})
     missing = boxes.spatio_temporal_scores(None, {}, (2, 6), {"2": square}, 10.0)
-    summary = boxes.summarize_spatio_temporal([scores["tiou"], missing["tiou"]], [scores["siou"], missing["siou"]])
-    assert summary == pytest.approx({"m_tIoU": 30.0, "m_sIoU": 25.0, "tIoU@0.5": 50.0, "sIoU@0.5": 50.0})
+    summary = boxes.summarize_spatio_temporal(
+        [scores["tiou"], missing["tiou"]], [scores["siou"], missing["siou"]]
+    )
+    assert summary == pytest.approx(
+        {"m_tIoU": 30.0, "m_sIoU": 25.0, "tIoU@0.5": 50.0, "sIoU@0.5": 50.0}
+    )
 
 
 def _rle(pixels: np.ndarray) -> dict:
@@ -67,8 +82,9 @@ def _rle(pixels: np.ndarray) -> dict:
 
 
 def _answer(pixels: np.ndarray, time: float | None = None) -> SegmentationAnswer:
-    return SegmentationAnswer(box=(0, 0, 1, 1), positive_points=(), negative_points=(), time=time,
-                              mask_rle=_rle(pixels))
+    return SegmentationAnswer(
+        box=(0, 0, 1, 1), positive_points=(), negative_points=(), time=time, mask_rle=_rle(pixels)
+    )
 
 
 def test_box_rasterization_uses_pixel_centres():
@@ -125,6 +141,9 @@ def test_choice_accuracy_and_macro_accuracy():
 
 def test_spatial_intelligence():
     scores = [0.7, 1.0, 1.0, 0.0]  # MRA(12, 10) = 0.7 (METHODS 1.2), MRA(4, 4), right, wrong
-    summary = choice.summarize_spatial(scores, [True, True, False, False],
-                                       ["abs_distance", "object_counting", "rel_direction", "rel_direction"])
+    summary = choice.summarize_spatial(
+        scores,
+        [True, True, False, False],
+        ["abs_distance", "object_counting", "rel_direction", "rel_direction"],
+    )
     assert summary == pytest.approx({"MRA": 85.0, "accuracy": 50.0, "overall": (70 + 100 + 50) / 3})

@@ -10,7 +10,6 @@ import torch
 from videorl.models.generate import SamplingParams, generate
 from videorl.models.inputs import collate, encode_prompt
 from videorl.models.loading import load_model
-from videorl.models.logprobs import decoder_hidden_states
 from videorl.models.tiny import VISION_TOKENS, count_parameters
 
 VISION_ARCHS = ("qwen2_5_vl", "qwen3_vl", "qwen3_5")
@@ -54,7 +53,7 @@ def test_vision_tokens_are_never_generated(tiny_model_dir, arch):
     inputs, _ = collate([prompt], None, loaded.pad_token_id)
     head = loaded.model.get_output_embeddings().weight
     with torch.no_grad():  # make a vision placeholder the model's overwhelming favourite
-        hidden = decoder_hidden_states(loaded.model, inputs)[0, -1]
+        hidden = loaded.model.model(**inputs).last_hidden_state[0, -1]
         head[banned[3]] = 100.0 * hidden / hidden.norm() ** 2
         favourite = loaded.model(**inputs).logits[0, -1].argmax().item()
     assert favourite == banned[3]  # without the ban this token would be chosen

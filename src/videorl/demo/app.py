@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,6 +26,7 @@ from videorl.models.loading import LoadedModel
 logger = logging.getLogger(__name__)
 
 MAX_UPLOAD = "500mb"
+UPLOAD_MAX_AGE_S = 3600  # uploads older than this are deleted while the demo runs
 PLACEHOLDERS = {
     Family.TEMPORAL_GROUNDING: "the moment to find, e.g. the red circle is visible",
     Family.SPATIAL_GROUNDING: "the object to locate, e.g. the blue square",
@@ -130,7 +132,8 @@ def build_app(loaded: LoadedModel, examples: list[Example], defaults: Settings, 
             gr.update(value=shown.options or "", visible=shown.options is not None),
         )
 
-    with gr.Blocks(title="videorl demo", analytics_enabled=False) as blocks:
+    with gr.Blocks(title="videorl demo", analytics_enabled=False,
+                   delete_cache=(UPLOAD_MAX_AGE_S, UPLOAD_MAX_AGE_S)) as blocks:
         gr.Markdown(INTRO.format(model=title))
         with gr.Row():
             with gr.Column(scale=2):
@@ -150,10 +153,10 @@ def build_app(loaded: LoadedModel, examples: list[Example], defaults: Settings, 
                                             label="Temperature (sampling)")
                     top_p = gr.Slider(0.05, 1.0, defaults.top_p, step=0.05,
                                       label="Top-p (sampling)")
-                    max_new_tokens = gr.Slider(16, 2048, defaults.max_new_tokens, step=16,
+                    max_new_tokens = gr.Slider(1, 4096, defaults.max_new_tokens, step=1,
                                                label="Max new tokens")
-                    fps = gr.Slider(0.5, 8.0, defaults.fps, step=0.5, label="Frames per second")
-                    max_frames = gr.Slider(4, 256, defaults.max_frames, step=2, label="Max frames")
+                    fps = gr.Slider(0.25, 10.0, defaults.fps, step=0.25, label="Frames per second")
+                    max_frames = gr.Slider(2, 512, defaults.max_frames, step=2, label="Max frames")
                     think = gr.Checkbox(defaults.think, label="Ask for reasoning (<think>)")
                 submit = gr.Button("Ask", variant="primary", elem_id="ask")
             with gr.Column(scale=3):
@@ -202,6 +205,11 @@ def running_demo(
                 blocks.close()
 
 
+def stop_on_signal(signum: int, frame: Any) -> None:
+    """Turn a termination signal into Ctrl+C, so that the temporary folder is removed."""
+    raise KeyboardInterrupt
+
+
 def pick_device(device: str) -> str:
     import torch
 
@@ -235,6 +243,7 @@ def serve(
                           "vision-language checkpoint (e.g. Qwen2.5-VL)")
     console = Console()
     settings = Settings(max_duration=max_duration)
+    signal.signal(signal.SIGTERM, stop_on_signal)  # `kill` cleans up like Ctrl+C
     with running_demo(loaded, title=Path(model).name, host=host, port=port, share=share,
                       settings=settings) as demo:
         console.print(f"videorl demo on [bold]{demo.url}[/]"

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
+from videorl.data.prompts import LETTERS
+
 Colour = tuple[int, int, int]
 Box = tuple[float, float, float, float]
 Window = tuple[float, float]
@@ -184,7 +186,7 @@ def options_html(options: Sequence[str], chosen: str | None, correct: str | None
     """The options as a list: the model's letter highlighted orange, the correct one (when
     known) marked green."""
     rows = []
-    for letter, text in zip("ABCDEFGH", options):
+    for letter, text in zip(LETTERS, options, strict=False):
         marks, style = [], "padding:6px 10px;margin:4px 0;border-radius:6px;border:2px solid #ddd"
         if letter == chosen:
             style += ";background:#fde2cc;border-color:#eb6e14"

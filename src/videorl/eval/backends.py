@@ -37,14 +37,18 @@ def pick_device(device: str) -> str:
 class HFBackend:
     """Greedy decoding (temperature 0) with Hugging Face `generate`, one call per batch."""
 
-    def __init__(self, loaded: Any, *, max_new_tokens: int = 256, think: bool = False, label: str = "hf") -> None:
+    def __init__(
+        self, loaded: Any, *, max_new_tokens: int = 256, think: bool = False, label: str = "hf"
+    ) -> None:
         self.loaded = loaded
         self.max_new_tokens = max_new_tokens
         self.think = think
         self.label = label
 
     @classmethod
-    def from_path(cls, path: str, *, device: str = "auto", max_new_tokens: int = 256, think: bool = False) -> HFBackend:
+    def from_path(
+        cls, path: str, *, device: str = "auto", max_new_tokens: int = 256, think: bool = False
+    ) -> HFBackend:
         """Load the checkpoint at `path` (bf16 on GPU, fp32 on CPU)."""
         import torch
 
@@ -52,8 +56,12 @@ class HFBackend:
 
         device = pick_device(device)
         dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
-        return cls(load_model(path, dtype=dtype, device=device), max_new_tokens=max_new_tokens,
-                   think=think, label=str(path))
+        return cls(
+            load_model(path, dtype=dtype, device=device),
+            max_new_tokens=max_new_tokens,
+            think=think,
+            label=str(path),
+        )
 
     def respond(self, items: Sequence[Item]) -> list[str]:
         from videorl.models.generate import SamplingParams, generate

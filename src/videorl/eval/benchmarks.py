@@ -15,12 +15,13 @@ its expected relative paths. The annotation format is the VTG one, one JSON obje
 without `video_file` the video is `<vid>.mp4`. Video paths are resolved against
 `--video-root` (default: the annotation file's folder).
 
-| name | expected file (under the root) | queries |
-|---|---|---|
-| charades_sta | charades_sta/test.jsonl or charades_sta_test.jsonl | 3,720 (test) |
-| activitynet_captions | activitynet_captions/val_1.jsonl or activitynet_captions_val_1.jsonl | ~17k (val_1) |
-| qvhighlights | qvhighlights/highlight_val_release.jsonl or highlight_val_release.jsonl | 1,550 (val) |
-| tvgbench | tvgbench/tvgbench.jsonl or tvgbench.jsonl | 800 |
+Names (aliases), expected files under the root, and query counts:
+- `charades_sta` (charades): `charades_sta/test.jsonl` or `charades_sta_test.jsonl`; 3,720.
+- `activitynet_captions` (activitynet, anet): `activitynet_captions/val_1.jsonl` or
+  `activitynet_captions_val_1.jsonl`; ~17k.
+- `qvhighlights` (qvh): `qvhighlights/highlight_val_release.jsonl` or
+  `highlight_val_release.jsonl` (the official file is already in this format); 1,550.
+- `tvgbench` (tvg): `tvgbench/tvgbench.jsonl` or `tvgbench.jsonl`; 800.
 """
 
 from __future__ import annotations
@@ -52,17 +53,34 @@ class BenchmarkSpec:
 REGISTRY: dict[str, BenchmarkSpec] = {
     spec.name: spec
     for spec in (
-        BenchmarkSpec("charades_sta", "Charades-STA (test)",
-                      ("charades_sta/test.jsonl", "charades_sta_test.jsonl"), queries="3,720",
-                      aliases=("charades", "charades-sta")),
-        BenchmarkSpec("activitynet_captions", "ActivityNet Captions (val_1)",
-                      ("activitynet_captions/val_1.jsonl", "activitynet_captions_val_1.jsonl"),
-                      queries="~17k", aliases=("activitynet", "anet", "anet_captions")),
-        BenchmarkSpec("qvhighlights", "QVHighlights (val)",
-                      ("qvhighlights/highlight_val_release.jsonl", "highlight_val_release.jsonl"),
-                      queries="1,550", aliases=("qvh", "qv_highlights")),
-        BenchmarkSpec("tvgbench", "TVGBench", ("tvgbench/tvgbench.jsonl", "tvgbench.jsonl"),
-                      queries="800", aliases=("tvg", "tvg_bench")),
+        BenchmarkSpec(
+            "charades_sta",
+            "Charades-STA (test)",
+            ("charades_sta/test.jsonl", "charades_sta_test.jsonl"),
+            queries="3,720",
+            aliases=("charades", "charades-sta"),
+        ),
+        BenchmarkSpec(
+            "activitynet_captions",
+            "ActivityNet Captions (val_1)",
+            ("activitynet_captions/val_1.jsonl", "activitynet_captions_val_1.jsonl"),
+            queries="~17k",
+            aliases=("activitynet", "anet", "anet_captions"),
+        ),
+        BenchmarkSpec(
+            "qvhighlights",
+            "QVHighlights (val)",
+            ("qvhighlights/highlight_val_release.jsonl", "highlight_val_release.jsonl"),
+            queries="1,550",
+            aliases=("qvh", "qv_highlights"),
+        ),
+        BenchmarkSpec(
+            "tvgbench",
+            "TVGBench",
+            ("tvgbench/tvgbench.jsonl", "tvgbench.jsonl"),
+            queries="800",
+            aliases=("tvg", "tvg_bench"),
+        ),
     )
 }
 _NAMES = {alias: spec for spec in REGISTRY.values() for alias in (spec.name, *spec.aliases)}
@@ -83,7 +101,10 @@ def _key(name: str) -> str:
 
 
 def resolve_benchmark(
-    name_or_file: str, *, benchmark_root: str | Path | None = None, video_root: str | Path | None = None
+    name_or_file: str,
+    *,
+    benchmark_root: str | Path | None = None,
+    video_root: str | Path | None = None,
 ) -> Benchmark:
     """An existing file as is (format detected), else a registry name looked up under the
     benchmark root; errors name the expected paths and the fix."""

@@ -7,7 +7,7 @@ Only typer is imported here; models, torch and matplotlib load inside the comman
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional, Tuple
+from typing import Any
 
 import typer
 
@@ -29,41 +29,92 @@ def _print_summary(metrics: dict, out_dir: Path) -> None:
         console.print(table)
     counts = ", ".join(f"{k} {v}" for k, v in metrics["counts"].items() if v)
     console.print(f"records: {counts}")
-    console.print(f"wrote {out_dir / 'predictions.jsonl'}, {out_dir / 'metrics.json'}, {out_dir / 'report.md'}")
+    console.print(
+        f"wrote {out_dir}/predictions.jsonl, metrics.json, report.md, samples.jsonl, plots/"
+    )
 
 
 def eval_command(
-    model: Optional[str] = typer.Option(None, "--model", help="Checkpoint folder to run (HF engine)."),
-    benchmark: Optional[str] = typer.Option(
-        None, "--benchmark",
-        help="A data file (records/vtg/timer1/mcq/math) or charades_sta | activitynet_captions | qvhighlights | tvgbench.",
+    model: str | None = typer.Option(None, "--model", help="Checkpoint folder to run (HF engine)."),
+    benchmark: str | None = typer.Option(
+        None,
+        "--benchmark",
+        help="A data file (records/vtg/timer1/mcq/math format) or a benchmark name: "
+        "charades_sta | activitynet_captions | qvhighlights | tvgbench.",
     ),
-    video_root: Optional[str] = typer.Option(None, "--video-root", help="Folder that media paths are relative to (default: the annotation file's folder)."),
-    benchmark_root: Optional[str] = typer.Option(None, "--benchmark-root", help="Where named benchmarks' annotation files are (default: --video-root, else ./benchmarks)."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Output folder (default runs/eval/<benchmark>)."),
-    max_samples: Optional[int] = typer.Option(None, "--max-samples", help="Evaluate only the first N records."),
-    predictions: Optional[Path] = typer.Option(None, "--predictions", help="Score this JSONL of {id, response} lines instead of running a model."),
-    compare: Optional[Tuple[Path, Path]] = typer.Option(None, "--compare", help="Delta table B - A of two metrics.json / eval folders / predictions files."),
-    endpoint: Optional[str] = typer.Option(None, "--endpoint", help="OpenAI-compatible server URL (vLLM, `videorl serve`), e.g. http://127.0.0.1:8000/v1."),
-    served_model: Optional[str] = typer.Option(None, "--served-model", help="Model name at the endpoint (see its /v1/models)."),
-    concurrency: int = typer.Option(8, "--concurrency", help="Concurrent requests to the endpoint."),
-    api_key: Optional[str] = typer.Option(None, "--api-key", envvar="OPENAI_API_KEY", help="Bearer token for the endpoint."),
-    think: bool = typer.Option(False, "--think/--no-think", help="Ask for a <think> block before the answer."),
-    batch_size: int = typer.Option(8, "--batch-size", help="Prompts per generate call (HF engine)."),
+    video_root: str | None = typer.Option(
+        None,
+        "--video-root",
+        help="Folder that media paths are relative to (default: the annotation file's folder).",
+    ),
+    benchmark_root: str | None = typer.Option(
+        None,
+        "--benchmark-root",
+        help="Where named benchmarks' annotation files are "
+        "(default: --video-root, else ./benchmarks).",
+    ),
+    out: Path | None = typer.Option(
+        None, "--out", help="Output folder (default runs/eval/<benchmark>)."
+    ),
+    max_samples: int | None = typer.Option(
+        None, "--max-samples", help="Evaluate only the first N records."
+    ),
+    predictions: Path | None = typer.Option(
+        None,
+        "--predictions",
+        help="Score this JSONL of {id, response} lines instead of running a model.",
+    ),
+    compare: tuple[Path, Path] | None = typer.Option(
+        None,
+        "--compare",
+        help="Delta table B - A of two metrics.json / eval folders / predictions files.",
+    ),
+    endpoint: str | None = typer.Option(
+        None,
+        "--endpoint",
+        help="OpenAI-compatible server URL (vLLM, `videorl serve`), e.g. http://127.0.0.1:8000/v1.",
+    ),
+    served_model: str | None = typer.Option(
+        None, "--served-model", help="Model name at the endpoint (see its /v1/models)."
+    ),
+    concurrency: int = typer.Option(
+        8, "--concurrency", help="Concurrent requests to the endpoint."
+    ),
+    api_key: str | None = typer.Option(
+        None, "--api-key", envvar="OPENAI_API_KEY", help="Bearer token for the endpoint."
+    ),
+    think: bool = typer.Option(
+        False, "--think/--no-think", help="Ask for a <think> block before the answer."
+    ),
+    batch_size: int = typer.Option(
+        8, "--batch-size", help="Prompts per generate call (HF engine)."
+    ),
     max_new_tokens: int = typer.Option(256, "--max-new-tokens", help="Response budget in tokens."),
     fps: float = typer.Option(2.0, "--fps", help="Frame sampling rate (video.fps)."),
-    max_frames: int = typer.Option(64, "--max-frames", help="Frames per video at most (video.max_frames)."),
-    max_pixels: Optional[int] = typer.Option(None, "--max-pixels", help="Pixels per frame at most (video.max_pixels)."),
+    max_frames: int = typer.Option(
+        64, "--max-frames", help="Frames per video at most (video.max_frames)."
+    ),
+    max_pixels: int | None = typer.Option(
+        None, "--max-pixels", help="Pixels per frame at most (video.max_pixels)."
+    ),
     device: str = typer.Option("auto", "--device", help="auto | cpu | cuda | cuda:N."),
 ) -> None:
-    """Evaluate a checkpoint, an endpoint or a predictions file on a benchmark; or compare two runs."""
+    """Evaluate a checkpoint, an endpoint or a predictions file on a benchmark, or compare runs."""
     import dataclasses
 
     from videorl.eval.runner import EvalSettings, evaluate
     from videorl.video.decode import VideoConfig
 
-    modes = [name for name, given in (("--model", model), ("--endpoint", endpoint),
-                                      ("--predictions", predictions), ("--compare", compare)) if given]
+    modes = [
+        name
+        for name, given in (
+            ("--model", model),
+            ("--endpoint", endpoint),
+            ("--predictions", predictions),
+            ("--compare", compare),
+        )
+        if given
+    ]
     if len(modes) != 1:
         raise ConfigError(
             "videorl eval needs exactly one of --model PATH, --endpoint URL --served-model NAME, "
@@ -71,13 +122,19 @@ def eval_command(
         )
     video = VideoConfig(fps=fps, max_frames=max_frames)
     if max_pixels is not None:
-        video = dataclasses.replace(video, max_pixels=max_pixels, min_pixels=min(video.min_pixels, max_pixels))
+        video = dataclasses.replace(
+            video, max_pixels=max_pixels, min_pixels=min(video.min_pixels, max_pixels)
+        )
     settings = None
     if benchmark is not None:
         settings = EvalSettings(
-            benchmark=benchmark, out_dir=out or _DEFAULT_OUT / Path(benchmark).stem, video_root=video_root,
-            benchmark_root=benchmark_root, max_samples=max_samples,
-            batch_size=max(batch_size, concurrency) if endpoint else batch_size, video=video,
+            benchmark=benchmark,
+            out_dir=out or _DEFAULT_OUT / Path(benchmark).stem,
+            video_root=video_root,
+            benchmark_root=benchmark_root,
+            max_samples=max_samples,
+            batch_size=max(batch_size, concurrency) if endpoint else batch_size,
+            video=video,
         )
     if compare:
         _compare(compare, settings, out)
@@ -86,28 +143,51 @@ def eval_command(
         raise ConfigError(f"videorl eval {modes[0]} needs --benchmark NAME|FILE")
     source: dict = {"think": think, "max_new_tokens": max_new_tokens}
     if predictions is not None:
-        outputs = evaluate(settings, predictions=predictions, source={"predictions": str(predictions)})
+        outputs = evaluate(
+            settings, predictions=predictions, source={"predictions": str(predictions)}
+        )
     else:
-        backend = _backend(model, endpoint, served_model, concurrency, api_key, think, max_new_tokens, device)
+        backend = _backend(
+            model, endpoint, served_model, concurrency, api_key, think, max_new_tokens, device
+        )
         source = {("model" if model else "endpoint"): backend.label, **source}
         outputs = evaluate(settings, backend=backend, source=source)
     _print_summary(outputs.metrics, outputs.out_dir)
 
 
-def _backend(model, endpoint, served_model, concurrency, api_key, think, max_new_tokens, device):  # noqa: ANN001, ANN202
+def _backend(
+    model: str | None,
+    endpoint: str | None,
+    served_model: str | None,
+    concurrency: int,
+    api_key: str | None,
+    think: bool,
+    max_new_tokens: int,
+    device: str,
+) -> Any:
+    """The HF engine for --model, else the endpoint client."""
     if model is not None:
         from videorl.eval.backends import HFBackend
 
         return HFBackend.from_path(model, device=device, max_new_tokens=max_new_tokens, think=think)
     if not served_model:
-        raise ConfigError("--endpoint needs --served-model NAME (the model id the server lists at /v1/models)")
+        raise ConfigError(
+            "--endpoint needs --served-model NAME (the model id the server lists at /v1/models)"
+        )
     from videorl.eval.openai_backend import EndpointBackend
 
-    return EndpointBackend(endpoint, served_model, think=think, max_new_tokens=max_new_tokens,
-                           concurrency=concurrency, api_key=api_key)
+    return EndpointBackend(
+        endpoint,
+        served_model,
+        think=think,
+        max_new_tokens=max_new_tokens,
+        concurrency=concurrency,
+        api_key=api_key,
+    )
 
 
-def _compare(paths: Tuple[Path, Path], settings, out: Optional[Path]) -> None:  # noqa: ANN001
+def _compare(paths: tuple[Path, Path], settings: Any, out: Path | None) -> None:
+    """Print the delta table (and write OUT/compare.md with --out)."""
     from rich.console import Console
     from rich.markdown import Markdown
 
@@ -122,10 +202,16 @@ def _compare(paths: Tuple[Path, Path], settings, out: Optional[Path]) -> None:  
 
 def serve_command(
     model: str = typer.Option(..., "--model", help="Checkpoint folder to serve."),
-    host: str = typer.Option("127.0.0.1", "--host", help="Address to bind (127.0.0.1: this machine only)."),
+    host: str = typer.Option(
+        "127.0.0.1", "--host", help="Address to bind (127.0.0.1: this machine only)."
+    ),
     port: int = typer.Option(8000, "--port", help="Port (0: any free port)."),
-    served_model: Optional[str] = typer.Option(None, "--served-model", help="Model id clients send (default: the folder name)."),
-    max_new_tokens: int = typer.Option(1024, "--max-new-tokens", help="Cap on a request's max_tokens."),
+    served_model: str | None = typer.Option(
+        None, "--served-model", help="Model id clients send (default: the folder name)."
+    ),
+    max_new_tokens: int = typer.Option(
+        1024, "--max-new-tokens", help="Cap on a request's max_tokens."
+    ),
     device: str = typer.Option("auto", "--device", help="auto | cpu | cuda | cuda:N."),
 ) -> None:
     """Serve a checkpoint as an OpenAI-compatible chat-completions endpoint (HF engine)."""
@@ -133,5 +219,12 @@ def serve_command(
 
     from videorl.eval.server import serve
 
-    serve(model, host=host, port=port, served_model=served_model, device=device,
-          max_new_tokens=max_new_tokens, announce=Console().print)
+    serve(
+        model,
+        host=host,
+        port=port,
+        served_model=served_model,
+        device=device,
+        max_new_tokens=max_new_tokens,
+        announce=Console().print,
+    )

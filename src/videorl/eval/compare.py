@@ -40,14 +40,18 @@ class Side:
 class Comparison:
     a: Side
     b: Side
-    rows: list[tuple[str, str, float | None, float | None, float | None]]  # family, metric, A, B, B - A
+    rows: list[
+        tuple[str, str, float | None, float | None, float | None]
+    ]  # family, metric, A, B, B - A
     paired: dict[str, int]  # b_better, a_better, equal over shared records (empty if unknown)
 
 
 def _read_samples(path: Path) -> dict[str, float]:
     if not path.is_file():
         return {}
-    rows = (json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
+    rows = (
+        json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()
+    )
     return {f"{r['family']}/{r['id']}": float(r["score"]) for r in rows}
 
 
@@ -58,7 +62,10 @@ def load_side(path: str | Path, *, settings: EvalSettings | None = None) -> Side
         path = path / METRICS
     if path.suffix == ".json":
         if not path.is_file():
-            raise ConfigError(f"--compare: {path} does not exist; pass a metrics.json, an eval folder or predictions")
+            raise ConfigError(
+                f"--compare: {path} does not exist; pass a metrics.json, an eval folder or "
+                "a predictions file"
+            )
         metrics = json.loads(path.read_text(encoding="utf-8"))
         families = {f: s["metrics"] for f, s in metrics.get("families", {}).items()}
         return Side(str(path), families, _read_samples(path.parent / SAMPLES))
@@ -102,21 +109,37 @@ def compare(a: Side, b: Side) -> Comparison:
 
 def to_markdown(comparison: Comparison) -> str:
     """The delta table (and the paired counts) as Markdown."""
+
     def number(value: float | None, signed: bool = False) -> str:
         return "-" if value is None else (f"{value:+.1f}" if signed else f"{value:.1f}")
 
-    lines = [f"A: `{comparison.a.label}`", "", f"B: `{comparison.b.label}`", "",
-             "| family | metric | A | B | B - A |", "|---|---|---|---|---|"]
-    lines += [f"| {f} | {m} | {number(va)} | {number(vb)} | {number(d, True)} |"
-              for f, m, va, vb, d in comparison.rows]
+    lines = [
+        f"A: `{comparison.a.label}`",
+        "",
+        f"B: `{comparison.b.label}`",
+        "",
+        "| family | metric | A | B | B - A |",
+        "|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {f} | {m} | {number(va)} | {number(vb)} | {number(d, True)} |"
+        for f, m, va, vb, d in comparison.rows
+    ]
     if comparison.paired:
         p = comparison.paired
-        lines += ["", f"Per sample over {p['shared']} shared records: B higher {p['b_better']}, "
-                      f"A higher {p['a_better']}, equal {p['equal']}."]
+        lines += [
+            "",
+            (
+                f"Per sample over {p['shared']} shared records: B higher {p['b_better']}, "
+                f"A higher {p['a_better']}, equal {p['equal']}."
+            ),
+        ]
     return "\n".join(lines) + "\n"
 
 
-def compare_paths(a: str | Path, b: str | Path, *, settings: EvalSettings | None = None) -> Comparison:
+def compare_paths(
+    a: str | Path, b: str | Path, *, settings: EvalSettings | None = None
+) -> Comparison:
     """Load both sides (scoring predictions files against `settings.benchmark` when given)
     and compare them."""
     return compare(load_side(a, settings=settings), load_side(b, settings=settings))

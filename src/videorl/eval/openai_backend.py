@@ -20,6 +20,7 @@ raises `EndpointError` naming the URL, the status and the server's message.
 from __future__ import annotations
 
 import base64
+import io
 import json
 import time
 import urllib.error
@@ -45,9 +46,14 @@ class EndpointError(VideoRLError):
 
 
 def _jpeg(frame: torch.Tensor) -> str:
-    from torchvision.io import encode_jpeg
+    """Base64 JPEG of one uint8 frame `C x H x W` (Pillow)."""
+    from PIL import Image
 
-    return base64.b64encode(encode_jpeg(frame.contiguous(), quality=JPEG_QUALITY).numpy().tobytes()).decode()
+    buffer = io.BytesIO()
+    Image.fromarray(frame.permute(1, 2, 0).contiguous().numpy()).save(
+        buffer, "JPEG", quality=JPEG_QUALITY
+    )
+    return base64.b64encode(buffer.getvalue()).decode()
 
 
 def video_data_url(frames: torch.Tensor) -> str:
@@ -96,12 +102,16 @@ def completions_url(endpoint: str) -> str:
     return url + ("/chat/completions" if url.endswith("/v1") else "/v1/chat/completions")
 
 
-def post_json(url: str, body: dict[str, Any], *, timeout: float, api_key: str | None = None) -> dict[str, Any]:
+def post_json(
+    url: str, body: dict[str, Any], *, timeout: float, api_key: str | None = None
+) -> dict[str, Any]:
     """POST `body` as JSON and return the JSON answer; errors name the URL and the status."""
     headers = {"Content-Type": "application/json"}
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
-    request = urllib.request.Request(url, data=json.dumps(body).encode(), headers=headers, method="POST")
+    request = urllib.request.Request(
+        url, data=json.dumps(body).encode(), headers=headers, method="POST"
+    )
     try:
         with urllib.request.urlopen(request, timeout=timeout) as answer:
             return json.loads(answer.read())
@@ -143,8 +153,9 @@ class EndpointBackend:
 
     def _one(self, item: Item) -> str:
         record, media = item
-        body = chat_request(record, media, model=self.served_model, think=self.think,
-                            max_tokens=self.max_new_tokens)
+        body = chat_request(
+            record, media, model=self.served_model, think=self.think, max_tokens=self.max_new_tokens
+        )
         for attempt in range(self.retries + 1):
             try:
                 answer = post_json(self.url, body, timeout=self.timeout, api_key=self.api_key)

@@ -37,8 +37,10 @@ Window = tuple[float, float]
 LETTERS = "ABCDEFGH"
 MAX_JSON_ATTEMPTS = 64  # bracket positions tried by `find_json`; bounds adversarial text
 
-# A time: seconds (`12.5`) or a clock (`1:02`, `1:02:03.5`), never signed.
-_TIME = r"\d+(?::\d{1,2}){0,2}(?:\.\d+)?|\.\d+"
+# A time: seconds (`12.5`) or a clock (`1:02`, `1:02:03.5`), never signed. It starts where
+# a digit run starts and never gives digits back (possessive), so a search is linear in the
+# text length even on a long run of digits.
+_TIME = r"(?<![\d.:])(?:\d++(?::\d{1,2}){0,2}(?:\.\d++)?|\.\d++)"
 _UNIT = r"(?:\s*(?:s|secs?|seconds?)\b)?"
 _SEPARATOR = r"\s*(?:to|and|till|until|through|-|–|—|~|,)\s*"
 _SPAN = re.compile(rf"({_TIME}){_UNIT}{_SEPARATOR}({_TIME}){_UNIT}", re.IGNORECASE)
@@ -271,9 +273,13 @@ def parse_choice(text: str, options: tuple[str, ...] = ()) -> str | None:
     Letters beyond the number of options are not answers."""
     valid = LETTERS[: len(options)] if options else LETTERS
     stripped = text.strip()
-    for pattern, where in ((_STRICT_LETTER, "full"), (_CUE_LETTER, "search"),
-                           (_PAREN_LETTER, "search"), (_LEADING_LETTER, "search"),
-                           (_MARKED_LETTER, "search")):
+    for pattern, where in (
+        (_STRICT_LETTER, "full"),
+        (_CUE_LETTER, "search"),
+        (_PAREN_LETTER, "search"),
+        (_LEADING_LETTER, "search"),
+        (_MARKED_LETTER, "search"),
+    ):
         match = pattern.fullmatch(stripped) if where == "full" else pattern.search(stripped)
         if match is not None and match.group(1) in valid:
             return match.group(1)
@@ -284,5 +290,7 @@ def parse_choice(text: str, options: tuple[str, ...] = ()) -> str | None:
     exact = [LETTERS[i] for i, o in enumerate(named) if o and o == said]
     if len(exact) == 1:
         return exact[0]
-    inside = [LETTERS[i] for i, o in enumerate(named) if o and re.search(rf"\b{re.escape(o)}\b", said)]
+    inside = [
+        LETTERS[i] for i, o in enumerate(named) if o and re.search(rf"\b{re.escape(o)}\b", said)
+    ]
     return inside[0] if len(inside) == 1 else None

@@ -12,9 +12,13 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from videorl.data.families import Family
 from videorl.eval.scoring import SampleResult
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 # The per-sample IoU of each family (key of SampleResult.values).
 IOU_KEYS = {
@@ -24,11 +28,12 @@ IOU_KEYS = {
     Family.SPATIO_TEMPORAL_GROUNDING: "tiou",
     Family.SEGMENTATION: "j",
 }
+IOU_NAMES = {"iou": "IoU", "ao": "frame IoU (AO)", "tiou": "tIoU", "j": "mask IoU (J)"}
 TIMELINE_QUERIES = 12
 CURVE_POINTS = 101
 
 
-def _figure(width: float, height: float):  # noqa: ANN202 (matplotlib Figure)
+def _figure(width: float, height: float) -> Figure:
     from matplotlib.figure import Figure
 
     return Figure(figsize=(width, height), dpi=100, layout="constrained")
@@ -44,6 +49,7 @@ def _ious(results: Sequence[SampleResult]) -> dict[Family, list[float]]:
 
 
 def recall_curve(ious: dict[Family, list[float]], path: Path) -> Path:
+    """`100 * #{IoU >= m} / N` against m in [0, 1], one line per family."""
     fig = _figure(5.5, 4.0)
     ax = fig.subplots()
     thresholds = [i / (CURVE_POINTS - 1) for i in range(CURVE_POINTS)]
@@ -52,24 +58,36 @@ def recall_curve(ious: dict[Family, list[float]], path: Path) -> Path:
         ax.plot(thresholds, recall, label=f"{family.short} (n={len(values)})")
     for mark in (0.3, 0.5, 0.7):
         ax.axvline(mark, color="0.85", linewidth=0.8, zorder=0)
-    ax.set(xlabel="IoU threshold m", ylabel="% of samples with IoU >= m", xlim=(0, 1), ylim=(0, 100),
-           title="Recall at IoU")
+    ax.set(
+        xlabel="IoU threshold m",
+        ylabel="% of samples with IoU >= m",
+        xlim=(0, 1),
+        ylim=(0, 100),
+        title="Recall at IoU",
+    )
     ax.legend()
     fig.savefig(path)
     return path
 
 
 def iou_histogram(ious: dict[Family, list[float]], path: Path) -> Path:
+    """Per-sample IoU in 20 bins of 0.05, one panel per family."""
     fig = _figure(4.0 * len(ious), 3.2)
     axes = fig.subplots(1, len(ious), squeeze=False)[0]
     for ax, (family, values) in zip(axes, ious.items()):
         ax.hist(values, bins=[i / 20 for i in range(21)], color="tab:blue", edgecolor="white")
-        ax.set(xlabel="IoU", ylabel="samples", xlim=(0, 1), title=f"{family.short}: IoU per sample")
+        name = IOU_NAMES[IOU_KEYS[family]]
+        ax.set(
+            xlabel=name, ylabel="samples", xlim=(0, 1), title=f"{family.short}: {name} per sample"
+        )
     fig.savefig(path)
     return path
 
 
-def timelines(results: Sequence[SampleResult], path: Path, k: int = TIMELINE_QUERIES, seed: int = 0) -> Path:
+def timelines(
+    results: Sequence[SampleResult], path: Path, k: int = TIMELINE_QUERIES, seed: int = 0
+) -> Path:
+    """Ground-truth windows and the predicted window of up to `k` seeded TG queries."""
     queries = [r for r in results if r.family is Family.TEMPORAL_GROUNDING]
     chosen = sorted(random.Random(seed).sample(queries, min(k, len(queries))), key=lambda r: r.id)
     fig = _figure(7.5, 0.5 * len(chosen) + 1.2)
@@ -86,7 +104,10 @@ def timelines(results: Sequence[SampleResult], path: Path, k: int = TIMELINE_QUE
         label = f" {result.values['iou']:.2f}" if result.prediction else f" {result.status}"
         ax.text(max([length, *ends]), row, label, va="center", fontsize=8)
     ax.set_yticks(range(len(chosen)), [r.id for r in chosen], fontsize=8)
-    ax.set(xlabel="seconds", title="TG: ground truth (green, top) vs prediction (red, bottom); tIoU at right")
+    ax.set(
+        xlabel="seconds",
+        title="TG: ground truth (green, top) vs prediction (red, bottom); tIoU at right",
+    )
     ax.invert_yaxis()
     fig.savefig(path)
     return path

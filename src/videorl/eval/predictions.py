@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any, TextIO
+from typing import Any, Self, TextIO
 
 from videorl.errors import DataError
 
@@ -68,9 +68,13 @@ def read_predictions(path: str | os.PathLike) -> dict[str, Prediction]:
             row = json.loads(line)
         except json.JSONDecodeError as err:
             if number == len(lines):
-                logger.warning("%s:%d: ignoring an incomplete last line (%s)", path, number, err.msg)
+                logger.warning(
+                    "%s:%d: ignoring an incomplete last line (%s)", path, number, err.msg
+                )
                 continue
-            raise DataError(f"{path}:{number}: invalid JSON ({err.msg}); fix or delete the line") from None
+            raise DataError(
+                f"{path}:{number}: invalid JSON ({err.msg}); fix or delete the line"
+            ) from None
         prediction = _prediction(row, f"{path}:{number}")
         out[prediction.id] = prediction
     return out
@@ -104,8 +108,13 @@ class PredictionWriter:
     def close(self) -> None:
         self._file.close()
 
-    def __enter__(self) -> PredictionWriter:
+    def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self.close()

@@ -30,15 +30,29 @@ def table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
 
 
 def _metrics_section(families: dict[str, Any]) -> list[str]:
-    lines = ["## Metrics", "", "In percent. `unparsed`: answers the lenient parser could not read (scored 0).", ""]
+    lines = [
+        "## Metrics",
+        "",
+        "In percent. `unparsed`: answers the lenient parser could not read (scored 0).",
+        "",
+    ]
     for family, summary in families.items():
         names = list(summary["metrics"])
         counts = summary["counts"]
         lines.append(f"### {family}")
         lines.append("")
-        lines += table(["n", *names, "unparsed", "no media", "no prediction"],
-                       [[summary["n"], *summary["metrics"].values(), counts["unparsed"],
-                         counts["missing_media"] + counts["media_error"], counts["no_prediction"]]])
+        lines += table(
+            ["n", *names, "unparsed", "no media", "no prediction"],
+            [
+                [
+                    summary["n"],
+                    *summary["metrics"].values(),
+                    counts["unparsed"],
+                    counts["missing_media"] + counts["media_error"],
+                    counts["no_prediction"],
+                ]
+            ],
+        )
     return lines
 
 
@@ -49,8 +63,10 @@ def _breakdown_section(families: dict[str, Any]) -> list[str]:
             names = list(dict.fromkeys(k for g in groups.values() for k in g if k != "n"))
             lines.append(f"### {family} by {by.replace('_', ' ')}")
             lines.append("")
-            lines += table([by, "n", *names],
-                           [[name, int(g["n"]), *(g.get(k, "") for k in names)] for name, g in groups.items()])
+            lines += table(
+                [by, "n", *names],
+                [[name, int(g["n"]), *(g.get(k, "") for k in names)] for name, g in groups.items()],
+            )
     return (["## Breakdowns", "", *lines]) if lines else []
 
 
@@ -61,9 +77,11 @@ def _missing_section(metrics: dict[str, Any]) -> list[str]:
     lines = [
         "## Missing media",
         "",
-        f"{missing['count']} of {metrics['benchmark']['records']} records have missing or undecodable "
-        "media. They stay in the denominator with score 0; `metrics.json` also reports "
-        "`families_with_media`, the metrics over the other records.",
+        (
+            f"{missing['count']} of {metrics['benchmark']['records']} records have missing or "
+            "undecodable media. They stay in the denominator with score 0; `metrics.json` also "
+            "reports `families_with_media`, the metrics over the other records."
+        ),
         "",
     ]
     lines += [f"- `{rid}`" for rid in missing["records"][:MAX_LISTED_MISSING]]
@@ -93,7 +111,9 @@ def _worst_section(results: Sequence[SampleResult], k: int) -> list[str]:
         return []
     lines = ["## Worst cases", "", f"The {k} lowest-scoring answered samples per family.", ""]
     for family in families:
-        worst = sorted((r for r in answered if r.family is family), key=lambda r: (r.score, r.id))[:k]
+        worst = sorted((r for r in answered if r.family is family), key=lambda r: (r.score, r.id))[
+            :k
+        ]
         lines += [f"### {family.value}", ""]
         for r in worst:
             lines += [
@@ -110,7 +130,10 @@ def _worst_section(results: Sequence[SampleResult], k: int) -> list[str]:
 
 
 def write_report(
-    path: Path, metrics: dict[str, Any], results: Sequence[SampleResult], plots: dict[str, Path],
+    path: Path,
+    metrics: dict[str, Any],
+    results: Sequence[SampleResult],
+    plots: dict[str, Path],
     worst: int = WORST_CASES,
 ) -> Path:
     """Write report.md next to the plots it links (relative links)."""
@@ -120,15 +143,25 @@ def write_report(
         f"# Evaluation: {bench['name']}",
         "",
         f"- benchmark file: `{bench['path']}` ({bench['records']} records"
-        + (f", {bench['skipped_invalid_rows']} invalid rows skipped" if bench["skipped_invalid_rows"] else "")
+        + (
+            f", {bench['skipped_invalid_rows']} invalid rows skipped"
+            if bench["skipped_invalid_rows"]
+            else ""
+        )
         + ")",
         *(f"- {key}: `{value}`" for key, value in source.items() if key != "video"),
         f"- created: {metrics['created']}",
-        f"- records by status: " + ", ".join(f"{k} {v}" for k, v in counts.items()),
+        "- records by status: " + ", ".join(f"{k} {v}" for k, v in counts.items()),
         f"- convention: {metrics['convention']}",
         "",
     ]
-    lines = (header + _metrics_section(metrics["families"]) + _breakdown_section(metrics["families"])
-             + _missing_section(metrics) + _plots_section(plots, path.parent) + _worst_section(results, worst))
+    lines = (
+        header
+        + _metrics_section(metrics["families"])
+        + _breakdown_section(metrics["families"])
+        + _missing_section(metrics)
+        + _plots_section(plots, path.parent)
+        + _worst_section(results, worst)
+    )
     path.write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")
     return path

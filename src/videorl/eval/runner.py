@@ -27,7 +27,7 @@ from typing import Any
 
 from videorl.data.loaders import check_media, load_records
 from videorl.data.records import TaskRecord
-from videorl.errors import ConfigError, MediaError
+from videorl.errors import ConfigError, DataError, MediaError
 from videorl.eval.backends import Backend
 from videorl.eval.benchmarks import Benchmark, resolve_benchmark
 from videorl.eval.predictions import Prediction, PredictionWriter, finished_ids, read_predictions
@@ -47,7 +47,11 @@ from videorl.video.decode import VideoConfig
 logger = logging.getLogger(__name__)
 
 PREDICTIONS, METRICS, SAMPLES, REPORT, PLOTS = (
-    "predictions.jsonl", "metrics.json", "samples.jsonl", "report.md", "plots",
+    "predictions.jsonl",
+    "metrics.json",
+    "samples.jsonl",
+    "report.md",
+    "plots",
 )
 MAX_LISTED = 200  # missing-media ids written to metrics.json (all are counted)
 
@@ -96,29 +100,57 @@ class EvalOutputs:
 
 def load_benchmark(settings: EvalSettings) -> tuple[Benchmark, list[TaskRecord], int]:
     """(benchmark, its first `max_samples` records, rows skipped as invalid)."""
-    benchmark = resolve_benchmark(settings.benchmark, benchmark_root=settings.benchmark_root,
-                                  video_root=settings.video_root)
-    loaded = load_records(benchmark.path, format=benchmark.format, family=benchmark.family,
-                          video_root=settings.video_root)
+    benchmark = resolve_benchmark(
+        settings.benchmark, benchmark_root=settings.benchmark_root, video_root=settings.video_root
+    )
+    loaded = load_records(
+        benchmark.path,
+        format=benchmark.format,
+        family=benchmark.family,
+        video_root=settings.video_root,
+    )
     records = loaded.records[: settings.max_samples] if settings.max_samples else loaded.records
     if not records:
         raise ConfigError(f"benchmark {benchmark.path} has no records; check the file")
+    counts = Counter(r.id for r in records)
+    repeated = [rid for rid, n in counts.items() if n > 1]
+    if repeated:
+        raise DataError(
+            f"benchmark {benchmark.path}: {len(repeated)} record ids occur more than once (first: "
+            f"{', '.join(repeated[:3])}); predictions are matched by id, so give each row a "
+            "unique id/qid"
+        )
     return benchmark, records, loaded.skipped
 
 
 def missing_media(records: Sequence[TaskRecord]) -> dict[str, str]:
     """Record id -> media path, for records whose media file is missing or empty."""
     missing = set(check_media(records))
-    return {r.id: r.media.path for r in records
-            if r.media is not None and r.media.path is not None and r.media.path in missing}
+    return {
+        r.id: r.media.path
+        for r in records
+        if r.media is not None and r.media.path is not None and r.media.path in missing
+    }
 
 
 def _progress(enabled: bool, description: str, total: int) -> Any:
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
 
-    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                        TimeRemainingColumn(), console=Console(stderr=True), disable=not enabled)
+    progress = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=Console(stderr=True),
+        disable=not enabled,
+    )
     return progress, progress.add_task(description, total=total)
 
 
@@ -146,7 +178,9 @@ def generate_predictions(
             items = []
             for record in todo[start : start + batch_size]:
                 try:
-                    items.append((record, videos.get(record.media) if record.media is not None else None))
+                    items.append(
+                        (record, videos.get(record.media) if record.media is not None else None)
+                    )
                 except MediaError as err:
                     logger.warning("record %s: %s", record.id, err)
                     writer.write(Prediction(record.id, None, str(err)))
@@ -188,8 +222,12 @@ def build_metrics(
     counts = Counter(r.status for r in results)
     unavailable = [r for r in results if r.status in (MISSING_MEDIA, MEDIA_ERROR)]
     metrics: dict[str, Any] = {
-        "benchmark": {"name": benchmark.name, "path": str(benchmark.path), "records": len(results),
-                      "skipped_invalid_rows": skipped_rows},
+        "benchmark": {
+            "name": benchmark.name,
+            "path": str(benchmark.path),
+            "records": len(results),
+            "skipped_invalid_rows": skipped_rows,
+        },
         "source": source,
         "convention": CONVENTION,
         "counts": {status: counts.get(status, 0) for status in STATUSES},
@@ -203,11 +241,15 @@ def build_metrics(
     }
     if unavailable:
         available = [r for r in results if r.status not in (MISSING_MEDIA, MEDIA_ERROR)]
-        metrics["families_with_media"] = {f.value: s.metrics for f, s in summarize(available).items()}
+        metrics["families_with_media"] = {
+            f.value: s.metrics for f, s in summarize(available).items()
+        }
     return metrics
 
 
-def write_outputs(out_dir: Path, metrics: dict[str, Any], results: Sequence[SampleResult]) -> dict[str, Path]:
+def write_outputs(
+    out_dir: Path, metrics: dict[str, Any], results: Sequence[SampleResult]
+) -> dict[str, Path]:
     """metrics.json, samples.jsonl, plots/*.png and report.md; returns the plots by name."""
     from videorl.eval.plots import write_plots
     from videorl.eval.report import write_report
@@ -232,21 +274,36 @@ def evaluate(
     """Answer (with `backend`) or read (`predictions`) the benchmark's responses, score them
     and write the outputs under `settings.out_dir`."""
     if (backend is None) == (predictions is None):
-        raise ConfigError("evaluate needs exactly one of a backend (--model/--endpoint) or --predictions")
+        raise ConfigError(
+            "evaluate needs exactly one of a backend (--model/--endpoint) or --predictions"
+        )
     benchmark, records, skipped = load_benchmark(settings)
     missing = missing_media(records)
-    if missing:
-        logger.warning("%d of %d records have missing media; they score 0 and are listed in the report",
-                       len(missing), len(records))
     out_dir = Path(settings.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / PREDICTIONS
     if backend is not None:
-        generate_predictions(records, backend, path, videos=VideoCache(settings.video),
-                             batch_size=settings.batch_size, skip=set(missing), progress=settings.progress)
+        if missing:
+            logger.warning(
+                "%d of %d records have missing media: not run, scored 0, listed in the report",
+                len(missing),
+                len(records),
+            )
+        generate_predictions(
+            records,
+            backend,
+            path,
+            videos=VideoCache(settings.video),
+            batch_size=settings.batch_size,
+            skip=set(missing),
+            progress=settings.progress,
+        )
     elif Path(predictions).resolve() != path.resolve():
         if not Path(predictions).is_file():
-            raise ConfigError(f"--predictions {predictions} does not exist; pass a JSONL file of {{id, response}} lines")
+            raise ConfigError(
+                f"--predictions {predictions} does not exist; pass a JSONL file of "
+                "{id, response} lines"
+            )
         shutil.copyfile(predictions, path)
     results = score_all(records, read_predictions(path), missing)
     info = dict(source or {})

@@ -88,7 +88,9 @@ def _segmentation(record: TaskRecord, text: str) -> Scored:
     answer = record.answer
     assert isinstance(answer, SegmentationAnswer)
     pred = parsing.parse_segmentation(text)
-    values = masks.segmentation_scores(pred.box, answer, record.box_format, (record.width, record.height))
+    values = masks.segmentation_scores(
+        pred.box, answer, record.box_format, (record.width, record.height)
+    )
     values["video"] = float(answer.time is not None)
     prediction = None if pred.box is None else {"box": list(pred.box), "time": pred.time}
     return prediction, {"score": values["j"], **values}
@@ -110,10 +112,14 @@ def _spatio_temporal(record: TaskRecord, text: str) -> Scored:
     values = boxes.spatio_temporal_scores(
         window, {} if pred is None else pred.boxes, answer.time, answer.boxes, record.duration
     )
-    prediction = None if pred is None else {
-        "time": None if window is None else list(window),
-        "boxes": {f"{k:g}": list(b) for k, b in pred.boxes.items()},
-    }
+    prediction = (
+        None
+        if pred is None
+        else {
+            "time": None if window is None else list(window),
+            "boxes": {f"{k:g}": list(b) for k, b in pred.boxes.items()},
+        }
+    )
     return prediction, {"score": (values["tiou"] + values["siou"]) / 2, **values}
 
 
@@ -166,9 +172,17 @@ def score_record(
     if status is None:
         status = NO_PREDICTION if response is None else (OK if prediction is not None else UNPARSED)
     return SampleResult(
-        id=record.id, family=record.family, status=status, score=values.pop("score"),
-        values=values, prediction=prediction, response=response, subtype=record.subtype,
-        duration=record.duration, problem=record.problem, ground_truth=ground_truth(record),
+        id=record.id,
+        family=record.family,
+        status=status,
+        score=values.pop("score"),
+        values=values,
+        prediction=prediction,
+        response=response,
+        subtype=record.subtype,
+        duration=record.duration,
+        problem=record.problem,
+        ground_truth=ground_truth(record),
         error=error,
     )
 
@@ -187,7 +201,11 @@ def _segmentation_summary(samples: Sequence[SampleResult]) -> dict[str, float]:
     if video:
         out.update(masks.summarize_video(_values(video, "j"), _values(video, "f")))
     if image:
-        out.update(masks.summarize_image(_values(image, "j"), _values(image, "inter"), _values(image, "union")))
+        out.update(
+            masks.summarize_image(
+                _values(image, "j"), _values(image, "inter"), _values(image, "union")
+            )
+        )
     return out
 
 
@@ -199,7 +217,9 @@ SUMMARIES: dict[Family, Callable[[Sequence[SampleResult]], dict[str, float]]] = 
     Family.SPATIO_TEMPORAL_GROUNDING: lambda s: boxes.summarize_spatio_temporal(
         _values(s, "tiou"), _values(s, "siou")
     ),
-    Family.VIDEO_QA: lambda s: choice.summarize_choice(_values(s, "correct"), [x.subtype for x in s]),
+    Family.VIDEO_QA: lambda s: choice.summarize_choice(
+        _values(s, "correct"), [x.subtype for x in s]
+    ),
     Family.SPATIAL_INTELLIGENCE: lambda s: choice.summarize_spatial(
         [x.score for x in s], [bool(x.values["numeric"]) for x in s], [x.subtype for x in s]
     ),
@@ -207,11 +227,16 @@ SUMMARIES: dict[Family, Callable[[Sequence[SampleResult]], dict[str, float]]] = 
 }
 
 
-def _grouped(samples: Sequence[SampleResult], key: Callable[[SampleResult], str]) -> dict[str, list[SampleResult]]:
+def _grouped(
+    samples: Sequence[SampleResult],
+    key: Callable[[SampleResult], str],
+    rank: Callable[[str], Any] = str,
+) -> dict[str, list[SampleResult]]:
+    """Samples grouped by `key`, groups ordered by `rank` of their name."""
     groups: dict[str, list[SampleResult]] = defaultdict(list)
     for sample in samples:
         groups[key(sample)].append(sample)
-    return dict(sorted(groups.items()))
+    return dict(sorted(groups.items(), key=lambda item: rank(item[0])))
 
 
 @dataclass(frozen=True)
@@ -226,11 +251,20 @@ class FamilySummary:
     breakdowns: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"n": self.n, "metrics": self.metrics, "counts": self.counts, "breakdowns": self.breakdowns}
+        return {
+            "n": self.n,
+            "metrics": self.metrics,
+            "counts": self.counts,
+            "breakdowns": self.breakdowns,
+        }
 
 
-def _breakdown(family: Family, groups: dict[str, list[SampleResult]]) -> dict[str, dict[str, float]]:
-    return {name: {"n": float(len(group)), **SUMMARIES[family](group)} for name, group in groups.items()}
+def _breakdown(
+    family: Family, groups: dict[str, list[SampleResult]]
+) -> dict[str, dict[str, float]]:
+    return {
+        name: {"n": float(len(group)), **SUMMARIES[family](group)} for name, group in groups.items()
+    }
 
 
 def summarize_family(family: Family, samples: Sequence[SampleResult]) -> FamilySummary:
@@ -242,11 +276,15 @@ def summarize_family(family: Family, samples: Sequence[SampleResult]) -> FamilyS
         breakdowns["subtype"] = _breakdown(family, subtypes)
     if family is Family.TEMPORAL_GROUNDING:
         breakdowns["video_length"] = _breakdown(
-            family, _grouped(samples, lambda s: temporal.duration_bucket(s.duration))
+            family,
+            _grouped(samples, lambda s: temporal.duration_bucket(s.duration), temporal.bucket_rank),
         )
     return FamilySummary(
-        family=family, n=len(samples), metrics=SUMMARIES[family](samples),
-        counts={status: counts.get(status, 0) for status in STATUSES}, breakdowns=breakdowns,
+        family=family,
+        n=len(samples),
+        metrics=SUMMARIES[family](samples),
+        counts={status: counts.get(status, 0) for status in STATUSES},
+        breakdowns=breakdowns,
     )
 
 

@@ -19,17 +19,20 @@ from __future__ import annotations
 
 import base64
 import binascii
+import io
 import json
 import logging
 import threading
 import time
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import numpy as np
 import torch
 
+from videorl.models.generate import SamplingParams
 from videorl.video.decode import DecodedVideo
 from videorl.video.meta import VideoMeta
 
@@ -44,8 +47,9 @@ class RequestError(ValueError):
 
 
 def _decode_images(url: str, kind: str) -> list[torch.Tensor]:
-    """Frames (uint8 `C x H x W`) of a base64 data URL with one or comma-separated JPEG/PNG images."""
-    from torchvision.io import ImageReadMode, decode_image
+    """Frames (uint8 `C x H x W`) of a base64 data URL holding one image or comma-separated
+    JPEG/PNG images."""
+    from PIL import Image, UnidentifiedImageError
 
     head, sep, data = url.partition(",")
     if not (url.startswith("data:") and sep and head.endswith(";base64")):
@@ -56,10 +60,13 @@ def _decode_images(url: str, kind: str) -> list[torch.Tensor]:
     frames = []
     for number, chunk in enumerate(data.split(","), start=1):
         try:
-            raw = torch.frombuffer(bytearray(base64.b64decode(chunk, validate=True)), dtype=torch.uint8)
-            frames.append(decode_image(raw, mode=ImageReadMode.RGB))
-        except (binascii.Error, RuntimeError, ValueError) as err:
-            raise RequestError(f"{kind}: frame {number} is not a base64 JPEG/PNG image ({err})") from None
+            with Image.open(io.BytesIO(base64.b64decode(chunk, validate=True))) as image:
+                pixels = np.asarray(image.convert("RGB"))
+            frames.append(torch.from_numpy(pixels.copy()).permute(2, 0, 1))
+        except (binascii.Error, UnidentifiedImageError, OSError, ValueError) as err:
+            raise RequestError(
+                f"{kind}: frame {number} is not a base64 JPEG/PNG image ({err})"
+            ) from None
     if len({tuple(f.shape) for f in frames}) > 1:
         raise RequestError(f"{kind}: frames differ in size; send frames of one size")
     return frames
@@ -70,19 +77,28 @@ def video_from_part(url: str, metadata: dict[str, Any], fallback_fps: float | No
     frames = torch.stack(_decode_images(url, "video_url"))
     count = int(frames.shape[0])
     fps = float(metadata.get("fps") or fallback_fps or DEFAULT_FPS)
-    timestamps = tuple(float(t) for t in metadata.get("timestamps") or [i / fps for i in range(count)])
+    timestamps = tuple(
+        float(t) for t in metadata.get("timestamps") or [i / fps for i in range(count)]
+    )
     source_fps = float(metadata.get("source_fps") or fps)
-    indices = tuple(int(i) for i in metadata.get("frame_indices") or [round(t * source_fps) for t in timestamps])
+    indices = tuple(
+        int(i) for i in metadata.get("frame_indices") or [round(t * source_fps) for t in timestamps]
+    )
     if len(timestamps) != count or len(indices) != count:
         raise RequestError(
             f"video_metadata has {len(timestamps)} timestamps and {len(indices)} frame indices for "
             f"{count} frames; send one per frame"
         )
     meta = VideoMeta(
-        source_fps=source_fps, duration=float(metadata.get("duration") or count / fps),
-        frame_indices=indices, timestamps=timestamps, fps=fps,
-        width=int(frames.shape[3]), height=int(frames.shape[2]),
-        source_width=int(frames.shape[3]), source_height=int(frames.shape[2]),
+        source_fps=source_fps,
+        duration=float(metadata.get("duration") or count / fps),
+        frame_indices=indices,
+        timestamps=timestamps,
+        fps=fps,
+        width=int(frames.shape[3]),
+        height=int(frames.shape[2]),
+        source_width=int(frames.shape[3]),
+        source_height=int(frames.shape[2]),
     )
     return DecodedVideo(frames=frames, meta=meta)
 
@@ -93,17 +109,31 @@ def image_from_part(url: str) -> DecodedVideo:
     if len(frames) != 1:
         raise RequestError(f"image_url holds {len(frames)} images; send one")
     height, width = int(frames[0].shape[1]), int(frames[0].shape[2])
-    meta = VideoMeta(source_fps=0.0, duration=0.0, frame_indices=(0,), timestamps=(0.0,), fps=0.0,
-                     width=width, height=height, source_width=width, source_height=height)
+    meta = VideoMeta(
+        source_fps=0.0,
+        duration=0.0,
+        frame_indices=(0,),
+        timestamps=(0.0,),
+        fps=0.0,
+        width=width,
+        height=height,
+        source_width=width,
+        source_height=height,
+    )
     return DecodedVideo(frames=frames[0][None], meta=meta)
 
 
-def parse_messages(body: dict[str, Any]) -> tuple[str, str | None, DecodedVideo | None, DecodedVideo | None]:
+def parse_messages(
+    body: dict[str, Any],
+) -> tuple[str, str | None, DecodedVideo | None, DecodedVideo | None]:
     """(user text, system text, video, image) of a chat-completions request."""
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         raise RequestError("'messages' must be a non-empty list")
-    system = next((m.get("content") for m in messages if isinstance(m, dict) and m.get("role") == "system"), None)
+    system = next(
+        (m.get("content") for m in messages if isinstance(m, dict) and m.get("role") == "system"),
+        None,
+    )
     users = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
     if not users:
         raise RequestError("'messages' has no user message")
@@ -121,11 +151,15 @@ def parse_messages(body: dict[str, Any]) -> tuple[str, str | None, DecodedVideo 
         if kind == "text":
             texts.append(str(part.get("text", "")))
         elif kind == "video_url" and video is None:
-            video = video_from_part(str((part.get("video_url") or {}).get("url", "")), metadata[0], fallback_fps)
+            video = video_from_part(
+                str((part.get("video_url") or {}).get("url", "")), metadata[0], fallback_fps
+            )
         elif kind == "image_url" and image is None:
             image = image_from_part(str((part.get("image_url") or {}).get("url", "")))
         else:
-            raise RequestError(f"unsupported content part {kind!r}: use text, one video_url or one image_url")
+            raise RequestError(
+                f"unsupported content part {kind!r}: use text, one video_url or one image_url"
+            )
     if video is not None and image is not None:
         raise RequestError("send a video_url or an image_url, not both")
     return "\n".join(texts), system, video, image
@@ -142,15 +176,11 @@ class ChatModel:
 
     def complete(self, body: dict[str, Any]) -> dict[str, Any]:
         """The chat-completions answer for a request body."""
-        from videorl.models.generate import SamplingParams, generate
+        from videorl.models.generate import generate
         from videorl.models.inputs import encode_prompt
 
         text, system, video, image = parse_messages(body)
-        max_tokens = int(body.get("max_tokens") or body.get("max_completion_tokens") or self.max_new_tokens)
-        params = SamplingParams(
-            n=1, max_new_tokens=max(1, min(max_tokens, self.max_new_tokens)),
-            temperature=float(body.get("temperature", 1.0)), top_p=float(body.get("top_p", 1.0)),
-        )
+        params = self.sampling(body)
         with self._lock:
             prompt = encode_prompt(self.loaded, text, video=video, image=image, system=system)
             generation = generate(self.loaded, [prompt], params)[0]
@@ -160,18 +190,48 @@ class ChatModel:
             "object": "chat.completion",
             "created": int(time.time()),
             "model": self.served_model,
-            "choices": [{
-                "index": 0,
-                "message": {"role": "assistant",
-                            "content": self.loaded.tokenizer.decode(tokens, skip_special_tokens=True)},
-                "finish_reason": "length" if generation.truncated[0] else "stop",
-            }],
-            "usage": {"prompt_tokens": prompt.length, "completion_tokens": int(tokens.numel()),
-                      "total_tokens": prompt.length + int(tokens.numel())},
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {
+                        "role": "assistant",
+                        "content": self.loaded.tokenizer.decode(tokens, skip_special_tokens=True),
+                    },
+                    "finish_reason": "length" if generation.truncated[0] else "stop",
+                }
+            ],
+            "usage": {
+                "prompt_tokens": prompt.length,
+                "completion_tokens": int(tokens.numel()),
+                "total_tokens": prompt.length + int(tokens.numel()),
+            },
         }
 
+    def sampling(self, body: dict[str, Any]) -> SamplingParams:
+        """`SamplingParams` from the request: `max_tokens` (capped by the server's limit),
+        `temperature` and `top_p` (OpenAI defaults 1 and 1)."""
+
+        def number(key: str, default: float) -> float:
+            value = body.get(key)
+            try:
+                return default if value is None else float(value)
+            except (TypeError, ValueError):
+                raise RequestError(f"{key!r} must be a number, got {value!r}") from None
+
+        key = "max_completion_tokens" if body.get("max_tokens") is None else "max_tokens"
+        max_tokens = int(number(key, self.max_new_tokens))
+        return SamplingParams(
+            n=1,
+            max_new_tokens=max(1, min(max_tokens, self.max_new_tokens)),
+            temperature=number("temperature", 1.0),
+            top_p=number("top_p", 1.0),
+        )
+
     def models(self) -> dict[str, Any]:
-        return {"object": "list", "data": [{"id": self.served_model, "object": "model", "owned_by": "videorl"}]}
+        return {
+            "object": "list",
+            "data": [{"id": self.served_model, "object": "model", "owned_by": "videorl"}],
+        }
 
 
 def _handler(chat: ChatModel) -> type[BaseHTTPRequestHandler]:
@@ -189,21 +249,29 @@ def _handler(chat: ChatModel) -> type[BaseHTTPRequestHandler]:
         def _error(self, status: int, message: str, kind: str) -> None:
             self._send(status, {"error": {"message": message, "type": kind, "code": status}})
 
-        def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+        def do_GET(self) -> None:
             if self.path.rstrip("/") in ("/v1/models", "/models"):
                 self._send(200, chat.models())
             elif self.path.rstrip("/") == "/health":
                 self._send(200, {"status": "ok"})
             else:
-                self._error(404, f"no route GET {self.path}; use /v1/models or /health", "not_found")
+                self._error(
+                    404, f"no route GET {self.path}; use /v1/models or /health", "not_found"
+                )
 
-        def do_POST(self) -> None:  # noqa: N802
+        def do_POST(self) -> None:
             if self.path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
-                self._error(404, f"no route POST {self.path}; use /v1/chat/completions", "not_found")
+                self._error(
+                    404, f"no route POST {self.path}; use /v1/chat/completions", "not_found"
+                )
                 return
             length = int(self.headers.get("Content-Length") or 0)
             if length > MAX_BODY_BYTES:
-                self._error(413, f"request of {length} bytes exceeds {MAX_BODY_BYTES}", "invalid_request_error")
+                self._error(
+                    413,
+                    f"request of {length} bytes exceeds {MAX_BODY_BYTES}",
+                    "invalid_request_error",
+                )
                 return
             try:
                 body = json.loads(self.rfile.read(length) or b"null")
@@ -212,11 +280,11 @@ def _handler(chat: ChatModel) -> type[BaseHTTPRequestHandler]:
                 self._send(200, chat.complete(body))
             except (RequestError, json.JSONDecodeError) as err:
                 self._error(400, str(err), "invalid_request_error")
-            except Exception as err:  # noqa: BLE001 (one bad request must not stop the server)
+            except Exception as err:  # one bad request must not stop the server
                 logger.exception("chat completion failed")
                 self._error(500, f"{type(err).__name__}: {err}", "server_error")
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        def log_message(self, format: str, *args: Any) -> None:
             logger.info("%s - %s", self.address_string(), format % args)
 
     return Handler
@@ -230,8 +298,14 @@ def make_server(chat: ChatModel, host: str = "127.0.0.1", port: int = 8000) -> T
 
 
 def serve(
-    model_path: str, *, host: str = "127.0.0.1", port: int = 8000, served_model: str | None = None,
-    device: str = "auto", max_new_tokens: int = 1024, announce: Callable[[str], None] = logger.info,
+    model_path: str,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    served_model: str | None = None,
+    device: str = "auto",
+    max_new_tokens: int = 1024,
+    announce: Callable[[str], None] = logger.info,
 ) -> None:
     """Load the checkpoint and serve it until interrupted; `announce` gets the address line."""
     from pathlib import Path
@@ -242,7 +316,9 @@ def serve(
     name = served_model or Path(model_path).resolve().name
     server = make_server(ChatModel(loaded, name, max_new_tokens), host, port)
     bound_host, bound_port = server.server_address[:2]
-    announce(f"serving {model_path} as {name!r} on http://{bound_host}:{bound_port}/v1 (Ctrl-C stops)")
+    announce(
+        f"serving {model_path} as {name!r} on http://{bound_host}:{bound_port}/v1 (Ctrl-C stops)"
+    )
     try:
         server.serve_forever()
     except KeyboardInterrupt:

@@ -1,33 +1,23 @@
-"""Per-token log-probabilities of response tokens, with vision inputs, memory-light.
+"""Per-token log-probabilities of response tokens, with vision inputs.
 
 `logp_t = log softmax(z_t / T)[o_t]` for each response token o_t, where z_t are the logits at
-the position before it and T the rollout temperature. The LM head runs over response
-positions only and in chunks, so at most `chunk` x vocab logits exist at a time (and, with
-gradients on, each chunk is recomputed in backward instead of stored).
+the position before it and T the rollout temperature. The model's own forward computes
+logits for the response positions only (`logits_to_keep`), never for the prompt, and the
+float32 log-softmax runs over chunks of positions so that no second full-size copy exists.
+Calling the root module's forward (not its submodules) keeps FSDP2's hooks in charge.
 """
 
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
-from torch.utils.checkpoint import checkpoint
 
 
-def _chunk_logprobs(
-    hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, targets: torch.Tensor, temperature: float
-) -> tuple[torch.Tensor, torch.Tensor]:
-    logits = F.linear(hidden, weight, bias).float() / temperature
+def _chunk_logprobs(logits: torch.Tensor, targets: torch.Tensor, temperature: float) -> tuple[torch.Tensor, torch.Tensor]:
+    logits = logits.float() / temperature
     log_norm = torch.logsumexp(logits, dim=-1)
     logp = logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1) - log_norm
-    probs = torch.softmax(logits, dim=-1)
-    entropy = log_norm - (probs * logits).sum(-1)
+    entropy = log_norm - (torch.softmax(logits, dim=-1) * logits).sum(-1)
     return logp, entropy
-
-
-def decoder_hidden_states(model: torch.nn.Module, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
-    """Last hidden states [B, L, H] of the decoder (vision inputs included)."""
-    outputs = model.model(**inputs, use_cache=False)
-    return outputs.last_hidden_state if hasattr(outputs, "last_hidden_state") else outputs[0]
 
 
 def response_logprobs(
@@ -46,17 +36,10 @@ def response_logprobs(
     if temperature <= 0:
         raise ValueError(f"temperature must be > 0 for log-probs, got {temperature}")
     response_len = response_ids.shape[1]
-    hidden = decoder_hidden_states(model, inputs)
-    hidden = hidden[:, -response_len - 1 : -1]  # the position before each response token
-    head = model.get_output_embeddings()
+    logits = model(**inputs, use_cache=False, logits_to_keep=response_len + 1).logits[:, :-1]
     logps, entropies = [], []
     for start in range(0, response_len, chunk):
-        h = hidden[:, start : start + chunk]
-        t = response_ids[:, start : start + chunk]
-        if torch.is_grad_enabled():
-            lp, ent = checkpoint(_chunk_logprobs, h, head.weight, head.bias, t, temperature, use_reentrant=False)
-        else:
-            lp, ent = _chunk_logprobs(h, head.weight, head.bias, t, temperature)
+        lp, ent = _chunk_logprobs(logits[:, start : start + chunk], response_ids[:, start : start + chunk], temperature)
         logps.append(lp)
         entropies.append(ent)
     return torch.cat(logps, dim=1), torch.cat(entropies, dim=1)

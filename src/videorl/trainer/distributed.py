@@ -72,8 +72,9 @@ def decoder_layers(model: torch.nn.Module) -> list[torch.nn.Module]:
 def apply_fsdp(model: torch.nn.Module, *, bf16: bool, cpu_offload: bool = False) -> torch.nn.Module:
     """`fully_shard` each decoder layer, then the root (which holds embeddings, head and,
     unless it is sharded separately, the vision tower). bf16 parameters with fp32 gradient
-    reduction on GPU; fp32 on CPU. The loss is already normalized by the global token
-    count, so gradients are summed over ranks, not averaged."""
+    reduction on GPU; fp32 on CPU. FSDP averages gradients over ranks; the update scales
+    each rank's loss by the world size because it is already normalized by the global
+    token count (gloo has no pre-multiplied sum to change the divisor instead)."""
     from torch.distributed.fsdp import CPUOffloadPolicy, MixedPrecisionPolicy, fully_shard
 
     policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32) if bf16 else MixedPrecisionPolicy()
@@ -83,8 +84,6 @@ def apply_fsdp(model: torch.nn.Module, *, bf16: bool, cpu_offload: bool = False)
     for layer in decoder_layers(model):
         fully_shard(layer, **kwargs)
     fully_shard(model, **kwargs)
-    for module in [model, *decoder_layers(model)]:
-        module.set_gradient_divide_factor(1.0)
     return model
 
 

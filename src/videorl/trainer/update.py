@@ -103,7 +103,7 @@ def update_policy(ctx: UpdateContext, batch: RolloutBatch) -> dict[str, float]:
                     entropy=entropy.float(),
                     off_policy=batch.off_policy[micro].to(device) if micro else zeros[:, 0].bool().to(device),
                 )
-                result.loss.backward()
+                (result.loss * ctx.world_size).backward()  # FSDP averages over ranks; we want the sum
                 step_loss += float(result.loss.detach())
                 weight = float(micro_mask.sum())
                 for key, value in result.metrics.items():

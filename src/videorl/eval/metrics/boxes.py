@@ -53,7 +53,10 @@ def sequence_scores(ious: Sequence[float]) -> dict[str, float]:
     """`ao` = mean frame IoU and `sr` = fraction of frames with IoU > 0.5 (fractions)."""
     if not ious:
         return {"ao": 0.0, "sr": 0.0}
-    return {"ao": sum(ious) / len(ious), "sr": sum(iou > SUCCESS_THRESHOLD for iou in ious) / len(ious)}
+    return {
+        "ao": sum(ious) / len(ious),
+        "sr": sum(iou > SUCCESS_THRESHOLD for iou in ious) / len(ious),
+    }
 
 
 def summarize_tracking(ao: Sequence[float], sr: Sequence[float]) -> dict[str, float]:
@@ -69,7 +72,9 @@ def spatio_temporal_scores(
     duration: float | None,
 ) -> dict[str, float]:
     """`tiou` and `siou` of one sample (fractions)."""
-    tiou = 0.0 if pred_window is None else temporal_iou(pred_window, clip_window(gt_window, duration))
+    tiou = (
+        0.0 if pred_window is None else temporal_iou(pred_window, clip_window(gt_window, duration))
+    )
     ious = []
     for second, gt_box in gt_boxes.items():
         at = key_value(second)

@@ -12,7 +12,8 @@ record's `width x height` frame, or 1000 x 1000 for `norm1000` boxes without a s
   a disk of radius `ceil(0.008 * image diagonal)` pixels; precision = matched predicted /
   predicted boundary pixels, recall = matched ground-truth / ground-truth boundary pixels,
   `F = 2PR / (P + R)` (0 when P + R = 0; an empty map has precision or recall 1 as in DAVIS).
-- Video: `J`, `F` are means over samples and `J&F = (J + F) / 2`.
+- Video: the mask is the annotated frame's (the predicted `time` is kept in the report but
+  does not enter J or F); `J`, `F` are means over samples and `J&F = (J + F) / 2`.
 - Images: `gIoU = mean over samples of J`, `cIoU = sum |P & G| / sum |P | G|`.
 All reported in percent. An unparsed answer is an empty predicted mask.
 """
@@ -89,7 +90,7 @@ def dilate_disk(mask: np.ndarray, radius: int) -> np.ndarray:
 
 def boundary_radius(height: int, width: int, tolerance: float = BOUNDARY_TOLERANCE) -> int:
     """`ceil(tolerance * diagonal)` pixels (a tolerance >= 1 is already in pixels)."""
-    return int(tolerance) if tolerance >= 1 else int(math.ceil(tolerance * math.hypot(height, width)))
+    return int(tolerance) if tolerance >= 1 else math.ceil(tolerance * math.hypot(height, width))
 
 
 def boundary_f(pred: np.ndarray, gt: np.ndarray, tolerance: float = BOUNDARY_TOLERANCE) -> float:
@@ -137,7 +138,7 @@ def ground_truth_mask(
     elif box_format == "norm1000":
         grid = (int(NORM1000), int(NORM1000))
     else:
-        grid = (int(math.ceil(answer.box[3])) + 1, int(math.ceil(answer.box[2])) + 1)
+        grid = (math.ceil(answer.box[3]) + 1, math.ceil(answer.box[2]) + 1)
     return rasterize_box(to_pixels(answer.box, box_format, frame, grid), *grid)
 
 
@@ -167,8 +168,11 @@ def summarize_video(j: Sequence[float], f: Sequence[float]) -> dict[str, float]:
     return {"J": mean_j, "F": mean_f, "J&F": (mean_j + mean_f) / 2}
 
 
-def summarize_image(j: Sequence[float], inter: Sequence[float], union: Sequence[float]) -> dict[str, float]:
-    """`gIoU` (mean per-sample IoU) and `cIoU` (sum of intersections / sum of unions), in percent."""
+def summarize_image(
+    j: Sequence[float], inter: Sequence[float], union: Sequence[float]
+) -> dict[str, float]:
+    """`gIoU` (mean per-sample IoU) and `cIoU` (sum of intersections / sum of unions), in
+    percent."""
     total = sum(union)
     return {
         "gIoU": 100.0 * sum(j) / len(j) if j else 0.0,

@@ -41,6 +41,12 @@ def summarize(ious: Sequence[float]) -> dict[str, float]:
     return out
 
 
+def bucket_rank(label: str) -> int:
+    """Position of a `duration_bucket` label, shortest videos first (`unknown` last)."""
+    labels = [duration_bucket(low) for low, _ in DURATION_BUCKETS]
+    return labels.index(label) if label in labels else len(labels)
+
+
 def duration_bucket(duration: float | None) -> str:
     """The report label of a video length: `<30 s`, `30-60 s`, ..., `>=300 s`, `unknown`."""
     if duration is None:
