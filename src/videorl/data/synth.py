@@ -45,7 +45,7 @@ def parse_families(names: str | Iterable[str | Family]) -> tuple[Family, ...]:
         names = [names] if isinstance(names, Family) else names.split(",")
     chosen: set[Family] = set()
     for name in names:
-        key = str(name).strip()
+        key = name.value if isinstance(name, Family) else str(name).strip()
         if not key:
             continue
         if key.lower() == "all":
