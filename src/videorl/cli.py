@@ -57,7 +57,7 @@ def synth(
     from videorl.data.loaders import load_records, write_records
     from videorl.data.synth import synthesize
 
-    records_path = synthesize(out.resolve(), families.split(","), n=n + val, seed=seed)
+    records_path = synthesize(out, families.split(","), n=n + val, seed=seed)
     records = load_records(records_path).records
     by_family: dict[str, list] = {}
     for record in records:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
 
 from videorl.data.loaders import write_records
+from videorl.data.records import MediaRef
 from videorl.eval.compare import compare_paths
 from videorl.eval.runner import EvalSettings, evaluate
 from videorl.eval.scoring import score_record
@@ -45,12 +47,7 @@ def test_rerun_after_interruption_continues_where_it_stopped(synth_tg, tmp_path)
 
 def test_missing_media_stays_in_the_denominator(synth_tg, tmp_path):
     records = records_of(synth_tg)
-    records[1] = records[1].__class__(
-        **{
-            **records[1].__dict__,
-            "video": records[1].video.__class__(path=str(tmp_path / "gone.mp4")),
-        }
-    )
+    records[1] = dataclasses.replace(records[1], video=MediaRef(path=str(tmp_path / "gone.mp4")))
     benchmark = write_records(tmp_path / "bench.jsonl", records)
     outputs = evaluate(_settings(benchmark, tmp_path / "out"), backend=AnnotationBackend())
     metrics = outputs.metrics
@@ -157,3 +154,21 @@ def test_duplicate_ids_are_refused(tmp_path):
     benchmark = write_jsonl(tmp_path / "dup.jsonl", rows)
     with pytest.raises(DataError, match="occur more than once.*unique id"):
         evaluate(_settings(benchmark, tmp_path / "out"), predictions=benchmark)
+
+
+def test_undecodable_media_is_counted_and_retried(synth_tg, tmp_path):
+    records = records_of(synth_tg)[:3]
+    broken = tmp_path / "broken.mp4"
+    broken.write_bytes(b"not a video at all")
+    records[2] = dataclasses.replace(
+        records[2], video=dataclasses.replace(records[2].video, path=str(broken))
+    )
+    settings = _settings(write_records(tmp_path / "bench.jsonl", records), tmp_path / "out")
+    outputs = evaluate(settings, backend=AnnotationBackend())
+    assert outputs.metrics["counts"]["media_error"] == 1
+    assert outputs.metrics["missing_media"]["records"] == ["tg-0002"]
+    assert outputs.metrics["families"]["temporal_grounding"]["n"] == 3
+    again = AnnotationBackend()
+    evaluate(settings, backend=again)
+    assert again.calls == []  # decoding failed again before the backend was asked
+    assert "cannot decode video" in outputs.results[2].error

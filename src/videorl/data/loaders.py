@@ -178,11 +178,25 @@ def require_media(records: list[TaskRecord]) -> None:
         raise MediaError(media_report(missing, total))
 
 
+def _portable(record: TaskRecord, folder: Path) -> TaskRecord:
+    """Media inside `folder` is written relative to it (the loader resolves it back), so a
+    data folder can be moved; media elsewhere is written as an absolute path."""
+    changes = {}
+    for name in ("video", "image"):
+        media = getattr(record, name)
+        if media is not None and media.path is not None:
+            target = Path(media.path).resolve()
+            inside = target.is_relative_to(folder)
+            changes[name] = dataclasses.replace(media, path=str(target.relative_to(folder) if inside else target))
+    return dataclasses.replace(record, **changes) if changes else record
+
+
 def write_records(path: str | os.PathLike, records: Iterable[TaskRecord]) -> Path:
-    """Write records in the generic format (`.jsonl` or `.parquet`, by suffix)."""
+    """Write records in the generic format (`.jsonl` or `.parquet`, by suffix); media paths
+    are relative to the file's folder when they lie inside it."""
     path = Path(path)
-    rows = [record.to_dict() for record in records]
     path.parent.mkdir(parents=True, exist_ok=True)
+    rows = [_portable(record, path.parent.resolve()).to_dict() for record in records]
     if path.suffix.lower() == ".parquet":
         import pyarrow as pa
         import pyarrow.parquet as pq

@@ -185,7 +185,8 @@ def generate_predictions(
                     logger.warning("record %s: %s", record.id, err)
                     writer.write(Prediction(record.id, None, str(err)))
                     bar.advance(task)
-            for (record, _), text in zip(items, backend.respond(items), strict=True):
+            answers = backend.respond(items) if items else []
+            for (record, _), text in zip(items, answers, strict=True):
                 writer.write(Prediction(record.id, text))
                 answered += 1
                 bar.advance(task)

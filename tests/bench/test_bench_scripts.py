@@ -1,0 +1,81 @@
+"""Each benchmark script runs end to end in `--quick` mode (tiny model, one repeat) and
+writes results whose invariants hold: pruning keeps 4 of 9 rows, the step's phases account
+for its wall time without overlap, videos are decoded once per step, and videorl's loss
+forward gets the video. The four scripts share one Python process (imports are the slow part)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+SCRIPTS = ("pruning", "step", "video", "vs_trl")
+DRIVER = """
+import importlib, sys
+bench, work, out = sys.argv[1:4]
+sys.path.insert(0, bench)
+for name in sys.argv[4:]:
+    importlib.import_module(name).main(["--quick", "--work", work, "--out", f"{out}/{name}.json"])
+"""
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory) -> dict[str, dict]:
+    work, out = tmp_path_factory.mktemp("bench_work"), tmp_path_factory.mktemp("bench_out")
+    done = subprocess.run([sys.executable, "-c", DRIVER, str(BENCH), str(work), str(out), *SCRIPTS],
+                          capture_output=True, text=True, timeout=900, check=False)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-5000:]
+    return {name: json.loads((out / f"{name}.json").read_text()) for name in SCRIPTS}
+
+
+@pytest.mark.slow
+def test_pruning_times_and_measures_the_three_row_sets(results):
+    result = results["pruning"]
+    groups = result["settings"]["groups"]
+    assert {k: v["rows"] for k, v in result["batches"].items()} == {
+        "orarl_pruned": 4 * groups, "unpruned": 9 * groups, "grpo": 8 * groups}
+    for mode in ("one_mini_batch", "two_mini_batches"):
+        assert all(s["median"] > 0 for s in result["time"][mode]["seconds"].values())
+    memory = result["memory"]["one_mini_batch"]
+    for variant in ("orarl_pruned", "unpruned", "grpo"):
+        assert memory[variant]["peak_mb"]["median"] > 0
+        assert memory[variant]["added_by_update_mb"]["median"] >= 0
+
+
+@pytest.mark.slow
+def test_step_phases_do_not_overlap(results):
+    result = results["step"]
+    seconds = {k: v["median"] for k, v in result["seconds"].items()}
+    assert seconds["other"] >= 0, "timed phases overlap: their sum exceeds the step's wall time"
+    assert seconds["old_logprobs"] > 0  # two mini-batches: the old-log-prob pass runs
+    assert seconds["generate"] > 0 and seconds["update"] > 0
+    assert result["rows"]["kept"] < result["rows"]["total"]  # the recipe prunes
+
+
+@pytest.mark.slow
+def test_each_video_is_decoded_once_per_step(results):
+    once = results["video"]["decode_once"]
+    for recipe in once.values():
+        assert recipe["videorl_decodes_per_video"]["median"] == 1.0
+    # rollout, old log-probs, update; TaRO adds a prefix-continuation and two sensitivity passes
+    assert once["orarl"]["naive_decodes_per_video"]["median"] >= 3
+    assert once["taro"]["naive_decodes_per_video"]["median"] >= once["orarl"]["naive_decodes_per_video"]["median"] + 2
+    pyav = results["video"]["throughput"]["backends"]["pyav"]
+    assert pyav["installed"] and all(pyav[name]["ms_per_video"]["median"] > 0 for name in results["video"]["files"])
+
+
+@pytest.mark.slow
+def test_videorl_loss_forward_gets_the_video(results):
+    result = results["vs_trl"]
+    ours = result["video_in_loss"]["videorl"]
+    assert ours["rollout_forward_gets_video"] and ours["loss_forward_gets_video"]
+    assert result["speed"]["videorl"]["steps_per_s"]["median"] > 0
+    if result["versions"]["trl_error"] is None:  # TRL installed: its side ran and was recorded
+        assert isinstance(result["video_in_loss"]["trl"]["loss_forward_gets_video"], bool)
+        assert result["speed"]["trl"]["steps_per_s"]["median"] > 0
+    else:
+        assert result["trl_status"].startswith("not run")
