@@ -57,7 +57,7 @@ def test_loss_forward_receives_the_rollout_video(make_config, monkeypatch):
 
     def spy_logprobs(model, inputs, *args, **kwargs):
         assert "pixel_values_videos" in inputs and "video_grid_thw" in inputs
-        seen["update"].append(inputs["pixel_values_videos"])
+        seen["update"].append((inputs["pixel_values_videos"], inputs["video_grid_thw"]))
         return real_logprobs(model, inputs, *args, **kwargs)
 
     monkeypatch.setattr("videorl.rollout.engine.generate", spy_generate)
@@ -65,9 +65,8 @@ def test_loss_forward_receives_the_rollout_video(make_config, monkeypatch):
     config, _ = make_config("grpo", "trainer.steps=1")
     run_training(config)
     assert seen["update"], "the update never ran a forward"
-    rollout_pixels = torch.cat(seen["rollout"])
-    for pixels in seen["update"]:
-        # every row's video block in the update equals a block the rollout used
-        per_video = rollout_pixels.shape[0] // len(seen["rollout"])
-        for block in pixels.split(per_video):
-            assert any(torch.equal(block, r) for r in seen["rollout"])
+    for pixels, grids in seen["update"]:
+        # split the micro-batch's pixels into each row's video by its (t, h, w) patch grid
+        blocks = pixels.split([int(g.prod()) for g in grids])
+        for block in blocks:
+            assert any(block.shape == r.shape and torch.equal(block, r) for r in seen["rollout"])

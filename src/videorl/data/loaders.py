@@ -104,7 +104,7 @@ def load_records(
     if path.suffix.lower() not in DATA_SUFFIXES:
         raise DataError(f"{path}: unsupported data file type; use one of {', '.join(DATA_SUFFIXES)}")
     fixed_family = resolve_family(family)
-    root = Path(video_root) if video_root is not None else path.parent
+    root = (Path(video_root) if video_root is not None else path.parent).resolve()
     records: list[TaskRecord] = []
     errors: list[str] = []
     skipped = 0
@@ -179,12 +179,13 @@ def require_media(records: list[TaskRecord]) -> None:
 
 
 def _portable(record: TaskRecord, folder: Path) -> TaskRecord:
-    """Media inside `folder` is written relative to it (the loader resolves it back), so a
-    data folder can be moved; media elsewhere is written as an absolute path."""
+    """Absolute media paths inside `folder` are written relative to it (the loader resolves
+    them back), so a data folder can be moved; relative paths already mean "relative to the
+    data file" and are kept."""
     changes = {}
     for name in ("video", "image"):
         media = getattr(record, name)
-        if media is not None and media.path is not None:
+        if media is not None and media.path is not None and Path(media.path).is_absolute():
             target = Path(media.path).resolve()
             inside = target.is_relative_to(folder)
             changes[name] = dataclasses.replace(media, path=str(target.relative_to(folder) if inside else target))

@@ -1,0 +1,191 @@
+"""The vLLM rollout engine: colocated fast generation behind the HF engine's interface.
+
+One vLLM engine lives in each training process (the optional `vllm` extra), in-process
+(`VLLM_ENABLE_V1_MULTIPROCESSING=0`) so that weights can be pushed to it directly. Under
+torchrun it is built with vLLM's `external_launcher`: one engine per data-parallel rank, or
+one per tensor-parallel group of consecutive ranks (the group's ranks pool their prompts,
+since vLLM needs the same requests on every rank of a group).
+
+- `generate` / `continue_prefixes` return what the HF engine returns: token ids with EOS kept,
+  the sampled tokens' log-probs (`vllm_support.LOGPROB_NOTE`), and a truncation flag; vision
+  placeholder tokens are never sampled.
+- Video goes in as the already-decoded frames plus their metadata (`vllm_support.video_item`).
+- `sync_weights` gathers the policy's full state dict and reloads it through the worker's
+  `reload_weights` (checkpoint names; vLLM repacks its fused and CPU-packed layers itself), then
+  resets the encoder, multi-modal and prefix caches, which hold results of the old weights (a
+  stale encoder-cache entry makes the next video request fail with a cache miss).
+- `sleep` frees the KV cache (and weights, level 2) between the rollout and the next sync.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any, Sequence
+
+import torch
+
+from videorl.models.generate import Generation, SamplingParams
+from videorl.models.inputs import PromptEncoding, with_prefix
+from videorl.models.loading import LoadedModel
+from videorl.rollout.vllm_support import VLLMSettings, allowed_token_ids, vllm_request
+
+log = logging.getLogger(__name__)
+
+
+def _group_ranks(tp: int) -> tuple[int, list[list[int]]]:
+    """This rank's tensor-parallel group index and all groups (consecutive ranks)."""
+    import torch.distributed as dist
+
+    world, rank = dist.get_world_size(), dist.get_rank()
+    return rank // tp, [list(range(start, start + tp)) for start in range(0, world, tp)]
+
+
+class VLLMEngine:
+    """Rollouts with vLLM; `loaded` is the HF model that scores them (the policy or its copy)."""
+
+    def __init__(self, loaded: LoadedModel, settings: VLLMSettings) -> None:
+        os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"  # in-process: weights are pushed directly
+        os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", f"{settings.cpu_kv_cache_gb:g}")
+        from vllm import LLM
+        from vllm.platforms import current_platform
+
+        self.loaded = loaded
+        self.settings = settings
+        self._group = None
+        extra: dict[str, Any] = {}
+        if torch.distributed.is_available() and torch.distributed.is_initialized() and torch.distributed.get_world_size() > 1:
+            world, tp = torch.distributed.get_world_size(), settings.tensor_parallel_size
+            extra = {"distributed_executor_backend": "external_launcher", "data_parallel_size": world // tp}
+            if tp > 1:
+                index, groups = _group_ranks(tp)
+                made = [torch.distributed.new_group(ranks, backend="gloo") for ranks in groups]
+                self._group = made[index]
+        on_gpu = current_platform.is_sleep_mode_available()
+        self.llm = LLM(
+            model=settings.model_path,
+            dtype=settings.dtype,
+            seed=settings.seed,
+            tensor_parallel_size=settings.tensor_parallel_size,
+            gpu_memory_utilization=settings.gpu_memory_utilization,
+            max_model_len=settings.max_model_len,
+            limit_mm_per_prompt=settings.limit_mm_per_prompt,
+            enable_sleep_mode=on_gpu and settings.sleep_level > 0,
+            enforce_eager=settings.enforce_eager,
+            logprobs_mode=settings.logprobs_mode,
+            **extra,
+        )
+        vocab = self.llm.llm_engine.model_config.get_vocab_size()
+        self._allowed = allowed_token_ids(vocab, loaded.banned_token_ids)
+        self._eos = list(loaded.eos_token_ids)
+        self._asleep = False
+
+    # --- generation -------------------------------------------------------------------------
+
+    def _sampling(self, params: SamplingParams, max_tokens: int, n: int):
+        from vllm import SamplingParams as VSamplingParams
+
+        return VSamplingParams(
+            n=n,
+            temperature=max(0.0, params.temperature),
+            top_p=params.top_p,
+            top_k=params.top_k,
+            max_tokens=max_tokens,
+            logprobs=0,
+            stop_token_ids=self._eos,
+            allowed_token_ids=self._allowed,
+            detokenize=False,
+        )
+
+    def _run(self, requests: list[dict[str, Any]], sampling: list[Any]) -> list[Any]:
+        """vLLM outputs for this rank's requests; a tensor-parallel group runs the union."""
+        if self._group is None:
+            return self.llm.generate(requests, sampling, use_tqdm=False) if requests else []
+        size = torch.distributed.get_world_size(self._group)
+        pooled: list[Any] = [None] * size
+        torch.distributed.all_gather_object(pooled, (requests, sampling), group=self._group)
+        counts = [len(r) for r, _ in pooled]
+        every = [x for r, _ in pooled for x in r]
+        outputs = self.llm.generate(every, [s for _, ss in pooled for s in ss], use_tqdm=False) if every else []
+        start = sum(counts[: torch.distributed.get_rank(self._group)])
+        return outputs[start : start + len(requests)]
+
+    def _wake(self) -> None:
+        if self._asleep:
+            self.llm.wake_up()
+            self._asleep = False
+
+    def _to_generation(self, output: Any) -> Generation:
+        ids, lps, cut = [], [], []
+        for completion in sorted(output.outputs, key=lambda c: c.index):
+            tokens = torch.tensor(list(completion.token_ids), dtype=torch.long)
+            logprobs = [step[int(t)].logprob for t, step in zip(completion.token_ids, completion.logprobs or [])]
+            ids.append(tokens)
+            lps.append(torch.tensor(logprobs, dtype=torch.float32))
+            cut.append(not (tokens.numel() and int(tokens[-1]) in self._eos))
+        return Generation(token_ids=ids, logprobs=lps, truncated=cut)
+
+    def generate(self, prompts: Sequence[PromptEncoding], params: SamplingParams) -> list[Generation]:
+        """`params.n` responses per prompt in one batched vLLM call."""
+        self._wake()
+        sampling = self._sampling(params, params.max_new_tokens, params.n)
+        outputs = self._run([vllm_request(p) for p in prompts], [sampling] * len(prompts))
+        return [self._to_generation(o) for o in outputs]
+
+    def continue_prefixes(
+        self, prompts: Sequence[PromptEncoding], prefixes: Sequence[torch.Tensor], params: SamplingParams
+    ) -> list[Generation]:
+        """One continuation per (prompt, prefix) within the remaining budget; the returned
+        response includes the prefix (log-prob 0 on forced tokens, as in the HF engine)."""
+        self._wake()
+        requests, sampling, budgets = [], [], []
+        for prompt, prefix in zip(prompts, prefixes):
+            budget = max(0, params.max_new_tokens - prefix.numel())
+            budgets.append(budget)
+            if budget:
+                requests.append(vllm_request(with_prefix(prompt, prefix)))
+                sampling.append(self._sampling(params, budget, 1))
+        continued = iter(self._to_generation(o) for o in self._run(requests, sampling))
+        out = []
+        for prefix, budget in zip(prefixes, budgets):
+            prefix = prefix.to(torch.long)
+            if not budget:
+                out.append(Generation(token_ids=[prefix[: params.max_new_tokens]],
+                                      logprobs=[torch.zeros(min(prefix.numel(), params.max_new_tokens))], truncated=[True]))
+                continue
+            gen = next(continued)
+            out.append(Generation(token_ids=[torch.cat([prefix, gen.token_ids[0]])],
+                                  logprobs=[torch.cat([torch.zeros(prefix.numel()), gen.logprobs[0]])],
+                                  truncated=gen.truncated))
+        return out
+
+    # --- weights and memory -----------------------------------------------------------------
+
+    def sleep(self) -> None:
+        """Free vLLM's KV cache (level 1: and offload weights; level 2: drop them) until the next
+        call; a no-op with `sleep_level=0`."""
+        if self.settings.sleep_level and not self._asleep:
+            self.llm.sleep(level=self.settings.sleep_level)
+            self._asleep = True
+
+    def sync_weights(self, policy: torch.nn.Module) -> None:
+        """Push the policy's full (gathered, under FSDP) weights into vLLM and the scoring copy."""
+        from videorl.trainer.distributed import full_state_dict
+
+        state = full_state_dict(policy)
+        if policy is not self.loaded.model:
+            self.loaded.model.load_state_dict(state)
+        if self._asleep:
+            self.llm.wake_up(tags=["weights"])
+        self.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": list(state.items()), "is_checkpoint_format": True})
+        if self._asleep:
+            self.llm.wake_up(tags=["kv_cache"])
+            self._asleep = False
+        self.reset_caches()
+
+    def reset_caches(self) -> None:
+        """Drop everything computed with the old weights: encoder outputs (scheduler and
+        worker side), processed multi-modal inputs, and prefix KV blocks."""
+        self.llm.llm_engine.reset_encoder_cache()
+        self.llm.reset_mm_cache()
+        self.llm.reset_prefix_cache()

@@ -1,0 +1,146 @@
+"""What the vLLM rollout engine hands vLLM, and the settings it refuses. No vLLM import here.
+
+A prompt goes to vLLM as its chat-templated token ids with one placeholder per video or image
+(vLLM runs the model's own HF processor to expand them) plus the *already decoded* frames with
+their metadata, so vLLM's processor sees exactly the frames and timestamps the HF processor saw
+(METHODS.md section 4: decode once; the actual sampled fps, not the requested one). vLLM rejects
+a bare frame array for Qwen-VL models ("Video metadata is required"); a `(frames, metadata)`
+pair with `do_sample_frames=False` keeps it from sampling the frames again.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import torch
+
+from videorl.errors import ConfigError
+from videorl.models.inputs import PromptEncoding, hf_video_metadata
+
+# Head sizes of vLLM's CPU attention kernels (vllm/v1/attention/backends/cpu_attn.py, 0.32).
+CPU_HEAD_SIZES = (32, 64, 80, 96, 112, 128, 160, 192, 224, 256, 512)
+# Model types whose vLLM implementation the parity tests cover (tests/vllm).
+SUPPORTED_MODEL_TYPES = ("qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "qwen3", "qwen2")
+LOGPROB_NOTE = (
+    "log-probs are log softmax(z / T) of the raw logits z over the whole vocabulary, as the HF "
+    "engine returns them, only when T == 1 (greedy included); at other temperatures vLLM returns "
+    "them after its logits processors (banned vision tokens removed, top-k/top-p applied)"
+)
+
+
+@dataclass(frozen=True)
+class VLLMSettings:
+    """How the colocated vLLM engine is built (`rollout.*` keys in the config).
+
+    `sleep_level`: 0 keeps weights and KV cache resident; 1 offloads weights to CPU and frees
+    the KV cache between rollout and the next weight sync; 2 frees both (the sync reloads the
+    weights anyway). Sleep needs a GPU; on CPU it is refused by `check_vllm_support`.
+    `cpu_kv_cache_gb` sizes the KV cache when vLLM runs on the CPU (its
+    `VLLM_CPU_KVCACHE_SPACE`); `gpu_memory_utilization` is the GPU share vLLM may take.
+    """
+
+    model_path: str
+    dtype: str = "bfloat16"
+    tensor_parallel_size: int = 1
+    gpu_memory_utilization: float = 0.5
+    max_model_len: int = 8192
+    videos_per_prompt: int = 1
+    images_per_prompt: int = 1
+    sleep_level: int = 0
+    enforce_eager: bool = False
+    cpu_kv_cache_gb: float = 4.0
+    temperature: float = 1.0
+    seed: int = 0
+
+    @property
+    def limit_mm_per_prompt(self) -> dict[str, int]:
+        return {"video": self.videos_per_prompt, "image": self.images_per_prompt}
+
+    @property
+    def logprobs_mode(self) -> str:
+        """`raw_logprobs` equals the HF engine's log-probs at temperature 1 (see LOGPROB_NOTE)."""
+        return "raw_logprobs" if self.temperature == 1.0 else "processed_logprobs"
+
+
+def video_item(video: Any) -> tuple[torch.Tensor, dict[str, Any]]:
+    """A decoded video as vLLM's `(frames, metadata)` item: the same uint8 `T x C x H x W` frames
+    and the same `VideoMetadata` fields that `encode_prompt` gives the HF processor."""
+    meta = hf_video_metadata(video.meta, int(video.frames.shape[0]))
+    fields = {k: v for k, v in asdict(meta).items() if v is not None}
+    fields["frames_indices"] = list(fields["frames_indices"])
+    return video.frames, {**fields, "do_sample_frames": False}
+
+
+def vllm_request(prompt: PromptEncoding) -> dict[str, Any]:
+    """The vLLM prompt for one encoded prompt: unexpanded token ids plus its decoded media."""
+    source = prompt.source
+    if source is None:
+        raise ValueError(
+            "this PromptEncoding carries no source (template token ids and decoded media); "
+            "build it with models.inputs.encode_prompt so the vLLM engine can use it"
+        )
+    request: dict[str, Any] = {"prompt_token_ids": source.token_ids.tolist()}
+    media: dict[str, Any] = {}
+    if source.video is not None:
+        media["video"] = [video_item(source.video)]
+    if source.image is not None:
+        media["image"] = [source.image.frames[0]]
+    if media:
+        request["multi_modal_data"] = media
+    return request
+
+
+def allowed_token_ids(vocab_size: int, banned: Sequence[int]) -> list[int]:
+    """Every token id of the model's vocabulary except the banned vision placeholders (vLLM's
+    `logit_bias` is clamped to +-100, so an allow-list is the exact equivalent of HF's
+    `suppress_tokens`)."""
+    ban = set(int(t) for t in banned)
+    return [t for t in range(vocab_size) if t not in ban]
+
+
+def text_config(model_path: str | Path) -> dict[str, Any]:
+    config = json.loads((Path(model_path) / "config.json").read_text())
+    return {**config, **config.get("text_config", {})}
+
+
+def check_vllm_support(settings: VLLMSettings, *, on_cpu: bool, world_size: int, max_new_tokens: int) -> None:
+    """Refuse settings the vLLM engine cannot honour, naming the key and the fix."""
+    config = text_config(settings.model_path)
+    model_type = json.loads((Path(settings.model_path) / "config.json").read_text())["model_type"]
+    if model_type not in SUPPORTED_MODEL_TYPES:
+        raise ConfigError(
+            f"rollout.engine=vllm: model type {model_type!r} ({settings.model_path}) has no parity-tested "
+            f"vLLM path; use one of {', '.join(SUPPORTED_MODEL_TYPES)} or set rollout.engine=hf"
+        )
+    heads = int(config["num_attention_heads"])
+    head_dim = int(config.get("head_dim") or config["hidden_size"] // heads)
+    if on_cpu and head_dim not in CPU_HEAD_SIZES:
+        raise ConfigError(
+            f"rollout.engine=vllm on CPU: the model's attention head size is {head_dim}, which vLLM's CPU "
+            f"attention kernels lack (they support {', '.join(map(str, CPU_HEAD_SIZES))}); use a model "
+            "with a supported head size (`videorl make-tiny` builds head size 32) or set rollout.engine=hf"
+        )
+    tp = settings.tensor_parallel_size
+    if tp < 1 or world_size % tp:
+        raise ConfigError(
+            f"rollout.tensor_parallel_size={tp} must be >= 1 and divide the {world_size} training ranks "
+            "(one vLLM engine per data-parallel rank or per tensor-parallel group of consecutive ranks)"
+        )
+    if heads % tp:
+        raise ConfigError(f"rollout.tensor_parallel_size={tp} must divide the model's {heads} attention heads")
+    if on_cpu and settings.sleep_level:
+        raise ConfigError(
+            f"rollout.vllm_sleep_level={settings.sleep_level}: vLLM's sleep mode needs a GPU; set it to 0 on CPU"
+        )
+    if settings.sleep_level not in (0, 1, 2):
+        raise ConfigError(f"rollout.vllm_sleep_level={settings.sleep_level} must be 0 (off), 1 or 2")
+    if not 0 < settings.gpu_memory_utilization <= 1:
+        raise ConfigError(f"rollout.gpu_memory_utilization={settings.gpu_memory_utilization} must be in (0, 1]")
+    if settings.max_model_len <= max_new_tokens:
+        raise ConfigError(
+            f"rollout.max_model_len={settings.max_model_len} leaves no room for the prompt with "
+            f"rollout.max_new_tokens={max_new_tokens}; raise it above prompt length + max_new_tokens"
+        )
