@@ -32,31 +32,56 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=150)
     parser.add_argument("--teacher-steps", type=int, default=300)
     parser.add_argument("--window", type=int, default=25)
-    parser.add_argument("--quick", action="store_true", help="a 10-step smoke run (teacher 10 steps)")
+    parser.add_argument(
+        "--quick", action="store_true", help="a 10-step smoke run (teacher 10 steps)"
+    )
     args = parser.parse_args()
-    steps, teacher_steps, window = (10, 10, 3) if args.quick else (args.steps, args.teacher_steps, args.window)
+    steps, teacher_steps, window = (
+        (10, 10, 3) if args.quick else (args.steps, args.teacher_steps, args.window)
+    )
     model, data = prepare(WORK, seed=0)
     base = [f"data.train={data}"]
     teacher = WORK / "orarl" / "final"
     if args.quick or not (teacher / "config.json").is_file():
-        teacher = Path(train_curve("orarl", [f"model.path={model}", *base, *RECIPES["orarl"]], teacher_steps)["final"])
+        teacher = Path(
+            train_curve("orarl", [f"model.path={model}", *base, *RECIPES["orarl"]], teacher_steps)[
+                "final"
+            ]
+        )
     student = WORK / "student"
     if not (student / "config.json").is_file():
         build_tiny_model("qwen2_5_vl", student, seed=1)
     curves = {
-        name: train_curve(f"distill-{name}", [f"model.path={student}", f"model.teacher_path={teacher}", *base, *PLAIN,
-                                              *overrides], steps)
+        name: train_curve(
+            f"distill-{name}",
+            [f"model.path={student}", f"model.teacher_path={teacher}", *base, *PLAIN, *overrides],
+            steps,
+        )
         for name, overrides in STUDENT_RECIPES.items()
     }
     table = summarize(curves, window)
     print_table(table, window)
     suffix = "_quick" if args.quick else ""
-    plot(curves, RESULTS / f"distill{suffix}.png", "Student distilled from the OraRL-trained tiny teacher")
-    (RESULTS / f"distill{suffix}.json").write_text(json.dumps({
-        "command": "PYTHONPATH=src python bench/distill.py" + (" --quick" if args.quick else f" --steps {steps}"),
-        "machine": platform.platform(), "teacher": str(teacher), "steps": steps, "window": window,
-        "table": table, "curves": {k: v["reward"] for k, v in curves.items()},
-    }, indent=1))
+    plot(
+        curves,
+        RESULTS / f"distill{suffix}.png",
+        "Student distilled from the OraRL-trained tiny teacher",
+    )
+    (RESULTS / f"distill{suffix}.json").write_text(
+        json.dumps(
+            {
+                "command": "PYTHONPATH=src python bench/distill.py"
+                + (" --quick" if args.quick else f" --steps {steps}"),
+                "machine": platform.platform(),
+                "teacher": str(teacher),
+                "steps": steps,
+                "window": window,
+                "table": table,
+                "curves": {k: v["reward"] for k, v in curves.items()},
+            },
+            indent=1,
+        )
+    )
 
 
 if __name__ == "__main__":

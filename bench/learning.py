@@ -22,12 +22,20 @@ RESULTS = Path(__file__).parent / "results"
 WORK = Path("runs/bench-learning")
 
 RECIPES: dict[str, list[str]] = {
-    "grpo": ["algorithm.estimator=grpo", "algorithm.annotation_rows=false", "algorithm.pruning.enabled=false"],
+    "grpo": [
+        "algorithm.estimator=grpo",
+        "algorithm.annotation_rows=false",
+        "algorithm.pruning.enabled=false",
+    ],
     "orarl": [],  # the quickstart recipe
     "taro": [
-        "algorithm.estimator=grpo", "algorithm.annotation_rows=false", "algorithm.pruning.enabled=false",
-        "algorithm.constructed.enabled=true", "algorithm.constructed.curriculum.schedule=linear",
-        "algorithm.constructed.curriculum.warmup_steps=150", "reward.sensitivity.enabled=true",
+        "algorithm.estimator=grpo",
+        "algorithm.annotation_rows=false",
+        "algorithm.pruning.enabled=false",
+        "algorithm.constructed.enabled=true",
+        "algorithm.constructed.curriculum.schedule=linear",
+        "algorithm.constructed.curriculum.warmup_steps=150",
+        "reward.sensitivity.enabled=true",
     ],
 }
 
@@ -43,7 +51,9 @@ def prepare(work: Path, seed: int) -> tuple[Path, Path]:
         build_tiny_model("qwen2_5_vl", model, seed=seed)
     data = work / "data" / "train.jsonl"
     if not data.is_file():
-        records = load_records(synthesize(work / "data", ["temporal_grounding"], n=96, seed=seed)).records
+        records = load_records(
+            synthesize(work / "data", ["temporal_grounding"], n=96, seed=seed)
+        ).records
         write_records(data, records)
     return model, data
 
@@ -55,16 +65,28 @@ def train_curve(name: str, overrides: list[str], steps: int) -> dict[str, Any]:
     from videorl.trainer.metrics import read_metrics
 
     out = WORK / name
-    config = load_config("configs/quickstart.yaml", [
-        *overrides, f"trainer.steps={steps}", f"trainer.output_dir={out}", "trainer.save_every=0",
-        "trainer.val_every=0", "trainer.tensorboard=false", "data.val=null",
-    ])
+    config = load_config(
+        "configs/quickstart.yaml",
+        [
+            *overrides,
+            f"trainer.steps={steps}",
+            f"trainer.output_dir={out}",
+            "trainer.save_every=0",
+            "trainer.val_every=0",
+            "trainer.tensorboard=false",
+            "data.val=null",
+        ],
+    )
     for old in out.glob("*.jsonl"):
         old.unlink()
     start = time.perf_counter()
     run_training(config)
     rows = read_metrics(out / "metrics.jsonl")
-    return {"reward": [r["reward/mean"] for r in rows], "seconds": time.perf_counter() - start, "final": str(out / "final")}
+    return {
+        "reward": [r["reward/mean"] for r in rows],
+        "seconds": time.perf_counter() - start,
+        "final": str(out / "final"),
+    }
 
 
 def summarize(curves: dict[str, dict[str, Any]], window: int) -> list[dict[str, Any]]:
@@ -72,13 +94,15 @@ def summarize(curves: dict[str, dict[str, Any]], window: int) -> list[dict[str, 
     for name, curve in curves.items():
         rewards = curve["reward"]
         first, last = rewards[:window], rewards[-window:]
-        table.append({
-            "recipe": name,
-            "first_mean": statistics.fmean(first),
-            "last_mean": statistics.fmean(last),
-            "last_max": max(last),
-            "minutes": curve["seconds"] / 60,
-        })
+        table.append(
+            {
+                "recipe": name,
+                "first_mean": statistics.fmean(first),
+                "last_mean": statistics.fmean(last),
+                "last_max": max(last),
+                "minutes": curve["seconds"] / 60,
+            }
+        )
     return table
 
 
@@ -91,7 +115,9 @@ def plot(curves: dict[str, dict[str, Any]], path: Path, title: str, smooth: int 
     fig, ax = plt.subplots(figsize=(7, 4))
     for name, curve in curves.items():
         values = curve["reward"]
-        averaged = [statistics.fmean(values[max(0, i - smooth + 1) : i + 1]) for i in range(len(values))]
+        averaged = [
+            statistics.fmean(values[max(0, i - smooth + 1) : i + 1]) for i in range(len(values))
+        ]
         ax.plot(range(1, len(values) + 1), averaged, label=name)
     ax.set_xlabel("step")
     ax.set_ylabel(f"policy reward (mean of last {smooth} steps)")
@@ -104,10 +130,14 @@ def plot(curves: dict[str, dict[str, Any]], path: Path, title: str, smooth: int 
 
 
 def print_table(table: list[dict[str, Any]], window: int) -> None:
-    print(f"| recipe | reward, first {window} steps | reward, last {window} steps | best step, last {window} | minutes |")
+    print(
+        f"| recipe | reward, first {window} steps | reward, last {window} steps | best step, last {window} | minutes |"
+    )
     print("|---|---|---|---|---|")
     for row in table:
-        print(f"| {row['recipe']} | {row['first_mean']:.3f} | {row['last_mean']:.3f} | {row['last_max']:.3f} | {row['minutes']:.1f} |")
+        print(
+            f"| {row['recipe']} | {row['first_mean']:.3f} | {row['last_mean']:.3f} | {row['last_max']:.3f} | {row['minutes']:.1f} |"
+        )
 
 
 def main() -> None:
@@ -120,18 +150,38 @@ def main() -> None:
     args = parser.parse_args()
     steps, window = (10, 3) if args.quick else (args.steps, args.window)
     model, data = prepare(WORK, args.seed)
-    base = [f"model.path={model}", f"data.train={data}", f"data.seed={args.seed}", f"trainer.seed={args.seed}"]
-    curves = {name: train_curve(name, base + RECIPES[name], steps) for name in args.recipes.split(",")}
+    base = [
+        f"model.path={model}",
+        f"data.train={data}",
+        f"data.seed={args.seed}",
+        f"trainer.seed={args.seed}",
+    ]
+    curves = {
+        name: train_curve(name, base + RECIPES[name], steps) for name in args.recipes.split(",")
+    }
     table = summarize(curves, window)
     print_table(table, window)
     RESULTS.mkdir(exist_ok=True)
     suffix = "_quick" if args.quick else ""
-    plot(curves, RESULTS / f"learning{suffix}.png", "Synthetic temporal grounding, tiny Qwen2.5-VL, CPU")
-    (RESULTS / f"learning{suffix}.json").write_text(json.dumps({
-        "command": "PYTHONPATH=src python bench/learning.py" + (" --quick" if args.quick else f" --steps {steps}"),
-        "machine": platform.platform(), "steps": steps, "window": window, "table": table,
-        "curves": {k: v["reward"] for k, v in curves.items()},
-    }, indent=1))
+    plot(
+        curves,
+        RESULTS / f"learning{suffix}.png",
+        "Synthetic temporal grounding, tiny Qwen2.5-VL, CPU",
+    )
+    (RESULTS / f"learning{suffix}.json").write_text(
+        json.dumps(
+            {
+                "command": "PYTHONPATH=src python bench/learning.py"
+                + (" --quick" if args.quick else f" --steps {steps}"),
+                "machine": platform.platform(),
+                "steps": steps,
+                "window": window,
+                "table": table,
+                "curves": {k: v["reward"] for k, v in curves.items()},
+            },
+            indent=1,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -15,7 +15,9 @@ QUICKSTART = resolve_config_path("quickstart")
 
 
 def test_load_and_override():
-    config = load_config(QUICKSTART, ["rollout.n=4", "algorithm.pruning.neg_quota=0", "optim.lr=0.5"])
+    config = load_config(
+        QUICKSTART, ["rollout.n=4", "algorithm.pruning.neg_quota=0", "optim.lr=0.5"]
+    )
     assert config.rollout.n == 4
     assert config.optim.lr == 0.5
     assert config.algorithm.estimator == "orarl"
@@ -27,7 +29,10 @@ def test_load_and_override():
     [
         ("rollout.nn=3", "config key 'rollout.nn' is unknown; did you mean 'n'"),
         ("rollout.n=eight", "config key 'rollout.n' = 'eight' has the wrong type: expected int"),
-        ("optim.schedule=linear", "config key 'optim.schedule' = 'linear' is not allowed; allowed values: 'constant', 'cosine'"),
+        (
+            "optim.schedule=linear",
+            "config key 'optim.schedule' = 'linear' is not allowed; allowed values: 'constant', 'cosine'",
+        ),
         ("algorithm.pruning.pos_quota=2", "needs pos_quota + neg_quota + 1 == 4 (got 2 + 2 + 1)"),
         ("algorithm.estimator=grpoo", "did you mean"),
         ("data.families=[tempo]", "unknown task family 'tempo'"),
@@ -52,8 +57,19 @@ def test_missing_file_and_bad_override_syntax(tmp_path):
 
 def test_cli_dry_run_prints_the_plan():
     result = subprocess.run(
-        [sys.executable, "-m", "videorl", "train", "quickstart", "--dry-run", "rollout.n=4", "algorithm.pruning.neg_quota=0"],
-        capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "videorl",
+            "train",
+            "quickstart",
+            "--dry-run",
+            "rollout.n=4",
+            "algorithm.pruning.neg_quota=0",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert result.returncode == 0, result.stderr
     assert "Step plan" in result.stdout
@@ -64,7 +80,9 @@ def test_cli_dry_run_prints_the_plan():
 def test_cli_config_error_exits_2_with_one_line():
     result = subprocess.run(
         [sys.executable, "-m", "videorl", "train", "quickstart", "--dry-run", "rollout.nn=4"],
-        capture_output=True, text=True, timeout=120,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert result.returncode == 2
     assert result.stdout.strip().count("\n") == 0

@@ -78,7 +78,9 @@ class RolloutConfig:
     tensor_parallel_size: int = 1
 
     def __post_init__(self) -> None:
-        _positive("rollout", n=self.n, temperature=self.temperature, max_new_tokens=self.max_new_tokens)
+        _positive(
+            "rollout", n=self.n, temperature=self.temperature, max_new_tokens=self.max_new_tokens
+        )
         if not 0 < self.top_p <= 1:
             raise ConfigError(f"rollout.top_p={self.top_p} must be in (0, 1]")
 
@@ -94,7 +96,9 @@ class PruningConfig:
     correction: CorrectionConfig = field(default_factory=CorrectionConfig)
 
     def selection(self, n: int) -> SelectionConfig:
-        return SelectionConfig(n=n, prune_ratio=self.prune_ratio, pos_quota=self.pos_quota, neg_quota=self.neg_quota)
+        return SelectionConfig(
+            n=n, prune_ratio=self.prune_ratio, pos_quota=self.pos_quota, neg_quota=self.neg_quota
+        )
 
 
 @dataclass(frozen=True)
@@ -144,8 +148,13 @@ class OptimConfig:
     micro_batch_tokens: int = 8192
 
     def __post_init__(self) -> None:
-        _positive("optim", lr=self.lr, mini_batches=self.mini_batches, epochs=self.epochs,
-                  micro_batch_tokens=self.micro_batch_tokens)
+        _positive(
+            "optim",
+            lr=self.lr,
+            mini_batches=self.mini_batches,
+            epochs=self.epochs,
+            micro_batch_tokens=self.micro_batch_tokens,
+        )
 
 
 @dataclass(frozen=True)
@@ -168,7 +177,13 @@ class TrainerConfig:
     nproc: int = 1
 
     def __post_init__(self) -> None:
-        _positive("trainer", steps=self.steps, keep_last=self.keep_last, val_samples=self.val_samples, nproc=self.nproc)
+        _positive(
+            "trainer",
+            steps=self.steps,
+            keep_last=self.keep_last,
+            val_samples=self.val_samples,
+            nproc=self.nproc,
+        )
 
 
 @dataclass(frozen=True)

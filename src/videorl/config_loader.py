@@ -52,7 +52,9 @@ def _coerce(hint: Any, value: Any, key: str) -> Any:
                 return _coerce(option, value, key)
             except ConfigError:
                 continue
-        raise ConfigError(f"config key {key!r} = {value!r} has the wrong type: expected {_type_name(hint)}")
+        raise ConfigError(
+            f"config key {key!r} = {value!r} has the wrong type: expected {_type_name(hint)}"
+        )
     if origin is Literal:
         if value not in args:
             raise ConfigError(
@@ -75,7 +77,9 @@ def _coerce(hint: Any, value: Any, key: str) -> Any:
         return tuple(items) if origin is tuple else items
     if origin is dict:
         if not isinstance(value, dict):
-            raise ConfigError(f"config key {key!r} = {value!r} has the wrong type: expected a mapping")
+            raise ConfigError(
+                f"config key {key!r} = {value!r} has the wrong type: expected a mapping"
+            )
         value_hint = args[1] if args else Any
         return {str(k): _coerce(value_hint, v, f"{key}.{k}") for k, v in value.items()}
     if hint is bool:
@@ -94,7 +98,9 @@ def _coerce(hint: Any, value: Any, key: str) -> Any:
             return str(value)
     elif isinstance(value, hint):
         return value
-    raise ConfigError(f"config key {key!r} = {value!r} has the wrong type: expected {_type_name(hint)}")
+    raise ConfigError(
+        f"config key {key!r} = {value!r} has the wrong type: expected {_type_name(hint)}"
+    )
 
 
 def build(cls: type[T], data: dict[str, Any] | None, prefix: str = "") -> T:
@@ -115,7 +121,9 @@ def build(cls: type[T], data: dict[str, Any] | None, prefix: str = "") -> T:
     except ConfigError as err:
         message = str(err)
         where = prefix.rstrip(".")
-        raise ConfigError(f"{where}: {message}" if where and not message.startswith(where) else message) from None
+        raise ConfigError(
+            f"{where}: {message}" if where and not message.startswith(where) else message
+        ) from None
 
 
 def to_dict(config: Any) -> dict[str, Any]:
@@ -142,7 +150,9 @@ def merge_sources(path: str | Path | None, overrides: Sequence[str] = ()) -> dic
     if path is not None:
         file = Path(path)
         if not file.is_file():
-            raise ConfigError(f"config file {str(path)!r} not found; pass a YAML path such as configs/quickstart.yaml")
+            raise ConfigError(
+                f"config file {str(path)!r} not found; pass a YAML path such as configs/quickstart.yaml"
+            )
         try:
             base = OmegaConf.load(file)
         except Exception as err:

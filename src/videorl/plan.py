@@ -60,7 +60,10 @@ def plan_table(plan: StepPlan) -> Table:
         ("world size (ranks)", plan.world_size),
         ("prompts per step", plan.prompts_per_step),
         ("prompts per rank", plan.prompts_per_rank),
-        ("rows per group (policy + annotation)", f"{plan.policy_rows_per_group} + {plan.annotation_rows_per_group}"),
+        (
+            "rows per group (policy + annotation)",
+            f"{plan.policy_rows_per_group} + {plan.annotation_rows_per_group}",
+        ),
         ("rows per step", plan.rows_per_step),
         ("rows kept after pruning", plan.rows_kept_per_step),
         ("max response tokens per row", plan.max_response_tokens),

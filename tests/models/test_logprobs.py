@@ -28,7 +28,9 @@ def test_batched_logprobs_equal_unbatched(tiny_model_dir, arch):
     assert inputs["input_ids"][1, 0] == loaded.pad_token_id  # left padding of the short prompt
     assert mask.sum(1).tolist() == [5, 2, 3]  # right padding of short responses
     with torch.no_grad():
-        batched, _ = response_logprobs(loaded.model, inputs, inputs["input_ids"][:, -mask.shape[1]:])
+        batched, _ = response_logprobs(
+            loaded.model, inputs, inputs["input_ids"][:, -mask.shape[1] :]
+        )
         for i, (prompt, response) in enumerate(zip(rows, responses)):
             one, _ = collate([prompt], [response], loaded.pad_token_id)
             single, _ = response_logprobs(loaded.model, one, response[None])
@@ -42,7 +44,9 @@ def test_sampling_logprobs_match_recomputed(tiny_model_dir):
     (gen,) = generate(loaded, [prompt], SamplingParams(n=2, max_new_tokens=6, temperature=0.8))
     inputs, mask = collate([prompt, prompt], gen.token_ids, loaded.pad_token_id)
     with torch.no_grad():
-        logp, _ = response_logprobs(loaded.model, inputs, inputs["input_ids"][:, -mask.shape[1]:], temperature=0.8)
+        logp, _ = response_logprobs(
+            loaded.model, inputs, inputs["input_ids"][:, -mask.shape[1] :], temperature=0.8
+        )
     for i in range(2):
         n = gen.token_ids[i].numel()
         torch.testing.assert_close(logp[i, :n], gen.logprobs[i], atol=1e-4, rtol=0)

@@ -42,9 +42,13 @@ def test_qwen2_5_vl_gets_second_per_grid_from_actual_fps(tiny_model_dir, twenty_
     prompt = encode_prompt(loaded, "When?", video=twenty_seconds)
     assert prompt.vision["second_per_grid_ts"].tolist() == pytest.approx([2.5])
     naive = loaded.processor(
-        text=["<|vision_start|><|video_pad|><|vision_end|>When?"], videos=[twenty_seconds.frames],
-        video_metadata=[VideoMetadata(total_num_frames=16, fps=2.0, frames_indices=list(range(16)))],
-        do_sample_frames=False, return_tensors="pt",
+        text=["<|vision_start|><|video_pad|><|vision_end|>When?"],
+        videos=[twenty_seconds.frames],
+        video_metadata=[
+            VideoMetadata(total_num_frames=16, fps=2.0, frames_indices=list(range(16)))
+        ],
+        do_sample_frames=False,
+        return_tensors="pt",
     )
     assert naive["second_per_grid_ts"].tolist() != pytest.approx([2.5])  # requested fps: 1.0
 
@@ -55,6 +59,8 @@ def test_qwen3_vl_writes_the_sampled_timestamps(tiny_model_dir, twenty_seconds):
     text = loaded.tokenizer.decode(prompt.input_ids)
     written = [float(t) for t in re.findall(r"<([0-9.]+) seconds>", text)]
     stamps = twenty_seconds.meta.timestamps
-    expected = [(stamps[i] + stamps[i + 1]) / 2 for i in range(0, len(stamps), 2)]  # one per temporal patch
+    expected = [
+        (stamps[i] + stamps[i + 1]) / 2 for i in range(0, len(stamps), 2)
+    ]  # one per temporal patch
     assert written == pytest.approx(expected, abs=0.05)
     assert written[-1] > 15.0  # spans the whole 20 s, not 16 frames at the requested 2 fps (8 s)

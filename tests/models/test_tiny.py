@@ -18,7 +18,11 @@ VISION_ARCHS = ("qwen2_5_vl", "qwen3_vl", "qwen3_5")
 def fake_video(num_frames: int = 8, fps: float = 2.0, size: int = 64):
     """Decoded-video stand-in: random frames and their sampling metadata."""
     meta = types.SimpleNamespace(
-        source_fps=8.0, fps=fps, timestamps=[i / fps for i in range(num_frames)], width=size, height=size
+        source_fps=8.0,
+        fps=fps,
+        timestamps=[i / fps for i in range(num_frames)],
+        width=size,
+        height=size,
     )
     frames = torch.randint(0, 255, (num_frames, 3, size, size), dtype=torch.uint8)
     return types.SimpleNamespace(frames=frames, meta=meta)
@@ -29,7 +33,11 @@ def test_tiny_model_loads_and_generates(tiny_model_dir, arch):
     loaded = load_model(tiny_model_dir(arch))
     params = count_parameters(loaded.model)
     assert 0.2e6 <= params <= 2e6
-    assert loaded.model.config.get_text_config().hidden_size // loaded.model.config.get_text_config().num_attention_heads >= 32
+    assert (
+        loaded.model.config.get_text_config().hidden_size
+        // loaded.model.config.get_text_config().num_attention_heads
+        >= 32
+    )
     video = fake_video() if arch != "qwen3" else None
     prompt = encode_prompt(loaded, "When does the square turn red?", video=video)
     if video is not None:

@@ -24,21 +24,37 @@ SMALL = [
 
 RECIPES = {
     "orarl": [],
-    "grpo": ["algorithm.estimator=grpo", "algorithm.annotation_rows=false", "algorithm.pruning.enabled=false"],
-    "taro": [
-        "algorithm.estimator=grpo", "algorithm.annotation_rows=false", "algorithm.pruning.enabled=false",
-        "algorithm.constructed.enabled=true", "algorithm.constructed.curriculum.schedule=linear",
-        "algorithm.constructed.curriculum.warmup_steps=4", "reward.sensitivity.enabled=true",
+    "grpo": [
+        "algorithm.estimator=grpo",
+        "algorithm.annotation_rows=false",
+        "algorithm.pruning.enabled=false",
     ],
-    "opdvr": ["algorithm.estimator=opdvr", "algorithm.annotation_rows=false", "algorithm.pruning.enabled=false"],
-    "grpd": ["algorithm.estimator=grpd", "algorithm.annotation_rows=false", "algorithm.pruning.enabled=false"],
+    "taro": [
+        "algorithm.estimator=grpo",
+        "algorithm.annotation_rows=false",
+        "algorithm.pruning.enabled=false",
+        "algorithm.constructed.enabled=true",
+        "algorithm.constructed.curriculum.schedule=linear",
+        "algorithm.constructed.curriculum.warmup_steps=4",
+        "reward.sensitivity.enabled=true",
+    ],
+    "opdvr": [
+        "algorithm.estimator=opdvr",
+        "algorithm.annotation_rows=false",
+        "algorithm.pruning.enabled=false",
+    ],
+    "grpd": [
+        "algorithm.estimator=grpd",
+        "algorithm.annotation_rows=false",
+        "algorithm.pruning.enabled=false",
+    ],
 }
 
 
 @pytest.fixture(scope="session")
 def tg_data(tmp_path_factory) -> Path:
-    from videorl.data.synth import synthesize
     from videorl.data.loaders import load_records, write_records
+    from videorl.data.synth import synthesize
 
     out = tmp_path_factory.mktemp("tg_data")
     records = load_records(synthesize(out, ["temporal_grounding"], n=10, seed=3)).records
@@ -56,7 +72,9 @@ def teacher_dir(tmp_path_factory):
 
     def get() -> str:
         if not path:
-            path.append(str(build_tiny_model("qwen2_5_vl", tmp_path_factory.mktemp("teacher"), seed=1)))
+            path.append(
+                str(build_tiny_model("qwen2_5_vl", tmp_path_factory.mktemp("teacher"), seed=1))
+            )
         return path[0]
 
     return get
@@ -78,7 +96,9 @@ def make_config(tiny_model_dir, teacher_dir, tg_data, tmp_path):
             *extra,
         ]
         if recipe != "orarl":  # rewards that vary across a random model's rows
-            overrides.append("reward.plugins={temporal_grounding: 'tests.trainer.length_reward:reward'}")
+            overrides.append(
+                "reward.plugins={temporal_grounding: 'tests.trainer.length_reward:reward'}"
+            )
         if recipe in ("opdvr", "grpd"):
             overrides.append(f"model.teacher_path={teacher_dir()}")
         return load_config(resolve_config_path("quickstart"), overrides), overrides

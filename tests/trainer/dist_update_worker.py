@@ -25,19 +25,31 @@ def fixed_batch(loaded) -> RolloutBatch:
     prompts, videos = [], []
     for g in range(GROUPS):
         frames = torch.randint(0, 255, (4, 3, 56, 56), dtype=torch.uint8, generator=generator)
-        meta = types.SimpleNamespace(source_fps=4.0, fps=2.0, timestamps=[0.0, 0.5, 1.0, 1.5], width=56, height=56)
+        meta = types.SimpleNamespace(
+            source_fps=4.0, fps=2.0, timestamps=[0.0, 0.5, 1.0, 1.5], width=56, height=56
+        )
         video = types.SimpleNamespace(frames=frames, meta=meta)
         prompts.append(encode_prompt(loaded, f"When does event {g} happen?", video=video))
         videos.append(video)
     lengths = [3, 7, 5, 2, 6, 4, 8, 1]
     responses = [torch.randint(20, 200, (n,), generator=generator) for n in lengths]
-    advantages = torch.randn(GROUPS * ROWS, generator=generator)[:, None].expand(-1, max(lengths)).clone()
+    advantages = (
+        torch.randn(GROUPS * ROWS, generator=generator)[:, None].expand(-1, max(lengths)).clone()
+    )
     mask = (torch.arange(max(lengths))[None] < torch.tensor(lengths)[:, None]).float()
     none = torch.zeros(GROUPS * ROWS, dtype=torch.bool)
-    return RolloutBatch(records=[None] * GROUPS, prompts=prompts, videos=videos,
-                        group_ids=torch.arange(GROUPS).repeat_interleave(ROWS), responses=responses,
-                        texts=[""] * len(responses), is_annotation=none, off_policy=none, truncated=none,
-                        advantages=advantages * mask)
+    return RolloutBatch(
+        records=[None] * GROUPS,
+        prompts=prompts,
+        videos=videos,
+        group_ids=torch.arange(GROUPS).repeat_interleave(ROWS),
+        responses=responses,
+        texts=[""] * len(responses),
+        is_annotation=none,
+        off_policy=none,
+        truncated=none,
+        advantages=advantages * mask,
+    )
 
 
 def main(model_path: str, out: str, micro_tokens: int) -> None:
@@ -52,13 +64,27 @@ def main(model_path: str, out: str, micro_tokens: int) -> None:
         per_rank = GROUPS // info.world_size * ROWS
         batch = batch.subset(torch.arange(info.rank * per_rank, (info.rank + 1) * per_rank))
         apply_fsdp(loaded.model, bf16=False)
-    optimizer = torch.optim.AdamW([p for p in loaded.model.parameters() if p.requires_grad], lr=1e-3)
-    ctx = UpdateContext(policy=loaded, optimizer=optimizer, optim=OptimConfig(lr=1e-3, micro_batch_tokens=micro_tokens),
-                        loss=PolicyLossConfig(), temperature=1.0, world_size=info.world_size)
+    optimizer = torch.optim.AdamW(
+        [p for p in loaded.model.parameters() if p.requires_grad], lr=1e-3
+    )
+    ctx = UpdateContext(
+        policy=loaded,
+        optimizer=optimizer,
+        optim=OptimConfig(lr=1e-3, micro_batch_tokens=micro_tokens),
+        loss=PolicyLossConfig(),
+        temperature=1.0,
+        world_size=info.world_size,
+    )
     metrics = update_policy(ctx, batch)
     weights = full_state_dict(loaded.model)
     if info.is_main:
-        torch.save({"weights": {k: v.detach().clone() for k, v in weights.items()}, "loss": metrics["actor/loss"]}, out)
+        torch.save(
+            {
+                "weights": {k: v.detach().clone() for k, v in weights.items()},
+                "loss": metrics["actor/loss"],
+            },
+            out,
+        )
 
 
 if __name__ == "__main__":

@@ -18,13 +18,17 @@ def _weights(path) -> dict[str, torch.Tensor]:
 
 @pytest.mark.parametrize("recipe", ["orarl", "grpo", "taro", "opdvr"])
 def test_recipe_trains_and_checkpoints(make_config, recipe):
-    config, _ = make_config(recipe, "trainer.steps=2", "trainer.save_every=1", "trainer.keep_last=1")
+    config, _ = make_config(
+        recipe, "trainer.steps=2", "trainer.save_every=1", "trainer.keep_last=1"
+    )
     before = _weights(config.model.path)
     final = run_training(config)
     after = _weights(final)
     changed = [k for k in before if "visual" not in k and not torch.equal(before[k], after[k])]
     assert changed, "no language-model parameter changed"
-    assert all(torch.equal(before[k], after[k]) for k in before if "visual" in k)  # vision tower frozen
+    assert all(
+        torch.equal(before[k], after[k]) for k in before if "visual" in k
+    )  # vision tower frozen
     rows = [json.loads(line) for line in (final.parent / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows] == [1, 2]
     assert all("reward/mean" in r and "actor/loss" in r and "time/update" in r for r in rows)

@@ -36,7 +36,9 @@ def test_kill_9_then_resume_sees_the_same_data_order(make_config, tmp_path):
 
     out = tmp_path / "killed"
     _, overrides = make_config("orarl", *steps, output=out)
-    proc = subprocess.Popen(_train_cmd(overrides), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        _train_cmd(overrides), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     deadline = time.time() + 300
     while time.time() < deadline and len(list_checkpoints(out)) < 2:
         time.sleep(0.2)
@@ -48,10 +50,14 @@ def test_kill_9_then_resume_sees_the_same_data_order(make_config, tmp_path):
         assert (checkpoint / "model" / "model.safetensors").is_file()
     resumed_from = int(survivors[-1].name.split("-")[1])
     assert resumed_from < 5
-    subprocess.run(_train_cmd(overrides, "--resume", "auto"), check=True, capture_output=True, timeout=600)
+    subprocess.run(
+        _train_cmd(overrides, "--resume", "auto"), check=True, capture_output=True, timeout=600
+    )
     resumed = _batches(out / "metrics.jsonl")
     for step in range(resumed_from + 1, 6):
-        assert resumed[step] == reference[step], f"step {step}: {resumed[step]} != {reference[step]}"
+        assert resumed[step] == reference[step], (
+            f"step {step}: {resumed[step]} != {reference[step]}"
+        )
     assert (out / "final" / "model.safetensors").is_file()
 
 
@@ -59,13 +65,25 @@ def test_corrupt_and_missing_videos_are_skipped_and_counted(make_config, tg_data
     data = tmp_path / "data"
     shutil.copytree(tg_data, data)
     rows = [json.loads(line) for line in (data / "train.jsonl").read_text().splitlines()]
-    videos = [Path(r["video"]["path"]) if Path(r["video"]["path"]).is_absolute() else data / r["video"]["path"] for r in rows]
+    videos = [
+        Path(r["video"]["path"])
+        if Path(r["video"]["path"]).is_absolute()
+        else data / r["video"]["path"]
+        for r in rows
+    ]
     videos[0].write_bytes(b"this is not an mp4 file at all" * 10)
     videos[1].unlink()
-    config, _ = make_config("orarl", "trainer.steps=4", f"data.train={data / 'train.jsonl'}", "data.prompts_per_step=4",
-                            output=tmp_path / "out")
+    config, _ = make_config(
+        "orarl",
+        "trainer.steps=4",
+        f"data.train={data / 'train.jsonl'}",
+        "data.prompts_per_step=4",
+        output=tmp_path / "out",
+    )
     run_training(config)
-    metrics = [json.loads(line) for line in (tmp_path / "out" / "metrics.jsonl").read_text().splitlines()]
+    metrics = [
+        json.loads(line) for line in (tmp_path / "out" / "metrics.jsonl").read_text().splitlines()
+    ]
     assert len(metrics) == 4
     assert sum(m["data/skipped_media"] for m in metrics) >= 1
     assert all("actor/loss" in m or m.get("step/skipped") for m in metrics)

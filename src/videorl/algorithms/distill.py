@@ -13,7 +13,7 @@ top-k ids at each position, the reward of id j is
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import torch
@@ -182,70 +182,36 @@ def distill_advantages(
     return AdvantageResult(gated, _metrics(raw, gated, mask, correct, row_scale))
 
 
-@register_advantage("opd", kind="token", config_cls=DistillConfig)
-def opd(
-    teacher_logp: Tensor,
-    student_logp: Tensor,
-    mask: Tensor,
-    *,
-    scores: Tensor | None = None,
-    group_ids: Tensor | None = None,
-    config: DistillConfig | None = None,
-) -> AdvantageResult:
-    """OPD: token advantage `d_t = logp_T(o_t) - logp_S(o_t)`."""
-    return distill_advantages(
-        teacher_logp,
-        student_logp,
-        mask,
-        scores=scores,
-        group_ids=group_ids,
-        config=config or DistillConfig(),
-        gate=False,
-        scale=False,
-    )
+def _register_variant(name: str, *, gate: bool, scale: bool, doc: str) -> Callable[..., AdvantageResult]:
+    """Register one distillation estimator: `distill_advantages` with its gate/scale flags."""
+
+    def estimator(
+        teacher_logp: Tensor,
+        student_logp: Tensor,
+        mask: Tensor,
+        *,
+        scores: Tensor | None = None,
+        group_ids: Tensor | None = None,
+        config: DistillConfig | None = None,
+    ) -> AdvantageResult:
+        return distill_advantages(
+            teacher_logp,
+            student_logp,
+            mask,
+            scores=scores,
+            group_ids=group_ids,
+            config=config or DistillConfig(),
+            gate=gate,
+            scale=scale,
+        )
+
+    estimator.__name__ = estimator.__qualname__ = name
+    estimator.__doc__ = doc
+    return register_advantage(name, kind="token", config_cls=DistillConfig)(estimator)
 
 
-@register_advantage("opdvr", kind="token", config_cls=DistillConfig)
-def opdvr(
-    teacher_logp: Tensor,
-    student_logp: Tensor,
-    mask: Tensor,
-    *,
-    scores: Tensor,
-    group_ids: Tensor,
-    config: DistillConfig | None = None,
-) -> AdvantageResult:
-    """OPDVR: `max(d_t, 0)` on verifier-correct rows, `min(d_t, 0)` on incorrect ones."""
-    return distill_advantages(
-        teacher_logp,
-        student_logp,
-        mask,
-        scores=scores,
-        group_ids=group_ids,
-        config=config or DistillConfig(),
-        gate=True,
-        scale=False,
-    )
-
-
-@register_advantage("grpd", kind="token", config_cls=DistillConfig)
-def grpd(
-    teacher_logp: Tensor,
-    student_logp: Tensor,
-    mask: Tensor,
-    *,
-    scores: Tensor,
-    group_ids: Tensor,
-    config: DistillConfig | None = None,
-) -> AdvantageResult:
-    """GRPD: the OPDVR-gated token rewards of row i times `|a_i| + u`."""
-    return distill_advantages(
-        teacher_logp,
-        student_logp,
-        mask,
-        scores=scores,
-        group_ids=group_ids,
-        config=config or DistillConfig(),
-        gate=True,
-        scale=True,
-    )
+opd = _register_variant("opd", gate=False, scale=False, doc="OPD: token advantage `d_t = logp_T(o_t) - logp_S(o_t)`.")
+opdvr = _register_variant(
+    "opdvr", gate=True, scale=False, doc="OPDVR: `max(d_t, 0)` on verifier-correct rows, `min(d_t, 0)` on incorrect ones."
+)
+grpd = _register_variant("grpd", gate=True, scale=True, doc="GRPD: the OPDVR-gated token rewards of row i times `|a_i| + u`.")

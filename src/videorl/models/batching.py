@@ -9,7 +9,9 @@ from __future__ import annotations
 from typing import Sequence
 
 
-def plan_microbatches(lengths: Sequence[int], token_budget: int, max_rows: int | None = None) -> list[list[int]]:
+def plan_microbatches(
+    lengths: Sequence[int], token_budget: int, max_rows: int | None = None
+) -> list[list[int]]:
     """Partition row indices into micro-batches whose padded size fits `token_budget`.
 
     A single row longer than the budget gets a micro-batch of its own. Rows are taken in

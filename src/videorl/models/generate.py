@@ -50,7 +50,15 @@ def generate(
     inputs, _ = collate(prompts, None, loaded.pad_token_id)
     inputs = {k: v.to(device) for k, v in inputs.items()}
     greedy = params.temperature <= 0
-    sample_kwargs = {} if greedy else {"temperature": params.temperature, "top_p": params.top_p, "top_k": params.top_k or None}
+    sample_kwargs = (
+        {}
+        if greedy
+        else {
+            "temperature": params.temperature,
+            "top_p": params.top_p,
+            "top_k": params.top_k or None,
+        }
+    )
     was_training = model.training
     model.eval()
     out = model.generate(
@@ -71,7 +79,9 @@ def generate(
     logits = torch.stack(out.logits, dim=1).float().cpu()  # [B*n, new, V]
     # Log-probs of the policy itself (before banning), so they match the training forward.
     scale = 1.0 if greedy else params.temperature
-    step_logprobs = torch.log_softmax(logits / scale, dim=-1).gather(-1, new_tokens.unsqueeze(-1)).squeeze(-1)
+    step_logprobs = (
+        torch.log_softmax(logits / scale, dim=-1).gather(-1, new_tokens.unsqueeze(-1)).squeeze(-1)
+    )
     results = []
     for p in range(len(prompts)):
         ids, lps, cut = [], [], []

@@ -60,7 +60,9 @@ def hf_video_metadata(meta: Any, num_frames: int) -> Any:
     )
 
 
-def chat_messages(text: str, *, video: bool = False, image: bool = False, system: str | None = None) -> list[dict]:
+def chat_messages(
+    text: str, *, video: bool = False, image: bool = False, system: str | None = None
+) -> list[dict]:
     content: list[dict[str, str]] = []
     if image:
         content.append({"type": "image"})
@@ -84,10 +86,14 @@ def encode_prompt(
     if loaded.processor is None:
         if video is not None or image is not None:
             raise ValueError("this model is text-only; it cannot take a video or image prompt")
-        ids = loaded.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
+        ids = loaded.tokenizer.apply_chat_template(
+            messages, add_generation_prompt=True, tokenize=True
+        )
         ids = ids["input_ids"] if isinstance(ids, dict) or hasattr(ids, "keys") else ids
         return PromptEncoding(input_ids=torch.tensor(ids, dtype=torch.long).flatten())
-    prompt = loaded.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    prompt = loaded.processor.apply_chat_template(
+        messages, add_generation_prompt=True, tokenize=False
+    )
     kwargs: dict[str, Any] = {"text": [prompt], "return_tensors": "pt"}
     if video is not None:
         kwargs["videos"] = [video.frames]
@@ -109,8 +115,15 @@ def with_prefix(prompt: PromptEncoding, prefix_ids: torch.Tensor) -> PromptEncod
     """The prompt followed by forced tokens (used to generate a continuation of a prefix)."""
     types = None
     if prompt.mm_token_type_ids is not None:
-        types = torch.cat([prompt.mm_token_type_ids, torch.zeros_like(prefix_ids, dtype=prompt.mm_token_type_ids.dtype)])
-    return replace(prompt, input_ids=torch.cat([prompt.input_ids, prefix_ids]), mm_token_type_ids=types)
+        types = torch.cat(
+            [
+                prompt.mm_token_type_ids,
+                torch.zeros_like(prefix_ids, dtype=prompt.mm_token_type_ids.dtype),
+            ]
+        )
+    return replace(
+        prompt, input_ids=torch.cat([prompt.input_ids, prefix_ids]), mm_token_type_ids=types
+    )
 
 
 def collate(
@@ -125,7 +138,9 @@ def collate(
     """
     batch = len(prompts)
     prompt_len = max(p.length for p in prompts)
-    responses = list(responses) if responses is not None else [torch.zeros(0, dtype=torch.long)] * batch
+    responses = (
+        list(responses) if responses is not None else [torch.zeros(0, dtype=torch.long)] * batch
+    )
     response_len = max((int(r.numel()) for r in responses), default=0)
     total = prompt_len + response_len
     input_ids = torch.full((batch, total), pad_id, dtype=torch.long)

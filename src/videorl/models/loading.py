@@ -12,7 +12,14 @@ import torch
 from videorl.errors import ConfigError
 from videorl.models.tiny import VISION_TOKENS
 
-VISION_MODEL_TYPES = ("qwen2_5_vl", "qwen3_vl", "qwen3_5", "qwen2_vl", "qwen3_vl_moe", "qwen3_5_moe")
+VISION_MODEL_TYPES = (
+    "qwen2_5_vl",
+    "qwen3_vl",
+    "qwen3_5",
+    "qwen2_vl",
+    "qwen3_vl_moe",
+    "qwen3_5_moe",
+)
 
 
 @dataclass
@@ -60,7 +67,12 @@ def load_model(
     path: str | Path, *, dtype: torch.dtype = torch.float32, device: str | torch.device = "cpu"
 ) -> LoadedModel:
     """Load a causal LM or vision-language model and its tokenizer/processor from `path`."""
-    from transformers import AutoModelForCausalLM, AutoModelForImageTextToText, AutoProcessor, AutoTokenizer
+    from transformers import (
+        AutoModelForCausalLM,
+        AutoModelForImageTextToText,
+        AutoProcessor,
+        AutoTokenizer,
+    )
 
     model_type = read_model_type(path)
     if model_type in VISION_MODEL_TYPES:
@@ -72,7 +84,9 @@ def load_model(
         tokenizer = AutoTokenizer.from_pretrained(path)
         model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
     tokenizer.padding_side = "left"
-    return LoadedModel(model=model.to(device), tokenizer=tokenizer, processor=processor, model_type=model_type)
+    return LoadedModel(
+        model=model.to(device), tokenizer=tokenizer, processor=processor, model_type=model_type
+    )
 
 
 def check_same_tokenizer(student: LoadedModel, teacher: LoadedModel) -> None:

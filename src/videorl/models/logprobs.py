@@ -12,7 +12,9 @@ from __future__ import annotations
 import torch
 
 
-def _chunk_logprobs(logits: torch.Tensor, targets: torch.Tensor, temperature: float) -> tuple[torch.Tensor, torch.Tensor]:
+def _chunk_logprobs(
+    logits: torch.Tensor, targets: torch.Tensor, temperature: float
+) -> tuple[torch.Tensor, torch.Tensor]:
     logits = logits.float() / temperature
     log_norm = torch.logsumexp(logits, dim=-1)
     logp = logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1) - log_norm
@@ -39,7 +41,9 @@ def response_logprobs(
     logits = model(**inputs, use_cache=False, logits_to_keep=response_len + 1).logits[:, :-1]
     logps, entropies = [], []
     for start in range(0, response_len, chunk):
-        lp, ent = _chunk_logprobs(logits[:, start : start + chunk], response_ids[:, start : start + chunk], temperature)
+        lp, ent = _chunk_logprobs(
+            logits[:, start : start + chunk], response_ids[:, start : start + chunk], temperature
+        )
         logps.append(lp)
         entropies.append(ent)
     return torch.cat(logps, dim=1), torch.cat(entropies, dim=1)

@@ -44,7 +44,13 @@ SPECIAL_TOKENS = (
     "<|video_pad|>",
 )
 THINK_TOKENS = ("<think>", "</think>")
-VISION_TOKENS = ("<|vision_start|>", "<|vision_end|>", "<|vision_pad|>", "<|image_pad|>", "<|video_pad|>")
+VISION_TOKENS = (
+    "<|vision_start|>",
+    "<|vision_end|>",
+    "<|vision_pad|>",
+    "<|image_pad|>",
+    "<|video_pad|>",
+)
 
 # The Qwen-VL chat template (images and videos as content parts), shared by all four archs.
 CHAT_TEMPLATE = (
@@ -65,21 +71,23 @@ CHAT_TEMPLATE = (
 )
 
 # Text the tokenizer is trained on: the answer protocol, numbers, JSON and prompt words.
-_CORPUS = [
-    "<think>\nI need to find the specific moment when the red square appears.\n</think>",
-    "<answer>2.5 to 7</answer> <answer>8.50s to 12.40s</answer> <answer>B</answer>",
-    '<answer>{"boxes": {"0": [10, 20, 30, 40]}, "time": [1.5, 3.0]}</answer>',
-    '{"bbox_2d": [12, 34, 56, 78], "positive_points": [[1, 2]], "negative_points": [[3, 4]]}',
-    "From 0.0 to 2.5, a blue circle moves left. From 2.5 to 5.0, the square turns green.",
-    "When does the shape change colour? Give the start and end time in seconds.",
-    "Which option is correct? A. red B. green C. blue D. yellow. Answer with the letter.",
-    "How many objects are there? What is the distance in meters between the two objects?",
-    "Track the object and give its box in each listed frame. Output the bounding box.",
-    "Solve the problem and put the final answer in \\boxed{42}. The answer is 3 + 4 = 7.",
-    "Tom has 12 apples and gives 5 to Ann. How many apples does Tom have left?",
-] + [" ".join(str(i) for i in range(k, k + 50)) for k in range(0, 1000, 50)] + [
-    " ".join(f"{i / 10:.1f}" for i in range(k, k + 40)) for k in range(0, 400, 40)
-]
+_CORPUS = (
+    [
+        "<think>\nI need to find the specific moment when the red square appears.\n</think>",
+        "<answer>2.5 to 7</answer> <answer>8.50s to 12.40s</answer> <answer>B</answer>",
+        '<answer>{"boxes": {"0": [10, 20, 30, 40]}, "time": [1.5, 3.0]}</answer>',
+        '{"bbox_2d": [12, 34, 56, 78], "positive_points": [[1, 2]], "negative_points": [[3, 4]]}',
+        "From 0.0 to 2.5, a blue circle moves left. From 2.5 to 5.0, the square turns green.",
+        "When does the shape change colour? Give the start and end time in seconds.",
+        "Which option is correct? A. red B. green C. blue D. yellow. Answer with the letter.",
+        "How many objects are there? What is the distance in meters between the two objects?",
+        "Track the object and give its box in each listed frame. Output the bounding box.",
+        "Solve the problem and put the final answer in \\boxed{42}. The answer is 3 + 4 = 7.",
+        "Tom has 12 apples and gives 5 to Ann. How many apples does Tom have left?",
+    ]
+    + [" ".join(str(i) for i in range(k, k + 50)) for k in range(0, 1000, 50)]
+    + [" ".join(f"{i / 10:.1f}" for i in range(k, k + 40)) for k in range(0, 400, 40)]
+)
 
 
 @dataclass(frozen=True)
@@ -135,7 +143,10 @@ def _hf_tokenizer(arch: str, spec: TinySpec):
     state = json.loads(trained.to_str())
     tokenizer = Qwen2Tokenizer(
         vocab=state["model"]["vocab"],
-        merges=[tuple(m) if isinstance(m, list) else tuple(m.split(" ")) for m in state["model"]["merges"]],
+        merges=[
+            tuple(m) if isinstance(m, list) else tuple(m.split(" "))
+            for m in state["model"]["merges"]
+        ],
         eos_token="<|im_end|>",
         pad_token="<|endoftext|>",
         additional_special_tokens=list(SPECIAL_TOKENS[1:]),
@@ -150,14 +161,29 @@ def _rope(arch: str, head_dim: int) -> dict:
     """Multimodal RoPE sections: they must sum to the rotary half-dimension."""
     if arch == "qwen2_5_vl":
         half = head_dim // 2
-        return {"rope_type": "default", "rope_theta": 1e6, "mrope_section": [half // 4, 3 * half // 8, 3 * half // 8]}
+        return {
+            "rope_type": "default",
+            "rope_theta": 1e6,
+            "mrope_section": [half // 4, 3 * half // 8, 3 * half // 8],
+        }
     if arch == "qwen3_vl":
         half = head_dim // 2
         t = half - 2 * (5 * half // 16)
-        return {"rope_type": "default", "rope_theta": 5e6, "mrope_section": [t, 5 * half // 16, 5 * half // 16], "mrope_interleaved": True}
+        return {
+            "rope_type": "default",
+            "rope_theta": 5e6,
+            "mrope_section": [t, 5 * half // 16, 5 * half // 16],
+            "mrope_interleaved": True,
+        }
     if arch == "qwen3_5":
         half = int(head_dim * 0.25) // 2
-        return {"rope_type": "default", "rope_theta": 1e7, "mrope_section": [half - 2 * (half // 4), half // 4, half // 4], "mrope_interleaved": True, "partial_rotary_factor": 0.25}
+        return {
+            "rope_type": "default",
+            "rope_theta": 1e7,
+            "mrope_section": [half - 2 * (half // 4), half // 4, half // 4],
+            "mrope_interleaved": True,
+            "partial_rotary_factor": 0.25,
+        }
     return {"rope_type": "default", "rope_theta": 1e6}
 
 
@@ -200,7 +226,9 @@ def _config(arch: str, spec: TinySpec, tokenizer):
     vision.update(patch_size=16, num_position_embeddings=256)
     if arch == "qwen3_vl":
         vision.update(deepstack_visual_indexes=[0])
-        return Qwen3VLConfig(text_config={**text, "head_dim": head_dim}, vision_config=vision, **tokens)
+        return Qwen3VLConfig(
+            text_config={**text, "head_dim": head_dim}, vision_config=vision, **tokens
+        )
     text.update(
         head_dim=head_dim,
         linear_key_head_dim=head_dim,
@@ -224,12 +252,34 @@ def _processor(arch: str, tokenizer):
     patch = 14 if arch == "qwen2_5_vl" else 16
     factor = patch * 2
     pixels = {"shortest_edge": 4 * factor * factor, "longest_edge": 16 * factor * factor}
-    image = Qwen2VLImageProcessor(patch_size=patch, temporal_patch_size=2, merge_size=2, size=pixels)
+    image = Qwen2VLImageProcessor(
+        patch_size=patch, temporal_patch_size=2, merge_size=2, size=pixels
+    )
     if arch == "qwen2_5_vl":
-        video = Qwen2VLVideoProcessor(patch_size=patch, temporal_patch_size=2, merge_size=2, size=pixels)
-        return Qwen2_5_VLProcessor(image_processor=image, tokenizer=tokenizer, video_processor=video, chat_template=CHAT_TEMPLATE)
-    video = Qwen3VLVideoProcessor(patch_size=patch, temporal_patch_size=2, merge_size=2, size={"shortest_edge": pixels["shortest_edge"], "longest_edge": 64 * pixels["longest_edge"]})
-    return Qwen3VLProcessor(image_processor=image, tokenizer=tokenizer, video_processor=video, chat_template=CHAT_TEMPLATE)
+        video = Qwen2VLVideoProcessor(
+            patch_size=patch, temporal_patch_size=2, merge_size=2, size=pixels
+        )
+        return Qwen2_5_VLProcessor(
+            image_processor=image,
+            tokenizer=tokenizer,
+            video_processor=video,
+            chat_template=CHAT_TEMPLATE,
+        )
+    video = Qwen3VLVideoProcessor(
+        patch_size=patch,
+        temporal_patch_size=2,
+        merge_size=2,
+        size={
+            "shortest_edge": pixels["shortest_edge"],
+            "longest_edge": 64 * pixels["longest_edge"],
+        },
+    )
+    return Qwen3VLProcessor(
+        image_processor=image,
+        tokenizer=tokenizer,
+        video_processor=video,
+        chat_template=CHAT_TEMPLATE,
+    )
 
 
 def build_tiny_model(arch: str, out_dir: str | Path, *, size: str = "tiny", seed: int = 0) -> Path:
@@ -248,7 +298,10 @@ def build_tiny_model(arch: str, out_dir: str | Path, *, size: str = "tiny", seed
     config = _config(arch, spec, tokenizer)
     factory = AutoModelForCausalLM if arch == "qwen3" else AutoModelForImageTextToText
     model = factory.from_config(config, dtype=torch.float32)
-    eos = [tokenizer.convert_tokens_to_ids("<|im_end|>"), tokenizer.convert_tokens_to_ids("<|endoftext|>")]
+    eos = [
+        tokenizer.convert_tokens_to_ids("<|im_end|>"),
+        tokenizer.convert_tokens_to_ids("<|endoftext|>"),
+    ]
     model.generation_config = GenerationConfig(
         eos_token_id=eos, pad_token_id=eos[1], bos_token_id=eos[1], do_sample=True, temperature=1.0
     )

@@ -18,10 +18,15 @@ from videorl.models.loading import LoadedModel
 
 
 class RolloutEngine(Protocol):
-    def generate(self, prompts: Sequence[PromptEncoding], params: SamplingParams) -> list[Generation]: ...
+    def generate(
+        self, prompts: Sequence[PromptEncoding], params: SamplingParams
+    ) -> list[Generation]: ...
 
     def continue_prefixes(
-        self, prompts: Sequence[PromptEncoding], prefixes: Sequence[torch.Tensor], params: SamplingParams
+        self,
+        prompts: Sequence[PromptEncoding],
+        prefixes: Sequence[torch.Tensor],
+        params: SamplingParams,
     ) -> list[Generation]: ...
 
     def sync_weights(self, policy: torch.nn.Module) -> None: ...
@@ -34,19 +39,30 @@ class HFEngine:
         self.loaded = loaded
         self.max_prompts_per_call = max_prompts_per_call
 
-    def generate(self, prompts: Sequence[PromptEncoding], params: SamplingParams) -> list[Generation]:
+    def generate(
+        self, prompts: Sequence[PromptEncoding], params: SamplingParams
+    ) -> list[Generation]:
         out: list[Generation] = []
         for start in range(0, len(prompts), self.max_prompts_per_call):
-            out.extend(generate(self.loaded, prompts[start : start + self.max_prompts_per_call], params))
+            out.extend(
+                generate(self.loaded, prompts[start : start + self.max_prompts_per_call], params)
+            )
         return out
 
     def continue_prefixes(
-        self, prompts: Sequence[PromptEncoding], prefixes: Sequence[torch.Tensor], params: SamplingParams
+        self,
+        prompts: Sequence[PromptEncoding],
+        prefixes: Sequence[torch.Tensor],
+        params: SamplingParams,
     ) -> list[Generation]:
         """One continuation per (prompt, prefix); the returned response includes the prefix."""
         extended = [with_prefix(p, x) for p, x in zip(prompts, prefixes)]
         single = SamplingParams(
-            n=1, max_new_tokens=params.max_new_tokens, temperature=params.temperature, top_p=params.top_p, top_k=params.top_k
+            n=1,
+            max_new_tokens=params.max_new_tokens,
+            temperature=params.temperature,
+            top_p=params.top_p,
+            top_k=params.top_k,
         )
         out = []
         for prefix, gen in zip(prefixes, self.generate(extended, single)):

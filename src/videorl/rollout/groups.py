@@ -29,7 +29,10 @@ def constructed_prefix(record: TaskRecord, rng: random.Random) -> str:
     if captions:
         size = rng.randint(1, len(captions))
         chosen = sorted(rng.sample(range(len(captions)), size))
-        text += "".join(f"From {_num(captions[i].start)} to {_num(captions[i].end)}, {captions[i].text}\n" for i in chosen)
+        text += "".join(
+            f"From {_num(captions[i].start)} to {_num(captions[i].end)}, {captions[i].text}\n"
+            for i in chosen
+        )
     return text
 
 
@@ -53,7 +56,10 @@ def generate_groups(
     if wanted:
         rng = rng or random.Random(0)
         prefixes = [
-            torch.tensor(tokenizer.encode(constructed_prefix(records[p], rng), add_special_tokens=False), dtype=torch.long)
+            torch.tensor(
+                tokenizer.encode(constructed_prefix(records[p], rng), add_special_tokens=False),
+                dtype=torch.long,
+            )
             for p, _ in wanted
         ]
         continued = engine.continue_prefixes([prompts[p] for p, _ in wanted], prefixes, params)
@@ -80,14 +86,18 @@ def generate_groups(
     )
 
 
-def annotation_tokens(record: TaskRecord, tokenizer: Any, eos_id: int, budget: int, think: bool) -> torch.Tensor:
+def annotation_tokens(
+    record: TaskRecord, tokenizer: Any, eos_id: int, budget: int, think: bool
+) -> torch.Tensor:
     """The serialized ground truth, tokenized without special tokens, plus EOS, truncated to
     the response budget (METHODS 2.1)."""
     ids = tokenizer.encode(serialize_annotation(record, think=think), add_special_tokens=False)
     return torch.tensor((ids + [eos_id])[:budget], dtype=torch.long)
 
 
-def add_annotation_rows(batch: RolloutBatch, tokenizer: Any, eos_id: int, budget: int, think: bool = False) -> RolloutBatch:
+def add_annotation_rows(
+    batch: RolloutBatch, tokenizer: Any, eos_id: int, budget: int, think: bool = False
+) -> RolloutBatch:
     """Append one annotation row per group (OraRL), flagged `is_annotation`."""
     extra = [annotation_tokens(r, tokenizer, eos_id, budget, think) for r in batch.records]
     count = len(extra)
@@ -98,7 +108,12 @@ def add_annotation_rows(batch: RolloutBatch, tokenizer: Any, eos_id: int, budget
         texts=batch.texts + tokenizer.batch_decode(extra, skip_special_tokens=True),
         is_annotation=torch.cat([batch.is_annotation, torch.ones(count, dtype=torch.bool)]),
         off_policy=torch.cat([batch.off_policy, torch.zeros(count, dtype=torch.bool)]),
-        truncated=torch.cat([batch.truncated, torch.tensor([t[-1].item() != eos_id for t in extra], dtype=torch.bool)]),
+        truncated=torch.cat(
+            [
+                batch.truncated,
+                torch.tensor([t[-1].item() != eos_id for t in extra], dtype=torch.bool),
+            ]
+        ),
     )
 
 

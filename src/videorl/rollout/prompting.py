@@ -10,8 +10,14 @@ from videorl.models.inputs import PromptEncoding, encode_prompt
 from videorl.models.loading import LoadedModel
 
 
-def encode_record(policy: LoadedModel, record: TaskRecord, media: Any, think: bool) -> PromptEncoding:
+def encode_record(
+    policy: LoadedModel, record: TaskRecord, media: Any, think: bool
+) -> PromptEncoding:
     """The record's family prompt with its decoded video (or image, T=1) as model input."""
     is_image = media is not None and record.video is None
-    return encode_prompt(policy, build_prompt(record, think=think),
-                         video=None if is_image else media, image=media if is_image else None)
+    return encode_prompt(
+        policy,
+        build_prompt(record, think=think),
+        video=None if is_image else media,
+        image=media if is_image else None,
+    )

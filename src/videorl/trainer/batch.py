@@ -102,6 +102,16 @@ def pad_rows(rows: list[torch.Tensor], length: int, value: float = 0.0) -> torch
 def empty_batch() -> RolloutBatch:
     """A batch without rows (a rank whose samples were all skipped still joins collectives)."""
     none = torch.zeros(0, dtype=torch.bool)
-    return RolloutBatch(records=[], prompts=[], videos=[], group_ids=torch.zeros(0, dtype=torch.long), responses=[],
-                        texts=[], is_annotation=none, off_policy=none, truncated=none,
-                        rewards=torch.zeros(0), advantages=torch.zeros(0, 0))
+    return RolloutBatch(
+        records=[],
+        prompts=[],
+        videos=[],
+        group_ids=torch.zeros(0, dtype=torch.long),
+        responses=[],
+        texts=[],
+        is_annotation=none,
+        off_policy=none,
+        truncated=none,
+        rewards=torch.zeros(0),
+        advantages=torch.zeros(0, 0),
+    )

@@ -46,7 +46,11 @@ def _single_process_ok():
 
 
 def rng_state() -> dict[str, Any]:
-    state = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
+    state = {
+        "python": random.getstate(),
+        "numpy": np.random.get_state(),
+        "torch": torch.get_rng_state(),
+    }
     if torch.cuda.is_available():
         state["cuda"] = torch.cuda.get_rng_state()
     return state
@@ -135,7 +139,9 @@ def save_checkpoint(
     return final
 
 
-def load_checkpoint(checkpoint: Path, *, policy: Any, optimizer: torch.optim.Optimizer, info: DistInfo) -> dict[str, Any]:
+def load_checkpoint(
+    checkpoint: Path, *, policy: Any, optimizer: torch.optim.Optimizer, info: DistInfo
+) -> dict[str, Any]:
     """Restore model and optimizer shards (any world size), this rank's RNG; return extras."""
     state = {
         "model": get_model_state_dict(policy.model),
@@ -146,7 +152,9 @@ def load_checkpoint(checkpoint: Path, *, policy: Any, optimizer: torch.optim.Opt
     set_model_state_dict(policy.model, state["model"])
     set_optimizer_state_dict(policy.model, optimizer, state["optim"])
     rng_file = checkpoint / f"rng-{info.rank}.pt"
-    set_rng_state(torch.load(rng_file if rng_file.exists() else checkpoint / "rng-0.pt", weights_only=False))
+    set_rng_state(
+        torch.load(rng_file if rng_file.exists() else checkpoint / "rng-0.pt", weights_only=False)
+    )
     return torch.load(checkpoint / "state.pt", map_location="cpu", weights_only=False)
 
 
@@ -168,7 +176,9 @@ def resolve_resume(resume: str | None, output_dir: str | Path) -> Path | None:
         return found[-1] if found else None
     path = Path(resume)
     if not (path / "state.pt").is_file():
-        raise ConfigError(f"--resume {resume!r} is not a checkpoint folder (no state.pt); use auto or a step-NNNNNN folder")
+        raise ConfigError(
+            f"--resume {resume!r} is not a checkpoint folder (no state.pt); use auto or a step-NNNNNN folder"
+        )
     return path
 
 
@@ -180,10 +190,16 @@ def merge_checkpoint(checkpoint: str | Path, out: str | Path) -> Path:
 
     checkpoint = Path(checkpoint)
     if not (checkpoint / "dcp").is_dir():
-        raise ConfigError(f"{str(checkpoint)!r} has no dcp/ shards; give a step-NNNNNN checkpoint folder")
+        raise ConfigError(
+            f"{str(checkpoint)!r} has no dcp/ shards; give a step-NNNNNN checkpoint folder"
+        )
     meta = checkpoint / ("model_meta" if (checkpoint / "model_meta").is_dir() else "model")
     config = AutoConfig.from_pretrained(meta)
-    factory = AutoModelForImageTextToText if config.model_type in VISION_MODEL_TYPES else AutoModelForCausalLM
+    factory = (
+        AutoModelForImageTextToText
+        if config.model_type in VISION_MODEL_TYPES
+        else AutoModelForCausalLM
+    )
     model = factory.from_config(config, dtype=getattr(config, "dtype", None) or torch.float32)
     state = {"model": model.state_dict()}
     with _single_process_ok():

@@ -38,14 +38,20 @@ def init_distributed(device: str = "auto") -> DistInfo:
     world = int(os.environ.get("WORLD_SIZE", "1"))
     use_cuda = torch.cuda.is_available() and device in ("auto", "cuda")
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-    chosen = (f"cuda:{local_rank}" if world > 1 else "cuda") if use_cuda else (device if device not in ("auto", "cuda") else "cpu")
+    chosen = (
+        (f"cuda:{local_rank}" if world > 1 else "cuda")
+        if use_cuda
+        else (device if device not in ("auto", "cuda") else "cpu")
+    )
     if world == 1:
         return DistInfo(device=chosen)
     if not dist.is_initialized():
         if use_cuda:
             torch.cuda.set_device(local_rank)
         dist.init_process_group("nccl" if use_cuda else "gloo")
-    return DistInfo(rank=dist.get_rank(), world_size=dist.get_world_size(), local_rank=local_rank, device=chosen)
+    return DistInfo(
+        rank=dist.get_rank(), world_size=dist.get_world_size(), local_rank=local_rank, device=chosen
+    )
 
 
 def all_reduce(value: float, op: str = "sum", info: DistInfo | None = None) -> float:
@@ -77,7 +83,11 @@ def apply_fsdp(model: torch.nn.Module, *, bf16: bool, cpu_offload: bool = False)
     token count (gloo has no pre-multiplied sum to change the divisor instead)."""
     from torch.distributed.fsdp import CPUOffloadPolicy, MixedPrecisionPolicy, fully_shard
 
-    policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32) if bf16 else MixedPrecisionPolicy()
+    policy = (
+        MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+        if bf16
+        else MixedPrecisionPolicy()
+    )
     kwargs: dict[str, Any] = {"mp_policy": policy}
     if cpu_offload:
         kwargs["offload_policy"] = CPUOffloadPolicy()
@@ -93,7 +103,9 @@ def full_state_dict(model: torch.nn.Module) -> dict[str, torch.Tensor]:
 
     if not dist.is_initialized() or dist.get_world_size() == 1:
         return model.state_dict()
-    return get_model_state_dict(model, options=StateDictOptions(full_state_dict=True, cpu_offload=False))
+    return get_model_state_dict(
+        model, options=StateDictOptions(full_state_dict=True, cpu_offload=False)
+    )
 
 
 def shard_indices(indices: list[int], info: DistInfo) -> list[int]:

@@ -31,10 +31,23 @@ from videorl.rollout.engine import HFEngine, RolloutEngine
 from videorl.rollout.groups import add_annotation_rows, generate_groups
 from videorl.rollout.prompting import encode_record
 from videorl.trainer import checkpoint as ckpt
-from videorl.trainer.distributed import DistInfo, apply_fsdp, barrier, init_distributed, reduce_metrics, shard_indices
-from videorl.trainer.metrics import MetricsWriter, plot_reward_curves
 from videorl.trainer.batch import empty_batch
-from videorl.trainer.stages import add_sensitivity_bonus, add_teacher_logprobs, compute_advantages, score, select
+from videorl.trainer.distributed import (
+    DistInfo,
+    apply_fsdp,
+    barrier,
+    init_distributed,
+    reduce_metrics,
+    shard_indices,
+)
+from videorl.trainer.metrics import MetricsWriter, plot_reward_curves
+from videorl.trainer.stages import (
+    add_sensitivity_bonus,
+    add_teacher_logprobs,
+    compute_advantages,
+    score,
+    select,
+)
 from videorl.trainer.update import UpdateContext, update_policy
 from videorl.trainer.validation import validate
 from videorl.video.cache import VideoCache
@@ -90,31 +103,49 @@ def lr_lambda(cfg: Config):
         if optim.schedule == "constant":
             return 1.0
         progress = (step - optim.warmup_steps) / max(1, total - optim.warmup_steps)
-        return optim.min_lr_ratio + (1 - optim.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
+        return optim.min_lr_ratio + (1 - optim.min_lr_ratio) * 0.5 * (
+            1 + math.cos(math.pi * min(1.0, progress))
+        )
 
     return factor
 
 
 def _records(cfg: Config, path: str) -> list[TaskRecord]:
-    result = load_records(path, format=cfg.data.format, family=cfg.data.family, video_root=cfg.data.video_root,
-                          skip_invalid=cfg.data.skip_invalid)
+    result = load_records(
+        path,
+        format=cfg.data.format,
+        family=cfg.data.family,
+        video_root=cfg.data.video_root,
+        skip_invalid=cfg.data.skip_invalid,
+    )
     wanted = {f for f in cfg.data.families}
-    records = [r for r in result.records if not wanted or r.family.value in wanted or r.family.short in wanted]
+    records = [
+        r
+        for r in result.records
+        if not wanted or r.family.value in wanted or r.family.short in wanted
+    ]
     if not records:
-        raise ConfigError(f"data file {path!r} has no records of data.families={list(cfg.data.families)}")
+        raise ConfigError(
+            f"data file {path!r} has no records of data.families={list(cfg.data.families)}"
+        )
     missing = check_media(records)
     if missing:
         total = len({r.media.path for r in records if r.media is not None and r.media.path})
         if len(missing) == total:
             raise MediaError(media_report(missing, total))
-        console.print(f"[yellow]warning:[/] {media_report(missing, total)}; those samples are skipped and counted")
+        console.print(
+            f"[yellow]warning:[/] {media_report(missing, total)}; those samples are skipped and counted"
+        )
     return records
 
 
 def build_state(cfg: Config, resume: str | None, info: DistInfo | None = None) -> TrainState:
     """Load data, models and optimizer (FSDP2-sharded under torchrun); restore a checkpoint."""
-    info = info or DistInfo(device=cfg.trainer.device if cfg.trainer.device != "auto" else
-                            ("cuda" if torch.cuda.is_available() else "cpu"))
+    info = info or DistInfo(
+        device=cfg.trainer.device
+        if cfg.trainer.device != "auto"
+        else ("cuda" if torch.cuda.is_available() else "cpu")
+    )
     torch.manual_seed(cfg.trainer.seed)
     random.seed(cfg.trainer.seed)
     checkpoint = ckpt.resolve_resume(resume, cfg.trainer.output_dir)
@@ -138,16 +169,31 @@ def build_state(cfg: Config, resume: str | None, info: DistInfo | None = None) -
     if cfg.model.reference_path:
         reference = load_model(cfg.model.reference_path, dtype=dtype, device=info.device)
         reference.model.eval()
-    optimizer = torch.optim.AdamW([p for p in policy.model.parameters() if p.requires_grad], lr=cfg.optim.lr,
-                                  betas=cfg.optim.betas, weight_decay=cfg.optim.weight_decay)
+    optimizer = torch.optim.AdamW(
+        [p for p in policy.model.parameters() if p.requires_grad],
+        lr=cfg.optim.lr,
+        betas=cfg.optim.betas,
+        weight_decay=cfg.optim.weight_decay,
+    )
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda(cfg))
     records = _records(cfg, cfg.data.train)
     val_records = _records(cfg, cfg.data.val)[: cfg.trainer.val_max_prompts] if cfg.data.val else []
     sampler = TaskGroupedSampler(records, cfg.data.prompts_per_step, seed=cfg.data.seed)
-    state = TrainState(cfg=cfg, policy=policy, engine=HFEngine(rollout_model), optimizer=optimizer,
-                       scheduler=scheduler, videos=VideoCache(cfg.video), sampler=sampler, records=records,
-                       val_records=val_records, reference=reference, teacher=teacher, info=info,
-                       pool=ScoringPool(cfg.reward) if cfg.reward.workers > 1 else None)
+    state = TrainState(
+        cfg=cfg,
+        policy=policy,
+        engine=HFEngine(rollout_model),
+        optimizer=optimizer,
+        scheduler=scheduler,
+        videos=VideoCache(cfg.video),
+        sampler=sampler,
+        records=records,
+        val_records=val_records,
+        reference=reference,
+        teacher=teacher,
+        info=info,
+        pool=ScoringPool(cfg.reward) if cfg.reward.workers > 1 else None,
+    )
     if checkpoint is not None:
         saved = ckpt.load_checkpoint(checkpoint, policy=policy, optimizer=optimizer, info=info)
         scheduler.load_state_dict(saved["scheduler"])
@@ -155,7 +201,9 @@ def build_state(cfg: Config, resume: str | None, info: DistInfo | None = None) -
         state.step, state.best = int(saved["step"]), dict(saved.get("best", {}))
         state.engine.sync_weights(policy.model)
         if info.is_main:
-            console.print(f"resumed from {checkpoint} (saved by {saved.get('world_size', 1)} ranks) at step {state.step}")
+            console.print(
+                f"resumed from {checkpoint} (saved by {saved.get('world_size', 1)} ranks) at step {state.step}"
+            )
     return state
 
 
@@ -164,7 +212,9 @@ def _endless(sampler: TaskGroupedSampler) -> Iterator[list[int]]:
         yield from sampler
 
 
-def decode_prompts(state: TrainState, indices: list[int]) -> tuple[list[TaskRecord], list[PromptEncoding], list[Any], int]:
+def decode_prompts(
+    state: TrainState, indices: list[int]
+) -> tuple[list[TaskRecord], list[PromptEncoding], list[Any], int]:
     """Decode each record's media once (cache) and encode its prompt; bad media is skipped."""
     records, prompts, videos, skipped = [], [], [], 0
     for index in indices:
@@ -186,46 +236,84 @@ def train_step(state: TrainState, indices: list[int]) -> dict[str, Any]:
     cfg, timer = state.cfg, StageTimer()
     scorer = state.engine.loaded  # the policy itself, or its synced unsharded copy under FSDP
     with timer("decode"):
-        records, prompts, videos, skipped = decode_prompts(state, shard_indices(indices, state.info))
+        records, prompts, videos, skipped = decode_prompts(
+            state, shard_indices(indices, state.info)
+        )
     if not records:  # every sample of this rank was bad: still join the update's collectives
         update_policy(_update_context(state), empty_batch())
         state.scheduler.step()
         state.engine.sync_weights(state.policy.model)
         return {"data/skipped_media": float(skipped), "step/skipped": 1.0}
-    params = SamplingParams(n=cfg.rollout.n, max_new_tokens=cfg.rollout.max_new_tokens,
-                            temperature=cfg.rollout.temperature, top_p=cfg.rollout.top_p, top_k=cfg.rollout.top_k)
+    params = SamplingParams(
+        n=cfg.rollout.n,
+        max_new_tokens=cfg.rollout.max_new_tokens,
+        temperature=cfg.rollout.temperature,
+        top_p=cfg.rollout.top_p,
+        top_k=cfg.rollout.top_k,
+    )
     with timer("rollout"):
         constructed = None
         if cfg.algorithm.constructed.enabled:
-            p = constructed_probability(state.step, state.sampler.epoch, cfg.algorithm.constructed.curriculum)
+            p = constructed_probability(
+                state.step, state.sampler.epoch, cfg.algorithm.constructed.curriculum
+            )
             constructed = torch.rand(len(prompts), cfg.rollout.n) < p
-        batch = generate_groups(state.engine, records, prompts, videos, params, state.policy.tokenizer,
-                                constructed=constructed, rng=random.Random(state.step))
+        batch = generate_groups(
+            state.engine,
+            records,
+            prompts,
+            videos,
+            params,
+            state.policy.tokenizer,
+            constructed=constructed,
+            rng=random.Random(state.step),
+        )
         if cfg.algorithm.annotation_rows:
-            batch = add_annotation_rows(batch, state.policy.tokenizer, state.policy.eos_token_ids[0],
-                                        cfg.rollout.max_new_tokens, think=cfg.data.think)
+            batch = add_annotation_rows(
+                batch,
+                state.policy.tokenizer,
+                state.policy.eos_token_ids[0],
+                cfg.rollout.max_new_tokens,
+                think=cfg.data.think,
+            )
     with timer("reward"):
         batch = score(batch, cfg.reward, state.pool)
         if cfg.reward.sensitivity.enabled:
-            batch = add_sensitivity_bonus(batch, scorer, lambda r, v: encode_record(scorer, r, v, cfg.data.think),
-                                          cfg.reward, step=state.step, temperature=cfg.rollout.temperature,
-                                          token_budget=cfg.optim.micro_batch_tokens)
+            batch = add_sensitivity_bonus(
+                batch,
+                scorer,
+                lambda r, v: encode_record(scorer, r, v, cfg.data.think),
+                cfg.reward,
+                step=state.step,
+                temperature=cfg.rollout.temperature,
+                token_budget=cfg.optim.micro_batch_tokens,
+            )
     policy_rows = ~batch.is_annotation
     reward_metrics = {
         "reward/mean": float(batch.rewards[policy_rows].mean()),
-        "reward/annotation_mean": float(batch.rewards[batch.is_annotation].mean()) if batch.is_annotation.any() else None,
+        "reward/annotation_mean": float(batch.rewards[batch.is_annotation].mean())
+        if batch.is_annotation.any()
+        else None,
         "response/length_mean": float(batch.response_lengths[policy_rows].float().mean()),
         "response/truncated_frac": float(batch.truncated[policy_rows].float().mean()),
         "rollout/constructed_rows": float(batch.off_policy.sum()),
         "rollout/annotation_truncated": float(batch.truncated[batch.is_annotation].sum()),
     }
     if reward_metrics["rollout/annotation_truncated"]:
-        log.warning("%d annotation rows were cut by rollout.max_new_tokens=%d and score below 1; raise it",
-                    int(reward_metrics["rollout/annotation_truncated"]), cfg.rollout.max_new_tokens)
+        log.warning(
+            "%d annotation rows were cut by rollout.max_new_tokens=%d and score below 1; raise it",
+            int(reward_metrics["rollout/annotation_truncated"]),
+            cfg.rollout.max_new_tokens,
+        )
     with timer("teacher"):
         if cfg.algorithm.is_distillation:
-            batch = add_teacher_logprobs(batch, scorer, state.teacher, temperature=cfg.rollout.temperature,
-                                         token_budget=cfg.optim.micro_batch_tokens)
+            batch = add_teacher_logprobs(
+                batch,
+                scorer,
+                state.teacher,
+                temperature=cfg.rollout.temperature,
+                token_budget=cfg.optim.micro_batch_tokens,
+            )
     with timer("advantage"):
         batch = compute_advantages(batch, cfg.algorithm)
         rows_before = batch.num_rows
@@ -237,22 +325,39 @@ def train_step(state: TrainState, indices: list[int]) -> dict[str, Any]:
     tokens = float(batch.response_lengths.sum())
     total = sum(timer.seconds.values())
     return {
-        **batch.metrics, **reward_metrics, **update_metrics, **timer.metrics(),
-        "rows/total": float(rows_before), "rows/kept": float(batch.num_rows), "rows/dropped": float(rows_before - batch.num_rows),
-        "data/skipped_media": float(skipped), "lr": state.scheduler.get_last_lr()[0],
-        "perf/tokens_per_s": tokens / max(total, 1e-9), "perf/step_s": total,
-        "perf/peak_mem_gb": _peak_memory_gb(), "batch_ids": [r.id for r in records],
-        "samples": [{"id": batch.records[int(g)].id, "text": t, "reward": float(r)}
-                    for g, t, r in zip(batch.group_ids[:4], batch.texts[:4], batch.rewards[:4])],
+        **batch.metrics,
+        **reward_metrics,
+        **update_metrics,
+        **timer.metrics(),
+        "rows/total": float(rows_before),
+        "rows/kept": float(batch.num_rows),
+        "rows/dropped": float(rows_before - batch.num_rows),
+        "data/skipped_media": float(skipped),
+        "lr": state.scheduler.get_last_lr()[0],
+        "perf/tokens_per_s": tokens / max(total, 1e-9),
+        "perf/step_s": total,
+        "perf/peak_mem_gb": _peak_memory_gb(),
+        "batch_ids": [r.id for r in records],
+        "samples": [
+            {"id": batch.records[int(g)].id, "text": t, "reward": float(r)}
+            for g, t, r in zip(batch.group_ids[:4], batch.texts[:4], batch.rewards[:4])
+        ],
     }
 
 
 def _update_context(state: TrainState) -> UpdateContext:
     cfg = state.cfg
-    return UpdateContext(policy=state.policy, optimizer=state.optimizer, optim=cfg.optim, loss=cfg.algorithm.loss,
-                         temperature=cfg.rollout.temperature, reference=state.reference,
-                         logprob_model=state.engine.loaded, world_size=state.info.world_size,
-                         autocast_dtype=torch.bfloat16 if cfg.trainer.bf16 and torch.cuda.is_available() else None)
+    return UpdateContext(
+        policy=state.policy,
+        optimizer=state.optimizer,
+        optim=cfg.optim,
+        loss=cfg.algorithm.loss,
+        temperature=cfg.rollout.temperature,
+        reference=state.reference,
+        logprob_model=state.engine.loaded,
+        world_size=state.info.world_size,
+        autocast_dtype=torch.bfloat16 if cfg.trainer.bf16 and torch.cuda.is_available() else None,
+    )
 
 
 def _peak_memory_gb() -> float:
@@ -264,10 +369,20 @@ def _peak_memory_gb() -> float:
 
 
 def _save(state: TrainState) -> Path:
-    extras = {"scheduler": state.scheduler.state_dict(), "sampler": state.sampler.state_dict(), "best": state.best}
-    return ckpt.save_checkpoint(state.cfg.trainer.output_dir, state.step, policy=state.policy,
-                                optimizer=state.optimizer, extras=extras, info=state.info,
-                                keep_last=state.cfg.trainer.keep_last)
+    extras = {
+        "scheduler": state.scheduler.state_dict(),
+        "sampler": state.sampler.state_dict(),
+        "best": state.best,
+    }
+    return ckpt.save_checkpoint(
+        state.cfg.trainer.output_dir,
+        state.step,
+        policy=state.policy,
+        optimizer=state.optimizer,
+        extras=extras,
+        info=state.info,
+        keep_last=state.cfg.trainer.keep_last,
+    )
 
 
 def run_training(cfg: Config, resume: str | None = None) -> Path:
@@ -277,26 +392,51 @@ def run_training(cfg: Config, resume: str | None = None) -> Path:
     """
     info = init_distributed(cfg.trainer.device)
     if cfg.data.prompts_per_step % info.world_size:
-        raise ConfigError(f"data.prompts_per_step={cfg.data.prompts_per_step} must be divisible by the "
-                          f"{info.world_size} ranks (whole groups stay on one rank)")
+        raise ConfigError(
+            f"data.prompts_per_step={cfg.data.prompts_per_step} must be divisible by the "
+            f"{info.world_size} ranks (whole groups stay on one rank)"
+        )
     state = build_state(cfg, resume, info)
     out = Path(cfg.trainer.output_dir)
-    writer = MetricsWriter(out, tensorboard=cfg.trainer.tensorboard, wandb_project=cfg.trainer.wandb_project,
-                           config=to_dict(cfg)) if info.is_main else None
+    writer = (
+        MetricsWriter(
+            out,
+            tensorboard=cfg.trainer.tensorboard,
+            wandb_project=cfg.trainer.wandb_project,
+            config=to_dict(cfg),
+        )
+        if info.is_main
+        else None
+    )
     batches = _endless(state.sampler)
-    columns = (TextColumn("step {task.completed}/{task.total}"), BarColumn(), TimeRemainingColumn(),
-               TextColumn("{task.fields[status]}"))
+    columns = (
+        TextColumn("step {task.completed}/{task.total}"),
+        BarColumn(),
+        TimeRemainingColumn(),
+        TextColumn("{task.fields[status]}"),
+    )
     try:
-        with Progress(*columns, console=console, transient=False, disable=not info.is_main) as progress:
-            task = progress.add_task("train", total=cfg.trainer.steps, completed=state.step, status="")
+        with Progress(
+            *columns, console=console, transient=False, disable=not info.is_main
+        ) as progress:
+            task = progress.add_task(
+                "train", total=cfg.trainer.steps, completed=state.step, status=""
+            )
             while state.step < cfg.trainer.steps:
                 metrics = reduce_metrics(train_step(state, next(batches)), info)
                 state.step += 1
-                if cfg.trainer.val_every and state.step % cfg.trainer.val_every == 0 and state.val_records:
+                if (
+                    cfg.trainer.val_every
+                    and state.step % cfg.trainer.val_every == 0
+                    and state.val_records
+                ):
                     if info.is_main:
                         metrics.update(validate(state))
                         if _record_best(state, metrics):
-                            ckpt.write_atomically(out / "best", lambda tmp: ckpt.save_model_folder(state.engine.loaded, tmp))
+                            ckpt.write_atomically(
+                                out / "best",
+                                lambda tmp: ckpt.save_model_folder(state.engine.loaded, tmp),
+                            )
                     barrier()
                 if writer is not None:
                     writer.write(state.step, metrics)
@@ -321,7 +461,9 @@ def run_training(cfg: Config, resume: str | None = None) -> Path:
         curves = plot_reward_curves(writer.path, out / "reward_curves.png")
         console.print(f"final model: {final}\nmetrics: {writer.path}\ncurves: {curves}")
         if state.best:
-            console.print(f"best checkpoint by {cfg.trainer.best_metric}: step {state.best['step']} ({state.best['value']:.4f})")
+            console.print(
+                f"best checkpoint by {cfg.trainer.best_metric}: step {state.best['step']} ({state.best['value']:.4f})"
+            )
     barrier()
     return final
 
@@ -331,6 +473,10 @@ def _record_best(state: TrainState, metrics: dict[str, Any]) -> bool:
     value = metrics.get(state.cfg.trainer.best_metric)
     if value is None or (state.best and value <= state.best["value"]):
         return False
-    state.best = {"step": state.step, "value": float(value), "metric": state.cfg.trainer.best_metric}
+    state.best = {
+        "step": state.step,
+        "value": float(value),
+        "metric": state.cfg.trainer.best_metric,
+    }
     metrics["val/best_step"] = state.step
     return True

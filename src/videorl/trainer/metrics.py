@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
+import logging
 import math
 from pathlib import Path
 from typing import Any
-
-import logging
 
 log = logging.getLogger(__name__)
 
@@ -15,7 +14,14 @@ log = logging.getLogger(__name__)
 class MetricsWriter:
     """Writes one JSON object per step to `metrics.jsonl` (flushed), and to TB/wandb."""
 
-    def __init__(self, output_dir: str | Path, *, tensorboard: bool, wandb_project: str | None, config: dict[str, Any]):
+    def __init__(
+        self,
+        output_dir: str | Path,
+        *,
+        tensorboard: bool,
+        wandb_project: str | None,
+        config: dict[str, Any],
+    ):
         self.dir = Path(output_dir)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.path = self.dir / "metrics.jsonl"
@@ -41,7 +47,10 @@ class MetricsWriter:
         if samples:
             with (self.dir / "samples.jsonl").open("a") as f:
                 f.write(json.dumps({"step": step, "samples": samples}) + "\n")
-        clean = {k: (v if not isinstance(v, float) or math.isfinite(v) else None) for k, v in metrics.items()}
+        clean = {
+            k: (v if not isinstance(v, float) or math.isfinite(v) else None)
+            for k, v in metrics.items()
+        }
         self._file.write(json.dumps({"step": step, **clean}) + "\n")
         self._file.flush()
         numeric = {k: v for k, v in clean.items() if isinstance(v, (int, float)) and v is not None}
@@ -69,7 +78,9 @@ def read_metrics(path: str | Path) -> list[dict[str, Any]]:
     return [by_step[s] for s in sorted(by_step)]
 
 
-def plot_reward_curves(metrics_path: str | Path, out_png: str | Path, keys: tuple[str, ...] = ()) -> Path:
+def plot_reward_curves(
+    metrics_path: str | Path, out_png: str | Path, keys: tuple[str, ...] = ()
+) -> Path:
     """PNG of the reward (and per-family reward) per step, with validation points."""
     import matplotlib
 
@@ -77,13 +88,26 @@ def plot_reward_curves(metrics_path: str | Path, out_png: str | Path, keys: tupl
     import matplotlib.pyplot as plt
 
     rows = read_metrics(metrics_path)
-    keys = keys or tuple(sorted({k for r in rows for k in r if k == "reward/mean" or (k.startswith("reward/") and k.endswith("/mean"))}))
+    keys = keys or tuple(
+        sorted(
+            {
+                k
+                for r in rows
+                for k in r
+                if k == "reward/mean" or (k.startswith("reward/") and k.endswith("/mean"))
+            }
+        )
+    )
     fig, ax = plt.subplots(figsize=(7, 4))
     for key in keys:
         points = [(r["step"], r[key]) for r in rows if r.get(key) is not None]
         if points:
             ax.plot(*zip(*points), label=key, marker="." if len(points) < 50 else None)
-    val = [(r["step"], r["val/reward_mean_at_k"]) for r in rows if r.get("val/reward_mean_at_k") is not None]
+    val = [
+        (r["step"], r["val/reward_mean_at_k"])
+        for r in rows
+        if r.get("val/reward_mean_at_k") is not None
+    ]
     if val:
         ax.plot(*zip(*val), "o--", label="val mean@k")
     ax.set_xlabel("step")

@@ -11,16 +11,26 @@ from typing import Any, Sequence
 import torch
 
 from videorl.algorithms.advantages import get_estimator
-from videorl.algorithms.selection import post_selection_correction, row_scores, select_rows, selection_reference
+from videorl.algorithms.selection import (
+    post_selection_correction,
+    row_scores,
+    select_rows,
+    selection_reference,
+)
 from videorl.algorithms.taro import off_policy_advantages
 from videorl.config import AlgorithmConfig, PruningConfig
+from videorl.models.batching import plan_microbatches
 from videorl.models.inputs import PromptEncoding, collate
 from videorl.models.loading import LoadedModel
 from videorl.models.logprobs import response_logprobs
-from videorl.models.batching import plan_microbatches
 from videorl.rewards.batch import score_batch
 from videorl.rewards.config import RewardConfig
-from videorl.rewards.sensitivity import boundary_shuffle, sensitivity_bonus, shuffle_seed, token_mean_logp_gap
+from videorl.rewards.sensitivity import (
+    boundary_shuffle,
+    sensitivity_bonus,
+    shuffle_seed,
+    token_mean_logp_gap,
+)
 from videorl.trainer.batch import RolloutBatch, pad_rows
 
 
@@ -48,9 +58,11 @@ def row_logprobs(
     out = torch.zeros(len(responses), length)
     sizes = [p.length + int(r.numel()) for p, r in zip(prompts, responses)]
     for micro in plan_microbatches(sizes, token_budget):
-        inputs, mask = collate([prompts[i] for i in micro], [responses[i] for i in micro], loaded.pad_token_id)
+        inputs, mask = collate(
+            [prompts[i] for i in micro], [responses[i] for i in micro], loaded.pad_token_id
+        )
         inputs = {k: v.to(device) for k, v in inputs.items()}
-        targets = inputs["input_ids"][:, -mask.shape[1]:]
+        targets = inputs["input_ids"][:, -mask.shape[1] :]
         logp, _ = response_logprobs(loaded.model, inputs, targets, temperature=temperature)
         for j, i in enumerate(micro):
             n = int(responses[i].numel())
@@ -74,8 +86,13 @@ def add_sensitivity_bonus(
     boundaries (seeded by (step, row)); bonus = alpha * 1[d_i > thr_g + margin] when
     tIoU_i >= gate. Each row keeps its own d_i.
     """
-    rows = [i for i in range(batch.num_rows) if batch.records[int(batch.group_ids[i])].family.value == "temporal_grounding"
-            and batch.videos[int(batch.group_ids[i])] is not None and not batch.is_annotation[i]]
+    rows = [
+        i
+        for i in range(batch.num_rows)
+        if batch.records[int(batch.group_ids[i])].family.value == "temporal_grounding"
+        and batch.videos[int(batch.group_ids[i])] is not None
+        and not batch.is_annotation[i]
+    ]
     if not rows:
         return batch
     shuffled_prompts = []
@@ -83,31 +100,54 @@ def add_sensitivity_bonus(
         g = int(batch.group_ids[i])
         video = batch.videos[g]
         window = batch.records[g].answer.windows[0]
-        perm = boundary_shuffle(video.meta.timestamps, window, config.sensitivity.radius, shuffle_seed(step, i))
+        perm = boundary_shuffle(
+            video.meta.timestamps, window, config.sensitivity.radius, shuffle_seed(step, i)
+        )
         shuffled_prompts.append(encode(batch.records[g], replace(video, frames=video.frames[perm])))
     responses = [batch.responses[i] for i in rows]
-    original = row_logprobs(loaded, [batch.prompts[int(batch.group_ids[i])] for i in rows], responses,
-                            temperature=temperature, token_budget=token_budget)
-    shuffled = row_logprobs(loaded, shuffled_prompts, responses, temperature=temperature, token_budget=token_budget)
+    original = row_logprobs(
+        loaded,
+        [batch.prompts[int(batch.group_ids[i])] for i in rows],
+        responses,
+        temperature=temperature,
+        token_budget=token_budget,
+    )
+    shuffled = row_logprobs(
+        loaded, shuffled_prompts, responses, temperature=temperature, token_budget=token_budget
+    )
     mask = pad_rows([torch.ones(r.numel()) for r in responses], original.shape[1])
     d = token_mean_logp_gap(original, shuffled, mask)
     index = torch.tensor(rows)
-    tiou = torch.tensor([batch.components[i].get("iou", batch.components[i].get("task", 0.0)) for i in rows])
+    tiou = torch.tensor(
+        [batch.components[i].get("iou", batch.components[i].get("task", 0.0)) for i in rows]
+    )
     bonus = sensitivity_bonus(d, batch.group_ids[index], tiou, config.sensitivity)
     rewards = batch.rewards.clone()
     rewards[index] += bonus
     return replace(batch, rewards=rewards).with_metrics(
-        **{"sensitivity/d_mean": float(d.mean()), "sensitivity/bonus_frac": float((bonus > 0).float().mean())}
+        **{
+            "sensitivity/d_mean": float(d.mean()),
+            "sensitivity/bonus_frac": float((bonus > 0).float().mean()),
+        }
     )
 
 
 def add_teacher_logprobs(
-    batch: RolloutBatch, student: LoadedModel, teacher: LoadedModel, *, temperature: float, token_budget: int
+    batch: RolloutBatch,
+    student: LoadedModel,
+    teacher: LoadedModel,
+    *,
+    temperature: float,
+    token_budget: int,
 ) -> RolloutBatch:
     """Teacher and student log-probs of the sampled tokens, for on-policy distillation."""
     prompts = batch.row_prompts()
-    teacher_logp = row_logprobs(teacher, prompts, batch.responses, temperature=temperature, token_budget=token_budget)
-    student_logp = row_logprobs(student, prompts, batch.responses, temperature=temperature, token_budget=token_budget)
+    teacher_logp = row_logprobs(
+        teacher, prompts, batch.responses, temperature=temperature, token_budget=token_budget
+    )
+    student_logp = row_logprobs(
+        student, prompts, batch.responses, temperature=temperature, token_budget=token_budget
+    )
     return replace(batch, teacher_logp=teacher_logp, student_logp=student_logp)
 
 
@@ -126,15 +166,25 @@ def compute_advantages(batch: RolloutBatch, config: AlgorithmConfig) -> RolloutB
     mask = batch.response_mask()
     est_config = _estimator_config(config)
     if estimator.kind == "token":
-        result = estimator(batch.teacher_logp, batch.student_logp, mask, scores=batch.rewards,
-                           group_ids=batch.group_ids, config=est_config)
+        result = estimator(
+            batch.teacher_logp,
+            batch.student_logp,
+            mask,
+            scores=batch.rewards,
+            group_ids=batch.group_ids,
+            config=est_config,
+        )
         token_adv = result.advantages
     else:
         kwargs = {"config": est_config} if est_config is not None else {}
-        result = estimator(batch.rewards, batch.group_ids, is_annotation=batch.is_annotation, **kwargs)
+        result = estimator(
+            batch.rewards, batch.group_ids, is_annotation=batch.is_annotation, **kwargs
+        )
         row_adv = result.advantages.float()
         if config.constructed.enabled and bool(batch.off_policy.any()):
-            row_adv = off_policy_advantages(row_adv, batch.group_ids, batch.off_policy, config.constructed.off_policy)
+            row_adv = off_policy_advantages(
+                row_adv, batch.group_ids, batch.off_policy, config.constructed.off_policy
+            )
         token_adv = row_adv[:, None] * mask
     token_adv = torch.nan_to_num(token_adv.float(), nan=0.0, posinf=0.0, neginf=0.0) * mask
     return replace(batch, advantages=token_adv).with_metrics(**result.metrics)
@@ -149,8 +199,9 @@ def select(batch: RolloutBatch, pruning: PruningConfig, n: int) -> RolloutBatch:
     scores = row_scores(batch.advantages, mask)
     reference = selection_reference(scores, batch.rewards, batch.group_ids, batch.is_annotation)
     selection = select_rows(scores, batch.group_ids, batch.is_annotation, pruning.selection(n))
-    corrected = post_selection_correction(scores, batch.group_ids, batch.is_annotation, selection.kept, reference,
-                                          pruning.correction)
+    corrected = post_selection_correction(
+        scores, batch.group_ids, batch.is_annotation, selection.kept, reference, pruning.correction
+    )
     advantages = corrected.advantages.float()[:, None] * mask
     kept_rows = torch.nonzero(selection.kept).flatten()
     batch = replace(batch, advantages=advantages, kept=selection.kept).with_metrics(

@@ -58,14 +58,26 @@ def update_policy(ctx: UpdateContext, batch: RolloutBatch) -> dict[str, float]:
     mask = batch.response_mask()
     prompts = batch.row_prompts()
     single_pass = ctx.optim.mini_batches == 1 and ctx.optim.epochs == 1
-    old_logp = None if single_pass or not batch.num_rows else row_logprobs(
-        ctx.logprob_model or ctx.policy, prompts, batch.responses, temperature=ctx.temperature,
-        token_budget=ctx.optim.micro_batch_tokens,
+    old_logp = (
+        None
+        if single_pass or not batch.num_rows
+        else row_logprobs(
+            ctx.logprob_model or ctx.policy,
+            prompts,
+            batch.responses,
+            temperature=ctx.temperature,
+            token_budget=ctx.optim.micro_batch_tokens,
+        )
     )
     ref_logp = None
     if ctx.reference is not None and ctx.loss.kl_coef > 0 and batch.num_rows:
-        ref_logp = row_logprobs(ctx.reference, prompts, batch.responses, temperature=ctx.temperature,
-                                token_budget=ctx.optim.micro_batch_tokens)
+        ref_logp = row_logprobs(
+            ctx.reference,
+            prompts,
+            batch.responses,
+            temperature=ctx.temperature,
+            token_budget=ctx.optim.micro_batch_tokens,
+        )
     params = [p for p in model.parameters() if p.requires_grad]
     sums: dict[str, float] = defaultdict(float)
     weights: dict[str, float] = defaultdict(float)
@@ -90,20 +102,37 @@ def update_policy(ctx: UpdateContext, batch: RolloutBatch) -> dict[str, float]:
                     micro_mask.zero_()
                 inputs = {k: v.to(device) for k, v in inputs.items()}
                 width = micro_mask.shape[1]
-                with torch.autocast(device.type, dtype=ctx.autocast_dtype, enabled=ctx.autocast_dtype is not None):
-                    logp, entropy = response_logprobs(model, inputs, inputs["input_ids"][:, -width:],
-                                                      temperature=ctx.temperature)
+                with torch.autocast(
+                    device.type, dtype=ctx.autocast_dtype, enabled=ctx.autocast_dtype is not None
+                ):
+                    logp, entropy = response_logprobs(
+                        model, inputs, inputs["input_ids"][:, -width:], temperature=ctx.temperature
+                    )
                 zeros = torch.zeros_like(micro_mask)
-                old = logp.detach() if old_logp is None or not micro else old_logp[micro, :width].to(device)
-                result = policy_loss(
-                    logp.float(), old, batch.advantages[micro, :width].to(device) if micro else zeros.to(device),
-                    micro_mask.to(device), config=ctx.loss, global_token_count=max(tokens, 1.0),
-                    num_sequences_global=max(sequences, 1),
-                    ref_logp=None if ref_logp is None or not micro else ref_logp[micro, :width].to(device),
-                    entropy=entropy.float(),
-                    off_policy=batch.off_policy[micro].to(device) if micro else zeros[:, 0].bool().to(device),
+                old = (
+                    logp.detach()
+                    if old_logp is None or not micro
+                    else old_logp[micro, :width].to(device)
                 )
-                (result.loss * ctx.world_size).backward()  # FSDP averages over ranks; we want the sum
+                result = policy_loss(
+                    logp.float(),
+                    old,
+                    batch.advantages[micro, :width].to(device) if micro else zeros.to(device),
+                    micro_mask.to(device),
+                    config=ctx.loss,
+                    global_token_count=max(tokens, 1.0),
+                    num_sequences_global=max(sequences, 1),
+                    ref_logp=None
+                    if ref_logp is None or not micro
+                    else ref_logp[micro, :width].to(device),
+                    entropy=entropy.float(),
+                    off_policy=batch.off_policy[micro].to(device)
+                    if micro
+                    else zeros[:, 0].bool().to(device),
+                )
+                (
+                    result.loss * ctx.world_size
+                ).backward()  # FSDP averages over ranks; we want the sum
                 step_loss += float(result.loss.detach())
                 weight = float(micro_mask.sum())
                 for key, value in result.metrics.items():
@@ -111,8 +140,12 @@ def update_policy(ctx: UpdateContext, batch: RolloutBatch) -> dict[str, float]:
                     weights[key] += weight
             step_loss = all_reduce(step_loss)
             grad_norm = torch.nn.utils.clip_grad_norm_(params, ctx.optim.grad_clip)
-            norm = float(grad_norm.full_tensor() if hasattr(grad_norm, "full_tensor") else grad_norm)
-            if not (math.isfinite(step_loss) and math.isfinite(norm)):  # the same verdict on every rank
+            norm = float(
+                grad_norm.full_tensor() if hasattr(grad_norm, "full_tensor") else grad_norm
+            )
+            if not (
+                math.isfinite(step_loss) and math.isfinite(norm)
+            ):  # the same verdict on every rank
                 skipped += 1
                 ctx.optimizer.zero_grad(set_to_none=True)
                 continue

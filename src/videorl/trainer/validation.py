@@ -34,15 +34,29 @@ def validate(state: "TrainState") -> dict[str, Any]:
         state.records = saved_records
     if not records:
         return {"val/skipped_media": float(skipped)}
-    params = SamplingParams(n=k, max_new_tokens=cfg.rollout.max_new_tokens, temperature=cfg.rollout.temperature,
-                            top_p=cfg.rollout.top_p, top_k=cfg.rollout.top_k)
+    params = SamplingParams(
+        n=k,
+        max_new_tokens=cfg.rollout.max_new_tokens,
+        temperature=cfg.rollout.temperature,
+        top_p=cfg.rollout.top_p,
+        top_k=cfg.rollout.top_k,
+    )
     generations = state.engine.generate(prompts, params)
-    texts = [state.policy.tokenizer.decode(t, skip_special_tokens=True) for g in generations for t in g.token_ids]
+    texts = [
+        state.policy.tokenizer.decode(t, skip_special_tokens=True)
+        for g in generations
+        for t in g.token_ids
+    ]
     rows = [r for r in records for _ in range(k)]
-    rewards = torch.tensor(score_batch(rows, texts, cfg.reward, pool=state.pool).overall).view(len(records), k)
+    rewards = torch.tensor(score_batch(rows, texts, cfg.reward, pool=state.pool).overall).view(
+        len(records), k
+    )
     mean_k, best_k = mean_and_best_at_k(rewards)
-    metrics: dict[str, Any] = {"val/reward_mean_at_k": mean_k, "val/reward_best_at_k": best_k,
-                               "val/skipped_media": float(skipped)}
+    metrics: dict[str, Any] = {
+        "val/reward_mean_at_k": mean_k,
+        "val/reward_best_at_k": best_k,
+        "val/skipped_media": float(skipped),
+    }
     by_family: dict[str, list[int]] = defaultdict(list)
     for i, record in enumerate(records):
         by_family[record.family.short].append(i)
