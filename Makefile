@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 QS := runs/quickstart
 
-.PHONY: setup test quickstart bench clean
+.PHONY: setup test quickstart bench bench-learning clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -23,6 +23,26 @@ quickstart: setup
 	$(PY) -m videorl train quickstart
 	$(PY) -m videorl eval --model $(QS)/train/final --benchmark $(QS)/data/val.jsonl --out $(QS)/eval --max-frames 8 --max-pixels 12544
 	@echo "checkpoint: $(QS)/train/final  metrics: $(QS)/train/metrics.jsonl  curves: $(QS)/train/reward_curves.png  report: $(QS)/eval/report.md"
+
+BENCH_STAMP := $(VENV)/.bench-installed
+
+$(BENCH_STAMP): pyproject.toml $(VENV)/.installed
+	$(PIP) install -q --disable-pip-version-check -e '.[dev,demo,bench]'
+	touch $@
+
+# Every performance number in README.md comes from these (results in bench/results/*.json).
+bench: $(BENCH_STAMP)
+	$(PY) bench/rewards.py
+	$(PY) bench/video.py
+	$(PY) bench/step.py
+	$(PY) bench/pruning.py
+	$(PY) bench/vs_trl.py
+	$(PY) bench/table.py
+
+# Learning curves (GRPO / OraRL / TaRO) and distillation (OPDVR / OPD / GRPO) on CPU: ~1 h on 2 cores.
+bench-learning: setup
+	PYTHONPATH=src $(PY) bench/learning.py
+	PYTHONPATH=src $(PY) bench/distill.py
 
 clean:
 	rm -rf runs .pytest_cache

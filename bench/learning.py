@@ -145,7 +145,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--window", type=int, default=25)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--recipes", default="grpo,orarl,taro")
+    parser.add_argument("--recipes", default="orarl,taro,grpo")
     parser.add_argument("--quick", action="store_true", help="10 steps per recipe (a smoke run)")
     args = parser.parse_args()
     steps, window = (10, 3) if args.quick else (args.steps, args.window)
@@ -156,32 +156,30 @@ def main() -> None:
         f"data.seed={args.seed}",
         f"trainer.seed={args.seed}",
     ]
-    curves = {
-        name: train_curve(name, base + RECIPES[name], steps) for name in args.recipes.split(",")
-    }
-    table = summarize(curves, window)
-    print_table(table, window)
-    RESULTS.mkdir(exist_ok=True)
     suffix = "_quick" if args.quick else ""
-    plot(
-        curves,
-        RESULTS / f"learning{suffix}.png",
-        "Synthetic temporal grounding, tiny Qwen2.5-VL, CPU",
-    )
-    (RESULTS / f"learning{suffix}.json").write_text(
-        json.dumps(
-            {
-                "command": "PYTHONPATH=src python bench/learning.py"
-                + (" --quick" if args.quick else f" --steps {steps}"),
-                "machine": platform.platform(),
-                "steps": steps,
-                "window": window,
-                "table": table,
-                "curves": {k: v["reward"] for k, v in curves.items()},
-            },
-            indent=1,
-        )
-    )
+    curves: dict[str, dict[str, Any]] = {}
+    for name in args.recipes.split(","):  # results are rewritten after each recipe
+        curves[name] = train_curve(name, base + RECIPES[name], steps)
+        table = summarize(curves, window)
+        write_results(curves, table, steps, window, suffix, args.quick)
+    print_table(table, window)
+
+
+def write_results(
+    curves: dict[str, Any], table: list[dict[str, Any]], steps: int, window: int, suffix: str, quick: bool
+) -> None:
+    RESULTS.mkdir(exist_ok=True)
+    plot(curves, RESULTS / f"learning{suffix}.png", "Synthetic temporal grounding, tiny Qwen2.5-VL, CPU")
+    command = "PYTHONPATH=src python bench/learning.py" + (" --quick" if quick else f" --steps {steps}")
+    payload = {
+        "command": command,
+        "machine": platform.platform(),
+        "steps": steps,
+        "window": window,
+        "table": table,
+        "curves": {k: v["reward"] for k, v in curves.items()},
+    }
+    (RESULTS / f"learning{suffix}.json").write_text(json.dumps(payload, indent=1))
 
 
 if __name__ == "__main__":

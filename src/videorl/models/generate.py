@@ -20,6 +20,7 @@ class SamplingParams:
     temperature: float = 1.0
     top_p: float = 1.0
     top_k: int = 0
+    logprobs: bool = False  # also return per-token sampling log-probs (keeps each step's logits)
 
 
 @dataclass(frozen=True)
@@ -70,18 +71,25 @@ def generate(
         eos_token_id=loaded.eos_token_ids,
         pad_token_id=loaded.pad_token_id,
         return_dict_in_generate=True,
-        output_logits=True,
+        output_logits=params.logprobs,
         **sample_kwargs,
     )
     model.train(was_training)
     prompt_len = inputs["input_ids"].shape[1]
     new_tokens = out.sequences[:, prompt_len:].cpu()
-    logits = torch.stack(out.logits, dim=1).float().cpu()  # [B*n, new, V]
-    # Log-probs of the policy itself (before banning), so they match the training forward.
-    scale = 1.0 if greedy else params.temperature
-    step_logprobs = (
-        torch.log_softmax(logits / scale, dim=-1).gather(-1, new_tokens.unsqueeze(-1)).squeeze(-1)
-    )
+    step_logprobs = torch.zeros(new_tokens.shape[0], 0)
+    if params.logprobs:  # of the policy itself (before banning), so they match the training forward
+        scale = 1.0 if greedy else params.temperature
+        step_logprobs = torch.stack(
+            [
+                torch.log_softmax(step.float() / scale, dim=-1)
+                .gather(-1, new_tokens[:, i : i + 1].to(step.device))
+                .squeeze(-1)
+                .cpu()
+                for i, step in enumerate(out.logits)
+            ],
+            dim=1,
+        )
     results = []
     for p in range(len(prompts)):
         ids, lps, cut = [], [], []

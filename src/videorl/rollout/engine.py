@@ -8,6 +8,7 @@ same three methods.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Protocol, Sequence
 
 import torch
@@ -57,18 +58,14 @@ class HFEngine:
     ) -> list[Generation]:
         """One continuation per (prompt, prefix); the returned response includes the prefix."""
         extended = [with_prefix(p, x) for p, x in zip(prompts, prefixes)]
-        single = SamplingParams(
-            n=1,
-            max_new_tokens=params.max_new_tokens,
-            temperature=params.temperature,
-            top_p=params.top_p,
-            top_k=params.top_k,
-        )
+        single = replace(params, n=1)
         out = []
         for prefix, gen in zip(prefixes, self.generate(extended, single)):
             budget = max(0, params.max_new_tokens - prefix.numel())
             tokens = torch.cat([prefix, gen.token_ids[0]])[: prefix.numel() + budget]
-            logprobs = torch.cat([torch.zeros(prefix.numel()), gen.logprobs[0]])[: tokens.numel()]
+            logprobs = gen.logprobs[0]
+            if logprobs.numel():  # forced prefix tokens were not sampled: log-prob 0
+                logprobs = torch.cat([torch.zeros(prefix.numel()), logprobs])[: tokens.numel()]
             out.append(Generation(token_ids=[tokens], logprobs=[logprobs], truncated=gen.truncated))
         return out
 

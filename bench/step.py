@@ -1,0 +1,226 @@
+"""Step breakdown: where a training step's time goes on the bench model (issue 11).
+
+Runs real `train_step`s of the quickstart recipe (OraRL with pruning) on the bench-size model
+(~28 M parameters) with two mini-batches, so old log-probs are really computed. Timers wrap
+the step's calls from outside (no change to the trainer): video decoding (`VideoCache.get`),
+prompt encoding (the HF processor), generation (`engine.generate`), rewards (`score`), old
+log-probs (`row_logprobs` in the update) and the update (`update_policy` minus its old
+log-probs). Everything else in the step is framework overhead: building groups and
+annotation rows, advantages, selection, collation, metrics. Detail lines (parts of those
+phases, not added to them): the vision tower's time and how many videos it encoded per
+distinct video, generation split into prompt prefill and token-by-token decoding, and
+advantages + selection. Each is measured in wall-clock and in process CPU seconds (one torch
+thread: CPU time is the work done, which other jobs on shared cores cannot stretch). The
+first step is a warm-up, not counted. Target: overhead under 10% of the step.
+
+    python bench/step.py [--steps 3] [--prompts 2] [--mini-batches 2] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import harness
+
+PHASES = {
+    "decode": "video decoding (decode-once cache)",
+    "encode": "prompt encoding (HF processor)",
+    "generate": "rollout generation (HF generate)",
+    "reward": "rewards",
+    "old_logprobs": "old log-probs",
+    "update": "update (forward, backward, optimizer)",
+    "other": "everything else (framework overhead)",
+}
+DETAILS = {  # parts of the phases above, not added to them
+    "vision_tower": "(vision tower, inside generation and all forwards)",
+    "generate_prefill": "(generation: prompt prefill, once per sampled row)",
+    "generate_decode": "(generation: token-by-token decoding)",
+    "advantage_and_selection": "(advantages and selection, inside overhead)",
+}
+TARGET_OVERHEAD = 0.10
+
+
+CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
+
+
+class Stopwatch:
+    """Wall-clock and process-CPU seconds inside wrapped callables and hooked modules, by
+    name; plus counts. With one torch thread, CPU seconds are the work done, which other jobs
+    on shared cores cannot stretch; wall seconds are what a user waits."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, dict[str, float]] = {clock: defaultdict(float) for clock in CLOCKS}
+        self.counts: dict[str, int] = defaultdict(int)
+        self.generating = False
+
+    @staticmethod
+    def now() -> dict[str, float]:
+        return {clock: read() for clock, read in CLOCKS.items()}
+
+    def add(self, name: str, start: dict[str, float]) -> None:
+        for clock, read in CLOCKS.items():
+            self.seconds[clock][name] += read() - start[clock]
+
+    def wrap(self, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            start = self.now()
+            generating, self.generating = self.generating, self.generating or name == "generate"
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.generating = generating
+                self.add(name, start)
+
+        return timed
+
+    def hook(self, module: Any, name_of: Callable[[dict[str, Any]], str | None]) -> list[Any]:
+        """Time a module's forward calls; `name_of(kwargs)` names the bucket (None: skip)."""
+        open_calls: list[tuple[str | None, dict[str, float]]] = []
+
+        def pre(_: Any, args: Any, kwargs: dict[str, Any]) -> None:
+            open_calls.append((name_of(kwargs), self.now()))
+
+        def post(*_: Any) -> None:
+            name, start = open_calls.pop()
+            if name is not None:
+                self.add(name, start)
+
+        return [module.register_forward_pre_hook(pre, with_kwargs=True), module.register_forward_hook(post)]
+
+
+@contextmanager
+def instrumented(state: Any, watch: Stopwatch) -> Iterator[None]:
+    """Wrap the step's calls with timers; undo on exit."""
+    from videorl.trainer import loop, update
+
+    patches = {
+        "decode": (state.videos, "get"), "generate": (state.engine, "generate"), "encode": (loop, "encode_record"),
+        "reward": (loop, "score"), "update_total": (loop, "update_policy"), "old_logprobs": (update, "row_logprobs"),
+        "advantage": (loop, "compute_advantages"), "selection": (loop, "select"),
+    }
+    originals = {name: getattr(obj, attr) for name, (obj, attr) in patches.items()}
+    for name, (obj, attr) in patches.items():
+        setattr(obj, attr, watch.wrap(name, originals[name]))
+    decoder = getattr(state.policy.model, "model", None)
+    handles = []
+    if decoder is not None and hasattr(decoder, "visual"):
+        def vision(kwargs: dict[str, Any]) -> str:
+            grid = kwargs.get("grid_thw")
+            watch.counts["vision_tower_videos"] += 0 if grid is None else int(grid.shape[0])
+            return "vision_tower"
+
+        handles += watch.hook(decoder.visual, vision)
+    if decoder is not None and hasattr(decoder, "language_model"):
+        def generation(kwargs: dict[str, Any]) -> str | None:
+            if not watch.generating:
+                return None
+            embeds = kwargs.get("inputs_embeds")
+            return "generate_prefill" if embeds is not None and embeds.shape[1] > 1 else "generate_decode"
+
+        handles += watch.hook(decoder.language_model, generation)
+    try:
+        yield
+    finally:
+        for name, (obj, attr) in patches.items():
+            if obj is state.videos or obj is state.engine:
+                delattr(obj, attr)  # back to the class method
+            else:
+                setattr(obj, attr, originals[name])
+        for handle in handles:
+            handle.remove()
+
+
+def breakdown(total: dict[str, float], watch: Stopwatch) -> dict[str, dict[str, float]]:
+    """Seconds per phase and detail, for each clock; `other` is the step minus the phases."""
+    out = {}
+    for clock, seconds in watch.seconds.items():
+        row = {name: seconds[name] for name in ("decode", "encode", "generate", "reward", "old_logprobs")}
+        row["update"] = seconds["update_total"] - seconds["old_logprobs"]
+        row["other"] = total[clock] - sum(row.values())
+        row["advantage_and_selection"] = seconds["advantage"] + seconds["selection"]
+        for name in ("vision_tower", "generate_prefill", "generate_decode"):
+            row[name] = seconds[name]
+        out[clock] = {**row, "step": total[clock]}
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=3, help="measured steps (after one warm-up step)")
+    parser.add_argument("--prompts", type=int, default=2, help="data.prompts_per_step")
+    parser.add_argument("--response-tokens", type=int, default=32, help="rollout.max_new_tokens")
+    parser.add_argument("--mini-batches", type=int, default=2, help="optim.mini_batches (2: old log-probs computed)")
+    args = harness.parse_args(parser, "step", argv)
+    if args.quick:
+        args.steps, args.prompts, args.response_tokens = 1, 2, 8
+    from videorl.trainer.loop import build_state, train_step
+
+    started = time.perf_counter()
+    machine = harness.machine()
+    size = "tiny" if args.quick else "bench"
+    train = harness.synth_data(args.work, "temporal_grounding", n=16, seed=args.seed)
+    overrides = [f"data.prompts_per_step={args.prompts}", f"rollout.max_new_tokens={args.response_tokens}",
+                 f"optim.mini_batches={args.mini_batches}", f"trainer.seed={args.seed}"]
+    cfg = harness.recipe(harness.model_dir(args.work, size), train, args.work, *overrides)
+    state = build_state(cfg, None)
+    batches = harness.endless(state.sampler)
+    steps: list[dict[str, Any]] = []
+    for step in range(args.steps + 1):
+        watch = Stopwatch()
+        indices = next(batches)
+        with instrumented(state, watch):
+            start = watch.now()
+            metrics = train_step(state, indices)
+            total = {clock: read() - start[clock] for clock, read in CLOCKS.items()}
+        state.step += 1
+        row = breakdown(total, watch)
+        print(f"  step {step} {'(warm-up) ' if step == 0 else ''}wall {total['wall']:6.2f} s cpu {total['cpu']:6.2f} s  "
+              + "  ".join(f"{k} {row['cpu'][k]:.2f}" for k in PHASES), flush=True)
+        if step > 0:
+            videos = len({str(state.records[i].media.path) for i in indices})
+            steps.append({**row, "rows_total": metrics["rows/total"], "rows_kept": metrics["rows/kept"],
+                          "vision_tower_videos_per_distinct_video": watch.counts["vision_tower_videos"] / videos})
+    keys = [*PHASES, *DETAILS]
+    result = {
+        "benchmark": "step",
+        "command": "python bench/step.py" + (" --quick" if args.quick else ""),
+        "quick": args.quick,
+        "model": {"arch": harness.ARCH, "size": size, **harness.model_params(state.policy.model)},
+        "settings": {"recipe": "configs/quickstart.yaml (OraRL, pruning)", "overrides": overrides,
+                     "rollout_n": cfg.rollout.n, "measured_steps": args.steps, "warmup_steps": 1,
+                     "torch_threads": args.threads},
+        "phases": PHASES,
+        "details": DETAILS,
+        "seconds": {clock: {k: harness.spread([s[clock][k] for s in steps]) for k in [*keys, "step"]}
+                    for clock in CLOCKS},
+        "share": {clock: {k: harness.spread([s[clock][k] / s[clock]["step"] for s in steps]) for k in keys}
+                  for clock in CLOCKS},
+        "target_overhead_share": TARGET_OVERHEAD,
+        "rows": {"total": steps[-1]["rows_total"], "kept": steps[-1]["rows_kept"]},
+        "vision_tower_videos_per_distinct_video": harness.spread(
+            [s["vision_tower_videos_per_distinct_video"] for s in steps], 2),
+        "steps": steps,
+        "machine": machine,
+        "wall_s": round(time.perf_counter() - started, 1),
+    }
+    rows = [[label, harness.fmt(result["seconds"]["cpu"][k], " s"), harness.fmt(result["share"]["cpu"][k], "", 3),
+             harness.fmt(result["share"]["wall"][k], "", 3)] for k, label in {**PHASES, **DETAILS}.items()]
+    rows.append(["step", harness.fmt(result["seconds"]["cpu"]["step"], " s"), "1",
+                 f"1 (wall {harness.fmt(result['seconds']['wall']['step'], ' s')})"])
+    print()
+    print(harness.markdown_table(["phase", "CPU seconds, median (range)", "share of step CPU time",
+                                  "share of step wall time"], rows))
+    overhead = max(result["share"][clock]["other"]["median"] for clock in CLOCKS)
+    print(f"overhead {100 * overhead:.2f}% of the step (target < {100 * TARGET_OVERHEAD:.0f}%): "
+          f"{'met' if overhead < TARGET_OVERHEAD else 'NOT met'}; the vision tower encoded each video "
+          f"{result['vision_tower_videos_per_distinct_video']['median']:.0f} times per step")
+    harness.write_results(args.out, result)
+
+
+if __name__ == "__main__":
+    main()
