@@ -129,6 +129,24 @@ def _relaunch_with_torchrun(nproc: int, args: list[str], resume: Optional[str]) 
     os.execv(torchrun, command)
 
 
+@app.command("score")
+def score(
+    records: Path = typer.Option(..., help="Records JSONL (generic record format) with the ground truth."),
+    responses: Path = typer.Option(..., help='JSONL of {"id": ..., "response": ...} (one model output per line).'),
+    out: Optional[Path] = typer.Option(None, help="Write each row's reward components here (JSONL)."),
+    overrides: Optional[List[str]] = typer.Argument(None, help="reward.* overrides, e.g. reward.tg_shaping=iou_v2"),
+) -> None:
+    """Score given response texts with the training rewards and print a summary per family."""
+    import json
+
+    from videorl.config import load_config
+    from videorl.rewards.score_file import score_file
+
+    reward_config = load_config(None, overrides or []).reward
+    summary = score_file(records, responses, out, reward_config)
+    console.print_json(json.dumps(summary))
+
+
 @app.command("merge")
 def merge(
     checkpoint: Path = typer.Argument(..., help="A step-NNNNNN checkpoint folder (sharded or not)."),
