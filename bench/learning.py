@@ -157,12 +157,23 @@ def main() -> None:
         f"trainer.seed={args.seed}",
     ]
     suffix = "_quick" if args.quick else ""
-    curves: dict[str, dict[str, Any]] = {}
+    curves = earlier_curves(RESULTS / f"learning{suffix}.json", steps)  # recipes run before, same steps
     for name in args.recipes.split(","):  # results are rewritten after each recipe
         curves[name] = train_curve(name, base + RECIPES[name], steps)
         table = summarize(curves, window)
         write_results(curves, table, steps, window, suffix, args.quick)
     print_table(table, window)
+
+
+def earlier_curves(path: Path, steps: int) -> dict[str, dict[str, Any]]:
+    """Curves of recipes measured by an earlier run with the same number of steps."""
+    if not path.is_file():
+        return {}
+    saved = json.loads(path.read_text())
+    if saved.get("steps") != steps:
+        return {}
+    minutes = {row["recipe"]: row["minutes"] for row in saved["table"]}
+    return {k: {"reward": v, "seconds": 60 * minutes.get(k, 0.0)} for k, v in saved["curves"].items()}
 
 
 def write_results(

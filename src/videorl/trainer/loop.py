@@ -31,7 +31,7 @@ from videorl.rollout.engine import HFEngine, RolloutEngine
 from videorl.rollout.groups import add_annotation_rows, generate_groups
 from videorl.rollout.prompting import encode_record
 from videorl.trainer import checkpoint as ckpt
-from videorl.trainer.batch import empty_batch
+from videorl.trainer.batch import RolloutBatch, empty_batch
 from videorl.trainer.distributed import (
     DistInfo,
     apply_fsdp,
@@ -288,23 +288,7 @@ def train_step(state: TrainState, indices: list[int]) -> dict[str, Any]:
                 temperature=cfg.rollout.temperature,
                 token_budget=cfg.optim.micro_batch_tokens,
             )
-    policy_rows = ~batch.is_annotation
-    reward_metrics = {
-        "reward/mean": float(batch.rewards[policy_rows].mean()),
-        "reward/annotation_mean": float(batch.rewards[batch.is_annotation].mean())
-        if batch.is_annotation.any()
-        else None,
-        "response/length_mean": float(batch.response_lengths[policy_rows].float().mean()),
-        "response/truncated_frac": float(batch.truncated[policy_rows].float().mean()),
-        "rollout/constructed_rows": float(batch.off_policy.sum()),
-        "rollout/annotation_truncated": float(batch.truncated[batch.is_annotation].sum()),
-    }
-    if reward_metrics["rollout/annotation_truncated"]:
-        log.warning(
-            "%d annotation rows were cut by rollout.max_new_tokens=%d and score below 1; raise it",
-            int(reward_metrics["rollout/annotation_truncated"]),
-            cfg.rollout.max_new_tokens,
-        )
+    reward_metrics = rollout_metrics(batch, cfg.rollout.max_new_tokens)
     with timer("teacher"):
         if cfg.algorithm.is_distillation:
             batch = add_teacher_logprobs(
@@ -343,6 +327,29 @@ def train_step(state: TrainState, indices: list[int]) -> dict[str, Any]:
             for g, t, r in zip(batch.group_ids[:4], batch.texts[:4], batch.rewards[:4])
         ],
     }
+
+
+def rollout_metrics(batch: RolloutBatch, max_new_tokens: int) -> dict[str, Any]:
+    """Reward and length statistics of the policy rows, before selection."""
+    policy_rows = ~batch.is_annotation
+    annotation = batch.is_annotation
+    metrics = {
+        "reward/mean": float(batch.rewards[policy_rows].mean()),
+        "reward/annotation_mean": float(batch.rewards[annotation].mean())
+        if annotation.any()
+        else None,
+        "response/length_mean": float(batch.response_lengths[policy_rows].float().mean()),
+        "response/truncated_frac": float(batch.truncated[policy_rows].float().mean()),
+        "rollout/constructed_rows": float(batch.off_policy.sum()),
+        "rollout/annotation_truncated": float(batch.truncated[annotation].sum()),
+    }
+    if metrics["rollout/annotation_truncated"]:
+        log.warning(
+            "%d annotation rows were cut by rollout.max_new_tokens=%d and score below 1; raise it",
+            int(metrics["rollout/annotation_truncated"]),
+            max_new_tokens,
+        )
+    return metrics
 
 
 def _update_context(state: TrainState) -> UpdateContext:
