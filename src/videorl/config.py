@@ -76,6 +76,12 @@ class RolloutConfig:
     max_new_tokens: int = 256
     gpu_memory_utilization: float = 0.5
     tensor_parallel_size: int = 1
+    max_model_len: int = 8192  # vLLM: longest prompt + response
+    videos_per_prompt: int = 1  # vLLM's limit_mm_per_prompt
+    images_per_prompt: int = 1
+    vllm_sleep_level: int = 0  # GPU: 1 offloads weights, 2 drops them, from rollout to sync
+    vllm_enforce_eager: bool = False
+    vllm_cpu_kv_cache_gb: float = 4.0  # KV cache size when vLLM runs on the CPU
 
     def __post_init__(self) -> None:
         _positive(
@@ -83,6 +89,18 @@ class RolloutConfig:
         )
         if not 0 < self.top_p <= 1:
             raise ConfigError(f"rollout.top_p={self.top_p} must be in (0, 1]")
+        if not 0 < self.gpu_memory_utilization <= 1:
+            raise ConfigError(
+                f"rollout.gpu_memory_utilization={self.gpu_memory_utilization} must be in (0, 1]"
+            )
+        if self.vllm_sleep_level not in (0, 1, 2):
+            raise ConfigError(f"rollout.vllm_sleep_level={self.vllm_sleep_level} must be 0, 1 or 2")
+        _positive(
+            "rollout",
+            tensor_parallel_size=self.tensor_parallel_size,
+            max_model_len=self.max_model_len,
+            vllm_cpu_kv_cache_gb=self.vllm_cpu_kv_cache_gb,
+        )
 
 
 @dataclass(frozen=True)

@@ -25,12 +25,25 @@ VISION_KEYS = (
 
 
 @dataclass(frozen=True)
+class PromptSource:
+    """What a prompt was encoded from, for engines that run the processor themselves (vLLM):
+    the chat-templated token ids *before* the processor expanded the vision placeholders (one
+    `<|video_pad|>` / `<|image_pad|>` per item, plus any forced prefix), and the decoded media
+    the processor was given (the same frames and metadata: decode once)."""
+
+    token_ids: torch.Tensor  # [L0] long
+    video: Any | None = None  # DecodedVideo
+    image: Any | None = None  # DecodedVideo with T = 1
+
+
+@dataclass(frozen=True)
 class PromptEncoding:
     """One prompt as the model sees it: token ids, token types and vision tensors."""
 
     input_ids: torch.Tensor  # [L] long
     mm_token_type_ids: torch.Tensor | None = None  # [L] int
     vision: dict[str, torch.Tensor] = field(default_factory=dict)
+    source: PromptSource | None = None
 
     @property
     def length(self) -> int:
@@ -90,7 +103,8 @@ def encode_prompt(
             messages, add_generation_prompt=True, tokenize=True
         )
         ids = ids["input_ids"] if isinstance(ids, dict) or hasattr(ids, "keys") else ids
-        return PromptEncoding(input_ids=torch.tensor(ids, dtype=torch.long).flatten())
+        input_ids = torch.tensor(ids, dtype=torch.long).flatten()
+        return PromptEncoding(input_ids=input_ids, source=PromptSource(token_ids=input_ids))
     prompt = loaded.processor.apply_chat_template(
         messages, add_generation_prompt=True, tokenize=False
     )
@@ -104,10 +118,14 @@ def encode_prompt(
     encoded = loaded.processor(**kwargs)
     vision = {k: torch.as_tensor(encoded[k]) for k in VISION_KEYS if k in encoded}
     token_types = encoded.get("mm_token_type_ids")
+    template_ids = loaded.tokenizer(prompt, add_special_tokens=False)["input_ids"]
     return PromptEncoding(
         input_ids=encoded["input_ids"][0],
         mm_token_type_ids=None if token_types is None else token_types[0],
         vision=vision,
+        source=PromptSource(
+            token_ids=torch.tensor(template_ids, dtype=torch.long), video=video, image=image
+        ),
     )
 
 
@@ -121,8 +139,14 @@ def with_prefix(prompt: PromptEncoding, prefix_ids: torch.Tensor) -> PromptEncod
                 torch.zeros_like(prefix_ids, dtype=prompt.mm_token_type_ids.dtype),
             ]
         )
+    source = prompt.source
+    if source is not None:
+        source = replace(source, token_ids=torch.cat([source.token_ids, prefix_ids]))
     return replace(
-        prompt, input_ids=torch.cat([prompt.input_ids, prefix_ids]), mm_token_type_ids=types
+        prompt,
+        input_ids=torch.cat([prompt.input_ids, prefix_ids]),
+        mm_token_type_ids=types,
+        source=source,
     )
 
 

@@ -10,6 +10,7 @@ from typing import Any
 import torch
 
 from videorl.errors import ConfigError
+from videorl.models.mrope import use_reference_rope_index
 from videorl.models.tiny import VISION_TOKENS
 
 VISION_MODEL_TYPES = (
@@ -79,6 +80,7 @@ def load_model(
         processor = AutoProcessor.from_pretrained(path)
         tokenizer = processor.tokenizer
         model = AutoModelForImageTextToText.from_pretrained(path, dtype=dtype)
+        use_reference_rope_index(model)
     else:
         processor = None
         tokenizer = AutoTokenizer.from_pretrained(path)

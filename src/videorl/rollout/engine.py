@@ -32,6 +32,8 @@ class RolloutEngine(Protocol):
 
     def sync_weights(self, policy: torch.nn.Module) -> None: ...
 
+    def sleep(self) -> None: ...
+
 
 class HFEngine:
     """Generation with the training model itself (`model.generate`), batched over prompts."""
@@ -77,3 +79,6 @@ class HFEngine:
         from videorl.trainer.distributed import full_state_dict
 
         self.loaded.model.load_state_dict(full_state_dict(policy))
+
+    def sleep(self) -> None:
+        """Nothing to free: the HF engine generates with the training model itself."""

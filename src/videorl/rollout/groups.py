@@ -53,7 +53,7 @@ def generate_groups(
     responses, truncated, off_policy, group_ids = [], [], [], []
     wanted = [] if constructed is None else torch.nonzero(constructed).tolist()
     prefix_rows: dict[tuple[int, int], Generation] = {}
-    if wanted:
+    if constructed is not None:  # even with no rows: vLLM's data-parallel engines step in lockstep
         rng = rng or random.Random(0)
         prefixes = [
             torch.tensor(

@@ -21,14 +21,26 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Any, Sequence
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from videorl.models.generate import Generation, SamplingParams
 from videorl.models.inputs import PromptEncoding, with_prefix
 from videorl.models.loading import LoadedModel
-from videorl.rollout.vllm_support import VLLMSettings, allowed_token_ids, vllm_request
+from videorl.rollout.vllm_support import (
+    VLLMSettings,
+    allowed_token_ids,
+    check_vllm_support,
+    device_normalization_safe,
+    vllm_request,
+)
+
+if TYPE_CHECKING:
+    from videorl.config import Config
+    from videorl.trainer.distributed import DistInfo
 
 log = logging.getLogger(__name__)
 
@@ -45,22 +57,42 @@ class VLLMEngine:
     """Rollouts with vLLM; `loaded` is the HF model that scores them (the policy or its copy)."""
 
     def __init__(self, loaded: LoadedModel, settings: VLLMSettings) -> None:
-        os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"  # in-process: weights are pushed directly
+        # in-process engine core: weights are pushed to it directly, and torchrun's
+        # external launcher requires it
+        os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
         os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", f"{settings.cpu_kv_cache_gb:g}")
-        from vllm import LLM
         from vllm.platforms import current_platform
 
+        from vllm import LLM
+
         self.loaded = loaded
-        self.settings = settings
         self._group = None
+        self._lockstep = False
         extra: dict[str, Any] = {}
-        if torch.distributed.is_available() and torch.distributed.is_initialized() and torch.distributed.get_world_size() > 1:
+        if (
+            torch.distributed.is_available()
+            and torch.distributed.is_initialized()
+            and torch.distributed.get_world_size() > 1
+        ):
             world, tp = torch.distributed.get_world_size(), settings.tensor_parallel_size
-            extra = {"distributed_executor_backend": "external_launcher", "data_parallel_size": world // tp}
+            extra = {
+                "distributed_executor_backend": "external_launcher",
+                "data_parallel_size": world // tp,
+            }
+            self._lockstep = world // tp > 1
+            # one seed per group (vLLM needs it equal within a group), another per data-parallel rank
+            settings = replace(settings, seed=settings.seed + torch.distributed.get_rank() // tp)
             if tp > 1:
                 index, groups = _group_ranks(tp)
                 made = [torch.distributed.new_group(ranks, backend="gloo") for ranks in groups]
                 self._group = made[index]
+        if not device_normalization_safe(settings.model_path):
+            log.info(
+                "%s: image and video processors normalize differently; vLLM normalizes pixels on the host",
+                settings.model_path,
+            )
+            extra["mm_device_do_normalize"] = False
+        self.settings = settings
         on_gpu = current_platform.is_sleep_mode_available()
         self.llm = LLM(
             model=settings.model_path,
@@ -91,27 +123,40 @@ class VLLMEngine:
             top_p=params.top_p,
             top_k=params.top_k,
             max_tokens=max_tokens,
-            logprobs=0,
+            logprobs=0 if params.logprobs else None,
             stop_token_ids=self._eos,
             allowed_token_ids=self._allowed,
             detokenize=False,
         )
 
     def _run(self, requests: list[dict[str, Any]], sampling: list[Any]) -> list[Any]:
-        """vLLM outputs for this rank's requests; a tensor-parallel group runs the union."""
-        if self._group is None:
-            return self.llm.generate(requests, sampling, use_tqdm=False) if requests else []
-        size = torch.distributed.get_world_size(self._group)
-        pooled: list[Any] = [None] * size
-        torch.distributed.all_gather_object(pooled, (requests, sampling), group=self._group)
-        counts = [len(r) for r, _ in pooled]
-        every = [x for r, _ in pooled for x in r]
-        outputs = self.llm.generate(every, [s for _, ss in pooled for s in ss], use_tqdm=False) if every else []
-        start = sum(counts[: torch.distributed.get_rank(self._group)])
-        return outputs[start : start + len(requests)]
+        """vLLM outputs for this rank's requests; a tensor-parallel group runs the union.
+
+        Data-parallel engines step in lockstep (vLLM all-reduces "unfinished?" every step), so
+        under torchrun every rank makes the same sequence of calls, with no requests if need be.
+        """
+        if self._group is not None:
+            size = torch.distributed.get_world_size(self._group)
+            pooled: list[Any] = [None] * size
+            torch.distributed.all_gather_object(pooled, (requests, sampling), group=self._group)
+            start = sum(len(r) for r, _ in pooled[: torch.distributed.get_rank(self._group)])
+            every = [x for r, _ in pooled for x in r]
+            outputs = self._generate(every, [s for _, ss in pooled for s in ss])
+            return outputs[start : start + len(requests)]
+        return self._generate(requests, sampling)
+
+    def _generate(self, requests: list[dict[str, Any]], sampling: list[Any]) -> list[Any]:
+        if not requests and not self._lockstep:
+            return []
+        return self.llm.generate(requests, sampling, use_tqdm=False)
 
     def _wake(self) -> None:
         if self._asleep:
+            if self.settings.sleep_level == 2:
+                raise RuntimeError(
+                    "the vLLM engine dropped its weights (rollout.vllm_sleep_level=2); "
+                    "call sync_weights before generating again"
+                )
             self.llm.wake_up()
             self._asleep = False
 
@@ -119,13 +164,18 @@ class VLLMEngine:
         ids, lps, cut = [], [], []
         for completion in sorted(output.outputs, key=lambda c: c.index):
             tokens = torch.tensor(list(completion.token_ids), dtype=torch.long)
-            logprobs = [step[int(t)].logprob for t, step in zip(completion.token_ids, completion.logprobs or [])]
+            logprobs = [
+                step[int(t)].logprob
+                for t, step in zip(completion.token_ids, completion.logprobs or [])
+            ]
             ids.append(tokens)
             lps.append(torch.tensor(logprobs, dtype=torch.float32))
             cut.append(not (tokens.numel() and int(tokens[-1]) in self._eos))
         return Generation(token_ids=ids, logprobs=lps, truncated=cut)
 
-    def generate(self, prompts: Sequence[PromptEncoding], params: SamplingParams) -> list[Generation]:
+    def generate(
+        self, prompts: Sequence[PromptEncoding], params: SamplingParams
+    ) -> list[Generation]:
         """`params.n` responses per prompt in one batched vLLM call."""
         self._wake()
         sampling = self._sampling(params, params.max_new_tokens, params.n)
@@ -133,7 +183,10 @@ class VLLMEngine:
         return [self._to_generation(o) for o in outputs]
 
     def continue_prefixes(
-        self, prompts: Sequence[PromptEncoding], prefixes: Sequence[torch.Tensor], params: SamplingParams
+        self,
+        prompts: Sequence[PromptEncoding],
+        prefixes: Sequence[torch.Tensor],
+        params: SamplingParams,
     ) -> list[Generation]:
         """One continuation per (prompt, prefix) within the remaining budget; the returned
         response includes the prefix (log-prob 0 on forced tokens, as in the HF engine)."""
@@ -145,25 +198,26 @@ class VLLMEngine:
             if budget:
                 requests.append(vllm_request(with_prefix(prompt, prefix)))
                 sampling.append(self._sampling(params, budget, 1))
-        continued = iter(self._to_generation(o) for o in self._run(requests, sampling))
+        continued = iter([self._to_generation(o) for o in self._run(requests, sampling)])
         out = []
         for prefix, budget in zip(prefixes, budgets):
-            prefix = prefix.to(torch.long)
-            if not budget:
-                out.append(Generation(token_ids=[prefix[: params.max_new_tokens]],
-                                      logprobs=[torch.zeros(min(prefix.numel(), params.max_new_tokens))], truncated=[True]))
-                continue
-            gen = next(continued)
-            out.append(Generation(token_ids=[torch.cat([prefix, gen.token_ids[0]])],
-                                  logprobs=[torch.cat([torch.zeros(prefix.numel()), gen.logprobs[0]])],
-                                  truncated=gen.truncated))
+            prefix = prefix.to(torch.long)[: params.max_new_tokens]
+            gen = next(continued) if budget else None
+            tokens = torch.cat([prefix, gen.token_ids[0]]) if gen else prefix
+            logprobs = torch.zeros(0)
+            if params.logprobs:  # forced prefix tokens were not sampled: log-prob 0
+                logprobs = torch.cat(
+                    [torch.zeros(prefix.numel()), gen.logprobs[0] if gen else torch.zeros(0)]
+                )
+            truncated = gen.truncated if gen else [True]
+            out.append(Generation(token_ids=[tokens], logprobs=[logprobs], truncated=truncated))
         return out
 
     # --- weights and memory -----------------------------------------------------------------
 
     def sleep(self) -> None:
-        """Free vLLM's KV cache (level 1: and offload weights; level 2: drop them) until the next
-        call; a no-op with `sleep_level=0`."""
+        """Free vLLM's KV cache (level 1: and offload weights to CPU; level 2: drop them, so the
+        next call must be `sync_weights`) until the next call; a no-op with `sleep_level=0`."""
         if self.settings.sleep_level and not self._asleep:
             self.llm.sleep(level=self.settings.sleep_level)
             self._asleep = True
@@ -177,11 +231,18 @@ class VLLMEngine:
             self.loaded.model.load_state_dict(state)
         if self._asleep:
             self.llm.wake_up(tags=["weights"])
-        self.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": list(state.items()), "is_checkpoint_format": True})
+        self.llm.collective_rpc(
+            "reload_weights",
+            kwargs={"weights_iterator": list(state.items()), "is_checkpoint_format": True},
+        )
         if self._asleep:
             self.llm.wake_up(tags=["kv_cache"])
             self._asleep = False
         self.reset_caches()
+
+    def close(self) -> None:
+        """Shut the in-process engine core down (frees its KV cache; a new engine may follow)."""
+        self.llm.llm_engine.engine_core.shutdown()
 
     def reset_caches(self) -> None:
         """Drop everything computed with the old weights: encoder outputs (scheduler and
@@ -189,3 +250,30 @@ class VLLMEngine:
         self.llm.llm_engine.reset_encoder_cache()
         self.llm.reset_mm_cache()
         self.llm.reset_prefix_cache()
+
+
+def build_vllm_engine(cfg: Config, loaded: LoadedModel, info: DistInfo) -> VLLMEngine:
+    """The engine for `rollout.engine: vllm`, after refusing what it cannot honour."""
+    rollout = cfg.rollout
+    on_gpu = "cuda" in info.device
+    settings = VLLMSettings(
+        model_path=cfg.model.path,
+        dtype="bfloat16" if on_gpu and cfg.trainer.bf16 else cfg.model.dtype,
+        tensor_parallel_size=rollout.tensor_parallel_size,
+        gpu_memory_utilization=rollout.gpu_memory_utilization,
+        max_model_len=rollout.max_model_len,
+        videos_per_prompt=rollout.videos_per_prompt,
+        images_per_prompt=rollout.images_per_prompt,
+        sleep_level=rollout.vllm_sleep_level,
+        enforce_eager=rollout.vllm_enforce_eager,
+        cpu_kv_cache_gb=rollout.vllm_cpu_kv_cache_gb,
+        temperature=rollout.temperature,
+        seed=cfg.trainer.seed,
+    )
+    check_vllm_support(
+        settings,
+        on_cpu=not on_gpu,
+        world_size=info.world_size,
+        max_new_tokens=rollout.max_new_tokens,
+    )
+    return VLLMEngine(loaded, settings)

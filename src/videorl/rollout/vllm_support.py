@@ -11,9 +11,10 @@ pair with `do_sample_frames=False` keeps it from sampling the frames again.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import torch
 
@@ -97,7 +98,7 @@ def allowed_token_ids(vocab_size: int, banned: Sequence[int]) -> list[int]:
     """Every token id of the model's vocabulary except the banned vision placeholders (vLLM's
     `logit_bias` is clamped to +-100, so an allow-list is the exact equivalent of HF's
     `suppress_tokens`)."""
-    ban = set(int(t) for t in banned)
+    ban = {int(t) for t in banned}
     return [t for t in range(vocab_size) if t not in ban]
 
 
@@ -106,7 +107,41 @@ def text_config(model_path: str | Path) -> dict[str, Any]:
     return {**config, **config.get("text_config", {})}
 
 
-def check_vllm_support(settings: VLLMSettings, *, on_cpu: bool, world_size: int, max_new_tokens: int) -> None:
+def _processor_configs(model_path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The image and video processor settings saved with a model (either file layout)."""
+    folder = Path(model_path)
+    combined = folder / "processor_config.json"
+    if combined.is_file():
+        data = json.loads(combined.read_text())
+        if "image_processor" in data or "video_processor" in data:
+            return data.get("image_processor", {}), data.get("video_processor", {})
+
+    def read(name: str) -> dict[str, Any]:
+        path = folder / name
+        return json.loads(path.read_text()) if path.is_file() else {}
+
+    return read("preprocessor_config.json"), read("video_preprocessor_config.json")
+
+
+NORMALIZATION_KEYS = ("do_rescale", "rescale_factor", "do_normalize", "image_mean", "image_std")
+
+
+def device_normalization_safe(model_path: str | Path) -> bool:
+    """Whether vLLM may normalize pixels on the device (`mm_device_do_normalize`).
+
+    vLLM builds that normalization from the *image* processor's mean/std and applies it to
+    videos too; where the video processor normalizes differently (the tiny Qwen3-VL: CLIP
+    statistics for images, 0.5/0.5 for videos) the video features would differ from the HF
+    path's, so the engine then leaves normalization to the HF processor."""
+    image, video = _processor_configs(model_path)
+    if not video:
+        return True
+    return all(image.get(k) == video.get(k) for k in NORMALIZATION_KEYS if k in image or k in video)
+
+
+def check_vllm_support(
+    settings: VLLMSettings, *, on_cpu: bool, world_size: int, max_new_tokens: int
+) -> None:
     """Refuse settings the vLLM engine cannot honour, naming the key and the fix."""
     config = text_config(settings.model_path)
     model_type = json.loads((Path(settings.model_path) / "config.json").read_text())["model_type"]
@@ -130,15 +165,21 @@ def check_vllm_support(settings: VLLMSettings, *, on_cpu: bool, world_size: int,
             "(one vLLM engine per data-parallel rank or per tensor-parallel group of consecutive ranks)"
         )
     if heads % tp:
-        raise ConfigError(f"rollout.tensor_parallel_size={tp} must divide the model's {heads} attention heads")
+        raise ConfigError(
+            f"rollout.tensor_parallel_size={tp} must divide the model's {heads} attention heads"
+        )
     if on_cpu and settings.sleep_level:
         raise ConfigError(
             f"rollout.vllm_sleep_level={settings.sleep_level}: vLLM's sleep mode needs a GPU; set it to 0 on CPU"
         )
     if settings.sleep_level not in (0, 1, 2):
-        raise ConfigError(f"rollout.vllm_sleep_level={settings.sleep_level} must be 0 (off), 1 or 2")
+        raise ConfigError(
+            f"rollout.vllm_sleep_level={settings.sleep_level} must be 0 (off), 1 or 2"
+        )
     if not 0 < settings.gpu_memory_utilization <= 1:
-        raise ConfigError(f"rollout.gpu_memory_utilization={settings.gpu_memory_utilization} must be in (0, 1]")
+        raise ConfigError(
+            f"rollout.gpu_memory_utilization={settings.gpu_memory_utilization} must be in (0, 1]"
+        )
     if settings.max_model_len <= max_new_tokens:
         raise ConfigError(
             f"rollout.max_model_len={settings.max_model_len} leaves no room for the prompt with "

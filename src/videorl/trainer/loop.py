@@ -30,6 +30,7 @@ from videorl.rewards.pool import ScoringPool
 from videorl.rollout.engine import HFEngine, RolloutEngine
 from videorl.rollout.groups import add_annotation_rows, generate_groups
 from videorl.rollout.prompting import encode_record
+from videorl.rollout.vllm_engine import build_vllm_engine
 from videorl.trainer import checkpoint as ckpt
 from videorl.trainer.batch import RolloutBatch, empty_batch
 from videorl.trainer.distributed import (
@@ -182,7 +183,9 @@ def build_state(cfg: Config, resume: str | None, info: DistInfo | None = None) -
     state = TrainState(
         cfg=cfg,
         policy=policy,
-        engine=HFEngine(rollout_model),
+        engine=HFEngine(rollout_model)
+        if cfg.rollout.engine == "hf"
+        else build_vllm_engine(cfg, rollout_model, info),
         optimizer=optimizer,
         scheduler=scheduler,
         videos=VideoCache(cfg.video),
@@ -240,6 +243,10 @@ def train_step(state: TrainState, indices: list[int]) -> dict[str, Any]:
             state, shard_indices(indices, state.info)
         )
     if not records:  # every sample of this rank was bad: still join the update's collectives
+        # and the rollout's: vLLM's data-parallel engines step in lockstep
+        state.engine.generate([], SamplingParams())
+        if cfg.algorithm.constructed.enabled:
+            state.engine.continue_prefixes([], [], SamplingParams())
         update_policy(_update_context(state), empty_batch())
         state.scheduler.step()
         state.engine.sync_weights(state.policy.model)
@@ -276,6 +283,7 @@ def train_step(state: TrainState, indices: list[int]) -> dict[str, Any]:
                 cfg.rollout.max_new_tokens,
                 think=cfg.data.think,
             )
+    state.engine.sleep()  # free the rollout engine's KV cache (and weights) until the weight sync
     with timer("reward"):
         batch = score(batch, cfg.reward, state.pool)
         if cfg.reward.sensitivity.enabled:

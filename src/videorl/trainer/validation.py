@@ -9,6 +9,7 @@ import torch
 
 from videorl.models.generate import SamplingParams
 from videorl.rewards.batch import score_batch
+from videorl.rollout.engine import HFEngine
 
 if TYPE_CHECKING:
     from videorl.trainer.loop import TrainState
@@ -41,7 +42,10 @@ def validate(state: "TrainState") -> dict[str, Any]:
         top_p=cfg.rollout.top_p,
         top_k=cfg.rollout.top_k,
     )
-    generations = state.engine.generate(prompts, params)
+    # Only rank 0 validates; vLLM's data-parallel engines must all step together, so under
+    # torchrun validation generates with the HF copy of the synced policy.
+    engine = HFEngine(state.engine.loaded) if state.info.enabled else state.engine
+    generations = engine.generate(prompts, params)
     texts = [
         state.policy.tokenizer.decode(t, skip_special_tokens=True)
         for g in generations

@@ -1,0 +1,117 @@
+"""What the vLLM engine hands vLLM and what it refuses (no vLLM needed for these)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from videorl.errors import ConfigError
+from videorl.models.inputs import encode_prompt, hf_video_metadata, with_prefix
+from videorl.models.loading import load_model
+from videorl.rollout.vllm_support import (
+    VLLMSettings,
+    allowed_token_ids,
+    check_vllm_support,
+    device_normalization_safe,
+    video_item,
+    vllm_request,
+)
+from videorl.video.decode import VideoConfig, frames_from_array
+
+
+def decoded_video(factor: int = 28):
+    """16 random source frames at 4 fps, sampled at 2 fps like a decoded file (8 frames)."""
+    frames = np.random.default_rng(0).integers(0, 256, size=(16, 64, 80, 3), dtype=np.uint8)
+    config = VideoConfig(
+        fps=2.0,
+        min_frames=4,
+        max_frames=8,
+        min_pixels=4 * factor**2,
+        max_pixels=16 * factor**2,
+        factor=factor,
+    )
+    return frames_from_array(frames, 4.0, config)
+
+
+def decoded_image():
+    frames = np.random.default_rng(1).integers(0, 256, size=(1, 84, 112, 3), dtype=np.uint8)
+    return frames_from_array(frames, None, VideoConfig(min_pixels=3136, max_pixels=12544))
+
+
+def test_video_item_is_the_frames_and_metadata_the_hf_processor_gets():
+    video = decoded_video()
+    frames, meta = video_item(video)
+    assert frames is video.frames  # the decoded frames themselves: decoded once, not copied
+    expected = hf_video_metadata(video.meta, int(video.frames.shape[0]))
+    assert meta["fps"] == expected.fps and meta["total_num_frames"] == expected.total_num_frames
+    assert meta["frames_indices"] == list(expected.frames_indices) == [0, 2, 4, 6, 8, 10, 12, 14]
+    assert meta["duration"] == pytest.approx(4.0)
+    assert meta["do_sample_frames"] is False
+
+
+def test_request_has_one_placeholder_and_the_prefix(tiny_model_dir):
+    loaded = load_model(tiny_model_dir("qwen2_5_vl"))
+    prompt = encode_prompt(loaded, "When?", video=decoded_video())
+    pad = loaded.tokenizer.convert_tokens_to_ids("<|video_pad|>")
+    request = vllm_request(prompt)
+    assert request["prompt_token_ids"].count(pad) == 1  # vLLM expands it itself
+    assert int((prompt.input_ids == pad).sum()) > 1  # the HF processor already did
+    assert set(request["multi_modal_data"]) == {"video"}
+    extended = vllm_request(with_prefix(prompt, torch.tensor([5, 6, 7])))
+    assert extended["prompt_token_ids"] == request["prompt_token_ids"] + [5, 6, 7]
+    text_only = vllm_request(encode_prompt(loaded, "Hi"))
+    assert "multi_modal_data" not in text_only
+
+
+def test_allowed_tokens_exclude_only_the_banned():
+    allowed = allowed_token_ids(10, [3, 7])
+    assert allowed == [0, 1, 2, 4, 5, 6, 8, 9]
+
+
+def test_device_normalization_is_refused_where_video_and_image_processors_differ(tiny_model_dir):
+    assert device_normalization_safe(tiny_model_dir("qwen2_5_vl"))
+    assert not device_normalization_safe(tiny_model_dir("qwen3_vl"))  # CLIP stats vs 0.5/0.5
+
+
+def _model_with_head_size(tmp_path, head_dim: int):
+    (tmp_path / "config.json").write_text(
+        json.dumps(
+            {
+                "model_type": "qwen3",
+                "hidden_size": 2 * head_dim,
+                "num_attention_heads": 2,
+                "head_dim": head_dim,
+            }
+        )
+    )
+    return str(tmp_path)
+
+
+def test_refuses_a_head_size_the_cpu_kernels_lack(tmp_path):
+    with pytest.raises(ConfigError, match="head size is 48"):
+        check_vllm_support(
+            VLLMSettings(model_path=_model_with_head_size(tmp_path, 48)),
+            on_cpu=True,
+            world_size=1,
+            max_new_tokens=64,
+        )
+    check_vllm_support(
+        VLLMSettings(model_path=str(tmp_path)), on_cpu=False, world_size=1, max_new_tokens=64
+    )
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"tensor_parallel_size": 3}, "divide the 4 training ranks"),
+        ({"sleep_level": 1}, "needs a GPU"),
+        ({"max_model_len": 64}, "leaves no room"),
+    ],
+)
+def test_refuses_settings_it_cannot_honour(tmp_path, change, message):
+    settings = VLLMSettings(model_path=_model_with_head_size(tmp_path, 32), **change)
+    with pytest.raises(ConfigError, match=message):
+        check_vllm_support(settings, on_cpu=True, world_size=4, max_new_tokens=64)
