@@ -13,7 +13,7 @@ from typing import Protocol, Sequence
 
 import torch
 
-from videorl.models.generate import Generation, SamplingParams, generate
+from videorl.models.generate import Generation, SamplingParams, generate, trim_response
 from videorl.models.inputs import PromptEncoding, with_prefix
 from videorl.models.loading import LoadedModel
 
@@ -68,7 +68,8 @@ class HFEngine:
             logprobs = gen.logprobs[0]
             if logprobs.numel():  # forced prefix tokens were not sampled: log-prob 0
                 logprobs = torch.cat([torch.zeros(prefix.numel()), logprobs])[: tokens.numel()]
-            out.append(Generation(token_ids=[tokens], logprobs=[logprobs], truncated=gen.truncated))
+            _, truncated = trim_response(tokens, self.loaded.eos_token_ids)  # after the cut to the budget
+            out.append(Generation(token_ids=[tokens], logprobs=[logprobs], truncated=[truncated]))
         return out
 
     def sync_weights(self, policy: torch.nn.Module) -> None:
