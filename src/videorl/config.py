@@ -41,6 +41,14 @@ class ModelConfig:
     teacher_path: str | None = None
     freeze_vision: bool = True
     gradient_checkpointing: bool = False
+    # Attention kernel. sdpa_varlen = sdpa, plus per-row attention for packed rows (any
+    # device); flash_attention_2/3 need a CUDA GPU and their package.
+    attn_implementation: Literal[
+        "sdpa", "sdpa_varlen", "eager", "flex_attention", "flash_attention_2", "flash_attention_3"
+    ] = "sdpa_varlen"
+    # Padding-free packed rows in log-prob/training forwards: auto = with a varlen
+    # (flash-attention) kernel where the model supports it; true = wherever supported.
+    packing: Literal["auto"] | bool = "auto"
 
 
 @dataclass(frozen=True)

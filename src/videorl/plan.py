@@ -27,6 +27,8 @@ class StepPlan:
     epochs: int
     estimator: str
     total_steps: int
+    attention: str = "sdpa_varlen"
+    packing: str = "auto"
 
 
 def plan_step(config: Config) -> StepPlan:
@@ -48,6 +50,8 @@ def plan_step(config: Config) -> StepPlan:
         epochs=config.optim.epochs,
         estimator=config.algorithm.estimator,
         total_steps=config.trainer.steps,
+        attention=config.model.attn_implementation,
+        packing=str(config.model.packing).lower(),
     )
 
 
@@ -69,6 +73,7 @@ def plan_table(plan: StepPlan) -> Table:
         ("max response tokens per row", plan.max_response_tokens),
         ("max response tokens per step (kept rows)", plan.response_tokens_per_step),
         ("micro-batch token budget", plan.micro_batch_tokens),
+        ("attention / padding-free packing", f"{plan.attention} / {plan.packing}"),
         ("mini-batches x epochs", f"{plan.mini_batches} x {plan.epochs}"),
         ("total steps", plan.total_steps),
     ]

@@ -1,6 +1,6 @@
 """Run one update on a fixed global batch; under torchrun each rank takes its share of the
 groups. Writes the updated full weights and the loss to OUT (rank 0). Used by
-test_distributed.py: 2 ranks must equal 1 process."""
+test_distributed.py: 2 ranks must equal 1 process (optionally with packed rows)."""
 
 from __future__ import annotations
 
@@ -52,10 +52,10 @@ def fixed_batch(loaded) -> RolloutBatch:
     )
 
 
-def main(model_path: str, out: str, micro_tokens: int) -> None:
+def main(model_path: str, out: str, micro_tokens: int, packing: str = "false") -> None:
     info = init_distributed("cpu")
     torch.manual_seed(0)
-    loaded = load_model(model_path)
+    loaded = load_model(model_path, packing=packing == "true")
     for name, param in loaded.model.named_parameters():
         if "visual" in name:
             param.requires_grad_(False)
@@ -88,4 +88,4 @@ def main(model_path: str, out: str, micro_tokens: int) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], int(sys.argv[3]))
+    main(sys.argv[1], sys.argv[2], int(sys.argv[3]), *sys.argv[4:])

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 
 from videorl.models.loading import load_model
@@ -26,7 +27,9 @@ def _env() -> dict[str, str]:
     }
 
 
-def test_two_ranks_equal_one_process(tiny_model_dir, tmp_path):
+@pytest.mark.parametrize("packing", ["false", "true"])
+def test_two_ranks_equal_one_process(tiny_model_dir, tmp_path, packing):
+    """Padded on 1 process vs 2 FSDP ranks, padded or padding-free packed."""
     model = tiny_model_dir("qwen2_5_vl")
     single, double = tmp_path / "one.pt", tmp_path / "two.pt"
     subprocess.run(
@@ -37,7 +40,10 @@ def test_two_ranks_equal_one_process(tiny_model_dir, tmp_path):
     )
     # a small token budget gives the two ranks different numbers of micro-batches
     subprocess.run(
-        [*TORCHRUN, str(WORKER), model, str(double), "160"], check=True, env=_env(), timeout=300
+        [*TORCHRUN, str(WORKER), model, str(double), "160", packing],
+        check=True,
+        env=_env(),
+        timeout=300,
     )
     one, two = torch.load(single), torch.load(double)
     assert abs(one["loss"] - two["loss"]) < 1e-5

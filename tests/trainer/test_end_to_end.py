@@ -44,10 +44,9 @@ def test_recipe_trains_and_checkpoints(make_config, recipe):
         assert "distill/frac_correct" in rows[0]
 
 
-def test_loss_forward_receives_the_rollout_video(make_config, monkeypatch):
+def test_loss_forward_receives_the_rollout_video(make_config, monkeypatch, tmp_path):
     """The pixel values in the update's forward are exactly those the rollout generated from."""
     from videorl.models import generate as generate_module
-    from videorl.trainer import update as update_module
 
     seen = {"rollout": [], "update": []}
     real_generate = generate_module.generate
@@ -57,20 +56,61 @@ def test_loss_forward_receives_the_rollout_video(make_config, monkeypatch):
             seen["rollout"].append(p.vision["pixel_values_videos"])
         return real_generate(loaded, prompts, params)
 
-    real_logprobs = update_module.response_logprobs
+    from videorl.models import logprobs as logprobs_module
 
-    def spy_logprobs(model, inputs, *args, **kwargs):
+    def record(inputs):
         assert "pixel_values_videos" in inputs and "video_grid_thw" in inputs
         seen["update"].append((inputs["pixel_values_videos"], inputs["video_grid_thw"]))
-        return real_logprobs(model, inputs, *args, **kwargs)
+
+    real_pack, real_collate = logprobs_module.pack_rows, logprobs_module.collate
+
+    def spy_pack(*args, **kwargs):  # padding-free packed forwards (the default)
+        packed = real_pack(*args, **kwargs)
+        record(packed.inputs)
+        return packed
+
+    def spy_collate(*args, **kwargs):  # padded forwards
+        inputs, mask = real_collate(*args, **kwargs)
+        record(inputs)
+        return inputs, mask
 
     monkeypatch.setattr("videorl.rollout.engine.generate", spy_generate)
-    monkeypatch.setattr(update_module, "response_logprobs", spy_logprobs)
-    config, _ = make_config("grpo", "trainer.steps=1")
-    run_training(config)
-    assert seen["update"], "the update never ran a forward"
-    for pixels, grids in seen["update"]:
-        # split the micro-batch's pixels into each row's video by its (t, h, w) patch grid
-        blocks = pixels.split([int(g.prod()) for g in grids])
-        for block in blocks:
-            assert any(block.shape == r.shape and torch.equal(block, r) for r in seen["rollout"])
+    monkeypatch.setattr(logprobs_module, "pack_rows", spy_pack)
+    monkeypatch.setattr(logprobs_module, "collate", spy_collate)
+    for packing in ("true", "false"):
+        seen["update"].clear()
+        config, _ = make_config(
+            "grpo", "trainer.steps=1", f"model.packing={packing}", output=tmp_path / packing
+        )
+        run_training(config)
+        assert seen["update"], "the update never ran a forward"
+        for pixels, grids in seen["update"]:
+            # split the micro-batch's pixels into each row's video by its (t, h, w) patch grid
+            blocks = pixels.split([int(g.prod()) for g in grids])
+            for block in blocks:
+                assert any(
+                    block.shape == r.shape and torch.equal(block, r) for r in seen["rollout"]
+                )
+
+
+def test_packed_training_equals_padded(make_config, tmp_path):
+    """One OraRL step with padding-free packed rows updates the weights as padded rows do
+    (same seed, same rollouts; only the layout of the log-prob forwards differs). At lr 1e-3:
+    Adam turns fp32 summation-order noise on near-zero gradients into ~lr-sized steps."""
+    weights, losses = {}, {}
+    for packing in ("false", "true"):
+        config, _ = make_config(
+            "orarl",
+            "trainer.steps=1",
+            "optim.lr=1e-3",
+            "optim.mini_batches=2",  # old log-probs + two updates: every forward is used
+            f"model.packing={packing}",
+            output=tmp_path / packing,
+        )
+        final = run_training(config)
+        weights[packing] = _weights(final)
+        metrics = json.loads((final.parent / "metrics.jsonl").read_text().splitlines()[0])
+        losses[packing] = metrics["actor/loss"]
+    assert abs(losses["true"] - losses["false"]) < 1e-6
+    for key, value in weights["false"].items():
+        torch.testing.assert_close(weights["true"][key], value, atol=1e-5, rtol=0, msg=key)

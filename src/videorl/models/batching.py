@@ -1,7 +1,8 @@
 """Dynamic micro-batching: group rows under a token budget, sorted by length.
 
 Rows of similar length share a micro-batch so that little compute goes to padding; the
-cost of a micro-batch is `rows x longest row` (its padded size), kept <= the budget.
+cost of a micro-batch is `rows x longest row` (its padded size), or `sum of row lengths`
+when rows are packed without padding, kept <= the budget.
 """
 
 from __future__ import annotations
@@ -10,28 +11,35 @@ from typing import Sequence
 
 
 def plan_microbatches(
-    lengths: Sequence[int], token_budget: int, max_rows: int | None = None
+    lengths: Sequence[int],
+    token_budget: int,
+    max_rows: int | None = None,
+    *,
+    packed: bool = False,
 ) -> list[list[int]]:
-    """Partition row indices into micro-batches whose padded size fits `token_budget`.
+    """Partition row indices into micro-batches whose size fits `token_budget`.
 
     A single row longer than the budget gets a micro-batch of its own. Rows are taken in
-    descending length, so each micro-batch's padded size is `len(batch) * its first length`.
+    descending length, so each micro-batch's padded size is `len(batch) * its first length`;
+    a packed micro-batch's size is the sum of its lengths.
     """
     if token_budget <= 0:
         raise ValueError(f"token_budget must be positive, got {token_budget}")
     order = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))
     batches: list[list[int]] = []
     current: list[int] = []
-    longest = 0
+    longest = total = 0
     for index in order:
         length = max(1, int(lengths[index]))
         longest_if_added = max(longest, length)
+        cost = total + length if packed else longest_if_added * (len(current) + 1)
         full = max_rows is not None and len(current) >= max_rows
-        if current and (longest_if_added * (len(current) + 1) > token_budget or full):
+        if current and (cost > token_budget or full):
             batches.append(current)
-            current, longest_if_added = [], length
+            current, longest_if_added, total = [], length, 0
         current.append(index)
         longest = longest_if_added
+        total += length
     if current:
         batches.append(current)
     return batches

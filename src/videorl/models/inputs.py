@@ -8,11 +8,12 @@ features in the loss are exactly those of the rollout (DESIGN.md, METHODS.md sec
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import torch
 
-from videorl.models.loading import LoadedModel
+if TYPE_CHECKING:
+    from videorl.models.loading import LoadedModel
 
 # Per-video / per-image tensors concatenated across rows (the processor's layout).
 VISION_KEYS = (

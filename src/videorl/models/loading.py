@@ -10,7 +10,9 @@ from typing import Any
 import torch
 
 from videorl.errors import ConfigError
+from videorl.models import varlen_attention
 from videorl.models.mrope import use_reference_rope_index
+from videorl.models.packing import resolve_packing
 from videorl.models.tiny import VISION_TOKENS
 
 VISION_MODEL_TYPES = (
@@ -31,6 +33,7 @@ class LoadedModel:
     tokenizer: Any
     processor: Any | None
     model_type: str
+    packing: bool = False  # log-prob / training forwards use padding-free packed rows
 
     @property
     def is_vision(self) -> bool:
@@ -65,9 +68,18 @@ def read_model_type(path: str | Path) -> str:
 
 
 def load_model(
-    path: str | Path, *, dtype: torch.dtype = torch.float32, device: str | torch.device = "cpu"
+    path: str | Path,
+    *,
+    dtype: torch.dtype = torch.float32,
+    device: str | torch.device = "cpu",
+    attn_implementation: str = "sdpa",
+    packing: str | bool = False,
 ) -> LoadedModel:
-    """Load a causal LM or vision-language model and its tokenizer/processor from `path`."""
+    """Load a causal LM or vision-language model and its tokenizer/processor from `path`.
+
+    `packing` ("auto", True, False) decides whether log-prob and training forwards pack rows
+    without padding (see `models/packing.py`).
+    """
     from transformers import (
         AutoModelForCausalLM,
         AutoModelForImageTextToText,
@@ -79,15 +91,39 @@ def load_model(
     if model_type in VISION_MODEL_TYPES:
         processor = AutoProcessor.from_pretrained(path)
         tokenizer = processor.tokenizer
-        model = AutoModelForImageTextToText.from_pretrained(path, dtype=dtype)
-        use_reference_rope_index(model)
+        model_class = AutoModelForImageTextToText
     else:
         processor = None
         tokenizer = AutoTokenizer.from_pretrained(path)
-        model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
+        model_class = AutoModelForCausalLM
+    if attn_implementation == varlen_attention.NAME:
+        varlen_attention.register()
+    try:
+        model = model_class.from_pretrained(
+            path, dtype=dtype, attn_implementation=attn_implementation
+        )
+    except (ImportError, ValueError) as err:
+        if attn_implementation == "sdpa":
+            raise
+        raise ConfigError(
+            f"model.attn_implementation={attn_implementation!r} cannot be used here ({err}); "
+            "use sdpa or sdpa_varlen (any device) or install its kernels (flash_attention_2 "
+            "needs the flash-attn package and a CUDA GPU)"
+        ) from err
+    use_reference_rope_index(model)
+    try:
+        packed = resolve_packing(model, packing)
+    except ValueError as err:
+        raise ConfigError(
+            f"model.packing=true is not possible for {path}: {err}; set model.packing to auto or false"
+        ) from err
     tokenizer.padding_side = "left"
     return LoadedModel(
-        model=model.to(device), tokenizer=tokenizer, processor=processor, model_type=model_type
+        model=model.to(device),
+        tokenizer=tokenizer,
+        processor=processor,
+        model_type=model_type,
+        packing=packed,
     )
 
 

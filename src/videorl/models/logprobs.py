@@ -5,11 +5,21 @@ the position before it and T the rollout temperature. The model's own forward co
 logits for the response positions only (`logits_to_keep`), never for the prompt, and the
 float32 log-softmax runs over chunks of positions so that no second full-size copy exists.
 Calling the root module's forward (not its submodules) keeps FSDP2's hooks in charge.
+
+`rows_logprobs` is the one entry point for rows of prompts and responses: padded
+(`collate`) or padding-free packed (`models/packing.py`), as the loaded model is set up;
+both return the same [B, R] layout.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
+
+from videorl.models.inputs import PromptEncoding, collate
+from videorl.models.loading import LoadedModel
+from videorl.models.packing import pack_rows
 
 
 def _chunk_logprobs(
@@ -20,6 +30,25 @@ def _chunk_logprobs(
     logp = logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1) - log_norm
     entropy = log_norm - (torch.softmax(logits, dim=-1) * logits).sum(-1)
     return logp, entropy
+
+
+def _chunked(
+    logits: torch.Tensor, targets: torch.Tensor, temperature: float, chunk: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Log-probs and entropies over the last dim of `logits` [..., K, V], `chunk` positions at a time."""
+    logps, entropies = [], []
+    for start in range(0, targets.shape[-1], chunk):
+        lp, ent = _chunk_logprobs(
+            logits[..., start : start + chunk, :], targets[..., start : start + chunk], temperature
+        )
+        logps.append(lp)
+        entropies.append(ent)
+    return torch.cat(logps, dim=-1), torch.cat(entropies, dim=-1)
+
+
+def _check_temperature(temperature: float) -> None:
+    if temperature <= 0:
+        raise ValueError(f"temperature must be > 0 for log-probs, got {temperature}")
 
 
 def response_logprobs(
@@ -35,15 +64,57 @@ def response_logprobs(
     Rows are laid out as [left-padded prompt | right-padded response] (see `collate`);
     values at padded response positions are meaningless and must be masked by the caller.
     """
-    if temperature <= 0:
-        raise ValueError(f"temperature must be > 0 for log-probs, got {temperature}")
+    _check_temperature(temperature)
     response_len = response_ids.shape[1]
     logits = model(**inputs, use_cache=False, logits_to_keep=response_len + 1).logits[:, :-1]
-    logps, entropies = [], []
-    for start in range(0, response_len, chunk):
-        lp, ent = _chunk_logprobs(
-            logits[:, start : start + chunk], response_ids[:, start : start + chunk], temperature
-        )
-        logps.append(lp)
-        entropies.append(ent)
-    return torch.cat(logps, dim=1), torch.cat(entropies, dim=1)
+    return _chunked(logits, response_ids, temperature, chunk)
+
+
+def packed_logprobs(
+    model: torch.nn.Module,
+    prompts: Sequence[PromptEncoding],
+    responses: Sequence[torch.Tensor],
+    *,
+    temperature: float = 1.0,
+    chunk: int = 1024,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The same [B, R] values as `response_logprobs` on `collate`d rows, computed from one
+    padding-free packed sequence; logits only at the positions before response tokens."""
+    _check_temperature(temperature)
+    device = next(model.parameters()).device
+    packed = pack_rows(model, prompts, responses)
+    inputs = {k: v.to(device) for k, v in packed.inputs.items()}
+    positions = packed.logit_positions.to(device)
+    logits = model(**inputs, use_cache=False, logits_to_keep=positions).logits[0]
+    logp, entropy = _chunked(logits, packed.targets.to(device), temperature, chunk)
+    width = max(packed.response_lengths, default=0)
+    out_logp = logp.new_zeros(len(responses), width)
+    out_entropy = entropy.new_zeros(len(responses), width)
+    start = 0
+    for row, n in enumerate(packed.response_lengths):
+        out_logp[row, :n] = logp[start : start + n]
+        out_entropy[row, :n] = entropy[start : start + n]
+        start += n
+    return out_logp, out_entropy
+
+
+def rows_logprobs(
+    loaded: LoadedModel,
+    prompts: Sequence[PromptEncoding],
+    responses: Sequence[torch.Tensor],
+    *,
+    temperature: float,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Log-probs, entropies and the response mask, each [B, R] on the model's device, of each
+    row's response; packed when `loaded.packing`, else padded."""
+    device = next(loaded.model.parameters()).device
+    if loaded.packing:
+        logp, entropy = packed_logprobs(loaded.model, prompts, responses, temperature=temperature)
+        lengths = torch.tensor([int(r.numel()) for r in responses], device=device)
+        mask = (torch.arange(logp.shape[1], device=device) < lengths[:, None]).float()
+        return logp, entropy, mask
+    inputs, mask = collate(prompts, responses, loaded.pad_token_id)
+    inputs = {k: v.to(device) for k, v in inputs.items()}
+    targets = inputs["input_ids"][:, -mask.shape[1] :]
+    logp, entropy = response_logprobs(loaded.model, inputs, targets, temperature=temperature)
+    return logp, entropy, mask.to(device)

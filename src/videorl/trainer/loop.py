@@ -150,8 +150,13 @@ def build_state(cfg: Config, resume: str | None, info: DistInfo | None = None) -
     torch.manual_seed(cfg.trainer.seed)
     random.seed(cfg.trainer.seed)
     checkpoint = ckpt.resolve_resume(resume, cfg.trainer.output_dir)
-    dtype = getattr(torch, cfg.model.dtype)
-    policy = load_model(cfg.model.path, dtype=dtype, device=info.device)
+    model_kwargs = dict(
+        dtype=getattr(torch, cfg.model.dtype),
+        device=info.device,
+        attn_implementation=cfg.model.attn_implementation,
+        packing=cfg.model.packing,
+    )
+    policy = load_model(cfg.model.path, **model_kwargs)
     if cfg.model.freeze_vision:
         for name, param in policy.model.named_parameters():
             if "visual" in name:
@@ -164,11 +169,11 @@ def build_state(cfg: Config, resume: str | None, info: DistInfo | None = None) -
         apply_fsdp(policy.model, bf16=cfg.trainer.bf16 and "cuda" in info.device)
     teacher = reference = None
     if cfg.algorithm.is_distillation:
-        teacher = load_model(cfg.model.teacher_path, dtype=dtype, device=info.device)
+        teacher = load_model(cfg.model.teacher_path, **model_kwargs)
         check_same_tokenizer(policy, teacher)
         teacher.model.eval()
     if cfg.model.reference_path:
-        reference = load_model(cfg.model.reference_path, dtype=dtype, device=info.device)
+        reference = load_model(cfg.model.reference_path, **model_kwargs)
         reference.model.eval()
     optimizer = torch.optim.AdamW(
         [p for p in policy.model.parameters() if p.requires_grad],

@@ -20,9 +20,9 @@ from videorl.algorithms.selection import (
 from videorl.algorithms.taro import off_policy_advantages
 from videorl.config import AlgorithmConfig, PruningConfig
 from videorl.models.batching import plan_microbatches
-from videorl.models.inputs import PromptEncoding, collate
+from videorl.models.inputs import PromptEncoding
 from videorl.models.loading import LoadedModel
-from videorl.models.logprobs import response_logprobs
+from videorl.models.logprobs import rows_logprobs
 from videorl.rewards.batch import score_batch
 from videorl.rewards.config import RewardConfig
 from videorl.rewards.sensitivity import (
@@ -53,17 +53,16 @@ def row_logprobs(
     token_budget: int,
 ) -> torch.Tensor:
     """[B, R] log-probs of each row's response under `loaded`, micro-batched by tokens."""
-    device = next(loaded.model.parameters()).device
     length = max(int(r.numel()) for r in responses)
     out = torch.zeros(len(responses), length)
     sizes = [p.length + int(r.numel()) for p, r in zip(prompts, responses)]
-    for micro in plan_microbatches(sizes, token_budget):
-        inputs, mask = collate(
-            [prompts[i] for i in micro], [responses[i] for i in micro], loaded.pad_token_id
+    for micro in plan_microbatches(sizes, token_budget, packed=loaded.packing):
+        logp, _, _ = rows_logprobs(
+            loaded,
+            [prompts[i] for i in micro],
+            [responses[i] for i in micro],
+            temperature=temperature,
         )
-        inputs = {k: v.to(device) for k, v in inputs.items()}
-        targets = inputs["input_ids"][:, -mask.shape[1] :]
-        logp, _ = response_logprobs(loaded.model, inputs, targets, temperature=temperature)
         for j, i in enumerate(micro):
             n = int(responses[i].numel())
             out[i, :n] = logp[j, :n].float().cpu()

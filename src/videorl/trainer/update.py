@@ -12,9 +12,9 @@ import torch
 from videorl.algorithms.loss import PolicyLossConfig, policy_loss
 from videorl.config import OptimConfig
 from videorl.models.batching import plan_microbatches
-from videorl.models.inputs import PromptEncoding, collate
+from videorl.models.inputs import PromptEncoding
 from videorl.models.loading import LoadedModel
-from videorl.models.logprobs import response_logprobs
+from videorl.models.logprobs import rows_logprobs
 from videorl.trainer.batch import RolloutBatch
 from videorl.trainer.distributed import all_reduce
 from videorl.trainer.stages import row_logprobs
@@ -46,29 +46,40 @@ def _dummy_micro(pad_id: int) -> tuple[PromptEncoding, torch.Tensor]:
     return PromptEncoding(input_ids=torch.tensor([pad_id])), torch.tensor([pad_id])
 
 
+def _old_logprobs(ctx: UpdateContext, batch: RolloutBatch, rows: list[int]) -> torch.Tensor:
+    """[B, R] log-probs of `rows` under the policy before the update (zeros elsewhere)."""
+    out = torch.zeros(batch.num_rows, max((int(r.numel()) for r in batch.responses), default=0))
+    if rows:
+        prompts = batch.row_prompts()
+        logp = row_logprobs(
+            ctx.logprob_model or ctx.policy,
+            [prompts[i] for i in rows],
+            [batch.responses[i] for i in rows],
+            temperature=ctx.temperature,
+            token_budget=ctx.optim.micro_batch_tokens,
+        )
+        out[rows, : logp.shape[1]] = logp
+    return out
+
+
 def update_policy(ctx: UpdateContext, batch: RolloutBatch) -> dict[str, float]:
     """PPO-style update over the kept rows of `batch`; returns averaged metrics.
 
     The token-mean loss divides by the response-token count of the whole mini-batch
     (summed over ranks), so the result does not depend on micro-batching or world size.
     A non-finite loss or gradient norm skips that optimizer step (counted).
+
+    Old log-probs: until the first optimizer step the policy *is* the old policy, so with
+    one epoch the first mini-batch takes them from its own forward (detached: ratio 1) and
+    only the later mini-batches' rows get a separate no-grad pass.
     """
     model = ctx.policy.model
     device = next(model.parameters()).device
     mask = batch.response_mask()
     prompts = batch.row_prompts()
-    single_pass = ctx.optim.mini_batches == 1 and ctx.optim.epochs == 1
-    old_logp = (
-        None
-        if single_pass or not batch.num_rows
-        else row_logprobs(
-            ctx.logprob_model or ctx.policy,
-            prompts,
-            batch.responses,
-            temperature=ctx.temperature,
-            token_budget=ctx.optim.micro_batch_tokens,
-        )
-    )
+    minis = _split(list(range(batch.num_rows)), ctx.optim.mini_batches)
+    own_old = set(minis[0]) if ctx.optim.epochs == 1 else set()  # rows whose old = own forward
+    old_logp = _old_logprobs(ctx, batch, [i for i in range(batch.num_rows) if i not in own_old])
     ref_logp = None
     if ctx.reference is not None and ctx.loss.kl_coef > 0 and batch.num_rows:
         ref_logp = row_logprobs(
@@ -83,13 +94,17 @@ def update_policy(ctx: UpdateContext, batch: RolloutBatch) -> dict[str, float]:
     weights: dict[str, float] = defaultdict(float)
     skipped = 0
     model.train()
-    for _ in range(ctx.optim.epochs):
-        for mini in _split(list(range(batch.num_rows)), ctx.optim.mini_batches):
+    for epoch in range(ctx.optim.epochs):
+        for mini in minis:
             tokens = all_reduce(float(mask[mini].sum()))
             sequences = int(all_reduce(float((mask[mini].sum(1) > 0).sum())))
             ctx.optimizer.zero_grad(set_to_none=True)
             sizes = [prompts[i].length + int(batch.responses[i].numel()) for i in mini]
-            micros = plan_microbatches(sizes, ctx.optim.micro_batch_tokens) if mini else []
+            micros = (
+                plan_microbatches(sizes, ctx.optim.micro_batch_tokens, packed=ctx.policy.packing)
+                if mini
+                else []
+            )
             micros += [[]] * (int(all_reduce(float(len(micros)), "max")) - len(micros))
             step_loss = 0.0
             for micro_local in micros:
@@ -97,23 +112,18 @@ def update_policy(ctx: UpdateContext, batch: RolloutBatch) -> dict[str, float]:
                 rows = ([prompts[i] for i in micro], [batch.responses[i] for i in micro])
                 if not micro:
                     rows = tuple([x] for x in _dummy_micro(ctx.policy.pad_token_id))
-                inputs, micro_mask = collate(*rows, ctx.policy.pad_token_id)
-                if not micro:
-                    micro_mask.zero_()
-                inputs = {k: v.to(device) for k, v in inputs.items()}
-                width = micro_mask.shape[1]
                 with torch.autocast(
                     device.type, dtype=ctx.autocast_dtype, enabled=ctx.autocast_dtype is not None
                 ):
-                    logp, entropy = response_logprobs(
-                        model, inputs, inputs["input_ids"][:, -width:], temperature=ctx.temperature
+                    logp, entropy, micro_mask = rows_logprobs(
+                        ctx.policy, *rows, temperature=ctx.temperature
                     )
+                if not micro:
+                    micro_mask.zero_()
+                width = micro_mask.shape[1]
                 zeros = torch.zeros_like(micro_mask)
-                old = (
-                    logp.detach()
-                    if old_logp is None or not micro
-                    else old_logp[micro, :width].to(device)
-                )
+                own = not micro or (epoch == 0 and micro[0] in own_old)
+                old = logp.detach() if own else old_logp[micro, :width].to(device)
                 result = policy_loss(
                     logp.float(),
                     old,
