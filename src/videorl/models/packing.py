@@ -20,8 +20,8 @@ packed (`packing_unsupported_reason`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
