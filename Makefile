@@ -36,6 +36,7 @@ bench: $(BENCH_STAMP)
 	$(PY) bench/video.py
 	$(PY) bench/step.py
 	$(PY) bench/pruning.py
+	$(PY) bench/packing.py
 	$(PY) bench/vs_trl.py
 	$(PY) bench/table.py
 

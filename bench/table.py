@@ -42,6 +42,17 @@ def rows(folder: Path) -> list[list[str]]:
             f"update adds {_pct(memory['one_mini_batch']['added_reduction_vs_unpruned'])} / "
             f"{_pct(memory['two_mini_batches']['added_reduction_vs_unpruned'])} lower (published: 18% less peak, 4B)"),
             "bench/pruning.py"])
+    packing = _load(folder, "packing")
+    if packing:
+        results = packing["results"]
+        base = results["padded"]["seconds"]["median"]
+        parts = [f"{name}: {base / r['seconds']['median']:.2f}x" for name, r in results.items() if name != "padded"]
+        padding = results["padded"]["tokens_computed"] / results["padded"]["real_tokens"] - 1
+        out.append([
+            "Padding-free packed rows: update forward + backward",
+            (f"speed vs padded micro-batches ({_pct(padding)} padding; {packing['rows']} video rows, "
+             f"{packing['budget']}-token budget, {packing['device']}): " + ", ".join(parts)),
+            "bench/packing.py"])
     step = _load(folder, "step")
     if step:
         share, wall = step["share"]["cpu"], step["share"]["wall"]

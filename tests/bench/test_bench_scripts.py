@@ -1,7 +1,7 @@
 """Each benchmark script runs end to end in `--quick` mode (tiny model, one repeat) and
 writes results whose invariants hold: pruning keeps 4 of 9 rows, the step's phases account
 for its wall time without overlap, videos are decoded once per step, and videorl's loss
-forward gets the video. The four scripts share one Python process (imports are the slow part)."""
+forward gets the video, packed rows compute no padding. The scripts share one Python process (imports are the slow part)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
-SCRIPTS = ("pruning", "step", "video", "vs_trl")
+SCRIPTS = ("pruning", "step", "video", "vs_trl", "packing")
 DRIVER = """
 import importlib, sys
 bench, work, out = sys.argv[1:4]
@@ -81,3 +81,12 @@ def test_videorl_loss_forward_gets_the_video(results):
         assert result["speed"]["trl"]["cpu"]["steps_per_s"]["median"] > 0
     else:
         assert result["trl_status"].startswith("not run")
+
+
+@pytest.mark.slow
+def test_packed_layouts_compute_only_real_tokens(results):
+    runs = results["packing"]["results"]
+    assert runs["padded"]["tokens_computed"] > runs["padded"]["real_tokens"]  # rows of unequal length
+    for name in ("packed-sdpa-mask", "packed-sdpa-varlen"):
+        assert runs[name]["tokens_computed"] == runs[name]["real_tokens"] == runs["padded"]["real_tokens"]
+        assert runs[name]["seconds"]["median"] > 0
