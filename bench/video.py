@@ -66,16 +66,17 @@ class PassLedger:
 
         return run
 
-    def wrap_collate(self, fn: Callable[..., Any]) -> Callable[..., Any]:
-        def collate(prompts: Any, *args: Any, **kwargs: Any) -> Any:
+    def wrap_inputs(self, fn: Callable[..., Any], prompts_at: int = 0) -> Callable[..., Any]:
+        """Record the videos of the prompts (positional argument `prompts_at`) fed to `fn`."""
+        def build(*args: Any, **kwargs: Any) -> Any:
             if self.open:
-                for prompt in prompts:
+                for prompt in args[prompts_at]:
                     path = self.paths.get(id(prompt.vision.get("pixel_values_videos")))
                     if path is not None:
                         self.passes[self.open[-1]].add(path)
-            return fn(prompts, *args, **kwargs)
+            return fn(*args, **kwargs)
 
-        return collate
+        return build
 
 
 @contextmanager
@@ -119,9 +120,9 @@ def one_step(state: Any, indices: list[int]) -> dict[str, Any]:
         (stages, "row_logprobs", ledger.wrap_pass),
         (update, "row_logprobs", ledger.wrap_pass),
         (loop, "update_policy", ledger.wrap_pass),
-        (generate_module, "collate", ledger.wrap_collate),
-        (stages, "collate", ledger.wrap_collate),
-        (update, "collate", ledger.wrap_collate),
+        (generate_module, "collate", ledger.wrap_inputs),
+        (stages, "rows_logprobs", lambda fn: ledger.wrap_inputs(fn, prompts_at=1)),
+        (update, "rows_logprobs", lambda fn: ledger.wrap_inputs(fn, prompts_at=1)),
     ]
     distinct = {str(state.records[i].media.path) for i in indices}
     decodes_before = state.videos.decode_count

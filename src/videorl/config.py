@@ -278,3 +278,33 @@ class Config:
 def load_config(path: str | Path | None, overrides: Sequence[str] = ()) -> Config:
     """Load a YAML recipe and apply dotted overrides; raise a one-line `ConfigError`."""
     return build(Config, merge_sources(path, overrides))
+
+
+RUN_CONFIG = "config.yaml"  # the resolved config, written into each training run's output_dir
+
+
+def save_run_config(config: Config, output_dir: str | Path) -> Path:
+    """Write the resolved config to `output_dir/config.yaml` (atomically)."""
+    import os
+
+    import yaml
+
+    from videorl.config_loader import to_dict
+
+    path = Path(output_dir) / RUN_CONFIG
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".yaml.tmp")
+    tmp.write_text(yaml.safe_dump(to_dict(config), sort_keys=False))
+    os.replace(tmp, path)
+    return path
+
+
+def find_run_config(model_dir: str | Path) -> Path | None:
+    """The training run's config for a model folder it wrote (`final/`, `best/`,
+    `step-N/model/`): `config.yaml` in the folder or up to two levels above it."""
+    folder = Path(model_dir).resolve()
+    for candidate in (folder, folder.parent, folder.parent.parent):
+        path = candidate / RUN_CONFIG
+        if path.is_file():
+            return path
+    return None

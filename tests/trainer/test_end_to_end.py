@@ -8,6 +8,7 @@ import json
 import pytest
 import torch
 
+from videorl.config import load_config
 from videorl.models.loading import load_model
 from videorl.trainer.loop import run_training
 
@@ -35,6 +36,7 @@ def test_recipe_trains_and_checkpoints(make_config, recipe):
     checkpoints = sorted(p.name for p in final.parent.glob("step-*"))
     assert checkpoints == ["step-000002"]  # keep_last=1
     assert (final.parent / "reward_curves.png").stat().st_size > 0
+    assert load_config(final.parent / "config.yaml") == config  # the run's resolved config
     if recipe == "orarl":
         assert rows[0]["rows/kept"] == 2 * 2 and rows[0]["rows/total"] == 2 * 5
     if recipe == "taro":

@@ -11,6 +11,7 @@ from typing import Any
 
 import typer
 
+from videorl.config_loader import to_dict
 from videorl.errors import ConfigError
 
 _DEFAULT_OUT = Path("runs/eval")
@@ -83,27 +84,34 @@ def eval_command(
     api_key: str | None = typer.Option(
         None, "--api-key", envvar="OPENAI_API_KEY", help="Bearer token for the endpoint."
     ),
-    think: bool = typer.Option(
-        False, "--think/--no-think", help="Ask for a <think> block before the answer."
+    think: bool | None = typer.Option(
+        None,
+        "--think/--no-think",
+        help="Ask for a <think> block before the answer (default: as the model was trained "
+        "(data.think of its run), else no).",
     ),
     batch_size: int = typer.Option(
         8, "--batch-size", help="Prompts per generate call (HF engine)."
     ),
     max_new_tokens: int = typer.Option(256, "--max-new-tokens", help="Response budget in tokens."),
-    fps: float = typer.Option(2.0, "--fps", help="Frame sampling rate (video.fps)."),
-    max_frames: int = typer.Option(
-        64, "--max-frames", help="Frames per video at most (video.max_frames)."
+    fps: float | None = typer.Option(None, "--fps", help="Frame sampling rate (video.fps)."),
+    max_frames: int | None = typer.Option(
+        None, "--max-frames", help="Frames per video at most (video.max_frames)."
+    ),
+    min_pixels: int | None = typer.Option(
+        None, "--min-pixels", help="Pixels per frame at least (video.min_pixels)."
     ),
     max_pixels: int | None = typer.Option(
         None, "--max-pixels", help="Pixels per frame at most (video.max_pixels)."
     ),
     device: str = typer.Option("auto", "--device", help="auto | cpu | cuda | cuda:N."),
 ) -> None:
-    """Evaluate a checkpoint, an endpoint or a predictions file on a benchmark, or compare runs."""
-    import dataclasses
+    """Evaluate a checkpoint, an endpoint or a predictions file on a benchmark, or compare runs.
 
+    A checkpoint written by `videorl train` is evaluated with its run's video settings and
+    prompt style (`config.yaml` of the run), so eval sees frames as training did; flags override.
+    """
     from videorl.eval.runner import EvalSettings, evaluate
-    from videorl.video.decode import VideoConfig
 
     modes = [
         name
@@ -120,11 +128,11 @@ def eval_command(
             "videorl eval needs exactly one of --model PATH, --endpoint URL --served-model NAME, "
             f"--predictions FILE or --compare A B (got {', '.join(modes) or 'none'})"
         )
-    video = VideoConfig(fps=fps, max_frames=max_frames)
-    if max_pixels is not None:
-        video = dataclasses.replace(
-            video, max_pixels=max_pixels, min_pixels=min(video.min_pixels, max_pixels)
-        )
+    video, think = eval_video_settings(
+        model,
+        {"fps": fps, "max_frames": max_frames, "min_pixels": min_pixels, "max_pixels": max_pixels},
+        think,
+    )
     settings = None
     if benchmark is not None:
         settings = EvalSettings(
@@ -141,7 +149,7 @@ def eval_command(
         return
     if settings is None:
         raise ConfigError(f"videorl eval {modes[0]} needs --benchmark NAME|FILE")
-    source: dict = {"think": think, "max_new_tokens": max_new_tokens}
+    source: dict = {"think": think, "max_new_tokens": max_new_tokens, "video": to_dict(video)}
     if predictions is not None:
         outputs = evaluate(
             settings, predictions=predictions, source={"predictions": str(predictions)}
@@ -153,6 +161,37 @@ def eval_command(
         source = {("model" if model else "endpoint"): backend.label, **source}
         outputs = evaluate(settings, backend=backend, source=source)
     _print_summary(outputs.metrics, outputs.out_dir)
+
+
+def eval_video_settings(
+    model: str | None, flags: dict[str, Any], think: bool | None
+) -> tuple[Any, bool]:
+    """Video settings and think mode for an eval: the flags given, else those of the training
+    run that wrote `model` (its `config.yaml`), else the defaults."""
+    import dataclasses
+
+    import yaml
+    from rich.console import Console
+
+    from videorl.config import find_run_config
+    from videorl.config_loader import build
+    from videorl.video.decode import VideoConfig
+
+    base, trained_think = VideoConfig(), False
+    run = find_run_config(model) if model else None
+    if run is not None:
+        saved = yaml.safe_load(run.read_text()) or {}
+        base = build(VideoConfig, saved.get("video") or {}, prefix="video.")
+        trained_think = bool((saved.get("data") or {}).get("think", False))
+        Console(stderr=True).print(
+            f"video settings and think={think if think is not None else trained_think} from "
+            f"{run} (override with --fps/--max-frames/--min-pixels/--max-pixels/--think)"
+        )
+    changes = {key: value for key, value in flags.items() if value is not None}
+    if "max_pixels" in changes and "min_pixels" not in changes:
+        changes["min_pixels"] = min(base.min_pixels, changes["max_pixels"])
+    video = dataclasses.replace(base, **changes)
+    return video, trained_think if think is None else think
 
 
 def _backend(

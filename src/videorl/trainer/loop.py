@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
 from videorl.algorithms.taro import constructed_probability
-from videorl.config import Config
+from videorl.config import Config, save_run_config
 from videorl.config_loader import to_dict
 from videorl.data.loaders import check_media, load_records, media_report
 from videorl.data.records import TaskRecord
@@ -428,6 +428,8 @@ def run_training(cfg: Config, resume: str | None = None) -> Path:
         if info.is_main
         else None
     )
+    if info.is_main:
+        save_run_config(cfg, out)  # what `videorl eval` of this run's checkpoints reads
     batches = _endless(state.sampler)
     columns = (
         TextColumn("step {task.completed}/{task.total}"),

@@ -1,0 +1,40 @@
+"""`videorl eval` of a training checkpoint sees frames as training did (the run's config.yaml)."""
+
+from __future__ import annotations
+
+import pytest
+
+from videorl.cli import resolve_config_path
+from videorl.config import find_run_config, load_config, save_run_config
+from videorl.errors import ConfigError
+from videorl.eval.commands import eval_video_settings
+
+
+@pytest.fixture
+def run_dir(tmp_path):
+    config = load_config(
+        resolve_config_path("quickstart"),
+        ["video.min_pixels=3136", "video.max_pixels=12544", "video.max_frames=8", "data.think=true"],
+    )
+    save_run_config(config, tmp_path / "train")
+    (tmp_path / "train" / "final").mkdir()
+    (tmp_path / "train" / "step-000010" / "model").mkdir(parents=True)
+    return tmp_path / "train"
+
+
+def test_checkpoint_folders_find_their_run_config(run_dir, tmp_path):
+    for folder in (run_dir / "final", run_dir / "step-000010" / "model"):
+        assert find_run_config(folder) == (run_dir / "config.yaml").resolve()
+    assert find_run_config(tmp_path / "elsewhere") is None
+
+
+def test_eval_uses_the_training_video_settings_unless_overridden(run_dir):
+    none = {"fps": None, "max_frames": None, "min_pixels": None, "max_pixels": None}
+    video, think = eval_video_settings(str(run_dir / "final"), none, None)
+    assert (video.min_pixels, video.max_pixels, video.max_frames, think) == (3136, 12544, 8, True)
+    video, think = eval_video_settings(str(run_dir / "final"), {**none, "max_pixels": 6272}, False)
+    assert (video.min_pixels, video.max_pixels, video.max_frames, think) == (3136, 6272, 8, False)
+    video, think = eval_video_settings("not-a-run", none, None)  # no run: defaults
+    assert (video.max_frames, think) == (64, False)
+    with pytest.raises(ConfigError, match="min_pixels"):
+        eval_video_settings(str(run_dir / "final"), {**none, "min_pixels": 20000}, None)
