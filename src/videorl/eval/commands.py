@@ -170,19 +170,16 @@ def eval_video_settings(
     run that wrote `model` (its `config.yaml`), else the defaults."""
     import dataclasses
 
-    import yaml
     from rich.console import Console
 
-    from videorl.config import find_run_config
-    from videorl.config_loader import build
+    from videorl.config import find_run_config, load_config
     from videorl.video.decode import VideoConfig
 
     base, trained_think = VideoConfig(), False
     run = find_run_config(model) if model else None
     if run is not None:
-        saved = yaml.safe_load(run.read_text()) or {}
-        base = build(VideoConfig, saved.get("video") or {}, prefix="video.")
-        trained_think = bool((saved.get("data") or {}).get("think", False))
+        trained = load_config(run)
+        base, trained_think = trained.video, trained.data.think
         Console(stderr=True).print(
             f"video settings and think={think if think is not None else trained_think} from "
             f"{run} (override with --fps/--max-frames/--min-pixels/--max-pixels/--think)"

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import torch
+from torch.nn.utils.rnn import pad_sequence
 
 from videorl.models.inputs import PromptEncoding, collate
 from videorl.models.loading import LoadedModel
@@ -87,15 +88,11 @@ def packed_logprobs(
     positions = packed.logit_positions.to(device)
     logits = model(**inputs, use_cache=False, logits_to_keep=positions).logits[0]
     logp, entropy = _chunked(logits, packed.targets.to(device), temperature, chunk)
-    width = max(packed.response_lengths, default=0)
-    out_logp = logp.new_zeros(len(responses), width)
-    out_entropy = entropy.new_zeros(len(responses), width)
-    start = 0
-    for row, n in enumerate(packed.response_lengths):
-        out_logp[row, :n] = logp[start : start + n]
-        out_entropy[row, :n] = entropy[start : start + n]
-        start += n
-    return out_logp, out_entropy
+    lengths = packed.response_lengths
+    return (
+        pad_sequence(logp.split(lengths), batch_first=True),
+        pad_sequence(entropy.split(lengths), batch_first=True),
+    )
 
 
 def rows_logprobs(

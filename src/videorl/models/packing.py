@@ -81,17 +81,14 @@ class PackedRows:
 
 
 def _row_positions(
-    backbone: torch.nn.Module | None, ids: torch.Tensor, prompt: PromptEncoding
+    backbone: torch.nn.Module, ids: torch.Tensor, types: torch.Tensor, prompt: PromptEncoding
 ) -> torch.Tensor:
-    """[3, L] multimodal RoPE positions of one row, as its unpacked forward computes them."""
-    length = int(ids.numel())
-    types = prompt.mm_token_type_ids
-    if backbone is None or types is None or not bool((types != 0).any()):
-        return torch.arange(length).expand(3, length)
-    row_types = torch.zeros(length, dtype=types.dtype)
-    row_types[: types.numel()] = types
+    """[3, L] multimodal RoPE positions of one row (token types `types` [L]), as its unpacked
+    forward computes them."""
+    if not bool((types != 0).any()):
+        return torch.arange(int(ids.numel())).expand(3, -1)
     grids = {k: v for k, v in prompt.vision.items() if not k.startswith("pixel_values")}
-    positions, _ = backbone.get_rope_index(ids[None], row_types[None], **grids)
+    positions, _ = backbone.get_rope_index(ids[None], types[None], **grids)
     return positions[:, 0]
 
 
@@ -112,12 +109,12 @@ def pack_rows(
         length, start = int(row.numel()), offset + prompt.length
         ids.append(row)
         text_pos.append(torch.arange(length))
-        if multimodal:
-            rope_pos.append(_row_positions(backbone, row, prompt))
         row_types = torch.zeros(length, dtype=torch.int32)
         if prompt.mm_token_type_ids is not None:
             row_types[: prompt.length] = prompt.mm_token_type_ids
         types.append(row_types)
+        if multimodal:
+            rope_pos.append(_row_positions(backbone, row, row_types, prompt))
         logit_pos.append(torch.arange(start - 1, start - 1 + int(response.numel())))
         targets.append(response)
         offset += length

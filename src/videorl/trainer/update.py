@@ -46,11 +46,13 @@ def _dummy_micro(pad_id: int) -> tuple[PromptEncoding, torch.Tensor]:
     return PromptEncoding(input_ids=torch.tensor([pad_id])), torch.tensor([pad_id])
 
 
-def _old_logprobs(ctx: UpdateContext, batch: RolloutBatch, rows: list[int]) -> torch.Tensor:
-    """[B, R] log-probs of `rows` under the policy before the update (zeros elsewhere)."""
+def _old_logprobs(
+    ctx: UpdateContext, batch: RolloutBatch, prompts: list[PromptEncoding], rows: list[int]
+) -> torch.Tensor:
+    """[B, R] log-probs of `rows` under the policy before the update (zeros elsewhere);
+    `prompts` are the batch's per-row prompts."""
     out = torch.zeros(batch.num_rows, max((int(r.numel()) for r in batch.responses), default=0))
     if rows:
-        prompts = batch.row_prompts()
         logp = row_logprobs(
             ctx.logprob_model or ctx.policy,
             [prompts[i] for i in rows],
@@ -79,7 +81,9 @@ def update_policy(ctx: UpdateContext, batch: RolloutBatch) -> dict[str, float]:
     prompts = batch.row_prompts()
     minis = _split(list(range(batch.num_rows)), ctx.optim.mini_batches)
     own_old = set(minis[0]) if ctx.optim.epochs == 1 else set()  # rows whose old = own forward
-    old_logp = _old_logprobs(ctx, batch, [i for i in range(batch.num_rows) if i not in own_old])
+    old_logp = _old_logprobs(
+        ctx, batch, prompts, [i for i in range(batch.num_rows) if i not in own_old]
+    )
     ref_logp = None
     if ctx.reference is not None and ctx.loss.kl_coef > 0 and batch.num_rows:
         ref_logp = row_logprobs(
