@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 QS := runs/quickstart
 
-.PHONY: setup test test-vllm quickstart bench bench-learning clean
+.PHONY: setup lint test test-vllm quickstart bench bench-learning clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -14,7 +14,11 @@ $(VENV)/.installed: pyproject.toml
 
 setup: $(VENV)/.installed
 
-test: setup
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+test: lint
 	$(PY) -m pytest
 
 quickstart: setup

@@ -28,14 +28,22 @@ RECIPE = ROOT / "configs" / "quickstart.yaml"
 ARCH = "qwen2_5_vl"
 
 
-def parse_args(parser: argparse.ArgumentParser, name: str, argv: Sequence[str] | None = None) -> argparse.Namespace:
+def parse_args(
+    parser: argparse.ArgumentParser, name: str, argv: Sequence[str] | None = None
+) -> argparse.Namespace:
     """Add the common options to `parser`, parse, and set up torch and logging."""
     parser.add_argument("--quick", action="store_true", help="tiny model, one repeat: a smoke run")
-    parser.add_argument("--work", type=Path, default=ROOT / "runs" / "bench", help="models and data go here")
+    parser.add_argument(
+        "--work", type=Path, default=ROOT / "runs" / "bench", help="models and data go here"
+    )
     parser.add_argument("--out", type=Path, default=RESULTS / f"{name}.json", help="results file")
-    parser.add_argument("--threads", type=int, default=1,
-                        help="torch threads (default 1: on shared, oversubscribed cores, several threads "
-                             "wait on each other and the times swing by 10x)")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch threads (default 1: on shared, oversubscribed cores, several threads "
+        "wait on each other and the times swing by 10x)",
+    )
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     quiet(args.threads)

@@ -157,7 +157,9 @@ def main() -> None:
         f"trainer.seed={args.seed}",
     ]
     suffix = "_quick" if args.quick else ""
-    curves = earlier_curves(RESULTS / f"learning{suffix}.json", steps)  # recipes run before, same steps
+    curves = earlier_curves(
+        RESULTS / f"learning{suffix}.json", steps
+    )  # recipes run before, same steps
     for name in args.recipes.split(","):  # results are rewritten after each recipe
         curves[name] = train_curve(name, base + RECIPES[name], steps)
         table = summarize(curves, window)
@@ -173,15 +175,28 @@ def earlier_curves(path: Path, steps: int) -> dict[str, dict[str, Any]]:
     if saved.get("steps") != steps:
         return {}
     minutes = {row["recipe"]: row["minutes"] for row in saved["table"]}
-    return {k: {"reward": v, "seconds": 60 * minutes.get(k, 0.0)} for k, v in saved["curves"].items()}
+    return {
+        k: {"reward": v, "seconds": 60 * minutes.get(k, 0.0)} for k, v in saved["curves"].items()
+    }
 
 
 def write_results(
-    curves: dict[str, Any], table: list[dict[str, Any]], steps: int, window: int, suffix: str, quick: bool
+    curves: dict[str, Any],
+    table: list[dict[str, Any]],
+    steps: int,
+    window: int,
+    suffix: str,
+    quick: bool,
 ) -> None:
     RESULTS.mkdir(exist_ok=True)
-    plot(curves, RESULTS / f"learning{suffix}.png", "Synthetic temporal grounding, tiny Qwen2.5-VL, CPU")
-    command = "PYTHONPATH=src python bench/learning.py" + (" --quick" if quick else f" --steps {steps}")
+    plot(
+        curves,
+        RESULTS / f"learning{suffix}.png",
+        "Synthetic temporal grounding, tiny Qwen2.5-VL, CPU",
+    )
+    command = "PYTHONPATH=src python bench/learning.py" + (
+        " --quick" if quick else f" --steps {steps}"
+    )
     payload = {
         "command": command,
         "machine": platform.platform(),

@@ -25,7 +25,9 @@ import harness
 import numpy as np
 
 
-def make_rows(loaded: Any, count: int, max_response: int, arch: str, seed: int) -> tuple[list, list]:
+def make_rows(
+    loaded: Any, count: int, max_response: int, arch: str, seed: int
+) -> tuple[list, list]:
     import torch
 
     from videorl.models.inputs import encode_prompt
@@ -37,8 +39,14 @@ def make_rows(loaded: Any, count: int, max_response: int, arch: str, seed: int) 
     for i in range(count):
         frames = int(rng.choice([4, 8, 12, 16]))
         side = int(rng.choice([2, 3, 4])) * factor
-        config = VideoConfig(fps=2.0, min_frames=4, max_frames=16, min_pixels=4 * factor**2,
-                             max_pixels=side * side, factor=factor)
+        config = VideoConfig(
+            fps=2.0,
+            min_frames=4,
+            max_frames=16,
+            min_pixels=4 * factor**2,
+            max_pixels=side * side,
+            factor=factor,
+        )
         array = rng.integers(0, 256, size=(frames, side, side, 3), dtype=np.uint8)
         video = frames_from_array(array, 2.0, config)
         prompts.append(encode_prompt(loaded, f"When does the event happen? ({i})", video=video))
@@ -47,7 +55,9 @@ def make_rows(loaded: Any, count: int, max_response: int, arch: str, seed: int) 
     return prompts, responses
 
 
-def timed_pass(loaded: Any, prompts: list, responses: list, budget: int, repeats: int) -> dict[str, Any]:
+def timed_pass(
+    loaded: Any, prompts: list, responses: list, budget: int, repeats: int
+) -> dict[str, Any]:
     """Forward + backward of every micro-batch; seconds per full pass and tokens computed."""
     import torch
 
@@ -56,15 +66,21 @@ def timed_pass(loaded: Any, prompts: list, responses: list, budget: int, repeats
 
     sizes = [p.length + int(r.numel()) for p, r in zip(prompts, responses)]
     micros = plan_microbatches(sizes, budget, packed=loaded.packing)
-    computed = sum(sum(sizes[i] for i in m) if loaded.packing else len(m) * max(sizes[i] for i in m)
-                   for m in micros)
+    computed = sum(
+        sum(sizes[i] for i in m) if loaded.packing else len(m) * max(sizes[i] for i in m)
+        for m in micros
+    )
 
     def one_pass() -> float:
         loaded.model.zero_grad(set_to_none=True)
         with harness.Elapsed() as elapsed:
             for micro in micros:
-                logp, _, mask = rows_logprobs(loaded, [prompts[i] for i in micro],
-                                              [responses[i] for i in micro], temperature=1.0)
+                logp, _, mask = rows_logprobs(
+                    loaded,
+                    [prompts[i] for i in micro],
+                    [responses[i] for i in micro],
+                    temperature=1.0,
+                )
                 (logp * mask).sum().backward()
             if torch.cuda.is_available():
                 torch.cuda.synchronize()
@@ -72,12 +88,18 @@ def timed_pass(loaded: Any, prompts: list, responses: list, budget: int, repeats
 
     one_pass()  # warm-up
     seconds = [one_pass() for _ in range(repeats)]
-    return {"micro_batches": len(micros), "tokens_computed": computed, "real_tokens": sum(sizes),
-            "seconds": harness.spread(seconds)}
+    return {
+        "micro_batches": len(micros),
+        "tokens_computed": computed,
+        "real_tokens": sum(sizes),
+        "seconds": harness.spread(seconds),
+    }
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--size", default="bench", choices=("tiny", "bench"))
     parser.add_argument("--arch", default=harness.ARCH, choices=("qwen2_5_vl", "qwen3_vl"))
     parser.add_argument("--rows", type=int, default=32)
@@ -95,14 +117,19 @@ def main(argv: list[str] | None = None) -> None:
     on_gpu = torch.cuda.is_available()
     device, dtype = ("cuda", torch.bfloat16) if on_gpu else ("cpu", torch.float32)
     path = harness.model_dir(args.work, args.size, args.arch)
-    variants = {"padded": ("sdpa", False), "packed-sdpa-mask": ("sdpa", True),
-                "packed-sdpa-varlen": ("sdpa_varlen", True)}
+    variants = {
+        "padded": ("sdpa", False),
+        "packed-sdpa-mask": ("sdpa", True),
+        "packed-sdpa-varlen": ("sdpa_varlen", True),
+    }
     if on_gpu and importlib.util.find_spec("flash_attn") is not None:
         variants["packed-flash"] = ("flash_attention_2", True)
     results: dict[str, Any] = {}
     rows = None
     for name, (attention, packing) in variants.items():
-        loaded = load_model(path, dtype=dtype, device=device, attn_implementation=attention, packing=packing)
+        loaded = load_model(
+            path, dtype=dtype, device=device, attn_implementation=attention, packing=packing
+        )
         for param_name, param in loaded.model.named_parameters():
             param.requires_grad_("visual" not in param_name)  # the trainer's default: vision frozen
         if rows is None:
@@ -111,21 +138,49 @@ def main(argv: list[str] | None = None) -> None:
         print(f"{name}: {results[name]['seconds']['median']:.3f} s", flush=True)
     base = results["padded"]["seconds"]["median"]
     table = [
-        [name, r["micro_batches"], r["tokens_computed"], r["real_tokens"],
-         f"{r['tokens_computed'] / r['real_tokens'] - 1:.0%}", harness.fmt(r["seconds"], " s"),
-         f"{base / r['seconds']['median']:.2f}x"]
+        [
+            name,
+            r["micro_batches"],
+            r["tokens_computed"],
+            r["real_tokens"],
+            f"{r['tokens_computed'] / r['real_tokens'] - 1:.0%}",
+            harness.fmt(r["seconds"], " s"),
+            f"{base / r['seconds']['median']:.2f}x",
+        ]
         for name, r in results.items()
     ]
-    print(harness.markdown_table(
-        ["layout", "micro-batches", "tokens computed", "real tokens", "padding", "fwd+bwd per pass",
-         "speed vs padded"], table))
-    harness.write_results(args.out, {
-        "benchmark": "packing", "quick": args.quick, "size": args.size, "arch": args.arch,
-        "rows": args.rows, "budget": args.budget, "max_response": args.max_response,
-        "device": device, "dtype": str(dtype), "results": results, "machine": harness.machine(),
-        "note": "packed-sdpa-mask builds an N x N block-diagonal mask; the varlen variants "
-                "avoid both padding and cross-row attention work",
-    })
+    print(
+        harness.markdown_table(
+            [
+                "layout",
+                "micro-batches",
+                "tokens computed",
+                "real tokens",
+                "padding",
+                "fwd+bwd per pass",
+                "speed vs padded",
+            ],
+            table,
+        )
+    )
+    harness.write_results(
+        args.out,
+        {
+            "benchmark": "packing",
+            "quick": args.quick,
+            "size": args.size,
+            "arch": args.arch,
+            "rows": args.rows,
+            "budget": args.budget,
+            "max_response": args.max_response,
+            "device": device,
+            "dtype": str(dtype),
+            "results": results,
+            "machine": harness.machine(),
+            "note": "packed-sdpa-mask builds an N x N block-diagonal mask; the varlen variants "
+            "avoid both padding and cross-row attention work",
+        },
+    )
 
 
 if __name__ == "__main__":

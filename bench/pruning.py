@@ -50,7 +50,12 @@ VARIANTS = {
     "grpo": "GRPO, 8 policy rows",
 }
 MODES = {"one_mini_batch": 1, "two_mini_batches": 2}
-PUBLISHED = {"speedup_step": 1.48, "peak_memory_reduction": 0.18, "model": "4B", "source": "METHODS.md section 6"}
+PUBLISHED = {
+    "speedup_step": 1.48,
+    "peak_memory_reduction": 0.18,
+    "model": "4B",
+    "source": "METHODS.md section 6",
+}
 TARGET_UPDATE_SPEEDUP = 1.8
 
 
@@ -59,7 +64,9 @@ def bench_recipe(args: argparse.Namespace) -> Any:
     model = harness.model_dir(args.work, size)
     train = harness.synth_data(args.work, "temporal_grounding", n=16, seed=args.seed)
     return harness.recipe(
-        model, train, args.work,
+        model,
+        train,
+        args.work,
         f"data.prompts_per_step={args.groups}",
         f"rollout.max_new_tokens={args.response_tokens}",
         "optim.warmup_steps=0",
@@ -77,13 +84,22 @@ def rollouts(state: Any, groups: int, seed: int) -> dict[str, Any]:
 
     cfg = state.cfg
     records, prompts, videos, _ = decode_prompts(state, list(range(groups)))
-    params = SamplingParams(n=cfg.rollout.n, max_new_tokens=cfg.rollout.max_new_tokens,
-                            temperature=cfg.rollout.temperature)
+    params = SamplingParams(
+        n=cfg.rollout.n,
+        max_new_tokens=cfg.rollout.max_new_tokens,
+        temperature=cfg.rollout.temperature,
+    )
     torch.manual_seed(seed)
-    policy_rows = generate_groups(state.engine, records, prompts, videos, params, state.policy.tokenizer)
+    policy_rows = generate_groups(
+        state.engine, records, prompts, videos, params, state.policy.tokenizer
+    )
     tokenizer, eos = state.policy.tokenizer, state.policy.eos_token_ids[0]
-    annotated = score(add_annotation_rows(policy_rows, tokenizer, eos, cfg.rollout.max_new_tokens,
-                                          think=cfg.data.think), cfg.reward)
+    annotated = score(
+        add_annotation_rows(
+            policy_rows, tokenizer, eos, cfg.rollout.max_new_tokens, think=cfg.data.think
+        ),
+        cfg.reward,
+    )
     orarl = compute_advantages(annotated, cfg.algorithm)
     pruning = cfg.algorithm.pruning
     grpo_rows = annotated.subset(torch.nonzero(~annotated.is_annotation).flatten())
@@ -98,23 +114,36 @@ def rollouts(state: Any, groups: int, seed: int) -> dict[str, Any]:
 def shape(batch: Any) -> dict[str, int]:
     prompt_tokens = sum(p.length for p in batch.row_prompts())
     response_tokens = int(batch.response_lengths.sum())
-    return {"rows": batch.num_rows, "prompt_tokens": prompt_tokens, "response_tokens": response_tokens,
-            "tokens": prompt_tokens + response_tokens}
+    return {
+        "rows": batch.num_rows,
+        "prompt_tokens": prompt_tokens,
+        "response_tokens": response_tokens,
+        "tokens": prompt_tokens + response_tokens,
+    }
 
 
 def new_optimizer(state: Any) -> torch.optim.Optimizer:
     """The optimizer `build_state` makes, fresh."""
     optim = state.cfg.optim
     params = [p for p in state.policy.model.parameters() if p.requires_grad]
-    return torch.optim.AdamW(params, lr=optim.lr, betas=optim.betas, weight_decay=optim.weight_decay)
+    return torch.optim.AdamW(
+        params, lr=optim.lr, betas=optim.betas, weight_decay=optim.weight_decay
+    )
 
 
-def update(state: Any, optimizer: torch.optim.Optimizer, batch: Any, mini_batches: int) -> dict[str, float]:
+def update(
+    state: Any, optimizer: torch.optim.Optimizer, batch: Any, mini_batches: int
+) -> dict[str, float]:
     from videorl.trainer.update import UpdateContext, update_policy
 
     cfg = state.cfg
-    ctx = UpdateContext(policy=state.policy, optimizer=optimizer, optim=replace(cfg.optim, mini_batches=mini_batches),
-                        loss=cfg.algorithm.loss, temperature=cfg.rollout.temperature)
+    ctx = UpdateContext(
+        policy=state.policy,
+        optimizer=optimizer,
+        optim=replace(cfg.optim, mini_batches=mini_batches),
+        loss=cfg.algorithm.loss,
+        temperature=cfg.rollout.temperature,
+    )
     return update_policy(ctx, batch)
 
 
@@ -122,8 +151,10 @@ def snapshot(state: Any, warmup: Any) -> dict[str, Any]:
     """Model weights and optimizer moments after one warm-up update (steady state)."""
     optimizer = new_optimizer(state)
     update(state, optimizer, warmup, 1)
-    return {"model": copy.deepcopy(state.policy.model.state_dict()),
-            "optimizer": copy.deepcopy(optimizer.state_dict())}
+    return {
+        "model": copy.deepcopy(state.policy.model.state_dict()),
+        "optimizer": copy.deepcopy(optimizer.state_dict()),
+    }
 
 
 def restore(state: Any, snap: dict[str, Any]) -> torch.optim.Optimizer:
@@ -134,7 +165,9 @@ def restore(state: Any, snap: dict[str, Any]) -> torch.optim.Optimizer:
     return optimizer
 
 
-def time_variants(state: Any, batches: dict[str, Any], snap: dict[str, Any], repeats: int) -> dict[str, Any]:
+def time_variants(
+    state: Any, batches: dict[str, Any], snap: dict[str, Any], repeats: int
+) -> dict[str, Any]:
     """Wall and CPU seconds per update of each variant and mode; the order rotates each repeat,
     and ratios are paired within a repeat. An untimed warm-up run of the largest variant in each
     mode first grows the allocator to its peak (else the first timed run pays for that)."""
@@ -144,13 +177,16 @@ def time_variants(state: Any, batches: dict[str, Any], snap: dict[str, Any], rep
         update(state, restore(state, snap), batches["unpruned"], mini_batches)
     for r in range(repeats):
         for mode, mini_batches in MODES.items():
-            for name in names[r % len(names):] + names[: r % len(names)]:
+            for name in names[r % len(names) :] + names[: r % len(names)]:
                 optimizer = restore(state, snap)
                 with harness.Elapsed() as elapsed:
                     update(state, optimizer, batches[name], mini_batches)
                 runs[mode][name].append({"wall": elapsed.wall, "cpu": elapsed.cpu})
-                print(f"  repeat {r + 1}/{repeats} {mode:<17} {name:<13} cpu {elapsed.cpu:6.2f} s  "
-                      f"wall {elapsed.wall:6.2f} s", flush=True)
+                print(
+                    f"  repeat {r + 1}/{repeats} {mode:<17} {name:<13} cpu {elapsed.cpu:6.2f} s  "
+                    f"wall {elapsed.wall:6.2f} s",
+                    flush=True,
+                )
     out: dict[str, Any] = {}
     for mode, per_variant in runs.items():
         out[mode] = {}
@@ -159,7 +195,9 @@ def time_variants(state: Any, batches: dict[str, Any], snap: dict[str, Any], rep
             pruned = seconds["orarl_pruned"]
             out[mode][clock] = {
                 "seconds": {v: harness.spread(seconds[v]) for v in names},
-                "speedup_vs_unpruned": harness.spread([u / p for u, p in zip(seconds["unpruned"], pruned)]),
+                "speedup_vs_unpruned": harness.spread(
+                    [u / p for u, p in zip(seconds["unpruned"], pruned)]
+                ),
                 "speedup_vs_grpo": harness.spread([g / p for g, p in zip(seconds["grpo"], pruned)]),
             }
     return out
@@ -212,41 +250,80 @@ def memory_child(args: argparse.Namespace) -> None:
 def measure_memory(args: argparse.Namespace, saved: Path, modes: list[str]) -> dict[str, Any]:
     """Peak RSS of one update per (mode, variant, repeat), each in its own process. The
     processes run `--memory-jobs` at a time: only their memory is read, not their time."""
-    jobs = [(mode, name, r) for mode in modes for name in VARIANTS for r in range(args.memory_repeats)]
+    jobs = [
+        (mode, name, r) for mode in modes for name in VARIANTS for r in range(args.memory_repeats)
+    ]
     runs: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for start in range(0, len(jobs), args.memory_jobs):
         wave = jobs[start : start + args.memory_jobs]
-        running = [(job, subprocess.Popen(_child_command(args, saved, job[1], job[0]), stdout=subprocess.PIPE,
-                                          stderr=subprocess.PIPE, text=True)) for job in wave]
+        running = [
+            (
+                job,
+                subprocess.Popen(
+                    _child_command(args, saved, job[1], job[0]),
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                ),
+            )
+            for job in wave
+        ]
         for (mode, name, _), process in running:
             stdout, stderr = process.communicate()
             line = next((x for x in stdout.splitlines() if x.startswith("MEMORY ")), None)
             if line is None:
                 raise RuntimeError(f"memory run {name}/{mode} failed:\n{stderr[-3000:]}")
-            runs.setdefault((mode, name), []).append(json.loads(line[len("MEMORY "):]))
-            print(f"  memory {mode:<17} {name:<13} peak {runs[(mode, name)][-1]['peak_mb']:8.1f} MB", flush=True)
+            runs.setdefault((mode, name), []).append(json.loads(line[len("MEMORY ") :]))
+            print(
+                f"  memory {mode:<17} {name:<13} peak {runs[(mode, name)][-1]['peak_mb']:8.1f} MB",
+                flush=True,
+            )
     out: dict[str, Any] = {}
     for mode in modes:
         out[mode] = {
             name: {
                 "method": runs[(mode, name)][0]["method"],
                 "peak_mb": harness.spread([r["peak_mb"] for r in runs[(mode, name)]], 1),
-                "added_by_update_mb": harness.spread([r.get("added_by_update_mb", 0.0) for r in runs[(mode, name)]], 1),
+                "added_by_update_mb": harness.spread(
+                    [r.get("added_by_update_mb", 0.0) for r in runs[(mode, name)]], 1
+                ),
             }
             for name in VARIANTS
         }
         pruned, unpruned = out[mode]["orarl_pruned"], out[mode]["unpruned"]
         out[mode]["peak_reduction_vs_unpruned"] = round(
-            1 - pruned["peak_mb"]["median"] / unpruned["peak_mb"]["median"], 4)
+            1 - pruned["peak_mb"]["median"] / unpruned["peak_mb"]["median"], 4
+        )
         out[mode]["added_reduction_vs_unpruned"] = round(
-            1 - pruned["added_by_update_mb"]["median"] / max(unpruned["added_by_update_mb"]["median"], 1e-9), 4)
+            1
+            - pruned["added_by_update_mb"]["median"]
+            / max(unpruned["added_by_update_mb"]["median"], 1e-9),
+            4,
+        )
     return out
 
 
 def _child_command(args: argparse.Namespace, saved: Path, variant: str, mode: str) -> list[str]:
-    command = [sys.executable, __file__, "--memory-child", str(saved), "--variant", variant, "--mode", mode,
-               "--work", str(args.work), "--threads", str(args.threads), "--seed", str(args.seed),
-               "--groups", str(args.groups), "--response-tokens", str(args.response_tokens)]
+    command = [
+        sys.executable,
+        __file__,
+        "--memory-child",
+        str(saved),
+        "--variant",
+        variant,
+        "--mode",
+        mode,
+        "--work",
+        str(args.work),
+        "--threads",
+        str(args.threads),
+        "--seed",
+        str(args.seed),
+        "--groups",
+        str(args.groups),
+        "--response-tokens",
+        str(args.response_tokens),
+    ]
     return command + (["--quick"] if args.quick else [])
 
 
@@ -257,25 +334,59 @@ def _mb(memory: dict[str, Any] | None, name: str, key: str) -> str:
 def report(result: dict[str, Any]) -> None:
     rows = []
     for mode in MODES:
-        cpu, wall, memory = result["time"][mode]["cpu"], result["time"][mode]["wall"], result["memory"].get(mode)
+        cpu, wall, memory = (
+            result["time"][mode]["cpu"],
+            result["time"][mode]["wall"],
+            result["memory"].get(mode),
+        )
         for name, label in VARIANTS.items():
             shape_ = result["batches"][name]
-            key = {"orarl_pruned": None, "unpruned": "speedup_vs_unpruned", "grpo": "speedup_vs_grpo"}[name]
-            rows.append([
-                mode.replace("_", " "), label, shape_["rows"], shape_["tokens"],
-                harness.fmt(cpu["seconds"][name], " s"), "1.00x" if key is None else harness.fmt(cpu[key], "x"),
-                harness.fmt(wall["seconds"][name], " s"), "1.00x" if key is None else harness.fmt(wall[key], "x"),
-                _mb(memory, name, "peak_mb"), _mb(memory, name, "added_by_update_mb"),
-            ])
+            key = {
+                "orarl_pruned": None,
+                "unpruned": "speedup_vs_unpruned",
+                "grpo": "speedup_vs_grpo",
+            }[name]
+            rows.append(
+                [
+                    mode.replace("_", " "),
+                    label,
+                    shape_["rows"],
+                    shape_["tokens"],
+                    harness.fmt(cpu["seconds"][name], " s"),
+                    "1.00x" if key is None else harness.fmt(cpu[key], "x"),
+                    harness.fmt(wall["seconds"][name], " s"),
+                    "1.00x" if key is None else harness.fmt(wall[key], "x"),
+                    _mb(memory, name, "peak_mb"),
+                    _mb(memory, name, "added_by_update_mb"),
+                ]
+            )
     print()
-    print(harness.markdown_table(
-        ["update", "rows", "n rows", "tokens", "CPU time", "CPU time / pruned", "wall time", "wall time / pruned",
-         "peak RSS MB", "added by the update MB"], rows))
+    print(
+        harness.markdown_table(
+            [
+                "update",
+                "rows",
+                "n rows",
+                "tokens",
+                "CPU time",
+                "CPU time / pruned",
+                "wall time",
+                "wall time / pruned",
+                "peak RSS MB",
+                "added by the update MB",
+            ],
+            rows,
+        )
+    )
     for mode, memory in result["memory"].items():
-        print(f"{mode}: peak RSS {100 * memory['peak_reduction_vs_unpruned']:.1f}% lower pruned vs unpruned "
-              f"(memory added by the update {100 * memory['added_reduction_vs_unpruned']:.1f}% lower)")
-    print(f"published (4B, whole step): {PUBLISHED['speedup_step']}x faster steps, "
-          f"{100 * PUBLISHED['peak_memory_reduction']:.0f}% less peak memory; target here: update >= {TARGET_UPDATE_SPEEDUP}x")
+        print(
+            f"{mode}: peak RSS {100 * memory['peak_reduction_vs_unpruned']:.1f}% lower pruned vs unpruned "
+            f"(memory added by the update {100 * memory['added_reduction_vs_unpruned']:.1f}% lower)"
+        )
+    print(
+        f"published (4B, whole step): {PUBLISHED['speedup_step']}x faster steps, "
+        f"{100 * PUBLISHED['peak_memory_reduction']:.0f}% less peak memory; target here: update >= {TARGET_UPDATE_SPEEDUP}x"
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -283,8 +394,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--groups", type=int, default=1, help="prompts (groups) in the rollout")
     parser.add_argument("--response-tokens", type=int, default=32, help="rollout.max_new_tokens")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--memory-repeats", type=int, default=1,
-                        help="fresh processes per variant and mode (repeat runs agree within ~3%%)")
+    parser.add_argument(
+        "--memory-repeats",
+        type=int,
+        default=1,
+        help="fresh processes per variant and mode (repeat runs agree within ~3%%)",
+    )
     parser.add_argument("--memory-jobs", type=int, default=3, help="memory processes at a time")
     parser.add_argument("--memory-child", help=argparse.SUPPRESS)
     parser.add_argument("--variant", choices=list(VARIANTS), help=argparse.SUPPRESS)
@@ -314,11 +429,16 @@ def main(argv: list[str] | None = None) -> None:
         "benchmark": "pruning",
         "command": "python bench/pruning.py" + (" --quick" if args.quick else ""),
         "quick": args.quick,
-        "model": {"arch": harness.ARCH, "size": "tiny" if args.quick else "bench",
-                  **params},
-        "settings": {"groups": args.groups, "rollout_n": n, "response_tokens": args.response_tokens,
-                     "repeats": args.repeats, "memory_repeats": args.memory_repeats, "seed": args.seed,
-                     "modes": {m: f"optim.mini_batches={k}, epochs=1" for m, k in MODES.items()}},
+        "model": {"arch": harness.ARCH, "size": "tiny" if args.quick else "bench", **params},
+        "settings": {
+            "groups": args.groups,
+            "rollout_n": n,
+            "response_tokens": args.response_tokens,
+            "repeats": args.repeats,
+            "memory_repeats": args.memory_repeats,
+            "seed": args.seed,
+            "modes": {m: f"optim.mini_batches={k}, epochs=1" for m, k in MODES.items()},
+        },
         "batches": {name: shape(batch) for name, batch in batches.items()},
         "time": timing,
         "memory": memory,

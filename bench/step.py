@@ -90,7 +90,10 @@ class Stopwatch:
             if name is not None:
                 self.add(name, start)
 
-        return [module.register_forward_pre_hook(pre, with_kwargs=True), module.register_forward_hook(post)]
+        return [
+            module.register_forward_pre_hook(pre, with_kwargs=True),
+            module.register_forward_hook(post),
+        ]
 
 
 @contextmanager
@@ -99,9 +102,14 @@ def instrumented(state: Any, watch: Stopwatch) -> Iterator[None]:
     from videorl.trainer import loop, update
 
     patches = {
-        "decode": (state.videos, "get"), "generate": (state.engine, "generate"), "encode": (loop, "encode_record"),
-        "reward": (loop, "score"), "update_total": (loop, "update_policy"), "old_logprobs": (update, "row_logprobs"),
-        "advantage": (loop, "compute_advantages"), "selection": (loop, "select"),
+        "decode": (state.videos, "get"),
+        "generate": (state.engine, "generate"),
+        "encode": (loop, "encode_record"),
+        "reward": (loop, "score"),
+        "update_total": (loop, "update_policy"),
+        "old_logprobs": (update, "row_logprobs"),
+        "advantage": (loop, "compute_advantages"),
+        "selection": (loop, "select"),
     }
     originals = {name: getattr(obj, attr) for name, (obj, attr) in patches.items()}
     for name, (obj, attr) in patches.items():
@@ -109,6 +117,7 @@ def instrumented(state: Any, watch: Stopwatch) -> Iterator[None]:
     decoder = getattr(state.policy.model, "model", None)
     handles = []
     if decoder is not None and hasattr(decoder, "visual"):
+
         def vision(kwargs: dict[str, Any]) -> str:
             grid = kwargs.get("grid_thw")
             watch.counts["vision_tower_videos"] += 0 if grid is None else int(grid.shape[0])
@@ -116,11 +125,16 @@ def instrumented(state: Any, watch: Stopwatch) -> Iterator[None]:
 
         handles += watch.hook(decoder.visual, vision)
     if decoder is not None and hasattr(decoder, "language_model"):
+
         def generation(kwargs: dict[str, Any]) -> str | None:
             if not watch.generating:
                 return None
             embeds = kwargs.get("inputs_embeds")
-            return "generate_prefill" if embeds is not None and embeds.shape[1] > 1 else "generate_decode"
+            return (
+                "generate_prefill"
+                if embeds is not None and embeds.shape[1] > 1
+                else "generate_decode"
+            )
 
         handles += watch.hook(decoder.language_model, generation)
     try:
@@ -139,7 +153,10 @@ def breakdown(total: dict[str, float], watch: Stopwatch) -> dict[str, dict[str, 
     """Seconds per phase and detail, for each clock; `other` is the step minus the phases."""
     out = {}
     for clock, seconds in watch.seconds.items():
-        row = {name: seconds[name] for name in ("decode", "encode", "generate", "reward", "old_logprobs")}
+        row = {
+            name: seconds[name]
+            for name in ("decode", "encode", "generate", "reward", "old_logprobs")
+        }
         row["update"] = seconds["update_total"] - seconds["old_logprobs"]
         row["other"] = total[clock] - sum(row.values())
         row["advantage_and_selection"] = seconds["advantage"] + seconds["selection"]
@@ -151,10 +168,14 @@ def breakdown(total: dict[str, float], watch: Stopwatch) -> dict[str, dict[str, 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=3, help="measured steps (after one warm-up step)")
+    parser.add_argument(
+        "--steps", type=int, default=3, help="measured steps (after one warm-up step)"
+    )
     parser.add_argument("--prompts", type=int, default=2, help="data.prompts_per_step")
     parser.add_argument("--response-tokens", type=int, default=32, help="rollout.max_new_tokens")
-    parser.add_argument("--mini-batches", type=int, default=2, help="optim.mini_batches (2: old log-probs computed)")
+    parser.add_argument(
+        "--mini-batches", type=int, default=2, help="optim.mini_batches (2: old log-probs computed)"
+    )
     args = harness.parse_args(parser, "step", argv)
     if args.quick:
         args.steps, args.prompts, args.response_tokens = 1, 2, 8
@@ -164,8 +185,12 @@ def main(argv: list[str] | None = None) -> None:
     machine = harness.machine()
     size = "tiny" if args.quick else "bench"
     train = harness.synth_data(args.work, "temporal_grounding", n=16, seed=args.seed)
-    overrides = [f"data.prompts_per_step={args.prompts}", f"rollout.max_new_tokens={args.response_tokens}",
-                 f"optim.mini_batches={args.mini_batches}", f"trainer.seed={args.seed}"]
+    overrides = [
+        f"data.prompts_per_step={args.prompts}",
+        f"rollout.max_new_tokens={args.response_tokens}",
+        f"optim.mini_batches={args.mini_batches}",
+        f"trainer.seed={args.seed}",
+    ]
     cfg = harness.recipe(harness.model_dir(args.work, size), train, args.work, *overrides)
     state = build_state(cfg, None)
     batches = harness.endless(state.sampler)
@@ -179,46 +204,92 @@ def main(argv: list[str] | None = None) -> None:
             total = {clock: read() - start[clock] for clock, read in CLOCKS.items()}
         state.step += 1
         row = breakdown(total, watch)
-        print(f"  step {step} {'(warm-up) ' if step == 0 else ''}wall {total['wall']:6.2f} s cpu {total['cpu']:6.2f} s  "
-              + "  ".join(f"{k} {row['cpu'][k]:.2f}" for k in PHASES), flush=True)
+        print(
+            f"  step {step} {'(warm-up) ' if step == 0 else ''}wall {total['wall']:6.2f} s cpu {total['cpu']:6.2f} s  "
+            + "  ".join(f"{k} {row['cpu'][k]:.2f}" for k in PHASES),
+            flush=True,
+        )
         if step > 0:
             videos = len({str(state.records[i].media.path) for i in indices})
-            steps.append({**row, "rows_total": metrics["rows/total"], "rows_kept": metrics["rows/kept"],
-                          "vision_tower_videos_per_distinct_video": watch.counts["vision_tower_videos"] / videos})
+            steps.append(
+                {
+                    **row,
+                    "rows_total": metrics["rows/total"],
+                    "rows_kept": metrics["rows/kept"],
+                    "vision_tower_videos_per_distinct_video": watch.counts["vision_tower_videos"]
+                    / videos,
+                }
+            )
     keys = [*PHASES, *DETAILS]
     result = {
         "benchmark": "step",
         "command": "python bench/step.py" + (" --quick" if args.quick else ""),
         "quick": args.quick,
         "model": {"arch": harness.ARCH, "size": size, **harness.model_params(state.policy.model)},
-        "settings": {"recipe": "configs/quickstart.yaml (OraRL, pruning)", "overrides": overrides,
-                     "rollout_n": cfg.rollout.n, "measured_steps": args.steps, "warmup_steps": 1,
-                     "torch_threads": args.threads},
+        "settings": {
+            "recipe": "configs/quickstart.yaml (OraRL, pruning)",
+            "overrides": overrides,
+            "rollout_n": cfg.rollout.n,
+            "measured_steps": args.steps,
+            "warmup_steps": 1,
+            "torch_threads": args.threads,
+        },
         "phases": PHASES,
         "details": DETAILS,
-        "seconds": {clock: {k: harness.spread([s[clock][k] for s in steps]) for k in [*keys, "step"]}
-                    for clock in CLOCKS},
-        "share": {clock: {k: harness.spread([s[clock][k] / s[clock]["step"] for s in steps]) for k in keys}
-                  for clock in CLOCKS},
+        "seconds": {
+            clock: {k: harness.spread([s[clock][k] for s in steps]) for k in [*keys, "step"]}
+            for clock in CLOCKS
+        },
+        "share": {
+            clock: {
+                k: harness.spread([s[clock][k] / s[clock]["step"] for s in steps]) for k in keys
+            }
+            for clock in CLOCKS
+        },
         "target_overhead_share": TARGET_OVERHEAD,
         "rows": {"total": steps[-1]["rows_total"], "kept": steps[-1]["rows_kept"]},
         "vision_tower_videos_per_distinct_video": harness.spread(
-            [s["vision_tower_videos_per_distinct_video"] for s in steps], 2),
+            [s["vision_tower_videos_per_distinct_video"] for s in steps], 2
+        ),
         "steps": steps,
         "machine": machine,
         "wall_s": round(time.perf_counter() - started, 1),
     }
-    rows = [[label, harness.fmt(result["seconds"]["cpu"][k], " s"), harness.fmt(result["share"]["cpu"][k], "", 3),
-             harness.fmt(result["share"]["wall"][k], "", 3)] for k, label in {**PHASES, **DETAILS}.items()]
-    rows.append(["step", harness.fmt(result["seconds"]["cpu"]["step"], " s"), "1",
-                 f"1 (wall {harness.fmt(result['seconds']['wall']['step'], ' s')})"])
+    rows = [
+        [
+            label,
+            harness.fmt(result["seconds"]["cpu"][k], " s"),
+            harness.fmt(result["share"]["cpu"][k], "", 3),
+            harness.fmt(result["share"]["wall"][k], "", 3),
+        ]
+        for k, label in {**PHASES, **DETAILS}.items()
+    ]
+    rows.append(
+        [
+            "step",
+            harness.fmt(result["seconds"]["cpu"]["step"], " s"),
+            "1",
+            f"1 (wall {harness.fmt(result['seconds']['wall']['step'], ' s')})",
+        ]
+    )
     print()
-    print(harness.markdown_table(["phase", "CPU seconds, median (range)", "share of step CPU time",
-                                  "share of step wall time"], rows))
+    print(
+        harness.markdown_table(
+            [
+                "phase",
+                "CPU seconds, median (range)",
+                "share of step CPU time",
+                "share of step wall time",
+            ],
+            rows,
+        )
+    )
     overhead = max(result["share"][clock]["other"]["median"] for clock in CLOCKS)
-    print(f"overhead {100 * overhead:.2f}% of the step (target < {100 * TARGET_OVERHEAD:.0f}%): "
-          f"{'met' if overhead < TARGET_OVERHEAD else 'NOT met'}; the vision tower encoded each video "
-          f"{result['vision_tower_videos_per_distinct_video']['median']:.0f} times per step")
+    print(
+        f"overhead {100 * overhead:.2f}% of the step (target < {100 * TARGET_OVERHEAD:.0f}%): "
+        f"{'met' if overhead < TARGET_OVERHEAD else 'NOT met'}; the vision tower encoded each video "
+        f"{result['vision_tower_videos_per_distinct_video']['median']:.0f} times per step"
+    )
     harness.write_results(args.out, result)
 
 

@@ -1,6 +1,6 @@
 """The README's Performance table, built from the results files (run after the benchmarks).
 
-    python bench/table.py [--results bench/results]
+python bench/table.py [--results bench/results]
 """
 
 from __future__ import annotations
@@ -26,76 +26,119 @@ def rows(folder: Path) -> list[list[str]]:
     out = []
     pruning = _load(folder, "pruning")
     if pruning:
-        one, two = pruning["time"]["one_mini_batch"]["cpu"], pruning["time"]["two_mini_batches"]["cpu"]
+        one, two = (
+            pruning["time"]["one_mini_batch"]["cpu"],
+            pruning["time"]["two_mini_batches"]["cpu"],
+        )
         memory = pruning["memory"]
-        out.append([
-            "OraRL pruning (4 of 9 rows per group): update time",
-            (f"CPU time {harness.fmt(one['speedup_vs_unpruned'], 'x')} lower than 9 of 9 rows with one mini-batch, "
-            f"{harness.fmt(two['speedup_vs_unpruned'], 'x')} with two (old log-probs computed); "
-            f"{harness.fmt(one['speedup_vs_grpo'], 'x')} / {harness.fmt(two['speedup_vs_grpo'], 'x')} lower than "
-            f"GRPO's 8 rows ({pruning['model']['params_m']:.0f} M-param model; published: 1.48x per step, 4B)"),
-            "bench/pruning.py"])
-        out.append([
-            "OraRL pruning: peak memory of the update",
-            (f"peak RSS {_pct(memory['one_mini_batch']['peak_reduction_vs_unpruned'])} lower than 9 of 9 rows "
-            f"(one mini-batch), {_pct(memory['two_mini_batches']['peak_reduction_vs_unpruned'])} (two); memory the "
-            f"update adds {_pct(memory['one_mini_batch']['added_reduction_vs_unpruned'])} / "
-            f"{_pct(memory['two_mini_batches']['added_reduction_vs_unpruned'])} lower (published: 18% less peak, 4B)"),
-            "bench/pruning.py"])
+        out.append(
+            [
+                "OraRL pruning (4 of 9 rows per group): update time",
+                (
+                    f"CPU time {harness.fmt(one['speedup_vs_unpruned'], 'x')} lower than 9 of 9 rows with one mini-batch, "
+                    f"{harness.fmt(two['speedup_vs_unpruned'], 'x')} with two (old log-probs computed); "
+                    f"{harness.fmt(one['speedup_vs_grpo'], 'x')} / {harness.fmt(two['speedup_vs_grpo'], 'x')} lower than "
+                    f"GRPO's 8 rows ({pruning['model']['params_m']:.0f} M-param model; published: 1.48x per step, 4B)"
+                ),
+                "bench/pruning.py",
+            ]
+        )
+        out.append(
+            [
+                "OraRL pruning: peak memory of the update",
+                (
+                    f"peak RSS {_pct(memory['one_mini_batch']['peak_reduction_vs_unpruned'])} lower than 9 of 9 rows "
+                    f"(one mini-batch), {_pct(memory['two_mini_batches']['peak_reduction_vs_unpruned'])} (two); memory the "
+                    f"update adds {_pct(memory['one_mini_batch']['added_reduction_vs_unpruned'])} / "
+                    f"{_pct(memory['two_mini_batches']['added_reduction_vs_unpruned'])} lower (published: 18% less peak, 4B)"
+                ),
+                "bench/pruning.py",
+            ]
+        )
     packing = _load(folder, "packing")
     if packing:
         results = packing["results"]
         base = results["padded"]["seconds"]["median"]
-        parts = [f"{name}: {base / r['seconds']['median']:.2f}x" for name, r in results.items() if name != "padded"]
+        parts = [
+            f"{name}: {base / r['seconds']['median']:.2f}x"
+            for name, r in results.items()
+            if name != "padded"
+        ]
         padding = results["padded"]["tokens_computed"] / results["padded"]["real_tokens"] - 1
-        out.append([
-            "Padding-free packed rows: update forward + backward",
-            (f"speed vs padded micro-batches ({_pct(padding)} padding; {packing['rows']} video rows, "
-             f"{packing['budget']}-token budget, {packing['device']}): " + ", ".join(parts)),
-            "bench/packing.py"])
+        out.append(
+            [
+                "Padding-free packed rows: update forward + backward",
+                (
+                    f"speed vs padded micro-batches ({_pct(padding)} padding; {packing['rows']} video rows, "
+                    f"{packing['budget']}-token budget, {packing['device']}): " + ", ".join(parts)
+                ),
+                "bench/packing.py",
+            ]
+        )
     step = _load(folder, "step")
     if step:
         share, wall = step["share"]["cpu"], step["share"]["wall"]
-        out.append([
-            "Framework overhead per step",
-            (f"{100 * share['other']['median']:.2f}% of the step's CPU time, {100 * wall['other']['median']:.2f}% of "
-             f"its wall time ({step['seconds']['wall']['step']['median']:.1f} s; target < 10%). CPU time: generation "
-             f"{_pct(share['generate']['median'])} (prompt prefill {_pct(share['generate_prefill']['median'])}), "
-             f"old log-probs {_pct(share['old_logprobs']['median'])}, update {_pct(share['update']['median'])}, "
-             f"decoding + prompt encoding {100 * (share['decode']['median'] + share['encode']['median']):.1f}%"),
-            "bench/step.py"])
+        out.append(
+            [
+                "Framework overhead per step",
+                (
+                    f"{100 * share['other']['median']:.2f}% of the step's CPU time, {100 * wall['other']['median']:.2f}% of "
+                    f"its wall time ({step['seconds']['wall']['step']['median']:.1f} s; target < 10%). CPU time: generation "
+                    f"{_pct(share['generate']['median'])} (prompt prefill {_pct(share['generate_prefill']['median'])}), "
+                    f"old log-probs {_pct(share['old_logprobs']['median'])}, update {_pct(share['update']['median'])}, "
+                    f"decoding + prompt encoding {100 * (share['decode']['median'] + share['encode']['median']):.1f}%"
+                ),
+                "bench/step.py",
+            ]
+        )
     video = _load(folder, "video")
     if video:
         once = video["decode_once"]
-        out.append([
-            "Decode once per step",
-            "; ".join(f"{r['recipe']}: {r['videorl_decodes_per_video']['median']:.0f} decode per video vs "
-                      f"{r['naive_decodes_per_video']['median']:.0f} when decoding at every pass, decode time "
-                      f"{harness.fmt(r['decode_time_ratio'], 'x', 1)} lower" for r in once.values()),
-            "bench/video.py"])
+        out.append(
+            [
+                "Decode once per step",
+                "; ".join(
+                    f"{r['recipe']}: {r['videorl_decodes_per_video']['median']:.0f} decode per video vs "
+                    f"{r['naive_decodes_per_video']['median']:.0f} when decoding at every pass, decode time "
+                    f"{harness.fmt(r['decode_time_ratio'], 'x', 1)} lower"
+                    for r in once.values()
+                ),
+                "bench/video.py",
+            ]
+        )
     vs_trl = _load(folder, "vs_trl")
     if vs_trl:
         speed, check = vs_trl["speed"], vs_trl["video_in_loss"]
         versions = vs_trl["versions"]
         if "videorl_over_trl_steps_per_s" in speed:
             ratio = speed["videorl_over_trl_steps_per_s"]
-            race = (f"{harness.fmt(ratio['cpu'], 'x')} the steps per second of TRL {versions['trl']} GRPOTrainer in "
-                    f"CPU time, {harness.fmt(ratio['wall'], 'x')} in wall time (tiny model, image task, same batch, "
-                    "group, length, optimizer)")
+            race = (
+                f"{harness.fmt(ratio['cpu'], 'x')} the steps per second of TRL {versions['trl']} GRPOTrainer in "
+                f"CPU time, {harness.fmt(ratio['wall'], 'x')} in wall time (tiny model, image task, same batch, "
+                "group, length, optimizer)"
+            )
         else:
             race = f"TRL: {vs_trl['trl_status']}"
         out.append(["Speed against a peer trainer", race, "bench/vs_trl.py"])
-        loss = "; ".join(f"{name}: {'yes' if v['loss_forward_gets_video'] else 'no'}" for name, v in check.items())
+        loss = "; ".join(
+            f"{name}: {'yes' if v['loss_forward_gets_video'] else 'no'}"
+            for name, v in check.items()
+        )
         out.append(["Loss forward gets the video tensors (video task)", loss, "bench/vs_trl.py"])
     rewards = _load(folder, "rewards")
     if rewards:
         rates = {k: v["single_core_per_s"] for k, v in rewards["families"].items()}
         slowest = min((k for k in rates if k != "math"), key=rates.get)
-        out.append([
-            "Reward scoring, one core",
-            (f"{rates[slowest]:,.0f}/s ({slowest}, the slowest video family) to "
-            f"{max(rates.values()):,.0f}/s; math (sympy) {rates.get('math', 0):,.0f}/s"),
-            "bench/rewards.py"])
+        out.append(
+            [
+                "Reward scoring, one core",
+                (
+                    f"{rates[slowest]:,.0f}/s ({slowest}, the slowest video family) to "
+                    f"{max(rates.values()):,.0f}/s; math (sympy) {rates.get('math', 0):,.0f}/s"
+                ),
+                "bench/rewards.py",
+            ]
+        )
     return out
 
 
@@ -103,7 +146,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--results", type=Path, default=harness.RESULTS)
     args = parser.parse_args()
-    print(harness.markdown_table(["claim", "measured: median (min-max over repeats)", "script"], rows(args.results)))
+    print(
+        harness.markdown_table(
+            ["claim", "measured: median (min-max over repeats)", "script"], rows(args.results)
+        )
+    )
 
 
 if __name__ == "__main__":

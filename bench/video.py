@@ -30,11 +30,18 @@ import numpy as np
 
 RECIPES = {
     "orarl": ("OraRL quickstart, 2 mini-batches", []),
-    "taro": ("TaRO: constructed prefixes + sensitivity, 2 mini-batches", [
-        "algorithm.estimator=grpo", "algorithm.annotation_rows=false", "algorithm.pruning.enabled=false",
-        "algorithm.constructed.enabled=true", "algorithm.constructed.curriculum.schedule=linear",
-        "algorithm.constructed.curriculum.warmup_steps=100", "reward.sensitivity.enabled=true",
-    ]),
+    "taro": (
+        "TaRO: constructed prefixes + sensitivity, 2 mini-batches",
+        [
+            "algorithm.estimator=grpo",
+            "algorithm.annotation_rows=false",
+            "algorithm.pruning.enabled=false",
+            "algorithm.constructed.enabled=true",
+            "algorithm.constructed.curriculum.schedule=linear",
+            "algorithm.constructed.curriculum.warmup_steps=100",
+            "reward.sensitivity.enabled=true",
+        ],
+    ),
 }
 
 
@@ -68,6 +75,7 @@ class PassLedger:
 
     def wrap_inputs(self, fn: Callable[..., Any], prompts_at: int = 0) -> Callable[..., Any]:
         """Record the videos of the prompts (positional argument `prompts_at`) fed to `fn`."""
+
         def build(*args: Any, **kwargs: Any) -> Any:
             if self.open:
                 for prompt in args[prompts_at]:
@@ -153,8 +161,13 @@ def decode_once(args: argparse.Namespace, recipe: str, train: Path, model: Path)
     from videorl.video.decode import decode_video
 
     label, extra = RECIPES[recipe]
-    overrides = [f"data.prompts_per_step={args.prompts}", f"rollout.max_new_tokens={args.response_tokens}",
-                 "optim.mini_batches=2", f"trainer.seed={args.seed}", *extra]
+    overrides = [
+        f"data.prompts_per_step={args.prompts}",
+        f"rollout.max_new_tokens={args.response_tokens}",
+        "optim.mini_batches=2",
+        f"trainer.seed={args.seed}",
+        *extra,
+    ]
     state = build_state(harness.recipe(model, train, args.work / recipe, *overrides), None)
     decode_video(state.records[-1].media.path, state.cfg.video)  # warm-up: codec and resize set-up
     batches = harness.endless(state.sampler)
@@ -162,8 +175,11 @@ def decode_once(args: argparse.Namespace, recipe: str, train: Path, model: Path)
     for _ in range(args.steps):
         steps.append(one_step(state, next(batches)))
         s = steps[-1]
-        print(f"  {recipe}: {s['distinct_videos']} videos, videorl {s['videorl_decodes']} decodes "
-              f"{s['videorl_decode_s']:.3f} s, naive {s['naive_decodes']} decodes {s['naive_decode_s']:.3f} s", flush=True)
+        print(
+            f"  {recipe}: {s['distinct_videos']} videos, videorl {s['videorl_decodes']} decodes "
+            f"{s['videorl_decode_s']:.3f} s, naive {s['naive_decodes']} decodes {s['naive_decode_s']:.3f} s",
+            flush=True,
+        )
 
     def per_video(key: str) -> list[float]:
         return [s[key] / s["distinct_videos"] for s in steps]
@@ -176,7 +192,9 @@ def decode_once(args: argparse.Namespace, recipe: str, train: Path, model: Path)
         "naive_decodes_per_video": harness.spread(per_video("naive_decodes")),
         "videorl_decode_s_per_step": harness.spread([s["videorl_decode_s"] for s in steps]),
         "naive_decode_s_per_step": harness.spread([s["naive_decode_s"] for s in steps]),
-        "decode_time_ratio": harness.spread([s["naive_decode_s"] / max(s["videorl_decode_s"], 1e-9) for s in steps]),
+        "decode_time_ratio": harness.spread(
+            [s["naive_decode_s"] / max(s["videorl_decode_s"], 1e-9) for s in steps]
+        ),
     }
 
 
@@ -228,9 +246,17 @@ def backend_throughput(files: dict[str, list[Path]], repeats: int) -> dict[str, 
                 "frames_per_s": harness.spread([frames / s for s in seconds], 1),
                 "ms_per_video": harness.spread([1000 * s / len(paths) for s in seconds], 2),
             }
-            print(f"  {backend} {name}: {out[backend][name]['ms_per_video']['median']:.1f} ms/video", flush=True)
-    return {"sampling": {k: getattr(sampling, k) for k in ("fps", "min_frames", "max_frames", "min_pixels",
-                                                           "max_pixels")}, "backends": out}
+            print(
+                f"  {backend} {name}: {out[backend][name]['ms_per_video']['median']:.1f} ms/video",
+                flush=True,
+            )
+    return {
+        "sampling": {
+            k: getattr(sampling, k)
+            for k in ("fps", "min_frames", "max_frames", "min_pixels", "max_pixels")
+        },
+        "backends": out,
+    }
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -248,7 +274,10 @@ def main(argv: list[str] | None = None) -> None:
     model = harness.model_dir(args.work, "tiny")
     once = {name: decode_once(args, name, train, model) for name in RECIPES}
     synth_files = sorted((train.parent / "videos").glob("*.mp4"))
-    files = {"synth_tg_64-96px_8fps": synth_files, "clip_large": [large_clip(args.work, args.quick)]}
+    files = {
+        "synth_tg_64-96px_8fps": synth_files,
+        "clip_large": [large_clip(args.work, args.quick)],
+    }
     throughput = backend_throughput(files, args.repeats)
     result = {
         "benchmark": "video",
@@ -256,26 +285,57 @@ def main(argv: list[str] | None = None) -> None:
         "quick": args.quick,
         "decode_once": once,
         "throughput": throughput,
-        "files": {name: [str(p.relative_to(args.work)) for p in paths] for name, paths in files.items()},
+        "files": {
+            name: [str(p.relative_to(args.work)) for p in paths] for name, paths in files.items()
+        },
         "machine": machine,
         "wall_s": round(time.perf_counter() - started, 1),
     }
-    rows = [[r["recipe"], harness.fmt(r["videorl_decodes_per_video"]), harness.fmt(r["naive_decodes_per_video"]),
-             harness.fmt(r["videorl_decode_s_per_step"], " s", 3), harness.fmt(r["naive_decode_s_per_step"], " s", 3),
-             harness.fmt(r["decode_time_ratio"], "x", 1)] for r in once.values()]
+    rows = [
+        [
+            r["recipe"],
+            harness.fmt(r["videorl_decodes_per_video"]),
+            harness.fmt(r["naive_decodes_per_video"]),
+            harness.fmt(r["videorl_decode_s_per_step"], " s", 3),
+            harness.fmt(r["naive_decode_s_per_step"], " s", 3),
+            harness.fmt(r["decode_time_ratio"], "x", 1),
+        ]
+        for r in once.values()
+    ]
     print()
-    print(harness.markdown_table(["recipe", "decodes per video per step: videorl", "naive (per pass)",
-                                  "decode time per step: videorl", "naive", "naive / videorl"], rows))
+    print(
+        harness.markdown_table(
+            [
+                "recipe",
+                "decodes per video per step: videorl",
+                "naive (per pass)",
+                "decode time per step: videorl",
+                "naive",
+                "naive / videorl",
+            ],
+            rows,
+        )
+    )
     rows = []
     for backend, res in throughput["backends"].items():
         if not res["installed"]:
             rows.append([backend, "not installed", "-", "-"])
             continue
         for name in files:
-            rows.append([backend, name, harness.fmt(res[name]["ms_per_video"], " ms", 1),
-                         harness.fmt(res[name]["frames_per_s"], "", 0)])
+            rows.append(
+                [
+                    backend,
+                    name,
+                    harness.fmt(res[name]["ms_per_video"], " ms", 1),
+                    harness.fmt(res[name]["frames_per_s"], "", 0),
+                ]
+            )
     print()
-    print(harness.markdown_table(["backend", "files", "per video, median (range)", "sampled frames/s"], rows))
+    print(
+        harness.markdown_table(
+            ["backend", "files", "per video, median (range)", "sampled frames/s"], rows
+        )
+    )
     harness.write_results(args.out, result)
 
 

@@ -25,14 +25,22 @@ def video_prompts(loaded: Any, count: int, arch: str, seed: int) -> list[Any]:
     from videorl.video.decode import VideoConfig, frames_from_array
 
     factor = 28 if arch == "qwen2_5_vl" else 32
-    config = VideoConfig(fps=2.0, min_frames=4, max_frames=8, min_pixels=16 * factor**2,
-                         max_pixels=64 * factor**2, factor=factor)
+    config = VideoConfig(
+        fps=2.0,
+        min_frames=4,
+        max_frames=8,
+        min_pixels=16 * factor**2,
+        max_pixels=64 * factor**2,
+        factor=factor,
+    )
     rng = np.random.default_rng(seed)
     prompts = []
     for i in range(count):
         frames = rng.integers(0, 256, size=(16, 224, 224, 3), dtype=np.uint8)
         video = frames_from_array(frames, 4.0, config)
-        prompts.append(encode_prompt(loaded, f"When does the shape change colour? ({i})", video=video))
+        prompts.append(
+            encode_prompt(loaded, f"When does the shape change colour? ({i})", video=video)
+        )
     return prompts
 
 
@@ -49,7 +57,9 @@ def tokens_per_second(engine: Any, prompts: list[Any], params: Any, repeats: int
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--size", default="bench", choices=("tiny", "bench"))
     parser.add_argument("--arch", default=harness.ARCH, choices=("qwen2_5_vl", "qwen3_vl"))
     parser.add_argument("--prompts", type=int, default=16)
@@ -74,21 +84,33 @@ def main(argv: list[str] | None = None) -> None:
     path = harness.model_dir(args.work, args.size, args.arch)
     loaded = load_model(path, dtype=getattr(torch, dtype), device="cuda" if on_gpu else "cpu")
     prompts = video_prompts(loaded, args.prompts, args.arch, args.seed)
-    settings = VLLMSettings(model_path=str(path), dtype=dtype, max_model_len=4096,
-                            gpu_memory_utilization=args.gpu_memory_utilization, enforce_eager=not on_gpu,
-                            cpu_kv_cache_gb=2, seed=args.seed)
+    settings = VLLMSettings(
+        model_path=str(path),
+        dtype=dtype,
+        max_model_len=4096,
+        gpu_memory_utilization=args.gpu_memory_utilization,
+        enforce_eager=not on_gpu,
+        cpu_kv_cache_gb=2,
+        seed=args.seed,
+    )
     hf, vllm = HFEngine(loaded, max_prompts_per_call=args.prompts), VLLMEngine(loaded, settings)
 
     sampled = SamplingParams(n=args.n, max_new_tokens=args.max_new_tokens, temperature=1.0)
-    results = {"hf": tokens_per_second(hf, prompts, sampled, args.repeats),
-               "vllm": tokens_per_second(vllm, prompts, sampled, args.repeats)}
+    results = {
+        "hf": tokens_per_second(hf, prompts, sampled, args.repeats),
+        "vllm": tokens_per_second(vllm, prompts, sampled, args.repeats),
+    }
     speedup = results["vllm"]["tokens_per_s"]["median"] / results["hf"]["tokens_per_s"]["median"]
 
     greedy = SamplingParams(n=1, max_new_tokens=args.max_new_tokens, temperature=0, logprobs=True)
     expected, got = hf.generate(prompts, greedy), vllm.generate(prompts, greedy)
     equal = sum(e.token_ids[0].tolist() == g.token_ids[0].tolist() for e, g in zip(expected, got))
-    diff = max(float((e.logprobs[0][: len(g.logprobs[0])] - g.logprobs[0][: len(e.logprobs[0])]).abs().max())
-               for e, g in zip(expected, got))
+    diff = max(
+        float(
+            (e.logprobs[0][: len(g.logprobs[0])] - g.logprobs[0][: len(e.logprobs[0])]).abs().max()
+        )
+        for e, g in zip(expected, got)
+    )
     vllm.close()
 
     import vllm as vllm_package
@@ -98,19 +120,32 @@ def main(argv: list[str] | None = None) -> None:
         "device": torch.cuda.get_device_name() if on_gpu else "cpu",
         "dtype": dtype,
         "model": {"arch": args.arch, "size": args.size, **harness.model_params(loaded.model)},
-        "batch": {"prompts": args.prompts, "n": args.n, "max_new_tokens": args.max_new_tokens,
-                  "video_tokens_per_prompt": int(prompts[0].length - prompts[0].source.token_ids.numel() + 1)},
+        "batch": {
+            "prompts": args.prompts,
+            "n": args.n,
+            "max_new_tokens": args.max_new_tokens,
+            "video_tokens_per_prompt": int(
+                prompts[0].length - prompts[0].source.token_ids.numel() + 1
+            ),
+        },
         "results": results,
         "speedup_vllm_over_hf": round(speedup, 2),
         "greedy_parity": {"equal_token_ids": f"{equal}/{len(prompts)}", "max_logprob_diff": diff},
         "vllm": vllm_package.__version__,
         "quick": args.quick,
     }
-    print(harness.markdown_table(
-        ["engine", "tokens/s (median, range)", "tokens per call"],
-        [[name, harness.fmt(r["tokens_per_s"], digits=1), r["tokens_per_call"]] for name, r in results.items()],
-    ))
-    print(f"vLLM / HF: {speedup:.2f}x; greedy parity {equal}/{len(prompts)} equal, max log-prob diff {diff:.2e}")
+    print(
+        harness.markdown_table(
+            ["engine", "tokens/s (median, range)", "tokens per call"],
+            [
+                [name, harness.fmt(r["tokens_per_s"], digits=1), r["tokens_per_call"]]
+                for name, r in results.items()
+            ],
+        )
+    )
+    print(
+        f"vLLM / HF: {speedup:.2f}x; greedy parity {equal}/{len(prompts)} equal, max log-prob diff {diff:.2e}"
+    )
     harness.write_results(args.out, payload)
 
 

@@ -54,16 +54,27 @@ def package_versions() -> dict[str, Any]:
     return out
 
 
-def videorl_config(args: argparse.Namespace, model: Path, train: Path, family: str, **sizes: int) -> Any:
+def videorl_config(
+    args: argparse.Namespace, model: Path, train: Path, family: str, **sizes: int
+) -> Any:
     return harness.recipe(
-        model, train, args.work / "videorl",
+        model,
+        train,
+        args.work / "videorl",
         f"data.families=[{family}]",
         f"data.prompts_per_step={sizes['prompts']}",
         f"rollout.n={sizes['n']}",
         f"rollout.max_new_tokens={sizes['tokens']}",
-        "algorithm.estimator=grpo", "algorithm.annotation_rows=false", "algorithm.pruning.enabled=false",
-        f"optim.lr={args.lr}", "optim.warmup_steps=0", "optim.schedule=constant", "optim.mini_batches=1",
-        "optim.micro_batch_tokens=1000000", "reward.num_workers=1", f"trainer.seed={args.seed}",
+        "algorithm.estimator=grpo",
+        "algorithm.annotation_rows=false",
+        "algorithm.pruning.enabled=false",
+        f"optim.lr={args.lr}",
+        "optim.warmup_steps=0",
+        "optim.schedule=constant",
+        "optim.mini_batches=1",
+        "optim.micro_batch_tokens=1000000",
+        "reward.num_workers=1",
+        f"trainer.seed={args.seed}",
     )
 
 
@@ -74,7 +85,10 @@ def decoded_frames(cfg: Any, records: list[Any]) -> dict[str, list[Any]]:
     from videorl.video.cache import VideoCache
 
     cache = VideoCache(cfg.video)
-    return {r.id: [Image.fromarray(f.permute(1, 2, 0).numpy()) for f in cache.get(r.media).frames] for r in records}
+    return {
+        r.id: [Image.fromarray(f.permute(1, 2, 0).numpy()) for f in cache.get(r.media).frames]
+        for r in records
+    }
 
 
 def trl_dataset(records: list[Any], frames: dict[str, list[Any]], think: bool, video: bool) -> Any:
@@ -85,19 +99,41 @@ def trl_dataset(records: list[Any], frames: dict[str, list[Any]], think: bool, v
     from videorl.data.prompts import build_prompt
 
     if not video:
-        return Dataset.from_list([
-            {"prompt": [{"role": "user", "content": build_prompt(r, think=think)}], "image": frames[r.id][0], "rid": r.id}
-            for r in records
-        ])
+        return Dataset.from_list(
+            [
+                {
+                    "prompt": [{"role": "user", "content": build_prompt(r, think=think)}],
+                    "image": frames[r.id][0],
+                    "rid": r.id,
+                }
+                for r in records
+            ]
+        )
     part = {"type": Value("string"), "text": Value("string"), "video": List(ImageFeature())}
-    features = Features({"prompt": List({"role": Value("string"), "content": List(part)}), "rid": Value("string")})
-    rows = [{"prompt": [{"role": "user", "content": [
-        {"type": "video", "text": None, "video": frames[r.id]},
-        {"type": "text", "text": build_prompt(r, think=think), "video": None}]}], "rid": r.id} for r in records]
+    features = Features(
+        {"prompt": List({"role": Value("string"), "content": List(part)}), "rid": Value("string")}
+    )
+    rows = [
+        {
+            "prompt": [
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "video", "text": None, "video": frames[r.id]},
+                        {"type": "text", "text": build_prompt(r, think=think), "video": None},
+                    ],
+                }
+            ],
+            "rid": r.id,
+        }
+        for r in records
+    ]
     return Dataset.from_list(rows, features=features)
 
 
-def trl_trainer(args: argparse.Namespace, cfg: Any, records: list[Any], dataset: Any, steps: int) -> Any:
+def trl_trainer(
+    args: argparse.Namespace, cfg: Any, records: list[Any], dataset: Any, steps: int
+) -> Any:
     from transformers import (
         AutoModelForImageTextToText,
         AutoProcessor,
@@ -118,14 +154,33 @@ def trl_trainer(args: argparse.Namespace, cfg: Any, records: list[Any], dataset:
     banned = load_model(cfg.model.path).banned_token_ids
     optim = cfg.optim
     config = GRPOConfig(
-        output_dir=str(args.work / "trl"), use_cpu=True, bf16=False, report_to="none", save_strategy="no",
-        disable_tqdm=True, logging_steps=1, seed=args.seed, max_steps=steps,
-        per_device_train_batch_size=cfg.data.prompts_per_step * cfg.rollout.n, num_generations=cfg.rollout.n,
-        max_completion_length=cfg.rollout.max_new_tokens, temperature=cfg.rollout.temperature,
-        top_p=cfg.rollout.top_p, top_k=cfg.rollout.top_k, generation_kwargs={"suppress_tokens": banned},
-        learning_rate=optim.lr, lr_scheduler_type="constant", warmup_steps=0, weight_decay=optim.weight_decay,
-        adam_beta1=optim.betas[0], adam_beta2=optim.betas[1], max_grad_norm=optim.grad_clip,
-        beta=0.0, epsilon=cfg.algorithm.loss.clip_low, loss_type="dapo", num_iterations=1,
+        output_dir=str(args.work / "trl"),
+        use_cpu=True,
+        bf16=False,
+        report_to="none",
+        save_strategy="no",
+        disable_tqdm=True,
+        logging_steps=1,
+        seed=args.seed,
+        max_steps=steps,
+        per_device_train_batch_size=cfg.data.prompts_per_step * cfg.rollout.n,
+        num_generations=cfg.rollout.n,
+        max_completion_length=cfg.rollout.max_new_tokens,
+        temperature=cfg.rollout.temperature,
+        top_p=cfg.rollout.top_p,
+        top_k=cfg.rollout.top_k,
+        generation_kwargs={"suppress_tokens": banned},
+        learning_rate=optim.lr,
+        lr_scheduler_type="constant",
+        warmup_steps=0,
+        weight_decay=optim.weight_decay,
+        adam_beta1=optim.betas[0],
+        adam_beta2=optim.betas[1],
+        max_grad_norm=optim.grad_clip,
+        beta=0.0,
+        epsilon=cfg.algorithm.loss.clip_low,
+        loss_type="dapo",
+        num_iterations=1,
     )
     model = AutoModelForImageTextToText.from_pretrained(cfg.model.path, dtype=torch.float32)
     processor = AutoProcessor.from_pretrained(cfg.model.path)
@@ -143,18 +198,35 @@ def trl_trainer(args: argparse.Namespace, cfg: Any, records: list[Any], dataset:
             self.steps.append({"wall": self.elapsed.wall, "cpu": self.elapsed.cpu})
 
     timer = StepTimes()
-    trainer = GRPOTrainer(model=model, reward_funcs=reward, args=config, train_dataset=dataset,
-                          processing_class=processor, callbacks=[timer])
+    trainer = GRPOTrainer(
+        model=model,
+        reward_funcs=reward,
+        args=config,
+        train_dataset=dataset,
+        processing_class=processor,
+        callbacks=[timer],
+    )
     trainer.remove_callback(PrinterCallback)  # its per-step log lines
     trainer.step_times = timer
     return trainer
 
 
-def run_trl(args: argparse.Namespace, cfg: Any, records: list[Any], frames: dict[str, list[Any]]) -> dict[str, Any]:
-    trainer = trl_trainer(args, cfg, records, trl_dataset(records, frames, cfg.data.think, video=False),
-                          args.steps + 1)
+def run_trl(
+    args: argparse.Namespace, cfg: Any, records: list[Any], frames: dict[str, list[Any]]
+) -> dict[str, Any]:
+    trainer = trl_trainer(
+        args,
+        cfg,
+        records,
+        trl_dataset(records, frames, cfg.data.think, video=False),
+        args.steps + 1,
+    )
     trainer.train()
-    lengths = [h["completions/mean_length"] for h in trainer.state.log_history if "completions/mean_length" in h]
+    lengths = [
+        h["completions/mean_length"]
+        for h in trainer.state.log_history
+        if "completions/mean_length" in h
+    ]
     return {"steps": trainer.step_times.steps[1:], "completion_length": lengths[1:]}
 
 
@@ -183,11 +255,15 @@ def prompt_tokens(cfg: Any, record: Any, frame: Any) -> dict[str, int]:
     from videorl.video.cache import VideoCache
 
     policy = load_model(cfg.model.path)
-    ours = encode_record(policy, record, VideoCache(cfg.video).get(record.media), cfg.data.think).length
-    messages = prepare_multimodal_messages([{"role": "user", "content": build_prompt(record, think=cfg.data.think)}],
-                                           images=[frame])
-    theirs = policy.processor.apply_chat_template([messages], add_generation_prompt=True, tokenize=True,
-                                                  return_dict=True)["input_ids"]
+    ours = encode_record(
+        policy, record, VideoCache(cfg.video).get(record.media), cfg.data.think
+    ).length
+    messages = prepare_multimodal_messages(
+        [{"role": "user", "content": build_prompt(record, think=cfg.data.think)}], images=[frame]
+    )
+    theirs = policy.processor.apply_chat_template(
+        [messages], add_generation_prompt=True, tokenize=True, return_dict=True
+    )["input_ids"]
     return {"videorl": ours, "trl": len(theirs[0])}
 
 
@@ -195,7 +271,9 @@ def speed(args: argparse.Namespace, model: Path, have_trl: bool) -> dict[str, An
     from videorl.data.loaders import load_records
 
     train = harness.synth_data(args.work, "spatial_grounding", n=32, seed=args.seed)
-    cfg = videorl_config(args, model, train, "spatial_grounding", prompts=args.prompts, n=args.n, tokens=args.tokens)
+    cfg = videorl_config(
+        args, model, train, "spatial_grounding", prompts=args.prompts, n=args.n, tokens=args.tokens
+    )
     records = load_records(train).records
     frames = decoded_frames(cfg, records) if have_trl else {}
     blocks = []
@@ -205,16 +283,28 @@ def speed(args: argparse.Namespace, model: Path, have_trl: bool) -> dict[str, An
         for name in order:
             if name == "trl" and not have_trl:
                 continue
-            runs[name] = run_trl(args, cfg, records, frames) if name == "trl" else run_videorl(cfg, args.steps)
-            print(f"  block {block + 1}/{args.blocks} {name:<8} step cpu s: "
-                  + " ".join(f"{s['cpu']:.2f}" for s in runs[name]["steps"]) + "  wall s: "
-                  + " ".join(f"{s['wall']:.2f}" for s in runs[name]["steps"]), flush=True)
+            runs[name] = (
+                run_trl(args, cfg, records, frames)
+                if name == "trl"
+                else run_videorl(cfg, args.steps)
+            )
+            print(
+                f"  block {block + 1}/{args.blocks} {name:<8} step cpu s: "
+                + " ".join(f"{s['cpu']:.2f}" for s in runs[name]["steps"])
+                + "  wall s: "
+                + " ".join(f"{s['wall']:.2f}" for s in runs[name]["steps"]),
+                flush=True,
+            )
         blocks.append(runs)
     out: dict[str, Any] = {"blocks": blocks}
     for name in ("videorl", "trl"):
         if not all(name in b for b in blocks):
             continue
-        out[name] = {"completion_length": harness.spread([x for b in blocks for x in b[name]["completion_length"]], 2)}
+        out[name] = {
+            "completion_length": harness.spread(
+                [x for b in blocks for x in b[name]["completion_length"]], 2
+            )
+        }
         for clock in ("cpu", "wall"):
             medians = [median(s[clock] for s in b[name]["steps"]) for b in blocks]
             out[name][clock] = {
@@ -222,9 +312,16 @@ def speed(args: argparse.Namespace, model: Path, have_trl: bool) -> dict[str, An
                 "steps_per_s": harness.spread([1 / m for m in medians]),
             }
     if have_trl:
-        out["videorl_over_trl_steps_per_s"] = {clock: harness.spread([
-            median(s[clock] for s in b["trl"]["steps"]) / median(s[clock] for s in b["videorl"]["steps"])
-            for b in blocks]) for clock in ("cpu", "wall")}
+        out["videorl_over_trl_steps_per_s"] = {
+            clock: harness.spread(
+                [
+                    median(s[clock] for s in b["trl"]["steps"])
+                    / median(s[clock] for s in b["videorl"]["steps"])
+                    for b in blocks
+                ]
+            )
+            for clock in ("cpu", "wall")
+        }
         out["prompt_tokens"] = prompt_tokens(cfg, records[0], frames[records[0].id][0])
     return out
 
@@ -239,11 +336,15 @@ class ForwardLog:
 
     def record(self, _: Any, args: Any, kwargs: dict[str, Any]) -> None:
         ids = kwargs.get("input_ids", args[0] if args else None)
-        self.calls.append({
-            "grad": torch.is_grad_enabled(),
-            "inputs": sorted(k for k, v in kwargs.items() if v is not None),
-            "video_pad_tokens": int((ids == self.video_token_id).sum()) if isinstance(ids, torch.Tensor) else 0,
-        })
+        self.calls.append(
+            {
+                "grad": torch.is_grad_enabled(),
+                "inputs": sorted(k for k, v in kwargs.items() if v is not None),
+                "video_pad_tokens": int((ids == self.video_token_id).sum())
+                if isinstance(ids, torch.Tensor)
+                else 0,
+            }
+        )
 
     def verdict(self) -> dict[str, Any]:
         self.handle.remove()
@@ -288,16 +389,21 @@ def video_check(args: argparse.Namespace, model: Path, have_trl: bool) -> dict[s
         else:
             out["trl"] = log.verdict()
     for name, verdict in out.items():
-        print(f"  video check {name}: rollout gets video {verdict['rollout_forward_gets_video']}, "
-              f"loss forward gets video {verdict['loss_forward_gets_video']} "
-              f"({verdict['video_pad_tokens_in_loss_inputs']} video placeholder tokens in its inputs)", flush=True)
+        print(
+            f"  video check {name}: rollout gets video {verdict['rollout_forward_gets_video']}, "
+            f"loss forward gets video {verdict['loss_forward_gets_video']} "
+            f"({verdict['video_pad_tokens_in_loss_inputs']} video placeholder tokens in its inputs)",
+            flush=True,
+        )
     return out
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--blocks", type=int, default=4, help="trainer blocks, alternating ABBA")
-    parser.add_argument("--steps", type=int, default=4, help="measured steps per block (plus one warm-up)")
+    parser.add_argument(
+        "--steps", type=int, default=4, help="measured steps per block (plus one warm-up)"
+    )
     parser.add_argument("--prompts", type=int, default=4)
     parser.add_argument("--n", type=int, default=8, help="group size")
     parser.add_argument("--tokens", type=int, default=24, help="response length (max new tokens)")
@@ -305,7 +411,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--size", default="tiny", choices=["tiny", "bench"])
     args = harness.parse_args(parser, "vs_trl", argv)
     if args.quick:
-        args.blocks, args.steps, args.prompts, args.n, args.tokens, args.size = 1, 1, 2, 4, 8, "tiny"
+        args.blocks, args.steps, args.prompts, args.n, args.tokens, args.size = (
+            1,
+            1,
+            2,
+            4,
+            8,
+            "tiny",
+        )
     started = time.perf_counter()
     machine = harness.machine()
     versions = package_versions()
@@ -320,9 +433,16 @@ def main(argv: list[str] | None = None) -> None:
         "versions": versions,
         "trl_status": "ran" if have_trl else f"not run: {versions['trl_error']}",
         "model": {"arch": harness.ARCH, "size": args.size},
-        "settings": {"task": "spatial_grounding (images)", "prompts_per_step": args.prompts, "group_size": args.n,
-                     "response_tokens": args.tokens, "lr": args.lr, "blocks": args.blocks, "steps_per_block": args.steps,
-                     "warmup_steps_per_block": 1},
+        "settings": {
+            "task": "spatial_grounding (images)",
+            "prompts_per_step": args.prompts,
+            "group_size": args.n,
+            "response_tokens": args.tokens,
+            "lr": args.lr,
+            "blocks": args.blocks,
+            "steps_per_block": args.steps,
+            "warmup_steps_per_block": 1,
+        },
         "speed": race,
         "video_in_loss": video,
         "machine": machine,
@@ -336,17 +456,48 @@ def main(argv: list[str] | None = None) -> None:
         cells = [name]
         for clock in ("cpu", "wall"):
             ratio = race["videorl_over_trl_steps_per_s"][clock] if have_trl else None
-            cells += [harness.fmt(race[name][clock]["step_s"], " s"),
-                      "1.00x" if name == "trl" else (harness.fmt(ratio, "x") if ratio else "-")]
+            cells += [
+                harness.fmt(race[name][clock]["step_s"], " s"),
+                "1.00x" if name == "trl" else (harness.fmt(ratio, "x") if ratio else "-"),
+            ]
         rows.append([*cells, f"{race[name]['completion_length']['median']:.1f}"])
     print()
-    print(harness.markdown_table(["trainer", "CPU s/step", "steps/s vs TRL (CPU)", "wall s/step",
-                                  "steps/s vs TRL (wall)", "completion tokens"], rows))
-    rows = [[name, v["rollout_forward_gets_video"], v["loss_forward_gets_video"], v["video_pad_tokens_in_loss_inputs"],
-             ", ".join(v["loss_forward_inputs"])] for name, v in video.items()]
+    print(
+        harness.markdown_table(
+            [
+                "trainer",
+                "CPU s/step",
+                "steps/s vs TRL (CPU)",
+                "wall s/step",
+                "steps/s vs TRL (wall)",
+                "completion tokens",
+            ],
+            rows,
+        )
+    )
+    rows = [
+        [
+            name,
+            v["rollout_forward_gets_video"],
+            v["loss_forward_gets_video"],
+            v["video_pad_tokens_in_loss_inputs"],
+            ", ".join(v["loss_forward_inputs"]),
+        ]
+        for name, v in video.items()
+    ]
     print()
-    print(harness.markdown_table(["trainer", "rollout gets video", "loss forward gets video",
-                                  "video placeholders in loss inputs", "loss forward inputs"], rows))
+    print(
+        harness.markdown_table(
+            [
+                "trainer",
+                "rollout gets video",
+                "loss forward gets video",
+                "video placeholders in loss inputs",
+                "loss forward inputs",
+            ],
+            rows,
+        )
+    )
     harness.write_results(args.out, result)
 
 

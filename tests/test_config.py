@@ -68,6 +68,7 @@ def test_cli_dry_run_prints_the_plan():
             "algorithm.pruning.neg_quota=0",
         ],
         capture_output=True,
+        check=False,
         text=True,
         timeout=120,
     )
@@ -81,6 +82,7 @@ def test_cli_config_error_exits_2_with_one_line():
     result = subprocess.run(
         [sys.executable, "-m", "videorl", "train", "quickstart", "--dry-run", "rollout.nn=4"],
         capture_output=True,
+        check=False,
         text=True,
         timeout=120,
     )

@@ -4,21 +4,22 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import List, Optional
 
 import typer
 from rich.console import Console
 
 from videorl.errors import VideoRLError
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="RL post-training of video multimodal LLMs.")
+app = typer.Typer(
+    add_completion=False, no_args_is_help=True, help="RL post-training of video multimodal LLMs."
+)
 console = Console()
 
-CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs"
+CONFIG_DIR = Path(__file__).resolve().parent / "recipes"  # configs/ in the repo links here
 
 
 def resolve_config_path(name: str) -> Path:
-    """A YAML path, or the name of a recipe in configs/ (`quickstart` -> configs/quickstart.yaml)."""
+    """A YAML path, or the name of a packaged recipe (`quickstart` -> videorl/recipes/quickstart.yaml)."""
     path = Path(name)
     if path.is_file():
         return path
@@ -31,7 +32,9 @@ def resolve_config_path(name: str) -> Path:
 @app.command("make-tiny")
 def make_tiny(
     out: Path = typer.Argument(..., help="Folder to write the model to."),
-    arch: str = typer.Option("qwen2_5_vl", help="qwen2_5_vl | qwen3_vl | qwen3_5 | qwen3 (text-only)."),
+    arch: str = typer.Option(
+        "qwen2_5_vl", help="qwen2_5_vl | qwen3_vl | qwen3_5 | qwen3 (text-only)."
+    ),
     size: str = typer.Option("tiny", help="tiny (~0.4 M params, tests) | bench (~30 M params)."),
     seed: int = typer.Option(0, help="Initialization seed."),
 ) -> None:
@@ -48,9 +51,13 @@ def make_tiny(
 @app.command("synth")
 def synth(
     out: Path = typer.Option(..., help="Output folder for videos and records."),
-    families: str = typer.Option("all", help="'all' or comma-separated family names/aliases (tg,sg,qa,...)."),
+    families: str = typer.Option(
+        "all", help="'all' or comma-separated family names/aliases (tg,sg,qa,...)."
+    ),
     n: int = typer.Option(16, help="Training records per family."),
-    val: int = typer.Option(0, help="Extra records per family written to val.jsonl (disjoint videos)."),
+    val: int = typer.Option(
+        0, help="Extra records per family written to val.jsonl (disjoint videos)."
+    ),
     seed: int = typer.Option(0, help="Random seed (same seed, same files)."),
 ) -> None:
     """Write synthetic MP4 videos and exact-ground-truth records for the chosen families."""
@@ -67,14 +74,20 @@ def synth(
     write_records(out / "train.jsonl", train_rows)
     if val_rows:
         write_records(out / "val.jsonl", val_rows)
-    console.print(f"wrote {len(train_rows)} training and {len(val_rows)} validation records "
-                  f"({', '.join(by_family)}) to {out}")
+    console.print(
+        f"wrote {len(train_rows)} training and {len(val_rows)} validation records "
+        f"({', '.join(by_family)}) to {out}"
+    )
 
 
 @app.command("prepare")
 def prepare(
-    sources: Path = typer.Option(..., "--sources", help="SOURCES.yaml: sources, quotas, benchmarks, seed, canary."),
-    out: Path = typer.Option(..., "--out", help="Folder for train.jsonl, canary.jsonl and manifest.json."),
+    sources: Path = typer.Option(
+        ..., "--sources", help="SOURCES.yaml: sources, quotas, benchmarks, seed, canary."
+    ),
+    out: Path = typer.Option(
+        ..., "--out", help="Folder for train.jsonl, canary.jsonl and manifest.json."
+    ),
 ) -> None:
     """Build a training mixture: quotas, de-duplication, benchmark-leakage exclusion, manifest."""
     from videorl.data.prepare import prepare as prepare_mixture
@@ -83,20 +96,34 @@ def prepare(
     manifest = result.manifest
     for name, entry in manifest["sources"].items():
         counts = entry["counts"]
-        console.print(f"{name}: {counts['selected']} selected of {counts['loaded']} loaded "
-                      f"({counts['leaked']} leaked, {counts['duplicates']} duplicates, "
-                      f"{counts['canary']} canary)")
-    console.print(f"wrote {manifest['train']['records']} training and "
-                  f"{manifest['canary']['records']} canary records to {out} (manifest.json)")
+        console.print(
+            f"{name}: {counts['selected']} selected of {counts['loaded']} loaded "
+            f"({counts['leaked']} leaked, {counts['duplicates']} duplicates, "
+            f"{counts['canary']} canary)"
+        )
+    console.print(
+        f"wrote {manifest['train']['records']} training and "
+        f"{manifest['canary']['records']} canary records to {out} (manifest.json)"
+    )
 
 
 @app.command("train")
 def train(
-    config: str = typer.Argument(..., help="Recipe YAML path or name in configs/ (e.g. quickstart)."),
-    overrides: Optional[List[str]] = typer.Argument(None, help="Dotted overrides, e.g. rollout.n=4 trainer.steps=3"),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Print the resolved config and the step plan, then exit."),
-    resume: Optional[str] = typer.Option(None, help="auto (latest checkpoint in the output dir) or a checkpoint path."),
-    nproc: int = typer.Option(0, help="Run data-parallel on this many local processes (torchrun shortcut)."),
+    config: str = typer.Argument(
+        ..., help="Recipe YAML path or name in configs/ (e.g. quickstart)."
+    ),
+    overrides: list[str] | None = typer.Argument(
+        None, help="Dotted overrides, e.g. rollout.n=4 trainer.steps=3"
+    ),
+    dry_run: bool = typer.Option(
+        False, "--dry-run", help="Print the resolved config and the step plan, then exit."
+    ),
+    resume: str | None = typer.Option(
+        None, help="auto (latest checkpoint in the output dir) or a checkpoint path."
+    ),
+    nproc: int = typer.Option(
+        0, help="Run data-parallel on this many local processes (torchrun shortcut)."
+    ),
 ) -> None:
     """Train a policy with the recipe's algorithm (GRPO, OraRL, TaRO, OPDVR, ...)."""
     import yaml
@@ -111,19 +138,29 @@ def train(
         console.print(plan_table(plan_step(cfg)))
         return
     if nproc > 1:
-        _relaunch_with_torchrun(nproc, [config, *(overrides or []), f"trainer.nproc={nproc}"], resume)
+        _relaunch_with_torchrun(
+            nproc, [config, *(overrides or []), f"trainer.nproc={nproc}"], resume
+        )
     from videorl.trainer.loop import run_training
 
     run_training(cfg, resume=resume)
 
 
-def _relaunch_with_torchrun(nproc: int, args: list[str], resume: Optional[str]) -> None:
+def _relaunch_with_torchrun(nproc: int, args: list[str], resume: str | None) -> None:
     """`videorl train --nproc N ...` is `torchrun --nproc-per-node N -m videorl train ...`."""
     import os
     import shutil
 
     torchrun = shutil.which("torchrun") or str(Path(sys.executable).with_name("torchrun"))
-    command = [torchrun, "--standalone", f"--nproc-per-node={nproc}", "-m", "videorl", "train", *args]
+    command = [
+        torchrun,
+        "--standalone",
+        f"--nproc-per-node={nproc}",
+        "-m",
+        "videorl",
+        "train",
+        *args,
+    ]
     if resume:
         command += ["--resume", resume]
     os.execv(torchrun, command)
@@ -131,10 +168,16 @@ def _relaunch_with_torchrun(nproc: int, args: list[str], resume: Optional[str]) 
 
 @app.command("score")
 def score(
-    records: Path = typer.Option(..., help="Records JSONL (generic record format) with the ground truth."),
-    responses: Path = typer.Option(..., help='JSONL of {"id": ..., "response": ...} (one model output per line).'),
-    out: Optional[Path] = typer.Option(None, help="Write each row's reward components here (JSONL)."),
-    overrides: Optional[List[str]] = typer.Argument(None, help="reward.* overrides, e.g. reward.tg_shaping=iou_v2"),
+    records: Path = typer.Option(
+        ..., help="Records JSONL (generic record format) with the ground truth."
+    ),
+    responses: Path = typer.Option(
+        ..., help='JSONL of {"id": ..., "response": ...} (one model output per line).'
+    ),
+    out: Path | None = typer.Option(None, help="Write each row's reward components here (JSONL)."),
+    overrides: list[str] | None = typer.Argument(
+        None, help="reward.* overrides, e.g. reward.tg_shaping=iou_v2"
+    ),
 ) -> None:
     """Score given response texts with the training rewards and print a summary per family."""
     import json
@@ -149,7 +192,9 @@ def score(
 
 @app.command("merge")
 def merge(
-    checkpoint: Path = typer.Argument(..., help="A step-NNNNNN checkpoint folder (sharded or not)."),
+    checkpoint: Path = typer.Argument(
+        ..., help="A step-NNNNNN checkpoint folder (sharded or not)."
+    ),
     out: Path = typer.Argument(..., help="Output Hugging Face model folder."),
 ) -> None:
     """Gather a sharded checkpoint into one Hugging Face folder (weights, config, tokenizer, processor)."""
@@ -160,7 +205,7 @@ def merge(
 
 # `videorl eval` and `videorl serve`: options in eval/commands.py, which imports only typer
 # (models, torch and matplotlib are imported inside the commands).
-from videorl.eval.commands import eval_command, serve_command  # noqa: E402
+from videorl.eval.commands import eval_command, serve_command
 
 app.command("eval")(eval_command)
 app.command("serve")(serve_command)
@@ -168,8 +213,12 @@ app.command("serve")(serve_command)
 
 @app.command("demo")
 def demo(
-    model: Path = typer.Option(..., "--model", help="Checkpoint folder of a vision-language model."),
-    host: str = typer.Option("127.0.0.1", help="Address to bind; 0.0.0.0 opens the demo to your network."),
+    model: Path = typer.Option(
+        ..., "--model", help="Checkpoint folder of a vision-language model."
+    ),
+    host: str = typer.Option(
+        "127.0.0.1", help="Address to bind; 0.0.0.0 opens the demo to your network."
+    ),
     port: int | None = typer.Option(None, help="Port (default: the first free one from 7860)."),
     share: bool = typer.Option(False, "--share", help="Also make a public gradio share link."),
     max_duration: float = typer.Option(600.0, help="Longest video accepted, in seconds."),

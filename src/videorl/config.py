@@ -9,9 +9,10 @@ section validates itself in `__post_init__`; `Config.__post_init__` checks combi
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, Sequence
+from typing import Literal
 
 from videorl.algorithms.distill import DistillConfig
 from videorl.algorithms.loss import PolicyLossConfig

@@ -11,8 +11,9 @@ import dataclasses
 import difflib
 import types
 import typing
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal, Sequence, TypeVar, Union
+from typing import Any, Literal, TypeVar, Union
 
 from videorl.errors import ConfigError
 
@@ -143,6 +144,7 @@ def to_dict(config: Any) -> dict[str, Any]:
 
 def merge_sources(path: str | Path | None, overrides: Sequence[str] = ()) -> dict[str, Any]:
     """YAML file merged with dotted overrides (`rollout.n=4`), interpolations resolved."""
+    import yaml
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
@@ -155,7 +157,7 @@ def merge_sources(path: str | Path | None, overrides: Sequence[str] = ()) -> dic
             )
         try:
             base = OmegaConf.load(file)
-        except Exception as err:
+        except (yaml.YAMLError, OSError, ValueError) as err:
             raise ConfigError(f"config file {str(path)!r} is not valid YAML: {err}") from None
     for item in overrides:
         if "=" not in item or item.startswith("="):

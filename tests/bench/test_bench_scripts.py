@@ -26,8 +26,13 @@ for name in sys.argv[4:]:
 @pytest.fixture(scope="module")
 def results(tmp_path_factory) -> dict[str, dict]:
     work, out = tmp_path_factory.mktemp("bench_work"), tmp_path_factory.mktemp("bench_out")
-    done = subprocess.run([sys.executable, "-c", DRIVER, str(BENCH), str(work), str(out), *SCRIPTS],
-                          capture_output=True, text=True, timeout=900, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", DRIVER, str(BENCH), str(work), str(out), *SCRIPTS],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-5000:]
     return {name: json.loads((out / f"{name}.json").read_text()) for name in SCRIPTS}
 
@@ -37,7 +42,10 @@ def test_pruning_times_and_measures_the_three_row_sets(results):
     result = results["pruning"]
     groups = result["settings"]["groups"]
     assert {k: v["rows"] for k, v in result["batches"].items()} == {
-        "orarl_pruned": 4 * groups, "unpruned": 9 * groups, "grpo": 8 * groups}
+        "orarl_pruned": 4 * groups,
+        "unpruned": 9 * groups,
+        "grpo": 8 * groups,
+    }
     for mode in ("one_mini_batch", "two_mini_batches"):
         for clock in ("cpu", "wall"):
             assert all(s["median"] > 0 for s in result["time"][mode][clock]["seconds"].values())
@@ -65,9 +73,14 @@ def test_each_video_is_decoded_once_per_step(results):
         assert recipe["videorl_decodes_per_video"]["median"] == 1.0
     # rollout, old log-probs, update; TaRO adds a prefix-continuation and two sensitivity passes
     assert once["orarl"]["naive_decodes_per_video"]["median"] >= 3
-    assert once["taro"]["naive_decodes_per_video"]["median"] >= once["orarl"]["naive_decodes_per_video"]["median"] + 2
+    assert (
+        once["taro"]["naive_decodes_per_video"]["median"]
+        >= once["orarl"]["naive_decodes_per_video"]["median"] + 2
+    )
     pyav = results["video"]["throughput"]["backends"]["pyav"]
-    assert pyav["installed"] and all(pyav[name]["ms_per_video"]["median"] > 0 for name in results["video"]["files"])
+    assert pyav["installed"] and all(
+        pyav[name]["ms_per_video"]["median"] > 0 for name in results["video"]["files"]
+    )
 
 
 @pytest.mark.slow
@@ -86,7 +99,13 @@ def test_videorl_loss_forward_gets_the_video(results):
 @pytest.mark.slow
 def test_packed_layouts_compute_only_real_tokens(results):
     runs = results["packing"]["results"]
-    assert runs["padded"]["tokens_computed"] > runs["padded"]["real_tokens"]  # rows of unequal length
+    assert (
+        runs["padded"]["tokens_computed"] > runs["padded"]["real_tokens"]
+    )  # rows of unequal length
     for name in ("packed-sdpa-mask", "packed-sdpa-varlen"):
-        assert runs[name]["tokens_computed"] == runs[name]["real_tokens"] == runs["padded"]["real_tokens"]
+        assert (
+            runs[name]["tokens_computed"]
+            == runs[name]["real_tokens"]
+            == runs["padded"]["real_tokens"]
+        )
         assert runs[name]["seconds"]["median"] > 0

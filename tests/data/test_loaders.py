@@ -36,10 +36,23 @@ def jsonl(path: Path, rows: list) -> Path:
 
 
 VTG_ROWS = [
-    {"qid": 7, "query": "person opens a door", "duration": 30.5, "vid": "AO8RW",
-     "relevant_windows": [[2.0, 8.5]]},
-    {"qid": 8, "query": "a dog runs", "duration": 120.0, "vid": "x", "video_file": "clips/x.mp4",
-     "relevant_windows": [[50.0, 62.0], [70.0, 75.0]], "video_start": 40.0, "video_end": 100.0},
+    {
+        "qid": 7,
+        "query": "person opens a door",
+        "duration": 30.5,
+        "vid": "AO8RW",
+        "relevant_windows": [[2.0, 8.5]],
+    },
+    {
+        "qid": 8,
+        "query": "a dog runs",
+        "duration": 120.0,
+        "vid": "x",
+        "video_file": "clips/x.mp4",
+        "relevant_windows": [[50.0, 62.0], [70.0, 75.0]],
+        "video_start": 40.0,
+        "video_end": 100.0,
+    },
 ]
 
 
@@ -58,7 +71,14 @@ def test_vtg_benchmark_format(tmp_path):
 
 
 def test_timer1_training_format(tmp_path):
-    rows = [{"video": "/data/a.mp4", "duration": 12.0, "timestamp": [1.5, 4.0], "sentence": " a man sits "}]
+    rows = [
+        {
+            "video": "/data/a.mp4",
+            "duration": 12.0,
+            "timestamp": [1.5, 4.0],
+            "sentence": " a man sits ",
+        }
+    ]
     (record,) = load_records(jsonl(tmp_path / "train.jsonl", rows)).records
     assert record.problem == "a man sits" and record.answer == TemporalAnswer(((1.5, 4.0),))
     assert record.video.path == "/data/a.mp4" and record.id == "train-1"
@@ -66,33 +86,62 @@ def test_timer1_training_format(tmp_path):
 
 def test_mcq_format_letters_texts_indices_and_numeric_si(tmp_path):
     rows = [
-        {"id": "q1", "video": "a.mp4", "question": "What colour?", "options": ["A. red", "B. blue"], "answer": "B"},
-        {"video_path": "b.mp4", "question": "Who?", "options": {"A": "cat", "B": "dog", "C": "owl"}, "answer": "owl",
-         "question_type": "object"},
+        {
+            "id": "q1",
+            "video": "a.mp4",
+            "question": "What colour?",
+            "options": ["A. red", "B. blue"],
+            "answer": "B",
+        },
+        {
+            "video_path": "b.mp4",
+            "question": "Who?",
+            "options": {"A": "cat", "B": "dog", "C": "owl"},
+            "answer": "owl",
+            "question_type": "object",
+        },
         {"video": "c.mp4", "question": "Which?", "choices": ["x", "y", "z"], "answer": 0},
-        {"video": "d.mp4", "question": "How many chairs?", "question_type": "object_counting",
-         "ground_truth": "4"},
+        {
+            "video": "d.mp4",
+            "question": "How many chairs?",
+            "question_type": "object_counting",
+            "ground_truth": "4",
+        },
     ]
     records = load_records(jsonl(tmp_path / "qa.jsonl", rows)).records
     assert records[0].options == ("red", "blue") and records[0].answer == ChoiceAnswer("B")
     assert records[1].answer == ChoiceAnswer("C") and records[1].subtype == "object"
     assert records[2].answer == ChoiceAnswer("A")
-    assert records[3].family is Family.SPATIAL_INTELLIGENCE and records[3].answer == NumericAnswer(4.0)
+    assert records[3].family is Family.SPATIAL_INTELLIGENCE and records[3].answer == NumericAnswer(
+        4.0
+    )
     assert records[0].video.path == str(tmp_path / "a.mp4")
 
 
 def test_math_jsonl_and_parquet(tmp_path):
     rows = [
         {"problem": "1/2 of 1?", "solution": "It is $\\boxed{\\frac{1}{2}}$."},
-        {"prompt": [{"role": "system", "content": "be brief"}, {"role": "user", "content": "6*7?"}],
-         "reward_model": {"ground_truth": "42", "style": "rule"}, "data_source": "dapo"},
+        {
+            "prompt": [
+                {"role": "system", "content": "be brief"},
+                {"role": "user", "content": "6*7?"},
+            ],
+            "reward_model": {"ground_truth": "42", "style": "rule"},
+            "data_source": "dapo",
+        },
         {"question": "Tom has 3 + 4 apples.", "answer": "3 + 4 = 7\n#### 7"},
     ]
     records = load_records(jsonl(tmp_path / "math.jsonl", rows)).records
-    assert [r.answer for r in records] == [MathAnswer("\\frac{1}{2}"), MathAnswer("42"), MathAnswer("7")]
+    assert [r.answer for r in records] == [
+        MathAnswer("\\frac{1}{2}"),
+        MathAnswer("42"),
+        MathAnswer("7"),
+    ]
     assert records[1].problem == "6*7?" and records[1].source == "dapo"
     assert all(r.family is Family.MATH and r.media is None for r in records)
-    table = pa.Table.from_pylist([{"prompt": "2+2?", "answer": "4"}, {"prompt": "3+3?", "answer": "6"}])
+    table = pa.Table.from_pylist(
+        [{"prompt": "2+2?", "answer": "4"}, {"prompt": "3+3?", "answer": "6"}]
+    )
     pq.write_table(table, tmp_path / "math.parquet")
     result = load_records(tmp_path / "math.parquet")
     assert result.format == "math" and [r.answer.text for r in result] == ["4", "6"]
@@ -105,30 +154,56 @@ def test_final_answer_keeps_nested_braces():
 
 def test_generic_records_round_trip_jsonl_and_parquet(tmp_path):
     records = [
-        TaskRecord(id="a", family=Family.SPATIAL_GROUNDING, problem="the cat",
-                   answer=BoxAnswer((1.0, 2.0, 3.0, 4.0)), image=MediaRef(path="img/a.png"),
-                   width=64, height=48),
-        TaskRecord(id="b", family=Family.TEMPORAL_GROUNDING, problem="jump",
-                   answer=TemporalAnswer(((1.0, 2.0),)), video=MediaRef(path="/abs/b.mp4", start=1.0, end=9.0),
-                   duration=8.0),
-        TaskRecord(id="c", family=Family.SPATIAL_GROUNDING, problem="the dog",
-                   answer=BoxAnswer((0.0, 0.0, 500.0, 1000.0)), image=MediaRef(path="/abs/c.jpg"),
-                   box_format="norm1000", extra={"split": "val"}),
+        TaskRecord(
+            id="a",
+            family=Family.SPATIAL_GROUNDING,
+            problem="the cat",
+            answer=BoxAnswer((1.0, 2.0, 3.0, 4.0)),
+            image=MediaRef(path="img/a.png"),
+            width=64,
+            height=48,
+        ),
+        TaskRecord(
+            id="b",
+            family=Family.TEMPORAL_GROUNDING,
+            problem="jump",
+            answer=TemporalAnswer(((1.0, 2.0),)),
+            video=MediaRef(path="/abs/b.mp4", start=1.0, end=9.0),
+            duration=8.0,
+        ),
+        TaskRecord(
+            id="c",
+            family=Family.SPATIAL_GROUNDING,
+            problem="the dog",
+            answer=BoxAnswer((0.0, 0.0, 500.0, 1000.0)),
+            image=MediaRef(path="/abs/c.jpg"),
+            box_format="norm1000",
+            extra={"split": "val"},
+        ),
     ]
     for name in ("r.jsonl", "r.parquet"):
         loaded = load_records(write_records(tmp_path / name, records)).records
-        assert loaded[0] == TaskRecord(**{**records[0].__dict__, "image": MediaRef(path=str(tmp_path / "img/a.png"))})
+        assert loaded[0] == TaskRecord(
+            **{**records[0].__dict__, "image": MediaRef(path=str(tmp_path / "img/a.png"))}
+        )
         assert loaded[1:] == records[1:]
 
 
 def test_records_format_fills_a_missing_family(tmp_path):
     rows = [{"id": "m", "problem": "2+2", "answer": {"text": "4"}}]
-    (record,) = load_records(jsonl(tmp_path / "r.jsonl", rows), format="records", family="text_math").records
+    (record,) = load_records(
+        jsonl(tmp_path / "r.jsonl", rows), format="records", family="text_math"
+    ).records
     assert record.family is Family.MATH
 
 
 def test_malformed_line_names_file_line_and_field(tmp_path):
-    rows = [VTG_ROWS[0], {**VTG_ROWS[0], "qid": 2, "relevant_windows": [[5, 1]]}, "{not json", VTG_ROWS[1]]
+    rows = [
+        VTG_ROWS[0],
+        {**VTG_ROWS[0], "qid": 2, "relevant_windows": [[5, 1]]},
+        "{not json",
+        VTG_ROWS[1],
+    ]
     path = jsonl(tmp_path / "bad.jsonl", rows)
     with pytest.raises(DataError) as err:
         load_records(path)
@@ -137,12 +212,18 @@ def test_malformed_line_names_file_line_and_field(tmp_path):
     assert "skip_invalid" in message
     result = load_records(path, skip_invalid=True)
     assert len(result) == 2 and result.skipped == 2
-    assert "line 2" in result.errors[0] and "line 3" in result.errors[1] and "invalid JSON" in result.errors[1]
+    assert (
+        "line 2" in result.errors[0]
+        and "line 3" in result.errors[1]
+        and "invalid JSON" in result.errors[1]
+    )
 
 
 def test_missing_field_and_unknown_family_are_row_errors(tmp_path):
     with pytest.raises(DataError, match=r"line 1.*'duration'"):
-        load_records(jsonl(tmp_path / "a.jsonl", [{"query": "q", "relevant_windows": [[0, 1]], "vid": "v"}]))
+        load_records(
+            jsonl(tmp_path / "a.jsonl", [{"query": "q", "relevant_windows": [[0, 1]], "vid": "v"}])
+        )
     rows = [{"id": "x", "family": "tempral_grounding", "problem": "p", "answer": {}}]
     with pytest.raises(DataError, match=r"line 1.*unknown task family"):
         load_records(jsonl(tmp_path / "b.jsonl", rows))
@@ -162,8 +243,14 @@ def test_missing_media_is_reported_with_count_and_first_paths(tmp_path):
     present.write_bytes(b"x")
     (tmp_path / "empty.mp4").write_bytes(b"")
     records = [
-        TaskRecord(id=str(i), family=Family.VIDEO_QA, problem="q", answer=ChoiceAnswer("A"),
-                   options=("a", "b"), video=MediaRef(path=str(tmp_path / name)))
+        TaskRecord(
+            id=str(i),
+            family=Family.VIDEO_QA,
+            problem="q",
+            answer=ChoiceAnswer("A"),
+            options=("a", "b"),
+            video=MediaRef(path=str(tmp_path / name)),
+        )
         for i, name in enumerate(["ok.mp4", "gone1.mp4", "empty.mp4", "gone1.mp4", "gone2.mp4"])
     ]
     missing = check_media(records)

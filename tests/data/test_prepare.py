@@ -34,8 +34,13 @@ def read_jsonl(path: Path) -> list[dict]:
 
 
 def vtg(qid: int, query: str, vid: str, window=(1.0, 3.0)) -> dict:
-    return {"qid": qid, "query": query, "duration": 30.0, "vid": vid,
-            "relevant_windows": [list(window)]}
+    return {
+        "qid": qid,
+        "query": query,
+        "duration": 30.0,
+        "vid": vid,
+        "relevant_windows": [list(window)],
+    }
 
 
 @pytest.fixture
@@ -52,52 +57,121 @@ def planted(tmp_path: Path) -> Path:
       subtype.
     """
     media = tmp_path / "videos"
-    jsonl(tmp_path / "charades.jsonl", [
-        vtg(1, "A person opens the door.", "v1"),
-        vtg(2, "a person sits down", "v2"),
-        vtg(3, "a dog runs", "v3"),
-        vtg(4, "a PERSON   opens the door!", "v1", window=(5.0, 9.0)),
-        vtg(5, "someone waves", "b7"),
-        vtg(6, "someone laughs", "bench_exact"),
-    ])
-    jsonl(tmp_path / "timer.jsonl", [
-        {"video": "v2.mp4", "duration": 30.0, "timestamp": [2.0, 4.0],
-         "sentence": "A person sits down"},
-        {"video": "v9.mp4", "duration": 30.0, "timestamp": [2.0, 4.0], "sentence": "a dog runs"},
-        {"video": "v10.mp4", "duration": 30.0, "timestamp": [0.0, 1.0], "sentence": "a cat jumps"},
-        {"video": "sub/shared_name.mp4", "duration": 30.0, "timestamp": [0.0, 1.0],
-         "sentence": "a bird sings"},
-    ])
-    jsonl(tmp_path / "qa.jsonl", [
-        {"question": "What color is the car?", "options": ["red", "blue"], "answer": "A",
-         "video": "q1.mp4", "question_type": "color"},
-        {"question": "How many people?", "options": ["one", "two"], "answer": "B",
-         "video": "q2.mp4", "question_type": "count"},
-        {"question": "Is it raining?", "options": ["yes", "no"], "answer": "A",
-         "video": "q3.mp4", "question_type": "weather"},
-        {"question": "Which room?", "options": ["kitchen", "hall"], "answer": "A",
-         "video": "q4.mp4", "question_type": "ignored"},
-    ])
-    jsonl(tmp_path / "bench" / "tg_test.jsonl", [
-        {**vtg(100, "unrelated query", "b7"), "video_file": "b7.webm"},  # c5 by stem
-        {**vtg(101, "another query", "x"), "video_file": str(media / "bench_exact.mp4")},
-        {**vtg(102, "third", "y"), "video_file": "other/shared_name.mp4"},
-    ])
-    jsonl(tmp_path / "bench" / "qa_test.jsonl", [
-        {"question": "what color is the car", "options": ["red", "blue"], "answer": "B",
-         "video": str(media / "q1.mp4"), "question_type": "COLOR"},
-    ])
+    jsonl(
+        tmp_path / "charades.jsonl",
+        [
+            vtg(1, "A person opens the door.", "v1"),
+            vtg(2, "a person sits down", "v2"),
+            vtg(3, "a dog runs", "v3"),
+            vtg(4, "a PERSON   opens the door!", "v1", window=(5.0, 9.0)),
+            vtg(5, "someone waves", "b7"),
+            vtg(6, "someone laughs", "bench_exact"),
+        ],
+    )
+    jsonl(
+        tmp_path / "timer.jsonl",
+        [
+            {
+                "video": "v2.mp4",
+                "duration": 30.0,
+                "timestamp": [2.0, 4.0],
+                "sentence": "A person sits down",
+            },
+            {
+                "video": "v9.mp4",
+                "duration": 30.0,
+                "timestamp": [2.0, 4.0],
+                "sentence": "a dog runs",
+            },
+            {
+                "video": "v10.mp4",
+                "duration": 30.0,
+                "timestamp": [0.0, 1.0],
+                "sentence": "a cat jumps",
+            },
+            {
+                "video": "sub/shared_name.mp4",
+                "duration": 30.0,
+                "timestamp": [0.0, 1.0],
+                "sentence": "a bird sings",
+            },
+        ],
+    )
+    jsonl(
+        tmp_path / "qa.jsonl",
+        [
+            {
+                "question": "What color is the car?",
+                "options": ["red", "blue"],
+                "answer": "A",
+                "video": "q1.mp4",
+                "question_type": "color",
+            },
+            {
+                "question": "How many people?",
+                "options": ["one", "two"],
+                "answer": "B",
+                "video": "q2.mp4",
+                "question_type": "count",
+            },
+            {
+                "question": "Is it raining?",
+                "options": ["yes", "no"],
+                "answer": "A",
+                "video": "q3.mp4",
+                "question_type": "weather",
+            },
+            {
+                "question": "Which room?",
+                "options": ["kitchen", "hall"],
+                "answer": "A",
+                "video": "q4.mp4",
+                "question_type": "ignored",
+            },
+        ],
+    )
+    jsonl(
+        tmp_path / "bench" / "tg_test.jsonl",
+        [
+            {**vtg(100, "unrelated query", "b7"), "video_file": "b7.webm"},  # c5 by stem
+            {**vtg(101, "another query", "x"), "video_file": str(media / "bench_exact.mp4")},
+            {**vtg(102, "third", "y"), "video_file": "other/shared_name.mp4"},
+        ],
+    )
+    jsonl(
+        tmp_path / "bench" / "qa_test.jsonl",
+        [
+            {
+                "question": "what color is the car",
+                "options": ["red", "blue"],
+                "answer": "B",
+                "video": str(media / "q1.mp4"),
+                "question_type": "COLOR",
+            },
+        ],
+    )
     (media / "v1.mp4").parent.mkdir(parents=True, exist_ok=True)
     (media / "v1.mp4").write_bytes(b"\0")  # one media file exists; the manifest counts it
     return sources_yaml(
         tmp_path,
         seed=3,
         sources=[
-            {"name": "charades", "path": "charades.jsonl", "format": "vtg", "quota": 3,
-             "media_root": "videos"},
+            {
+                "name": "charades",
+                "path": "charades.jsonl",
+                "format": "vtg",
+                "quota": 3,
+                "media_root": "videos",
+            },
             {"name": "timer", "path": "timer.jsonl", "format": "timer1", "media_root": "videos"},
-            {"name": "qa", "path": "qa.jsonl", "format": "mcq", "family": "video_qa",
-             "media_root": "videos", "subtypes": ["color", "count", "weather"]},
+            {
+                "name": "qa",
+                "path": "qa.jsonl",
+                "format": "mcq",
+                "family": "video_qa",
+                "media_root": "videos",
+                "subtypes": ["color", "count", "weather"],
+            },
         ],
         benchmarks=[
             {"name": "tg_test", "path": "bench/tg_test.jsonl", "format": "vtg"},
@@ -118,8 +192,15 @@ def test_planted_duplicates_and_leaks_are_removed_with_counts(planted, tmp_path)
     assert qa_bench["excluded"] == {"identity": 1, "path": 0, "basename": 0, "stem": 0, "total": 1}
     assert manifest["exclusions"]["leaked"] == 4 and manifest["exclusions"]["duplicates"] == 2
     ids = [row["id"] for row in read_jsonl(result.train_path)]
-    assert ids == ["charades/1", "charades/2", "charades/3", "timer/timer-2", "timer/timer-3",
-                   "qa/qa-2", "qa/qa-3"]
+    assert ids == [
+        "charades/1",
+        "charades/2",
+        "charades/3",
+        "timer/timer-2",
+        "timer/timer-3",
+        "qa/qa-2",
+        "qa/qa-3",
+    ]
     assert manifest["train"]["families"] == {"temporal_grounding": 5, "video_qa": 2}
     assert manifest["train"]["media_files"] == 7 and manifest["train"]["media_files_present"] == 1
     assert manifest["outputs"]["train.jsonl"]["sha256"] and read_jsonl(result.canary_path) == []
@@ -139,8 +220,12 @@ def test_same_inputs_and_seed_give_byte_identical_outputs(tmp_path):
     files = ("train.jsonl", "canary.jsonl", "manifest.json")
 
     def run(seed: int, out: str) -> list[bytes]:
-        sources_yaml(tmp_path, seed=seed, canary={"count": 4},
-                     sources=[{"name": "a", "path": "a.jsonl", "quota": 10}])
+        sources_yaml(
+            tmp_path,
+            seed=seed,
+            canary={"count": 4},
+            sources=[{"name": "a", "path": "a.jsonl", "quota": 10}],
+        )
         prepare(tmp_path / "sources.yaml", tmp_path / out)
         return [(tmp_path / out / f).read_bytes() for f in files]
 
@@ -154,8 +239,13 @@ def test_same_inputs_and_seed_give_byte_identical_outputs(tmp_path):
 def test_quota_shortfall_names_the_source_and_the_amount(tmp_path):
     jsonl(tmp_path / "a.jsonl", [vtg(i, f"query {i}", f"v{i}") for i in range(5)])
     jsonl(tmp_path / "b.jsonl", [vtg(i, "same query", "same") for i in range(3)])
-    sources_yaml(tmp_path, sources=[{"name": "a", "path": "a.jsonl", "quota": 5},
-                                    {"name": "b", "path": "b.jsonl", "quota": 3}])
+    sources_yaml(
+        tmp_path,
+        sources=[
+            {"name": "a", "path": "a.jsonl", "quota": 5},
+            {"name": "b", "path": "b.jsonl", "quota": 3},
+        ],
+    )
     with pytest.raises(DataError, match=r"source 'b' is short by 2 \(quota 3, selected 1.* 2 dup"):
         prepare(tmp_path / "sources.yaml", tmp_path / "out")
     assert not (tmp_path / "out").exists()  # nothing written
@@ -165,13 +255,20 @@ def test_tightest_quota_first_under_a_shared_media_cap(tmp_path):
     # Both sources ask about the same 4 videos; one prompt per video. `scarce` needs all 4,
     # `plenty` needs 4 of its 8 (two per video). Listed first, `plenty` would still starve
     # `scarce` if it were served first.
-    jsonl(tmp_path / "plenty.jsonl", [vtg(i, f"plenty {i}", f"v{i % 4}") for i in range(8)]
-          + [vtg(10 + i, f"own {i}", f"own{i}") for i in range(4)])
+    jsonl(
+        tmp_path / "plenty.jsonl",
+        [vtg(i, f"plenty {i}", f"v{i % 4}") for i in range(8)]
+        + [vtg(10 + i, f"own {i}", f"own{i}") for i in range(4)],
+    )
     jsonl(tmp_path / "scarce.jsonl", [vtg(i, f"scarce {i}", f"v{i}") for i in range(4)])
-    sources_yaml(tmp_path, max_prompts_per_media=1, sources=[
-        {"name": "plenty", "path": "plenty.jsonl", "quota": 4},
-        {"name": "scarce", "path": "scarce.jsonl", "quota": 4},
-    ])
+    sources_yaml(
+        tmp_path,
+        max_prompts_per_media=1,
+        sources=[
+            {"name": "plenty", "path": "plenty.jsonl", "quota": 4},
+            {"name": "scarce", "path": "scarce.jsonl", "quota": 4},
+        ],
+    )
     result = prepare(tmp_path / "sources.yaml", tmp_path / "out")
     assert result.manifest["selection_order"] == ["scarce", "plenty"]
     train = read_jsonl(result.train_path)
@@ -182,8 +279,9 @@ def test_tightest_quota_first_under_a_shared_media_cap(tmp_path):
 
 def test_media_cap_limits_prompts_per_video(tmp_path):
     jsonl(tmp_path / "a.jsonl", [vtg(i, f"query {i}", f"v{i % 2}") for i in range(6)])
-    sources_yaml(tmp_path, max_prompts_per_media=2,
-                 sources=[{"name": "a", "path": "a.jsonl"}])  # quota null: take all it can
+    sources_yaml(
+        tmp_path, max_prompts_per_media=2, sources=[{"name": "a", "path": "a.jsonl"}]
+    )  # quota null: take all it can
     counts = prepare(tmp_path / "sources.yaml", tmp_path / "out").manifest["sources"]["a"]["counts"]
     assert counts["selected"] == 4 and counts["media_capped"] == 2
 
@@ -191,10 +289,15 @@ def test_media_cap_limits_prompts_per_video(tmp_path):
 def test_canary_media_is_disjoint_from_training_and_spares_tight_quotas(tmp_path):
     jsonl(tmp_path / "big.jsonl", [vtg(i, f"query {i}", f"v{i // 3}") for i in range(30)])
     jsonl(tmp_path / "tight.jsonl", [vtg(i, f"tight {i}", f"t{i}") for i in range(5)])
-    sources_yaml(tmp_path, seed=7, canary={"fraction": 0.2}, sources=[
-        {"name": "big", "path": "big.jsonl", "quota": 20},
-        {"name": "tight", "path": "tight.jsonl", "quota": 5},
-    ])
+    sources_yaml(
+        tmp_path,
+        seed=7,
+        canary={"fraction": 0.2},
+        sources=[
+            {"name": "big", "path": "big.jsonl", "quota": 20},
+            {"name": "tight", "path": "tight.jsonl", "quota": 5},
+        ],
+    )
     result = prepare(tmp_path / "sources.yaml", tmp_path / "out")
     canary, train = read_jsonl(result.canary_path), read_jsonl(result.train_path)
     assert len(canary) == 7  # round(0.2 * 35)
@@ -208,27 +311,43 @@ def test_canary_media_is_disjoint_from_training_and_spares_tight_quotas(tmp_path
 
 def test_canary_that_would_starve_a_quota_fails(tmp_path):
     jsonl(tmp_path / "a.jsonl", [vtg(i, f"query {i}", f"v{i}") for i in range(5)])
-    sources_yaml(tmp_path, canary={"count": 2},
-                 sources=[{"name": "a", "path": "a.jsonl", "quota": 4}])
+    sources_yaml(
+        tmp_path, canary={"count": 2}, sources=[{"name": "a", "path": "a.jsonl", "quota": 4}]
+    )
     with pytest.raises(DataError, match="canary needs 2 samples but only 1"):
         prepare(tmp_path / "sources.yaml", tmp_path / "out")
 
 
-@pytest.mark.parametrize("spec, message", [
-    ({"sources": [{"name": "a", "path": "a.jsonl", "quot": 3}]},
-     r"'sources\[0\]\.quot' is unknown; did you mean 'quota'"),
-    ({"sources": [{"name": "a", "path": "a.jsonl"}], "benchmark": []},
-     r"'benchmark' is unknown; did you mean 'benchmarks'"),
-    ({"sources": [{"name": "a"}]}, r"sources\[0\]: key 'path' is missing"),
-    ({"sources": [{"name": "a", "path": "a.jsonl", "quota": 0}]}, r"sources\[0\]: quota=0"),
-    ({"sources": [{"name": "a", "path": "a.jsonl", "format": "csv"}]}, r"format='csv' is unknown"),
-    ({"sources": [{"name": "a", "path": "a.jsonl", "family": "tgg"}]}, r"unknown task family"),
-    ({"sources": [{"name": "a", "path": "x"}, {"name": "a", "path": "y"}]}, r"'a' is used twice"),
-    ({"sources": [{"name": "a", "path": "a"}], "canary": {"count": 1, "fraction": 0.1}},
-     r"canary: set only one of 'fraction'"),
-    ({"sources": [{"name": "a", "path": "a"}], "leak_match": "name"}, r"'leak_match' = 'name'"),
-    ({"seed": 1}, r"key 'sources' is missing"),
-])
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        (
+            {"sources": [{"name": "a", "path": "a.jsonl", "quot": 3}]},
+            r"'sources\[0\]\.quot' is unknown; did you mean 'quota'",
+        ),
+        (
+            {"sources": [{"name": "a", "path": "a.jsonl"}], "benchmark": []},
+            r"'benchmark' is unknown; did you mean 'benchmarks'",
+        ),
+        ({"sources": [{"name": "a"}]}, r"sources\[0\]: key 'path' is missing"),
+        ({"sources": [{"name": "a", "path": "a.jsonl", "quota": 0}]}, r"sources\[0\]: quota=0"),
+        (
+            {"sources": [{"name": "a", "path": "a.jsonl", "format": "csv"}]},
+            r"format='csv' is unknown",
+        ),
+        ({"sources": [{"name": "a", "path": "a.jsonl", "family": "tgg"}]}, r"unknown task family"),
+        (
+            {"sources": [{"name": "a", "path": "x"}, {"name": "a", "path": "y"}]},
+            r"'a' is used twice",
+        ),
+        (
+            {"sources": [{"name": "a", "path": "a"}], "canary": {"count": 1, "fraction": 0.1}},
+            r"canary: set only one of 'fraction'",
+        ),
+        ({"sources": [{"name": "a", "path": "a"}], "leak_match": "name"}, r"'leak_match' = 'name'"),
+        ({"seed": 1}, r"key 'sources' is missing"),
+    ],
+)
 def test_sources_file_errors_name_the_key_and_the_fix(tmp_path, spec, message):
     path = sources_yaml(tmp_path, **spec)
     with pytest.raises(ConfigError, match=message) as err:
@@ -237,16 +356,28 @@ def test_sources_file_errors_name_the_key_and_the_fix(tmp_path, spec, message):
 
 
 def test_identity_ignores_spelling_and_answer_but_not_subtype_or_clip():
-    base = TaskRecord(id="1", family=Family.VIDEO_QA, problem="What color is the car?",
-                      answer=ChoiceAnswer("A"), video=MediaRef(path="/d/Videos/a.mp4"),
-                      options=("red", "blue"), subtype="color")
-    same = TaskRecord(id="2", family=Family.VIDEO_QA, problem="  what COLOR is the car ",
-                      answer=ChoiceAnswer("B"), video=MediaRef(path="/d/videos/./A.MP4"),
-                      subtype="Color")
+    base = TaskRecord(
+        id="1",
+        family=Family.VIDEO_QA,
+        problem="What color is the car?",
+        answer=ChoiceAnswer("A"),
+        video=MediaRef(path="/d/Videos/a.mp4"),
+        options=("red", "blue"),
+        subtype="color",
+    )
+    same = TaskRecord(
+        id="2",
+        family=Family.VIDEO_QA,
+        problem="  what COLOR is the car ",
+        answer=ChoiceAnswer("B"),
+        video=MediaRef(path="/d/videos/./A.MP4"),
+        subtype="Color",
+    )
     assert sample_identity(base) == sample_identity(same)
     other_subtype = TaskRecord(**{**base.__dict__, "subtype": "shade"})
-    clip = TaskRecord(**{**base.__dict__,
-                         "video": MediaRef(path="/d/videos/a.mp4", start=0.0, end=5.0)})
+    clip = TaskRecord(
+        **{**base.__dict__, "video": MediaRef(path="/d/videos/a.mp4", start=0.0, end=5.0)}
+    )
     assert len({sample_identity(r) for r in (base, other_subtype, clip)}) == 3
     assert normalize_text("Hello,  World!\n") == "hello world"
     assert normalize_path("C:\\Data\\x\\..\\Clip.MP4") == "c:/data/clip.mp4"
@@ -254,8 +385,13 @@ def test_identity_ignores_spelling_and_answer_but_not_subtype_or_clip():
 
 def test_leak_index_reports_the_strongest_rule_per_benchmark():
     def tg(path: str, problem: str = "q") -> TaskRecord:
-        return TaskRecord(id="x", family=Family.TEMPORAL_GROUNDING, problem=problem,
-                          answer=TemporalAnswer(((0.0, 1.0),)), video=MediaRef(path=path))
+        return TaskRecord(
+            id="x",
+            family=Family.TEMPORAL_GROUNDING,
+            problem=problem,
+            answer=TemporalAnswer(((0.0, 1.0),)),
+            video=MediaRef(path=path),
+        )
 
     index = LeakIndex("stem")
     index.add("b1", tg("/bench/a.mp4"))
@@ -272,16 +408,18 @@ def test_cli_prepare_writes_outputs_and_reports_errors_in_one_line(
     from videorl import cli
 
     out = tmp_path / "cli_out"
-    monkeypatch.setattr(sys, "argv", ["videorl", "prepare", "--sources", str(planted),
-                                      "--out", str(out)])
+    monkeypatch.setattr(
+        sys, "argv", ["videorl", "prepare", "--sources", str(planted), "--out", str(out)]
+    )
     with pytest.raises(SystemExit) as done:
         cli.main()
     assert done.value.code == 0
     assert {p.name for p in out.iterdir()} == {"train.jsonl", "canary.jsonl", "manifest.json"}
     assert "wrote 7 training and 0 canary records" in capsys.readouterr().out
     bad = sources_yaml(tmp_path, sources=[{"name": "a", "path": "a.jsonl", "quota": 1}])
-    monkeypatch.setattr(sys, "argv", ["videorl", "prepare", "--sources", str(bad),
-                                      "--out", str(out)])
+    monkeypatch.setattr(
+        sys, "argv", ["videorl", "prepare", "--sources", str(bad), "--out", str(out)]
+    )
     with pytest.raises(SystemExit) as failed:
         cli.main()
     assert failed.value.code == 2

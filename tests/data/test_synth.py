@@ -39,7 +39,9 @@ def records(synth_dir):
 @pytest.fixture(scope="module")
 def cache():
     # native size (factor 2, no pixel floor) and every source frame, so pixels can be checked
-    return VideoCache(VideoConfig(min_pixels=4, max_pixels=128 * 128, factor=2, fps=8.0, max_frames=128))
+    return VideoCache(
+        VideoConfig(min_pixels=4, max_pixels=128 * 128, factor=2, fps=8.0, max_frames=128)
+    )
 
 
 def by_family(records, family):
@@ -89,7 +91,10 @@ def test_media_decode_to_the_stated_sizes_and_durations(records, cache):
         if record.media is None:
             continue
         decoded = cache.get(record.media)
-        assert (decoded.meta.source_width, decoded.meta.source_height) == (record.width, record.height)
+        assert (decoded.meta.source_width, decoded.meta.source_height) == (
+            record.width,
+            record.height,
+        )
         assert 64 <= record.width <= 128 and 64 <= record.height <= 128
         if record.video is not None:
             assert 2.0 <= record.duration <= 12.0
@@ -99,10 +104,14 @@ def test_media_decode_to_the_stated_sizes_and_durations(records, cache):
 
 def test_temporal_grounding_window_matches_the_pixels(records, cache):
     for record in by_family(records, Family.TEMPORAL_GROUNDING):
-        (t0, t1), = record.answer.windows
+        ((t0, t1),) = record.answer.windows
         frames = cache.get(record.video).frames.int()
         times = [k / 8 for k in range(len(frames))]
-        reference = frames.new_tensor(BACKGROUND)[:, None, None] if record.subtype == "appear" else frames[0]
+        reference = (
+            frames.new_tensor(BACKGROUND)[:, None, None]
+            if record.subtype == "appear"
+            else frames[0]
+        )
         changed = [bool((f - reference).abs().max() > 60) for f in frames]
         if record.subtype == "move":  # still until t0, moving in between, at the far side from t1
             assert not any(c for c, t in zip(changed, times) if t <= t0), record.id
@@ -137,28 +146,38 @@ def test_tracking_and_stg_boxes_follow_the_object(records, cache):
         decoded = cache.get(record.video)
         for frame, (x1, y1, x2, y2) in record.answer.boxes.items():
             assert int(frame) % 4 == 0
-            assert colour_near(pixel(decoded, int(frame), (x1 + x2) / 2, (y1 + y2) / 2), record.problem.split()[1])
+            assert colour_near(
+                pixel(decoded, int(frame), (x1 + x2) / 2, (y1 + y2) / 2), record.problem.split()[1]
+            )
     for record in by_family(records, Family.SPATIO_TEMPORAL_GROUNDING):
         t0, t1 = record.answer.time
         decoded = cache.get(record.video)
         assert record.answer.boxes, record.id
         for second, (x1, y1, x2, y2) in record.answer.boxes.items():
             assert t0 <= float(second) < t1
-            assert colour_near(pixel(decoded, int(second) * 8, (x1 + x2) / 2, (y1 + y2) / 2), record.problem.split()[1])
+            assert colour_near(
+                pixel(decoded, int(second) * 8, (x1 + x2) / 2, (y1 + y2) / 2),
+                record.problem.split()[1],
+            )
 
 
 def test_qa_si_and_math_answers_are_exact(records, cache):
     for record in by_family(records, Family.VIDEO_QA):
         correct = record.options["ABCDEFGH".index(record.answer.letter)]
         decoded = cache.get(record.video)
-        first_visible = next(k for k in range(len(decoded.frames))
-                             if decoded.frames[k].int().sub(20).abs().max() > 60)
+        first_visible = next(
+            k
+            for k in range(len(decoded.frames))
+            if decoded.frames[k].int().sub(20).abs().max() > 60
+        )
         colours = {tuple(p) for p in decoded.frames[first_visible].reshape(3, -1).T.tolist()}
         assert any(colour_near(c, correct) for c in colours), record.id
     for record in by_family(records, Family.SPATIAL_INTELLIGENCE):
         if record.subtype == "object_counting":
             decoded = cache.get(record.video)
-            yellow = (decoded.frames[0].permute(1, 2, 0).int() - torch.tensor(COLORS["yellow"])).abs().amax(-1) < 40
+            yellow = (
+                decoded.frames[0].permute(1, 2, 0).int() - torch.tensor(COLORS["yellow"])
+            ).abs().amax(-1) < 40
             assert components(yellow.numpy()) == int(record.answer.value), record.id
     for record in by_family(records, Family.MATH):
         assert record.answer.text.lstrip("-").isdigit()
@@ -172,9 +191,12 @@ def test_same_seed_same_records_and_subsets_agree(synth_dir, tmp_path):
     assert again.read_text() == (synth_dir / "records.jsonl").read_text()
     subset = synthesize(tmp_path / "tg", families="tg,qa", n=2, seed=3)
     assert subset.read_text().splitlines() == [
-        line for line in (synth_dir / "records.jsonl").read_text().splitlines()
-        if '"id": "tg-000' in line and int(line.split('"id": "tg-')[1][:4]) < 2
-        or '"id": "qa-000' in line and int(line.split('"id": "qa-')[1][:4]) < 2
+        line
+        for line in (synth_dir / "records.jsonl").read_text().splitlines()
+        if '"id": "tg-000' in line
+        and int(line.split('"id": "tg-')[1][:4]) < 2
+        or '"id": "qa-000' in line
+        and int(line.split('"id": "qa-')[1][:4]) < 2
     ]
     other = synthesize(tmp_path / "other", families="tg", n=2, seed=4)
     assert other.read_text() != subset.read_text()

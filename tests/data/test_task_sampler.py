@@ -14,12 +14,31 @@ from videorl.errors import ConfigError
 
 def make_records(tg: int = 7, qa: int = 4, math: int = 2) -> list[TaskRecord]:
     video = MediaRef(path="v.mp4")
-    records = [TaskRecord(id=f"tg{i}", family=Family.TEMPORAL_GROUNDING, problem="p",
-                          answer=TemporalAnswer(((0.0, 1.0),)), video=video) for i in range(tg)]
-    records += [TaskRecord(id=f"qa{i}", family=Family.VIDEO_QA, problem="p", answer=ChoiceAnswer("A"),
-                           options=("a", "b"), video=video) for i in range(qa)]
-    records += [TaskRecord(id=f"m{i}", family=Family.MATH, problem="p", answer=MathAnswer("1"))
-                for i in range(math)]
+    records = [
+        TaskRecord(
+            id=f"tg{i}",
+            family=Family.TEMPORAL_GROUNDING,
+            problem="p",
+            answer=TemporalAnswer(((0.0, 1.0),)),
+            video=video,
+        )
+        for i in range(tg)
+    ]
+    records += [
+        TaskRecord(
+            id=f"qa{i}",
+            family=Family.VIDEO_QA,
+            problem="p",
+            answer=ChoiceAnswer("A"),
+            options=("a", "b"),
+            video=video,
+        )
+        for i in range(qa)
+    ]
+    records += [
+        TaskRecord(id=f"m{i}", family=Family.MATH, problem="p", answer=MathAnswer("1"))
+        for i in range(math)
+    ]
     return records[::-1]  # families interleaved in the input order does not matter
 
 
@@ -30,8 +49,14 @@ def test_batches_are_single_family_in_rotation_and_cover_every_record():
     families = [{records[i].family for i in batch} for batch in batches]
     assert all(len(f) == 1 for f in families) and all(len(b) == 3 for b in batches)
     order = [f.pop() for f in families]
-    assert order == [Family.TEMPORAL_GROUNDING, Family.VIDEO_QA, Family.MATH,
-                     Family.TEMPORAL_GROUNDING, Family.VIDEO_QA, Family.TEMPORAL_GROUNDING]
+    assert order == [
+        Family.TEMPORAL_GROUNDING,
+        Family.VIDEO_QA,
+        Family.MATH,
+        Family.TEMPORAL_GROUNDING,
+        Family.VIDEO_QA,
+        Family.TEMPORAL_GROUNDING,
+    ]
     assert len(sampler) == len(batches) == 6
     seen = collections.Counter(i for b in batches for i in b)
     assert set(seen) == set(range(len(records)))  # every record at least once per epoch

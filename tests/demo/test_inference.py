@@ -21,13 +21,27 @@ from videorl.demo.inference import (
 from videorl.errors import DataError, MediaError
 from videorl.video.meta import VideoMeta
 
-TG, SG, TRK, STG, QA = (Family.TEMPORAL_GROUNDING, Family.SPATIAL_GROUNDING, Family.TRACKING,
-                        Family.SPATIO_TEMPORAL_GROUNDING, Family.VIDEO_QA)
+TG, SG, TRK, STG, QA = (
+    Family.TEMPORAL_GROUNDING,
+    Family.SPATIAL_GROUNDING,
+    Family.TRACKING,
+    Family.SPATIO_TEMPORAL_GROUNDING,
+    Family.VIDEO_QA,
+)
 
 
 def meta(duration: float, fps: float = 8.0) -> VideoMeta:
-    return VideoMeta(source_fps=fps, duration=duration, frame_indices=(0,), timestamps=(0.0,),
-                     fps=2.0, width=56, height=56, source_width=96, source_height=64)
+    return VideoMeta(
+        source_fps=fps,
+        duration=duration,
+        frame_indices=(0,),
+        timestamps=(0.0,),
+        fps=2.0,
+        width=56,
+        height=56,
+        source_width=96,
+        source_height=64,
+    )
 
 
 def test_parse_temporal_answer_and_reasoning():
@@ -39,8 +53,9 @@ def test_parse_temporal_answer_and_reasoning():
     assert lenient.window == (3.0, 4.5) and lenient.reasoning is None
 
 
-@pytest.mark.parametrize("response", ["", "| and and and", "<answer>7 to 2</answer>",
-                                      "<answer>soon</answer>"])
+@pytest.mark.parametrize(
+    "response", ["", "| and and and", "<answer>7 to 2</answer>", "<answer>soon</answer>"]
+)
 def test_gibberish_has_no_parsed_answer(response):
     prediction = parse_prediction(TG, response)
     assert prediction.window is None and not prediction.parsed
@@ -50,10 +65,12 @@ def test_parse_box_boxes_and_letter():
     assert parse_prediction(SG, "<answer>[1, 2, 30, 40]</answer>").box == (1, 2, 30, 40)
     assert parse_prediction(SG, '<answer>{"bbox_2d": [1, 2, 3, 4]}</answer>').box == (1, 2, 3, 4)
     tracked = parse_prediction(
-        TRK, '<answer>{"boxes": {"4": [1, 2, 3, 4], "8.0": [5, 6, 7, 8]}}</answer>')
+        TRK, '<answer>{"boxes": {"4": [1, 2, 3, 4], "8.0": [5, 6, 7, 8]}}</answer>'
+    )
     assert tracked.boxes == {4.0: (1, 2, 3, 4), 8.0: (5, 6, 7, 8)}
     grounded = parse_prediction(
-        STG, '<answer>{"time": [1, 3], "boxes": {"2": [0, 0, 9, 9]}}</answer>')
+        STG, '<answer>{"time": [1, 3], "boxes": {"2": [0, 0, 9, 9]}}</answer>'
+    )
     assert grounded.window == (1.0, 3.0) and grounded.boxes == {2.0: (0, 0, 9, 9)}
     assert parse_prediction(QA, "<answer>(B)</answer>").letter == "B"
     assert parse_prediction(QA, "<answer>B or C</answer>").letter is None
@@ -111,8 +128,13 @@ def test_settings_check_generation_values():
 def test_ask_the_tiny_model_about_an_example_and_a_typed_question(tiny_loaded, examples):
     example = next(e for e in examples if e.record.family is TG)
     settings = Settings(max_new_tokens=8, max_frames=4)
-    asked = ask(tiny_loaded, example.video_path, Question(TG, example.record.problem), settings,
-                example.record)
+    asked = ask(
+        tiny_loaded,
+        example.video_path,
+        Question(TG, example.record.problem),
+        settings,
+        example.record,
+    )
     assert asked.has_truth and asked.record is example.record
     assert 1 <= asked.video.frames.shape[0] <= 4
     assert isinstance(asked.prediction.response, str)

@@ -35,21 +35,40 @@ def fake_video(seconds: float = 4.0, fps: float = 2.0) -> DecodedVideo:
     """Black frames sampled at `fps` from an 8 fps, 64 x 64 source."""
     count = int(seconds * fps)
     times = tuple(k / fps for k in range(count))
-    meta = VideoMeta(source_fps=8.0, duration=seconds,
-                     frame_indices=tuple(int(t * 8) for t in times), timestamps=times, fps=fps,
-                     width=SIDE, height=SIDE, source_width=64, source_height=64)
+    meta = VideoMeta(
+        source_fps=8.0,
+        duration=seconds,
+        frame_indices=tuple(int(t * 8) for t in times),
+        timestamps=times,
+        fps=fps,
+        width=SIDE,
+        height=SIDE,
+        source_width=64,
+        source_height=64,
+    )
     return DecodedVideo(torch.zeros(count, 3, SIDE, SIDE, dtype=torch.uint8), meta)
 
 
 def result(family: Family, answer, response: str, truth: bool = True, **fields) -> Result:
-    record = TaskRecord(id="t", family=family, problem="the red circle", answer=answer,
-                        video=MediaRef(path="/v.mp4"), duration=4.0, width=64, height=64, **fields)
+    record = TaskRecord(
+        id="t",
+        family=family,
+        problem="the red circle",
+        answer=answer,
+        video=MediaRef(path="/v.mp4"),
+        duration=4.0,
+        width=64,
+        height=64,
+        **fields,
+    )
     return Result(record, fake_video(), parse_prediction(family, response), truth)
 
 
 def test_temporal_answer_on_the_timeline_with_frames_from_inside_it():
-    view = build_view(result(Family.TEMPORAL_GROUNDING, TemporalAnswer(((1.0, 2.0),)),
-                             "<answer>2 to 3</answer>"), think=False)
+    view = build_view(
+        result(Family.TEMPORAL_GROUNDING, TemporalAnswer(((1.0, 2.0),)), "<answer>2 to 3</answer>"),
+        think=False,
+    )
     assert "**Answer:** 2 s to 3 s" in view.answer
     assert "**Ground truth:** 1 s to 2 s" in view.answer and "reward **0.00**" in view.answer
     timeline = view.pictures.timeline
@@ -61,8 +80,10 @@ def test_temporal_answer_on_the_timeline_with_frames_from_inside_it():
 
 
 def test_unparseable_answer_says_so_and_still_shows_the_truth():
-    view = build_view(result(Family.TEMPORAL_GROUNDING, TemporalAnswer(((1.0, 2.0),)),
-                             "| and and and"), think=False)
+    view = build_view(
+        result(Family.TEMPORAL_GROUNDING, TemporalAnswer(((1.0, 2.0),)), "| and and and"),
+        think=False,
+    )
     assert view.answer.startswith("**No parseable answer.**") and "S to E" in view.answer
     assert "**Ground truth:** 1 s to 2 s" in view.answer
     assert view.response == "| and and and" and "no <think> block" in view.reasoning
@@ -70,16 +91,27 @@ def test_unparseable_answer_says_so_and_still_shows_the_truth():
 
 
 def test_typed_question_shows_no_ground_truth():
-    view = build_view(result(Family.TEMPORAL_GROUNDING, TemporalAnswer(((0.0, 0.0),)),
-                             "<answer>1 to 2</answer>", truth=False), think=False)
+    view = build_view(
+        result(
+            Family.TEMPORAL_GROUNDING,
+            TemporalAnswer(((0.0, 0.0),)),
+            "<answer>1 to 2</answer>",
+            truth=False,
+        ),
+        think=False,
+    )
     assert "Ground truth" not in view.answer and "reward" not in view.answer
     colours = {c for _, c in view.pictures.timeline.getcolors(maxcolors=100_000)}
     assert MODEL in colours and TRUTH not in colours
 
 
 def test_spatial_boxes_drawn_on_the_frame_in_source_pixels():
-    view = build_view(result(Family.SPATIAL_GROUNDING, BoxAnswer((0, 0, 32, 32)),
-                             "<answer>[32, 32, 64, 64]</answer>"), think=False)
+    view = build_view(
+        result(
+            Family.SPATIAL_GROUNDING, BoxAnswer((0, 0, 32, 32)), "<answer>[32, 32, 64, 64]</answer>"
+        ),
+        think=False,
+    )
     assert "**Answer:** box [32, 32, 64, 64]" in view.answer
     frame = view.pictures.frames  # one tile: the 64 px source maps to FRAME_HEIGHT px
     half = FRAME_HEIGHT // 2
@@ -91,15 +123,18 @@ def test_spatial_boxes_drawn_on_the_frame_in_source_pixels():
 def test_tracking_boxes_on_the_frames_of_their_keys():
     answer = TrackingAnswer({"4": (0, 0, 16, 16), "8": (0, 0, 16, 16)})
     response = '<answer>{"boxes": {"4": [0, 0, 16, 16]}}</answer>'
-    view = build_view(result(Family.TRACKING, answer, response, extra={"source_fps": 8}),
-                      think=False)
+    view = build_view(
+        result(Family.TRACKING, answer, response, extra={"source_fps": 8}), think=False
+    )
     assert "**Answer:** boxes in 1 frames" in view.answer and "reward **0.50**" in view.answer
     assert view.pictures.frames.width == 2 * FRAME_HEIGHT + TILE_GAP  # frames 4 and 8
 
 
 def test_choice_highlighted_among_the_options():
-    view = build_view(result(Family.VIDEO_QA, ChoiceAnswer("B"), "<answer>B</answer>",
-                             options=("red", "blue")), think=False)
+    view = build_view(
+        result(Family.VIDEO_QA, ChoiceAnswer("B"), "<answer>B</answer>", options=("red", "blue")),
+        think=False,
+    )
     assert "**Answer:** B. blue" in view.answer and "reward **1.00**" in view.answer
     assert 'class="option chosen correct" data-letter="B"' in view.pictures.options
     assert view.pictures.timeline is None

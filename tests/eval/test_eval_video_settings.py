@@ -14,7 +14,12 @@ from videorl.eval.commands import eval_video_settings
 def run_dir(tmp_path):
     config = load_config(
         resolve_config_path("quickstart"),
-        ["video.min_pixels=3136", "video.max_pixels=12544", "video.max_frames=8", "data.think=true"],
+        [
+            "video.min_pixels=3136",
+            "video.max_pixels=12544",
+            "video.max_frames=8",
+            "data.think=true",
+        ],
     )
     save_run_config(config, tmp_path / "train")
     (tmp_path / "train" / "final").mkdir()

@@ -41,7 +41,9 @@ def test_sampling_logprobs_match_recomputed(tiny_model_dir):
     torch.manual_seed(0)
     loaded = load_model(tiny_model_dir("qwen2_5_vl"))
     prompt = encode_prompt(loaded, "When?", video=fake_video())
-    (gen,) = generate(loaded, [prompt], SamplingParams(n=2, max_new_tokens=6, temperature=0.8, logprobs=True))
+    (gen,) = generate(
+        loaded, [prompt], SamplingParams(n=2, max_new_tokens=6, temperature=0.8, logprobs=True)
+    )
     inputs, mask = collate([prompt, prompt], gen.token_ids, loaded.pad_token_id)
     with torch.no_grad():
         logp, _ = response_logprobs(

@@ -12,10 +12,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from videorl.models.mrope import reference_positions
 
 from videorl.models.inputs import collate, encode_prompt
 from videorl.models.loading import load_model
+from videorl.models.mrope import reference_positions
 from videorl.video.decode import VideoConfig, frames_from_array
 
 

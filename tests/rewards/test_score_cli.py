@@ -8,13 +8,37 @@ import sys
 
 
 def test_score_command_writes_components(tmp_path):
-    record = {"id": "a", "family": "tg", "problem": "x", "answer": {"windows": [[2, 6]]}, "video": "v.mp4", "duration": 10}
+    record = {
+        "id": "a",
+        "family": "tg",
+        "problem": "x",
+        "answer": {"windows": [[2, 6]]},
+        "video": "v.mp4",
+        "duration": 10,
+    }
     (tmp_path / "r.jsonl").write_text(json.dumps(record) + "\n")
-    (tmp_path / "p.jsonl").write_text(json.dumps({"id": "a", "response": "<answer>3 to 7</answer>"}) + "\n")
+    (tmp_path / "p.jsonl").write_text(
+        json.dumps({"id": "a", "response": "<answer>3 to 7</answer>"}) + "\n"
+    )
     result = subprocess.run(
-        [sys.executable, "-m", "videorl", "score", "--records", "r.jsonl", "--responses", "p.jsonl", "--out", "o.jsonl",
-         "reward.tg_shaping=iou_v2"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "videorl",
+            "score",
+            "--records",
+            "r.jsonl",
+            "--responses",
+            "p.jsonl",
+            "--out",
+            "o.jsonl",
+            "reward.tg_shaping=iou_v2",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        check=False,
+        text=True,
+        timeout=120,
     )
     assert result.returncode == 0, result.stdout + result.stderr
     row = json.loads((tmp_path / "o.jsonl").read_text())

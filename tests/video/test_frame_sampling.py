@@ -65,8 +65,15 @@ def test_single_frame_clip_repeats_the_frame():
 
 
 def test_plan_invariants_over_a_grid_of_videos_and_settings():
-    grid = itertools.product([1, 7, 30, 81, 600], [8.0, 29.97], [0.5, 2.0, 3.0], [1, 4],
-                             [2, 16, 64], [None, 0.4], [None, 5.3])
+    grid = itertools.product(
+        [1, 7, 30, 81, 600],
+        [8.0, 29.97],
+        [0.5, 2.0, 3.0],
+        [1, 4],
+        [2, 16, 64],
+        [None, 0.4],
+        [None, 5.3],
+    )
     for frames, src_fps, fps, lo, hi, start, end in grid:
         try:
             first, stop = clip_bounds(frames, src_fps, start, end)
@@ -88,7 +95,9 @@ def test_plan_invariants_over_a_grid_of_videos_and_settings():
             assert abs(t - offset - k / actual) < 1 / src_fps + 1e-9
 
 
-@pytest.mark.parametrize("height,width", [(64, 64), (64, 96), (480, 640), (1080, 1920), (30, 900), (17, 13)])
+@pytest.mark.parametrize(
+    "height,width", [(64, 64), (64, 96), (480, 640), (1080, 1920), (30, 900), (17, 13)]
+)
 @pytest.mark.parametrize("factor", [28, 32])
 def test_fit_resolution_matches_qwen_smart_resize(height, width, factor):
     lo, hi = 16 * factor * factor, 256 * factor * factor
@@ -107,4 +116,6 @@ def test_frame_pixel_cap_shares_the_total_budget():
     # 20 frames of a 1,000,000 pixel budget: 100,000 per frame pair -> 100,000 per frame
     assert frame_pixel_cap(20, min_pixels=1000, max_pixels=10**6, total_pixels=10**6) == 100_000
     assert frame_pixel_cap(2, min_pixels=1000, max_pixels=5000, total_pixels=10**6) == 5000
-    assert frame_pixel_cap(10**6, min_pixels=1000, max_pixels=5000, total_pixels=10) == math.floor(1050)
+    assert frame_pixel_cap(10**6, min_pixels=1000, max_pixels=5000, total_pixels=10) == math.floor(
+        1050
+    )

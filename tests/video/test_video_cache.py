@@ -35,7 +35,12 @@ def test_a_training_step_decodes_each_distinct_video_once(make_video):
     """Rollout, log-probs, update and sensitivity passes over a batch whose rows share
     videos: one decode per distinct (video, clip)."""
     a, b = str(make_video(3.0, name="a.mp4")), str(make_video(4.0, name="b.mp4"))
-    batch = [MediaRef(path=a), MediaRef(path=b), MediaRef(path=a), MediaRef(path=a, start=1.0, end=3.0)]
+    batch = [
+        MediaRef(path=a),
+        MediaRef(path=b),
+        MediaRef(path=a),
+        MediaRef(path=a, start=1.0, end=3.0),
+    ]
     cache = VideoCache(small())
     for _stage in ("rollout", "old_logprobs", "update", "sensitivity"):
         for media in batch:
@@ -58,7 +63,10 @@ def test_sampling_parameters_and_file_changes_make_new_keys(make_video):
 
 
 def test_lru_respects_the_byte_budget(make_video):
-    a, b = MediaRef(path=str(make_video(2.0, name="a.mp4"))), MediaRef(path=str(make_video(2.0, name="b.mp4")))
+    a, b = (
+        MediaRef(path=str(make_video(2.0, name="a.mp4"))),
+        MediaRef(path=str(make_video(2.0, name="b.mp4"))),
+    )
     one_video = VideoCache(small()).get(a).nbytes
     cache = VideoCache(small(cache_bytes=one_video))
     cache.get(a), cache.get(b), cache.get(a)

@@ -61,7 +61,9 @@ def test_resize_follows_pixel_range_and_total_budget(make_video):
     # a tight total budget shrinks each frame: 8 frames share 8 * 28 * 28 * 2 pixels
     tight = VideoConfig(min_pixels=28 * 28, max_pixels=768 * 28 * 28, total_pixels=4 * 28 * 28 * 8)
     decoded = decode_video(path, tight)
-    cap = frame_pixel_cap(8, min_pixels=28 * 28, max_pixels=768 * 28 * 28, total_pixels=4 * 28 * 28 * 8)
+    cap = frame_pixel_cap(
+        8, min_pixels=28 * 28, max_pixels=768 * 28 * 28, total_pixels=4 * 28 * 28 * 8
+    )
     assert (decoded.meta.height, decoded.meta.width) == fit_resolution(
         64, 96, min_pixels=28 * 28, max_pixels=cap
     )
@@ -159,4 +161,3 @@ def test_optional_backends_agree_with_pyav(make_video, native):
             other = decode_video(path, VideoConfig(**{**native.__dict__, "backend": name}))
             assert other.meta == reference.meta
             assert frame_numbers(other.frames) == frame_numbers(reference.frames)
-

@@ -182,7 +182,9 @@ def distill_advantages(
     return AdvantageResult(gated, _metrics(raw, gated, mask, correct, row_scale))
 
 
-def _register_variant(name: str, *, gate: bool, scale: bool, doc: str) -> Callable[..., AdvantageResult]:
+def _register_variant(
+    name: str, *, gate: bool, scale: bool, doc: str
+) -> Callable[..., AdvantageResult]:
     """Register one distillation estimator: `distill_advantages` with its gate/scale flags."""
 
     def estimator(
@@ -210,8 +212,18 @@ def _register_variant(name: str, *, gate: bool, scale: bool, doc: str) -> Callab
     return register_advantage(name, kind="token", config_cls=DistillConfig)(estimator)
 
 
-opd = _register_variant("opd", gate=False, scale=False, doc="OPD: token advantage `d_t = logp_T(o_t) - logp_S(o_t)`.")
-opdvr = _register_variant(
-    "opdvr", gate=True, scale=False, doc="OPDVR: `max(d_t, 0)` on verifier-correct rows, `min(d_t, 0)` on incorrect ones."
+opd = _register_variant(
+    "opd", gate=False, scale=False, doc="OPD: token advantage `d_t = logp_T(o_t) - logp_S(o_t)`."
 )
-grpd = _register_variant("grpd", gate=True, scale=True, doc="GRPD: the OPDVR-gated token rewards of row i times `|a_i| + u`.")
+opdvr = _register_variant(
+    "opdvr",
+    gate=True,
+    scale=False,
+    doc="OPDVR: `max(d_t, 0)` on verifier-correct rows, `min(d_t, 0)` on incorrect ones.",
+)
+grpd = _register_variant(
+    "grpd",
+    gate=True,
+    scale=True,
+    doc="GRPD: the OPDVR-gated token rewards of row i times `|a_i| + u`.",
+)

@@ -67,7 +67,11 @@ def _number(value: Any, name: str) -> float:
 
 def _windows(value: Any, name: str) -> list[tuple[float, float]]:
     """`[s, e]` or `[[s, e], ...]` -> list of windows with s <= e."""
-    if isinstance(value, (list, tuple)) and len(value) == 2 and not isinstance(value[0], (list, tuple)):
+    if (
+        isinstance(value, (list, tuple))
+        and len(value) == 2
+        and not isinstance(value[0], (list, tuple))
+    ):
         value = [value]
     if not isinstance(value, (list, tuple)) or not value:
         raise DataError(f"field {name!r}: expected [start, end] or a list of them, got {value!r}")
@@ -139,15 +143,21 @@ def from_vtg(row: dict[str, Any], default_id: str, family: Family | None) -> Tas
         if clip_end <= offset:
             raise DataError(f"field 'video_end': clip [{start}, {end}] is empty")
         length = clip_end - offset
-        shifted = [(min(max(s - offset, 0.0), length), min(max(e - offset, 0.0), length))
-                   for s, e in windows]
+        shifted = [
+            (min(max(s - offset, 0.0), length), min(max(e - offset, 0.0), length))
+            for s, e in windows
+        ]
         extra.update(video_start=offset, source_windows=[list(w) for w in windows])
         windows, duration = shifted, length
     return TaskRecord(
-        id=_row_id(row, default_id), family=family or Family.TEMPORAL_GROUNDING,
-        problem=query, answer=TemporalAnswer(tuple(windows)),
-        video=MediaRef(path=path, start=start, end=end), duration=duration,
-        source=row.get("source"), extra=extra,
+        id=_row_id(row, default_id),
+        family=family or Family.TEMPORAL_GROUNDING,
+        problem=query,
+        answer=TemporalAnswer(tuple(windows)),
+        video=MediaRef(path=path, start=start, end=end),
+        duration=duration,
+        source=row.get("source"),
+        extra=extra,
     )
 
 
@@ -156,10 +166,12 @@ def from_timer1(row: dict[str, Any], default_id: str, family: Family | None) -> 
     if duration <= 0:
         raise DataError(f"field 'duration': expected a positive number of seconds, got {duration}")
     return TaskRecord(
-        id=_row_id(row, default_id), family=family or Family.TEMPORAL_GROUNDING,
+        id=_row_id(row, default_id),
+        family=family or Family.TEMPORAL_GROUNDING,
         problem=str(_field(row, "sentence")).strip(),
         answer=TemporalAnswer(tuple(_windows(_field(row, "timestamp"), "timestamp"))),
-        video=MediaRef(path=str(_field(row, "video"))), duration=duration,
+        video=MediaRef(path=str(_field(row, "video"))),
+        duration=duration,
         source=row.get("source"),
     )
 
@@ -175,7 +187,7 @@ def _options(value: Any) -> tuple[str, ...]:
         text = str(option).strip()
         match = _OPTION_PREFIX.match(text)
         if match and match.group(1) == letter:
-            text = text[match.end():]
+            text = text[match.end() :]
         texts.append(text)
     return tuple(texts)
 
@@ -211,20 +223,33 @@ def from_mcq(row: dict[str, Any], default_id: str, family: Family | None) -> Tas
         raise DataError("missing field 'video' or 'video_path' or 'image'")
     duration = row.get("duration")
     return TaskRecord(
-        id=_row_id(row, default_id), family=family, problem=str(_field(row, "question")).strip(),
-        answer=answer, video=None if video is None else MediaRef(path=str(video)),
+        id=_row_id(row, default_id),
+        family=family,
+        problem=str(_field(row, "question")).strip(),
+        answer=answer,
+        video=None if video is None else MediaRef(path=str(video)),
         image=None if image is None or video is not None else MediaRef(path=str(image)),
         duration=None if duration is None else _number(duration, "duration"),
-        subtype=next((str(row[k]) for k in ("question_type", "task_type", "type", "subtype")
-                      if row.get(k) is not None), None),
-        source=row.get("source") or row.get("dataset"), options=options,
+        subtype=next(
+            (
+                str(row[k])
+                for k in ("question_type", "task_type", "type", "subtype")
+                if row.get(k) is not None
+            ),
+            None,
+        ),
+        source=row.get("source") or row.get("dataset"),
+        options=options,
     )
 
 
 def _chat_text(prompt: Any) -> str:
     if isinstance(prompt, (list, tuple)):
-        texts = [str(m.get("content", "")) for m in prompt
-                 if isinstance(m, dict) and m.get("role", "user") == "user"]
+        texts = [
+            str(m.get("content", ""))
+            for m in prompt
+            if isinstance(m, dict) and m.get("role", "user") == "user"
+        ]
         if not texts:
             raise DataError("field 'prompt': a chat prompt without a user message")
         return "\n".join(texts)
@@ -265,8 +290,11 @@ def from_math(row: dict[str, Any], default_id: str, family: Family | None) -> Ta
     if not problem or not answer:
         raise DataError("field 'answer': the problem or its final answer is empty")
     return TaskRecord(
-        id=_row_id(row, default_id), family=family or Family.MATH, problem=problem,
-        answer=MathAnswer(answer), source=row.get("data_source") or row.get("source"),
+        id=_row_id(row, default_id),
+        family=family or Family.MATH,
+        problem=problem,
+        answer=MathAnswer(answer),
+        source=row.get("data_source") or row.get("source"),
     )
 
 

@@ -46,8 +46,11 @@ def path_stem(normalized: str) -> str:
 
 def media_paths(record: TaskRecord) -> tuple[str, ...]:
     """Normalized paths of the record's media files (video, image), without clip bounds."""
-    return tuple(normalize_path(m.path) for m in (record.video, record.image)
-                 if m is not None and m.path is not None)
+    return tuple(
+        normalize_path(m.path)
+        for m in (record.video, record.image)
+        if m is not None and m.path is not None
+    )
 
 
 def _media_key(media: MediaRef) -> str:
@@ -57,8 +60,9 @@ def _media_key(media: MediaRef) -> str:
 
 def sample_identity(record: TaskRecord) -> str:
     """Hex sha256 of (family, media paths + clips, problem text, subtype), all normalized."""
-    media = sorted(_media_key(m) for m in (record.video, record.image)
-                   if m is not None and m.path is not None)
+    media = sorted(
+        _media_key(m) for m in (record.video, record.image) if m is not None and m.path is not None
+    )
     subtype = None if record.subtype is None else normalize_text(record.subtype)
     payload = [record.family.value, media, normalize_text(record.problem), subtype]
     return hashlib.sha256(json.dumps(payload).encode("utf-8")).hexdigest()

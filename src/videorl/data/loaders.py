@@ -98,11 +98,15 @@ def load_records(
     """
     path = Path(path)
     if format != "auto" and format not in FORMATS:
-        raise ConfigError(f"data format {format!r} is unknown; use auto or one of {', '.join(FORMATS)}")
+        raise ConfigError(
+            f"data format {format!r} is unknown; use auto or one of {', '.join(FORMATS)}"
+        )
     if not path.is_file():
         raise DataError(f"data file not found: {path}; check data.train_files / the path")
     if path.suffix.lower() not in DATA_SUFFIXES:
-        raise DataError(f"{path}: unsupported data file type; use one of {', '.join(DATA_SUFFIXES)}")
+        raise DataError(
+            f"{path}: unsupported data file type; use one of {', '.join(DATA_SUFFIXES)}"
+        )
     fixed_family = resolve_family(family)
     root = (Path(video_root) if video_root is not None else path.parent).resolve()
     records: list[TaskRecord] = []
@@ -188,7 +192,9 @@ def _portable(record: TaskRecord, folder: Path) -> TaskRecord:
         if media is not None and media.path is not None and Path(media.path).is_absolute():
             target = Path(media.path).resolve()
             inside = target.is_relative_to(folder)
-            changes[name] = dataclasses.replace(media, path=str(target.relative_to(folder) if inside else target))
+            changes[name] = dataclasses.replace(
+                media, path=str(target.relative_to(folder) if inside else target)
+            )
     return dataclasses.replace(record, **changes) if changes else record
 
 
@@ -205,11 +211,15 @@ def write_records(path: str | os.PathLike, records: Iterable[TaskRecord]) -> Pat
         # Answers and extras differ in shape per family; JSON text keeps one column type.
         # Every row gets every column (from_pylist takes the columns of the first row).
         columns = list(dict.fromkeys(k for row in rows for k in row))
-        table = pa.Table.from_pylist([
-            {k: json.dumps(v) if isinstance(v, (dict, list)) else v
-             for k, v in ((k, row.get(k)) for k in columns)}
-            for row in rows
-        ])
+        table = pa.Table.from_pylist(
+            [
+                {
+                    k: json.dumps(v) if isinstance(v, (dict, list)) else v
+                    for k, v in ((k, row.get(k)) for k in columns)
+                }
+                for row in rows
+            ]
+        )
         pq.write_table(table, path)
         return path
     with path.open("w", encoding="utf-8") as f:

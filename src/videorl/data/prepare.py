@@ -40,9 +40,20 @@ from videorl.errors import ConfigError, DataError
 
 _NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 # Per-source counts, in the order each step removes samples (manifest `sources.<name>`).
-_COUNTS = ("loaded", "skipped_invalid", "subtype_filtered", "leaked", "duplicates",
-           "duplicates_within", "duplicates_across", "eligible", "canary", "canary_media",
-           "media_capped", "selected")
+_COUNTS = (
+    "loaded",
+    "skipped_invalid",
+    "subtype_filtered",
+    "leaked",
+    "duplicates",
+    "duplicates_within",
+    "duplicates_across",
+    "eligible",
+    "canary",
+    "canary_media",
+    "media_capped",
+    "selected",
+)
 
 
 # ----- the sources file -------------------------------------------------------------------
@@ -127,14 +138,17 @@ class PrepareSpec:
         if not self.sources:
             raise ConfigError("key 'sources' is missing or empty; list at least one source")
         if self.max_prompts_per_media is not None and self.max_prompts_per_media < 1:
-            raise ConfigError(f"max_prompts_per_media={self.max_prompts_per_media} must be at "
-                              "least 1, or null for no cap")
+            raise ConfigError(
+                f"max_prompts_per_media={self.max_prompts_per_media} must be at "
+                "least 1, or null for no cap"
+            )
         for key, items in (("sources", self.sources), ("benchmarks", self.benchmarks)):
             names = [item.name for item in items]
             repeated = sorted({n for n in names if names.count(n) > 1})
             if repeated:
                 raise ConfigError(
-                    f"{key}: name {repeated[0]!r} is used twice; give each a unique name")
+                    f"{key}: name {repeated[0]!r} is used twice; give each a unique name"
+                )
 
 
 def load_spec(path: str | os.PathLike) -> PrepareSpec:
@@ -150,7 +164,8 @@ def load_spec(path: str | os.PathLike) -> PrepareSpec:
         raise ConfigError(f"{path}: not valid YAML ({' '.join(str(err).split())})") from None
     if not isinstance(data, dict):
         raise ConfigError(
-            f"{path}: expected a mapping with a 'sources' list, got {type(data).__name__}")
+            f"{path}: expected a mapping with a 'sources' list, got {type(data).__name__}"
+        )
     try:
         return build(PrepareSpec, data)
     except ConfigError as err:
@@ -188,12 +203,14 @@ def _absolute(base: Path, path: str | None) -> Path | None:
     return None if path is None else Path(os.path.abspath(base / os.path.expanduser(path)))
 
 
-def _load(spec: SourceSpec | BenchmarkSpec, base: Path, skip_invalid: bool = False
-          ) -> tuple[list[TaskRecord], int]:
+def _load(
+    spec: SourceSpec | BenchmarkSpec, base: Path, skip_invalid: bool = False
+) -> tuple[list[TaskRecord], int]:
     path = _absolute(base, spec.path)
     root = _absolute(base, spec.media_root) or path.parent
-    result = load_records(path, format=spec.format, family=spec.family, video_root=root,
-                          skip_invalid=skip_invalid)
+    result = load_records(
+        path, format=spec.format, family=spec.family, video_root=root, skip_invalid=skip_invalid
+    )
     return result.records, result.skipped
 
 
@@ -231,8 +248,10 @@ def _hold_out_canary(spec: PrepareSpec, pool: list[Candidate]) -> list[Candidate
         if len(canary) >= target:
             break
         loss = _available(groups[key], cap)
-        if any(spec.sources[s].quota is not None and available[s] - n < spec.sources[s].quota
-               for s, n in loss.items()):
+        if any(
+            spec.sources[s].quota is not None and available[s] - n < spec.sources[s].quota
+            for s, n in loss.items()
+        ):
             continue
         members = list(groups[key])
         rng.shuffle(members)
@@ -247,8 +266,9 @@ def _hold_out_canary(spec: PrepareSpec, pool: list[Candidate]) -> list[Candidate
     return canary
 
 
-def _fill_quotas(spec: PrepareSpec, pool: list[Candidate], stats: dict[str, Counter]
-                 ) -> tuple[list[Candidate], list[int], list[str]]:
+def _fill_quotas(
+    spec: PrepareSpec, pool: list[Candidate], stats: dict[str, Counter]
+) -> tuple[list[Candidate], list[int], list[str]]:
     """Tightest quota first; seeded order per source; at most `cap` prompts per media file.
     Returns the selection, the source order used and one message per short source."""
     cap = spec.max_prompts_per_media
@@ -257,8 +277,10 @@ def _fill_quotas(spec: PrepareSpec, pool: list[Candidate], stats: dict[str, Coun
     for candidate in pool:
         by_source.setdefault(candidate.source, []).append(candidate)
     indices = range(len(spec.sources))
-    order = sorted((i for i in indices if spec.sources[i].quota is not None),
-                   key=lambda i: (available[i] / spec.sources[i].quota, i))
+    order = sorted(
+        (i for i in indices if spec.sources[i].quota is not None),
+        key=lambda i: (available[i] / spec.sources[i].quota, i),
+    )
     order += [i for i in indices if spec.sources[i].quota is None]
     used: Counter = Counter()
     selected: list[Candidate] = []
@@ -287,8 +309,9 @@ def _fill_quotas(spec: PrepareSpec, pool: list[Candidate], stats: dict[str, Coun
     return selected, order, shortfalls
 
 
-def _hold_out_and_fill(spec: PrepareSpec, pool: list[Candidate], stats: dict[str, Counter]
-                       ) -> tuple[list[Candidate], list[Candidate], list[int]]:
+def _hold_out_and_fill(
+    spec: PrepareSpec, pool: list[Candidate], stats: dict[str, Counter]
+) -> tuple[list[Candidate], list[Candidate], list[int]]:
     canary = _hold_out_canary(spec, pool)
     canary_groups = {c.group for c in canary}
     held = {c.position for c in canary}
@@ -303,8 +326,11 @@ def _hold_out_and_fill(spec: PrepareSpec, pool: list[Candidate], stats: dict[str
             train_pool.append(candidate)
     train, order, shortfalls = _fill_quotas(spec, train_pool, stats)
     if shortfalls:
-        raise DataError("quota cannot be met: " + "; ".join(shortfalls)
-                        + "; lower the quota, add data or raise max_prompts_per_media")
+        raise DataError(
+            "quota cannot be met: "
+            + "; ".join(shortfalls)
+            + "; lower the quota, add data or raise max_prompts_per_media"
+        )
     return train, canary, order
 
 
@@ -317,8 +343,10 @@ def select_mixture(spec: PrepareSpec, base: Path) -> Mixture:
         records, _ = _load(bench, base)
         for record in records:
             leaks.add(bench.name, record)
-        benchmarks[bench.name] = {"records": len(records),
-                                  "excluded": dict.fromkeys(leaks.rules, 0)}
+        benchmarks[bench.name] = {
+            "records": len(records),
+            "excluded": dict.fromkeys(leaks.rules, 0),
+        }
     stats = {s.name: Counter() for s in spec.sources}
     pool: list[Candidate] = []
     first_source: dict[str, int] = {}
@@ -392,14 +420,18 @@ def _split_summary(candidates: list[Candidate]) -> dict[str, Any]:
 
 
 def _write_split(path: Path, spec: PrepareSpec, candidates: list[Candidate]) -> Path:
-    return write_records(path, (
-        dataclasses.replace(c.record, id=f"{spec.sources[c.source].name}/{c.record.id}")
-        for c in candidates
-    ))
+    return write_records(
+        path,
+        (
+            dataclasses.replace(c.record, id=f"{spec.sources[c.source].name}/{c.record.id}")
+            for c in candidates
+        ),
+    )
 
 
-def build_manifest(spec: PrepareSpec, mixture: Mixture, sources_file: Path,
-                   outputs: dict[str, Path]) -> dict[str, Any]:
+def build_manifest(
+    spec: PrepareSpec, mixture: Mixture, sources_file: Path, outputs: dict[str, Path]
+) -> dict[str, Any]:
     """Everything a paper needs to describe the set: settings, counts, checksums."""
     base = sources_file.parent
     sources = {}
@@ -412,8 +444,11 @@ def build_manifest(spec: PrepareSpec, mixture: Mixture, sources_file: Path,
             "families": _split_summary(train)["families"],
         }
     benchmarks = {
-        bench.name: {**dataclasses.asdict(bench), **mixture.benchmarks[bench.name],
-                     "sha256": _sha256(_absolute(base, bench.path))}
+        bench.name: {
+            **dataclasses.asdict(bench),
+            **mixture.benchmarks[bench.name],
+            "sha256": _sha256(_absolute(base, bench.path)),
+        }
         for bench in spec.benchmarks
     }
     totals = Counter()
@@ -428,10 +463,18 @@ def build_manifest(spec: PrepareSpec, mixture: Mixture, sources_file: Path,
         "selection_order": mixture.selection_order,
         "sources": sources,
         "benchmarks": benchmarks,
-        "exclusions": {k: totals[k] for k in ("skipped_invalid", "subtype_filtered", "leaked",
-                                              "duplicates", "canary_media", "media_capped")},
-        "canary": {"requested": dataclasses.asdict(spec.canary),
-                   **_split_summary(mixture.canary)},
+        "exclusions": {
+            k: totals[k]
+            for k in (
+                "skipped_invalid",
+                "subtype_filtered",
+                "leaked",
+                "duplicates",
+                "canary_media",
+                "media_capped",
+            )
+        },
+        "canary": {"requested": dataclasses.asdict(spec.canary), **_split_summary(mixture.canary)},
         "train": _split_summary(mixture.train),
         "outputs": {name: {"sha256": _sha256(path)} for name, path in outputs.items()},
     }
@@ -450,6 +493,7 @@ def prepare(sources_file: str | os.PathLike, out_dir: str | os.PathLike) -> Prep
     }
     manifest = build_manifest(spec, mixture, sources_file, outputs)
     manifest_path = out / "manifest.json"
-    manifest_path.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n",
-                             encoding="utf-8")
+    manifest_path.write_text(
+        json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8"
+    )
     return PrepareResult(outputs["train.jsonl"], outputs["canary.jsonl"], manifest_path, manifest)

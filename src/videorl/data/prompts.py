@@ -19,9 +19,7 @@ THINK = (
     "First think step by step inside <think> </think> tags, then give the final answer "
     "inside <answer> </answer> tags, with nothing after it."
 )
-NO_THINK = (
-    "Do not explain. Reply with only the final answer inside <answer> </answer> tags."
-)
+NO_THINK = "Do not explain. Reply with only the final answer inside <answer> </answer> tags."
 BOX = "[x1, y1, x2, y2]"
 
 
@@ -34,16 +32,21 @@ def _coordinates(record: TaskRecord, medium: str) -> str:
     if record.box_format == "norm1000":
         return "Coordinates are normalized to 0-1000 on both axes (x to the right, y down)."
     if record.width and record.height:
-        return (f"Coordinates are pixels of the {record.width} x {record.height} {medium} "
-                "(x to the right, y down).")
+        return (
+            f"Coordinates are pixels of the {record.width} x {record.height} {medium} "
+            "(x to the right, y down)."
+        )
     return f"Coordinates are pixels of the {medium} (x to the right, y down)."
 
 
 def _options(record: TaskRecord) -> str:
     lines = [f"{letter}. {text}" for letter, text in zip(LETTERS, record.options)]
     letters = ", ".join(LETTERS[: len(record.options)])
-    return ("Options:\n" + "\n".join(lines)
-            + f"\nAnswer with the letter of the correct option ({letters}) as <answer>X</answer>.")
+    return (
+        "Options:\n"
+        + "\n".join(lines)
+        + f"\nAnswer with the letter of the correct option ({letters}) as <answer>X</answer>."
+    )
 
 
 def _duration(record: TaskRecord) -> str:
@@ -52,7 +55,7 @@ def _duration(record: TaskRecord) -> str:
 
 def _temporal(record: TaskRecord) -> str:
     return (
-        f'{_duration(record)}Find the start and end of the moment described by: '
+        f"{_duration(record)}Find the start and end of the moment described by: "
         f'"{record.problem}". Answer with the start and end time in seconds as '
         "<answer>S to E</answer>, for example <answer>2.5 to 7</answer>."
     )
@@ -71,8 +74,9 @@ def _segmentation(record: TaskRecord) -> str:
     medium = "video frame" if is_video else "image"
     time_field = ', "time": t' if is_video else ""
     time_text = (
-        " and t, a time in seconds at which it is visible (the box and points are for that "
-        "moment)" if is_video else ""
+        " and t, a time in seconds at which it is visible (the box and points are for that moment)"
+        if is_video
+        else ""
     )
     return (
         f"Segment {record.problem} in the {'video' if is_video else 'image'}. Answer with JSON "
@@ -88,12 +92,16 @@ def _tracking(record: TaskRecord) -> str:
     frames = sorted(record.answer.boxes, key=float)
     fps = record.extra.get("source_fps")
     listed = ", ".join(f"{f} ({_num(float(f) / fps)} s)" if fps else f for f in frames)
-    timing = f"The video has {_num(fps)} frames per second; frame k is at k / {_num(fps)} s. " if fps else ""
+    timing = (
+        f"The video has {_num(fps)} frames per second; frame k is at k / {_num(fps)} s. "
+        if fps
+        else ""
+    )
     first = record.extra.get("first_box")
     start = f"In frame 0 it is at [{', '.join(_num(v) for v in first)}]. " if first else ""
     return (
         f"Track {record.problem} through the video. {start}{timing}Give its box in frames "
-        f"{listed} as JSON <answer>{{\"boxes\": {{\"<frame>\": {BOX}, ...}}}}</answer>. "
+        f'{listed} as JSON <answer>{{"boxes": {{"<frame>": {BOX}, ...}}}}</answer>. '
         f"{_coordinates(record, 'video frame')}"
     )
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 from videorl.data.families import Family, parse_family
 from videorl.errors import DataError
@@ -120,16 +120,16 @@ class MathAnswer:
     text: str
 
 
-Answer = Union[
-    TemporalAnswer,
-    BoxAnswer,
-    SegmentationAnswer,
-    TrackingAnswer,
-    SpatioTemporalAnswer,
-    ChoiceAnswer,
-    NumericAnswer,
-    MathAnswer,
-]
+Answer = (
+    TemporalAnswer
+    | BoxAnswer
+    | SegmentationAnswer
+    | TrackingAnswer
+    | SpatioTemporalAnswer
+    | ChoiceAnswer
+    | NumericAnswer
+    | MathAnswer
+)
 
 
 @dataclass(frozen=True)
@@ -281,8 +281,12 @@ def answer_from_dict(family: Family, data: Any, where: str = "answer") -> Answer
         time = data.get("time")
         return SegmentationAnswer(
             box=_box(_require(data, "box", where), f"{where}.box"),
-            positive_points=_points(_require(data, "positive_points", where), f"{where}.positive_points"),
-            negative_points=_points(_require(data, "negative_points", where), f"{where}.negative_points"),
+            positive_points=_points(
+                _require(data, "positive_points", where), f"{where}.positive_points"
+            ),
+            negative_points=_points(
+                _require(data, "negative_points", where), f"{where}.negative_points"
+            ),
             time=None if time is None else _finite(time, f"{where}.time"),
             mask_rle=data.get("mask_rle"),
         )

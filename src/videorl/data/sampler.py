@@ -52,9 +52,9 @@ class TaskGroupedSampler:
             order = [indices[i] for i in rng.permutation(len(indices))]
             count = -(-len(order) // self.batch_size)  # ceil
             cycled = [order[i % len(order)] for i in range(count * self.batch_size)]
-            per_family.append([
-                cycled[b * self.batch_size:(b + 1) * self.batch_size] for b in range(count)
-            ])
+            per_family.append(
+                [cycled[b * self.batch_size : (b + 1) * self.batch_size] for b in range(count)]
+            )
         batches = []
         for round_ in range(max(len(b) for b in per_family)):
             batches.extend(b[round_] for b in per_family if round_ < len(b))
@@ -78,8 +78,12 @@ class TaskGroupedSampler:
         self.epoch, self.position = epoch, 0
 
     def state_dict(self) -> dict[str, Any]:
-        return {"epoch": self.epoch, "position": self.position, "seed": self.seed,
-                "batch_size": self.batch_size}
+        return {
+            "epoch": self.epoch,
+            "position": self.position,
+            "seed": self.seed,
+            "batch_size": self.batch_size,
+        }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Resume at `state`; refuses a state made with another seed or batch size, since

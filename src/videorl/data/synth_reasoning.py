@@ -31,11 +31,10 @@ def _choice(
     return tuple(options), ChoiceAnswer(LETTERS[options.index(correct)])
 
 
-def _record(
-    family: Family, rid: str, problem: str, answer: Answer, **fields: Any
-) -> TaskRecord:
-    return TaskRecord(id=rid, family=family, problem=problem, answer=answer, source="synth",
-                      **fields)
+def _record(family: Family, rid: str, problem: str, answer: Answer, **fields: Any) -> TaskRecord:
+    return TaskRecord(
+        id=rid, family=family, problem=problem, answer=answer, source="synth", **fields
+    )
 
 
 # ----- video QA -----------------------------------------------------------------------------
@@ -59,8 +58,18 @@ def video_qa(rng: np.random.Generator, rid: str, out: Path) -> TaskRecord:
         options, answer = _choice(rng, items[0].color, [i.color for i in items[1:]] + absent)
         media = save_video(out, rid, width, height, duration, appearing(items))
         problem, subtype = "Which colour appears first?", "order"
-    return _record(Family.VIDEO_QA, rid, problem, answer, video=media, duration=duration,
-                   options=options, subtype=subtype, width=width, height=height)
+    return _record(
+        Family.VIDEO_QA,
+        rid,
+        problem,
+        answer,
+        video=media,
+        duration=duration,
+        options=options,
+        subtype=subtype,
+        width=width,
+        height=height,
+    )
 
 
 # ----- spatial intelligence ---------------------------------------------------------------
@@ -79,8 +88,10 @@ def _si_numeric(rng: np.random.Generator, subtype: str, width: int, height: int)
         items = scatter(rng, width, height, 2)
         (ax, ay), (bx, by) = items[0].center, items[1].center
         distance = round(math.hypot(ax - bx, ay - by), 1)
-        question = (f"What is the distance in pixels between the centres of the "
-                    f"{items[0].name} and the {items[1].name}?")
+        question = (
+            f"What is the distance in pixels between the centres of the "
+            f"{items[0].name} and the {items[1].name}?"
+        )
         return question, distance, items
     if subtype == "object_size":
         items = scatter(rng, width, height, 2)
@@ -91,7 +102,8 @@ def _si_numeric(rng: np.random.Generator, subtype: str, width: int, height: int)
     y0 = TILE * int(rng.integers(0, height // TILE - rows + 1))
     tiles = [
         Placed("square", "white" if (r + c) % 2 else "cyan", x0 + TILE * c, y0 + TILE * r, TILE)
-        for r in range(rows) for c in range(cols)
+        for r in range(rows)
+        for c in range(cols)
     ]
     question = f"The room is made of {TILE} x {TILE} pixel tiles. How many tiles cover its floor?"
     return question, float(rows * cols), tiles
@@ -152,8 +164,9 @@ def spatial_intelligence(rng: np.random.Generator, rid: str, out: Path, index: i
     else:
         duration, at = 2.0, appearing(items, first=0.0, gap=0.0)
     media = save_video(out, rid, width, height, duration, at)
-    return _record(Family.SPATIAL_INTELLIGENCE, rid, problem, answer, video=media,
-                   duration=duration, **fields)
+    return _record(
+        Family.SPATIAL_INTELLIGENCE, rid, problem, answer, video=media, duration=duration, **fields
+    )
 
 
 # ----- text-only math -----------------------------------------------------------------------
@@ -168,17 +181,23 @@ def math_problem(rng: np.random.Generator, rid: str) -> TaskRecord:
     a, b = int(rng.integers(2, 10)), int(rng.integers(2, 13))
     if template == 0:
         c = int(rng.integers(1, a * b))
-        problem = (f"{name} has {a} boxes with {b} apples in each box. {name} gives away "
-                   f"{c} apples. How many apples does {name} have left?")
+        problem = (
+            f"{name} has {a} boxes with {b} apples in each box. {name} gives away "
+            f"{c} apples. How many apples does {name} have left?"
+        )
         value, subtype = a * b - c, "apples"
     elif template == 1:
         speed = int(rng.integers(3, 13)) * 10
-        problem = f"A train travels at {speed} km per hour for {a} hours. How many km does it travel?"
+        problem = (
+            f"A train travels at {speed} km per hour for {a} hours. How many km does it travel?"
+        )
         value, subtype = speed * a, "distance"
     elif template == 2:
         bill = 100 if a * b >= 50 else 50
-        problem = (f"{name} buys {a} pens at {b} dollars each and pays with a {bill}-dollar "
-                   f"bill. How many dollars of change does {name} get?")
+        problem = (
+            f"{name} buys {a} pens at {b} dollars each and pays with a {bill}-dollar "
+            f"bill. How many dollars of change does {name} get?"
+        )
         value, subtype = bill - a * b, "change"
     else:
         c = int(rng.integers(2, 20))

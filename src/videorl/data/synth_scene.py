@@ -54,8 +54,10 @@ class Placed:
         rows, cols = np.mgrid[0:height, 0:width]
         if self.shape == "square":
             return (
-                (cols >= self.x) & (cols < self.x + self.size)
-                & (rows >= self.y) & (rows < self.y + self.size)
+                (cols >= self.x)
+                & (cols < self.x + self.size)
+                & (rows >= self.y)
+                & (rows < self.y + self.size)
             )
         cx, cy = self.center
         return (cols + 0.5 - cx) ** 2 + (rows + 0.5 - cy) ** 2 <= (self.size / 2) ** 2
@@ -92,9 +94,9 @@ def render_video(
     height: int, width: int, fps: int, duration: float, at: Callable[[float], list[Placed]]
 ) -> np.ndarray:
     """`round(duration * fps)` frames; frame k shows `at(k / fps)`."""
-    return np.stack([
-        render_frame(height, width, at(k / fps)) for k in range(round(duration * fps))
-    ])
+    return np.stack(
+        [render_frame(height, width, at(k / fps)) for k in range(round(duration * fps))]
+    )
 
 
 def place(
@@ -113,8 +115,10 @@ def place(
         x = int(rng.integers(lo_x, hi_x + 1))
         y = int(rng.integers(0, height - size + 1))
         if all(
-            x + size + gap <= o.x or o.x + o.size + gap <= x
-            or y + size + gap <= o.y or o.y + o.size + gap <= y
+            x + size + gap <= o.x
+            or o.x + o.size + gap <= x
+            or y + size + gap <= o.y
+            or o.y + o.size + gap <= y
             for o in avoid
         ):
             return x, y
@@ -127,15 +131,21 @@ def _grow(mask: np.ndarray, radius: int) -> np.ndarray:
     for dy in range(-radius, radius + 1):
         for dx in range(-radius, radius + 1):
             shifted = np.zeros_like(mask)
-            shifted[max(dy, 0):mask.shape[0] + min(dy, 0), max(dx, 0):mask.shape[1] + min(dx, 0)] = (
-                mask[max(-dy, 0):mask.shape[0] - max(dy, 0), max(-dx, 0):mask.shape[1] - max(dx, 0)]
-            )
+            shifted[
+                max(dy, 0) : mask.shape[0] + min(dy, 0), max(dx, 0) : mask.shape[1] + min(dx, 0)
+            ] = mask[
+                max(-dy, 0) : mask.shape[0] - max(dy, 0), max(-dx, 0) : mask.shape[1] - max(dx, 0)
+            ]
             grown |= shifted
     return grown
 
 
 def pick_points(
-    rng: np.random.Generator, mask: np.ndarray, inside: bool, k: int = 3, margin: int = 6,
+    rng: np.random.Generator,
+    mask: np.ndarray,
+    inside: bool,
+    k: int = 3,
+    margin: int = 6,
     clearance: int = 2,
 ) -> tuple[Point, ...]:
     """`k` distinct pixel centres inside the mask, or outside it but within `margin`
@@ -149,7 +159,7 @@ def pick_points(
     else:
         x1, y1, x2, y2 = (int(v) for v in mask_box(mask))
         near = np.zeros_like(mask)
-        near[max(0, y1 - margin):y2 + margin, max(0, x1 - margin):x2 + margin] = True
+        near[max(0, y1 - margin) : y2 + margin, max(0, x1 - margin) : x2 + margin] = True
         candidates = near & ~_grow(mask, clearance)
     rows, cols = np.nonzero(candidates)
     chosen = rng.choice(len(rows), size=k, replace=False)

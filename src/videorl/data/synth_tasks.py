@@ -61,7 +61,11 @@ def shape(rng: np.random.Generator) -> str:
 
 
 def save_video(
-    out: Path, rid: str, width: int, height: int, duration: float,
+    out: Path,
+    rid: str,
+    width: int,
+    height: int,
+    duration: float,
     at: Callable[[float], list[Placed]],
 ) -> MediaRef:
     """Render the timeline `at` (seconds -> shapes on screen) to `out/videos/<rid>.mp4`."""
@@ -139,23 +143,38 @@ def temporal_grounding(rng: np.random.Generator, rid: str, out: Path) -> TaskRec
     thing = obj.name
     if kind == "appear":
         query = f"the {thing} is visible"
-        texts = ("the screen is empty", f"{article(thing)} {thing} appears and stays still",
-                 "the screen is empty again")
+        texts = (
+            "the screen is empty",
+            f"{article(thing)} {thing} appears and stays still",
+            "the screen is empty again",
+        )
     elif kind == "colour":
         query = f"the {obj.shape} is {c2}"
-        texts = (f"{article(thing)} {thing} sits still", f"the {obj.shape} turns {c2}",
-                 f"the {obj.shape} turns back to {c1}")
+        texts = (
+            f"{article(thing)} {thing} sits still",
+            f"the {obj.shape} turns {c2}",
+            f"the {obj.shape} turns back to {c1}",
+        )
     else:
         query = f"the {thing} moves"
-        texts = (f"{article(thing)} {thing} sits still", f"the {thing} moves sideways",
-                 f"the {thing} stops and stays still")
+        texts = (
+            f"{article(thing)} {thing} sits still",
+            f"the {thing} moves sideways",
+            f"the {thing} stops and stays still",
+        )
     bounds = ((0.0, t0), (t0, t1), (t1, duration))
     return TaskRecord(
-        id=rid, family=Family.TEMPORAL_GROUNDING, problem=query,
+        id=rid,
+        family=Family.TEMPORAL_GROUNDING,
+        problem=query,
         answer=TemporalAnswer(((t0, t1),)),
-        video=save_video(out, rid, width, height, duration, at), duration=duration,
+        video=save_video(out, rid, width, height, duration, at),
+        duration=duration,
         captions=tuple(DenseCaption(s, e, text) for (s, e), text in zip(bounds, texts)),
-        subtype=kind, source="synth", width=width, height=height,
+        subtype=kind,
+        source="synth",
+        width=width,
+        height=height,
     )
 
 
@@ -168,10 +187,14 @@ def spatial_grounding(rng: np.random.Generator, rid: str, out: Path) -> TaskReco
     items = scatter(rng, width, height, 3)
     target = items[0]
     return TaskRecord(
-        id=rid, family=Family.SPATIAL_GROUNDING, problem=f"the {target.name}",
+        id=rid,
+        family=Family.SPATIAL_GROUNDING,
+        problem=f"the {target.name}",
         answer=BoxAnswer(box_of(target, width, height)),
         image=save_image(out, rid, width, height, items),
-        source="synth", width=width, height=height,
+        source="synth",
+        width=width,
+        height=height,
     )
 
 
@@ -188,7 +211,11 @@ def segmentation(rng: np.random.Generator, rid: str, out: Path, video: bool) -> 
         t1 = half_step(rng, t0 + 1.0, duration - 0.5)
         time: float | None = math.floor(t0 + t1) / 2  # on the 0.5 s grid, inside [t0, t1)
         media = save_video(
-            out, rid, width, height, duration,
+            out,
+            rid,
+            width,
+            height,
+            duration,
             lambda t: [other, target] if t0 <= t < t1 else [other],
         )
     else:
@@ -202,9 +229,17 @@ def segmentation(rng: np.random.Generator, rid: str, out: Path, video: bool) -> 
         mask_rle=mask_rle(mask),
     )
     return TaskRecord(
-        id=rid, family=Family.SEGMENTATION, problem=f"the {target.name}", answer=answer,
-        video=media if video else None, image=None if video else media, duration=duration,
-        subtype="video" if video else "image", source="synth", width=width, height=height,
+        id=rid,
+        family=Family.SEGMENTATION,
+        problem=f"the {target.name}",
+        answer=answer,
+        video=media if video else None,
+        image=None if video else media,
+        duration=duration,
+        subtype="video" if video else "image",
+        source="synth",
+        width=width,
+        height=height,
     )
 
 
@@ -226,16 +261,26 @@ def tracking(rng: np.random.Generator, rid: str, out: Path) -> TaskRecord:
         )
 
     media = save_video(
-        out, rid, width, height, duration,
+        out,
+        rid,
+        width,
+        height,
+        duration,
         lambda t: [distractor, position(round(t * SOURCE_FPS))],
     )
     step = SOURCE_FPS // 2
     num_frames = round(duration * SOURCE_FPS)
     boxes = {str(f): box_of(position(f), width, height) for f in range(step, num_frames, step)}
     return TaskRecord(
-        id=rid, family=Family.TRACKING, problem=f"the {target.name}",
-        answer=TrackingAnswer(boxes), video=media, duration=duration, source="synth",
-        width=width, height=height,
+        id=rid,
+        family=Family.TRACKING,
+        problem=f"the {target.name}",
+        answer=TrackingAnswer(boxes),
+        video=media,
+        duration=duration,
+        source="synth",
+        width=width,
+        height=height,
         extra={"first_box": list(box_of(target, width, height)), "source_fps": SOURCE_FPS},
     )
 
@@ -252,20 +297,35 @@ def spatio_temporal_grounding(rng: np.random.Generator, rid: str, out: Path) -> 
     y = int(rng.integers(0, height // 2 - size + 1))
     target = Placed(shape(rng), c_target, 2, y, size)
     x_end = width - size - 2
-    other = Placed(shape(rng), c_other, int(rng.integers(0, width - size + 1)),
-                   int(rng.integers(height // 2, height - size + 1)), size)
+    other = Placed(
+        shape(rng),
+        c_other,
+        int(rng.integers(0, width - size + 1)),
+        int(rng.integers(height // 2, height - size + 1)),
+        size,
+    )
 
     def at_time(t: float) -> Placed:
         return target.moved(round(2 + (x_end - 2) * (t - t0) / (t1 - t0)), y)
 
     media = save_video(
-        out, rid, width, height, duration,
+        out,
+        rid,
+        width,
+        height,
+        duration,
         lambda t: [other, at_time(t)] if t0 <= t < t1 else [other],
     )
     seconds = range(math.ceil(t0), math.ceil(t1))
     boxes = {str(s): box_of(at_time(float(s)), width, height) for s in seconds}
     return TaskRecord(
-        id=rid, family=Family.SPATIO_TEMPORAL_GROUNDING, problem=f"the {target.name}",
-        answer=SpatioTemporalAnswer(time=(t0, t1), boxes=boxes), video=media,
-        duration=duration, source="synth", width=width, height=height,
+        id=rid,
+        family=Family.SPATIO_TEMPORAL_GROUNDING,
+        problem=f"the {target.name}",
+        answer=SpatioTemporalAnswer(time=(t0, t1), boxes=boxes),
+        video=media,
+        duration=duration,
+        source="synth",
+        width=width,
+        height=height,
     )

@@ -71,13 +71,19 @@ def example_truth(
     if example is None:
         return None
     record = example.record
-    same = (record.family is family and query.strip() == record.problem
-            and (family is not Family.VIDEO_QA or options == record.options))
+    same = (
+        record.family is family
+        and query.strip() == record.problem
+        and (family is not Family.VIDEO_QA or options == record.options)
+    )
     return example if same else None
 
 
 def answer_question(
-    loaded: LoadedModel, video: str | None, question: Question, settings: Settings,
+    loaded: LoadedModel,
+    video: str | None,
+    question: Question,
+    settings: Settings,
     example: Example | None,
 ) -> View | str:
     """The view of the model's answer, or the message to show instead."""
@@ -110,14 +116,35 @@ def build_app(loaded: LoadedModel, examples: list[Example], defaults: Settings, 
 
     def family_changed(value: str):
         family = Family(value)
-        return (gr.update(placeholder=PLACEHOLDERS[family]),
-                gr.update(visible=family is Family.VIDEO_QA))
+        return (
+            gr.update(placeholder=PLACEHOLDERS[family]),
+            gr.update(visible=family is Family.VIDEO_QA),
+        )
 
-    def run(video, family, query, options, label, greedy, temperature, top_p, max_new_tokens,
-            fps, max_frames, think):
-        settings = replace(defaults, greedy=bool(greedy), temperature=float(temperature),
-                           top_p=float(top_p), max_new_tokens=int(max_new_tokens),
-                           fps=float(fps), max_frames=int(max_frames), think=bool(think))
+    def run(
+        video,
+        family,
+        query,
+        options,
+        label,
+        greedy,
+        temperature,
+        top_p,
+        max_new_tokens,
+        fps,
+        max_frames,
+        think,
+    ):
+        settings = replace(
+            defaults,
+            greedy=bool(greedy),
+            temperature=float(temperature),
+            top_p=float(top_p),
+            max_new_tokens=int(max_new_tokens),
+            fps=float(fps),
+            max_frames=int(max_frames),
+            think=bool(think),
+        )
         option_lines = tuple(line.strip() for line in (options or "").splitlines() if line.strip())
         question = Question(Family(family), query or "", option_lines)
         view = answer_question(loaded, video, question, settings, by_label.get(label or ""))
@@ -126,58 +153,103 @@ def build_app(loaded: LoadedModel, examples: list[Example], defaults: Settings, 
             return view, "", "", hidden, hidden, gr.update(value="", visible=False)
         shown = view.pictures
         return (
-            view.answer, view.reasoning, view.response,
+            view.answer,
+            view.reasoning,
+            view.response,
             gr.update(value=shown.timeline, visible=shown.timeline is not None),
             gr.update(value=shown.frames, visible=shown.frames is not None),
             gr.update(value=shown.options or "", visible=shown.options is not None),
         )
 
-    with gr.Blocks(title="videorl demo", analytics_enabled=False,
-                   delete_cache=(UPLOAD_MAX_AGE_S, UPLOAD_MAX_AGE_S)) as blocks:
+    with gr.Blocks(
+        title="videorl demo",
+        analytics_enabled=False,
+        delete_cache=(UPLOAD_MAX_AGE_S, UPLOAD_MAX_AGE_S),
+    ) as blocks:
         gr.Markdown(INTRO.format(model=title))
         with gr.Row():
             with gr.Column(scale=2):
-                video = gr.Video(label="Video", sources=["upload"], include_audio=True,
-                                 height=320, elem_id="video")
-                example = gr.Dropdown([e.label for e in examples], value=None,
-                                      label="Example", elem_id="example")
-                family = gr.Dropdown(families, value=Family.TEMPORAL_GROUNDING.value,
-                                     label="Task", elem_id="family")
-                query = gr.Textbox(label="Query", elem_id="query",
-                                   placeholder=PLACEHOLDERS[Family.TEMPORAL_GROUNDING])
-                options = gr.Textbox(label="Options (one per line)", lines=4, visible=False,
-                                     elem_id="options-input")
+                video = gr.Video(
+                    label="Video",
+                    sources=["upload"],
+                    include_audio=True,
+                    height=320,
+                    elem_id="video",
+                )
+                example = gr.Dropdown(
+                    [e.label for e in examples], value=None, label="Example", elem_id="example"
+                )
+                family = gr.Dropdown(
+                    families, value=Family.TEMPORAL_GROUNDING.value, label="Task", elem_id="family"
+                )
+                query = gr.Textbox(
+                    label="Query",
+                    elem_id="query",
+                    placeholder=PLACEHOLDERS[Family.TEMPORAL_GROUNDING],
+                )
+                options = gr.Textbox(
+                    label="Options (one per line)", lines=4, visible=False, elem_id="options-input"
+                )
                 with gr.Accordion("Generation settings", open=False):
                     greedy = gr.Checkbox(defaults.greedy, label="Greedy (off: sample)")
-                    temperature = gr.Slider(0.05, 2.0, defaults.temperature, step=0.05,
-                                            label="Temperature (sampling)")
-                    top_p = gr.Slider(0.05, 1.0, defaults.top_p, step=0.05,
-                                      label="Top-p (sampling)")
-                    max_new_tokens = gr.Slider(1, 4096, defaults.max_new_tokens, step=1,
-                                               label="Max new tokens")
+                    temperature = gr.Slider(
+                        0.05, 2.0, defaults.temperature, step=0.05, label="Temperature (sampling)"
+                    )
+                    top_p = gr.Slider(
+                        0.05, 1.0, defaults.top_p, step=0.05, label="Top-p (sampling)"
+                    )
+                    max_new_tokens = gr.Slider(
+                        1, 4096, defaults.max_new_tokens, step=1, label="Max new tokens"
+                    )
                     fps = gr.Slider(0.25, 10.0, defaults.fps, step=0.25, label="Frames per second")
                     max_frames = gr.Slider(2, 512, defaults.max_frames, step=2, label="Max frames")
                     think = gr.Checkbox(defaults.think, label="Ask for reasoning (<think>)")
                 submit = gr.Button("Ask", variant="primary", elem_id="ask")
             with gr.Column(scale=3):
                 answer = gr.Markdown(elem_id="answer")
-                timeline = gr.Image(label="Timeline", show_label=False, type="pil",
-                                    interactive=False, visible=False, elem_id="timeline")
-                frames = gr.Image(label="Frames", show_label=False, type="pil",
-                                  interactive=False, visible=False, elem_id="frames")
+                timeline = gr.Image(
+                    label="Timeline",
+                    show_label=False,
+                    type="pil",
+                    interactive=False,
+                    visible=False,
+                    elem_id="timeline",
+                )
+                frames = gr.Image(
+                    label="Frames",
+                    show_label=False,
+                    type="pil",
+                    interactive=False,
+                    visible=False,
+                    elem_id="frames",
+                )
                 choices = gr.HTML(visible=False, elem_id="choices")
-                reasoning = gr.Textbox(label="Reasoning", lines=4, interactive=False,
-                                       elem_id="reasoning")
+                reasoning = gr.Textbox(
+                    label="Reasoning", lines=4, interactive=False, elem_id="reasoning"
+                )
                 with gr.Accordion("Raw reply", open=False):
-                    response = gr.Textbox(show_label=False, lines=4, interactive=False,
-                                          elem_id="response")
+                    response = gr.Textbox(
+                        show_label=False, lines=4, interactive=False, elem_id="response"
+                    )
         example.change(pick, example, [video, family, query, options])
         family.change(family_changed, family, [query, options])
         video.upload(lambda: None, None, example)
         submit.click(
             run,
-            [video, family, query, options, example, greedy, temperature, top_p,
-             max_new_tokens, fps, max_frames, think],
+            [
+                video,
+                family,
+                query,
+                options,
+                example,
+                greedy,
+                temperature,
+                top_p,
+                max_new_tokens,
+                fps,
+                max_frames,
+                think,
+            ],
             [answer, reasoning, response, timeline, frames, choices],
         )
     return blocks
@@ -185,8 +257,13 @@ def build_app(loaded: LoadedModel, examples: list[Example], defaults: Settings, 
 
 @contextmanager
 def running_demo(
-    loaded: LoadedModel, *, title: str, host: str = "127.0.0.1", port: int | None = None,
-    share: bool = False, settings: Settings | None = None,
+    loaded: LoadedModel,
+    *,
+    title: str,
+    host: str = "127.0.0.1",
+    port: int | None = None,
+    share: bool = False,
+    settings: Settings | None = None,
 ) -> Iterator[RunningDemo]:
     """Launch the demo in the background; stop it and remove its folder on exit."""
     with tempfile.TemporaryDirectory(prefix="videorl-demo-") as work:
@@ -196,8 +273,13 @@ def running_demo(
             blocks = build_app(loaded, examples, settings or Settings(), title)
             blocks.queue(default_concurrency_limit=1)
             _, url, share_url = blocks.launch(
-                server_name=host, server_port=port, share=share, prevent_thread_lock=True,
-                allowed_paths=[str(folder)], max_file_size=MAX_UPLOAD, quiet=True,
+                server_name=host,
+                server_port=port,
+                share=share,
+                prevent_thread_lock=True,
+                allowed_paths=[str(folder)],
+                max_file_size=MAX_UPLOAD,
+                quiet=True,
             )
             try:
                 yield RunningDemo(blocks, url, share_url, folder)
@@ -219,8 +301,13 @@ def pick_device(device: str) -> str:
 
 
 def serve(
-    model: str | Path, *, host: str = "127.0.0.1", port: int | None = None, share: bool = False,
-    max_duration: float = 600.0, device: str = "auto",
+    model: str | Path,
+    *,
+    host: str = "127.0.0.1",
+    port: int | None = None,
+    share: bool = False,
+    max_duration: float = 600.0,
+    device: str = "auto",
 ) -> None:
     """Load the checkpoint and serve the demo until interrupted (Ctrl+C)."""
     import torch
@@ -239,14 +326,19 @@ def serve(
     dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
     loaded = load_model(model, dtype=dtype, device=device)
     if not loaded.is_vision:
-        raise ConfigError(f"model {model} ({loaded.model_type}) is text-only; the demo needs a "
-                          "vision-language checkpoint (e.g. Qwen2.5-VL)")
+        raise ConfigError(
+            f"model {model} ({loaded.model_type}) is text-only; the demo needs a "
+            "vision-language checkpoint (e.g. Qwen2.5-VL)"
+        )
     console = Console()
     settings = Settings(max_duration=max_duration)
     signal.signal(signal.SIGTERM, stop_on_signal)  # `kill` cleans up like Ctrl+C
-    with running_demo(loaded, title=Path(model).name, host=host, port=port, share=share,
-                      settings=settings) as demo:
-        console.print(f"videorl demo on [bold]{demo.url}[/]"
-                      + (f" and [bold]{demo.share_url}[/]" if demo.share_url else "")
-                      + "  (Ctrl+C to stop)")
+    with running_demo(
+        loaded, title=Path(model).name, host=host, port=port, share=share, settings=settings
+    ) as demo:
+        console.print(
+            f"videorl demo on [bold]{demo.url}[/]"
+            + (f" and [bold]{demo.share_url}[/]" if demo.share_url else "")
+            + "  (Ctrl+C to stop)"
+        )
         demo.blocks.block_thread()

@@ -57,15 +57,23 @@ class Settings:
         if self.max_new_tokens < 1:
             raise DataError(f"max new tokens={self.max_new_tokens}: must be at least 1")
         if not self.greedy and not self.temperature > 0:
-            raise DataError(f"temperature={self.temperature}: sampling needs a positive "
-                            "temperature; choose greedy decoding for temperature 0")
+            raise DataError(
+                f"temperature={self.temperature}: sampling needs a positive "
+                "temperature; choose greedy decoding for temperature 0"
+            )
         temperature = 0.0 if self.greedy else self.temperature
-        return SamplingParams(n=1, max_new_tokens=self.max_new_tokens, temperature=temperature,
-                              top_p=self.top_p)
+        return SamplingParams(
+            n=1, max_new_tokens=self.max_new_tokens, temperature=temperature, top_p=self.top_p
+        )
 
     def video_config(self, factor: int) -> VideoConfig:
-        return VideoConfig(fps=self.fps, min_frames=min(4, self.max_frames),
-                           max_frames=self.max_frames, factor=factor, cache_bytes=0)
+        return VideoConfig(
+            fps=self.fps,
+            min_frames=min(4, self.max_frames),
+            max_frames=self.max_frames,
+            factor=factor,
+            cache_bytes=0,
+        )
 
 
 @dataclass(frozen=True)
@@ -121,8 +129,10 @@ def probe_duration(path: str) -> float:
             rate = float(stream.average_rate or 0)
             return stream.frames / rate if rate and stream.frames else 0.0
     except av.FFmpegError as err:
-        raise MediaError(f"cannot read video {path} ({type(err).__name__}: {err}); the file is "
-                         "corrupt or not a video; upload an MP4, WebM or MOV file") from err
+        raise MediaError(
+            f"cannot read video {path} ({type(err).__name__}: {err}); the file is "
+            "corrupt or not a video; upload an MP4, WebM or MOV file"
+        ) from err
 
 
 def check_length(path: str, max_duration: float) -> None:
@@ -172,15 +182,23 @@ def question_record(question: Question, video_path: str, meta: VideoMeta) -> Tas
     elif family is Family.VIDEO_QA:
         options = tuple(o.strip() for o in question.options if o.strip())
         if not 2 <= len(options) <= len(LETTERS):
-            raise DataError(f"video QA needs 2 to {len(LETTERS)} options, one per line "
-                            f"(got {len(options)})")
+            raise DataError(
+                f"video QA needs 2 to {len(LETTERS)} options, one per line (got {len(options)})"
+            )
         answer, fields["options"] = ChoiceAnswer("A"), options
     else:
         raise DataError(f"the demo does not ask {family.value} questions")
     return TaskRecord(
-        id="demo", family=family, problem=text, answer=answer, video=MediaRef(path=video_path),
-        duration=round(meta.duration, 3), width=meta.source_width, height=meta.source_height,
-        source="demo", **fields,
+        id="demo",
+        family=family,
+        problem=text,
+        answer=answer,
+        video=MediaRef(path=video_path),
+        duration=round(meta.duration, 3),
+        width=meta.source_width,
+        height=meta.source_height,
+        source="demo",
+        **fields,
     )
 
 

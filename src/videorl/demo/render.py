@@ -102,8 +102,13 @@ def draw_timeline(
             right = max(timeline_x(end, duration, width), left + MIN_SEGMENT_PX)
             draw.rectangle((left, top, right, bottom), fill=colour)
         if not windows:
-            draw.text(((x0 + x_end) / 2, (top + bottom) / 2), "no answer", fill=INK,
-                      font=font(), anchor="mm")
+            draw.text(
+                ((x0 + x_end) / 2, (top + bottom) / 2),
+                "no answer",
+                fill=INK,
+                font=font(),
+                anchor="mm",
+            )
     draw.line((x0, axis_top, x_end, axis_top), fill=INK)
     step = tick_step(duration)
     for k in range(math.floor(duration / step) + 1):
@@ -136,7 +141,9 @@ def to_height(frame: np.ndarray, height: int = FRAME_HEIGHT) -> tuple[Image.Imag
 
 
 def draw_boxes(
-    frame: np.ndarray, boxes: Sequence[LabeledBox], source_size: tuple[float, float],
+    frame: np.ndarray,
+    boxes: Sequence[LabeledBox],
+    source_size: tuple[float, float],
     height: int = FRAME_HEIGHT,
 ) -> Image.Image:
     """The frame scaled to `height` with each box outlined in its colour. Boxes are in the
@@ -147,10 +154,16 @@ def draw_boxes(
     draw = ImageDraw.Draw(image)
     for item in boxes:
         x1, y1, x2, y2 = item.box[0] * sx, item.box[1] * sy, item.box[2] * sx, item.box[3] * sy
-        draw.rectangle((x1, y1, max(x1, x2 - 1), max(y1, y2 - 1)), outline=item.colour,
-                       width=BOX_LINE)
-        draw.text((x1 + 2, max(0, y1 - 2)), item.label, fill=item.colour, font=font(11),
-                  anchor="lb" if y1 >= 14 else "lt")
+        draw.rectangle(
+            (x1, y1, max(x1, x2 - 1), max(y1, y2 - 1)), outline=item.colour, width=BOX_LINE
+        )
+        draw.text(
+            (x1 + 2, max(0, y1 - 2)),
+            item.label,
+            fill=item.colour,
+            font=font(11),
+            anchor="lb" if y1 >= 14 else "lt",
+        )
     return image
 
 
@@ -173,8 +186,13 @@ def frame_strip(
     x = 0
     for tile, caption in zip(tiles, captions, strict=True):
         strip.paste(tile, (x, top))
-        draw.text((x + tile.width / 2, top + tile.height + 3), caption, fill=INK,
-                  font=font(12), anchor="mt")
+        draw.text(
+            (x + tile.width / 2, top + tile.height + 3),
+            caption,
+            fill=INK,
+            font=font(12),
+            anchor="mt",
+        )
         x += tile.width + TILE_GAP
     return strip
 
@@ -194,8 +212,9 @@ def options_html(options: Sequence[str], chosen: str | None, correct: str | None
         if letter == correct:
             style += ";outline:3px solid #1e9646"
             marks.append('<b style="color:#1e9646">truth</b>')
-        classes = " ".join(c for c, on in (("chosen", letter == chosen),
-                                             ("correct", letter == correct)) if on)
+        classes = " ".join(
+            c for c, on in (("chosen", letter == chosen), ("correct", letter == correct)) if on
+        )
         rows.append(
             f'<div class="option {classes}" data-letter="{letter}" style="{style}">'
             f"{letter}. {html.escape(text)} {' '.join(marks)}</div>"

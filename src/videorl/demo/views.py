@@ -114,29 +114,38 @@ def keyframes(
 def _source_size(result: Result) -> tuple[float, float]:
     """The frame size that the record's boxes are in (the file's frame)."""
     meta = result.video.meta
-    return (float(result.record.width or meta.source_width),
-            float(result.record.height or meta.source_height))
+    return (
+        float(result.record.width or meta.source_width),
+        float(result.record.height or meta.source_height),
+    )
 
 
 def boxed_frames(
-    result: Result, at_times: Sequence[float], names: Sequence[str],
-    model: Sequence[Box | None], truth: Sequence[Box | None],
+    result: Result,
+    at_times: Sequence[float],
+    names: Sequence[str],
+    model: Sequence[Box | None],
+    truth: Sequence[Box | None],
 ) -> Image.Image:
     """The sampled frame nearest each time with the model's and the true box."""
     times = result.video.meta.timestamps
     tiles, captions = [], []
     for t, name, predicted, true in zip(at_times, names, model, truth, strict=True):
         index = nearest_frame(times, t)
-        boxes = [LabeledBox(b, colour, label) for b, colour, label in
-                 ((true, TRUTH, "truth"), (predicted, MODEL, "model")) if b is not None]
+        boxes = [
+            LabeledBox(b, colour, label)
+            for b, colour, label in ((true, TRUTH, "truth"), (predicted, MODEL, "model"))
+            if b is not None
+        ]
         tiles.append(draw_boxes(_frame(result, index), boxes, _source_size(result)))
         captions.append(f"{name} (shown {_num(times[index])} s)")
     return frame_strip(tiles, captions, BOXES_TITLE)
 
 
 def _reward_line(result: Result, think: bool) -> str:
-    scored = score_response(result.record, result.prediction.response,
-                            RewardConfig(think_required=think))
+    scored = score_response(
+        result.record, result.prediction.response, RewardConfig(think_required=think)
+    )
     parts = ", ".join(f"{k} {v:.2f}" for k, v in scored.components.items() if k != "overall")
     return f" · reward **{scored.overall:.2f}** ({parts})"
 
@@ -149,11 +158,17 @@ def _temporal(result: Result) -> tuple[str, str, Pictures]:
     text = _window_text(window) if window else ""
     truth_text = _window_text(truth[0]) if truth else ""
     duration = result.record.duration or result.video.meta.duration
-    shown, where = ((window, "the model's segment") if window else
-                    (truth[0], "the true segment (no answer)") if truth else
-                    (None, "the video (no answer)"))
-    pictures = Pictures(timeline=draw_timeline(duration, window, truth),
-                        frames=keyframes(result, shown, f"Frames from {where}"))
+    shown, where = (
+        (window, "the model's segment")
+        if window
+        else (truth[0], "the true segment (no answer)")
+        if truth
+        else (None, "the video (no answer)")
+    )
+    pictures = Pictures(
+        timeline=draw_timeline(duration, window, truth),
+        frames=keyframes(result, shown, f"Frames from {where}"),
+    )
     return text, truth_text, pictures
 
 
@@ -165,8 +180,11 @@ def _spatial(result: Result) -> tuple[str, str, Pictures]:
     text = f"box {_box_text(box)}" if box else ""
     truth_text = f"box {_box_text(truth)}" if truth else ""
     middle = result.video.meta.timestamps[len(result.video.meta.timestamps) // 2]
-    return text, truth_text, Pictures(
-        frames=boxed_frames(result, [middle], ["frame"], [box], [truth]))
+    return (
+        text,
+        truth_text,
+        Pictures(frames=boxed_frames(result, [middle], ["frame"], [box], [truth])),
+    )
 
 
 def _truth_boxes(result: Result, boxes: dict[str, Box]) -> dict[float, Box]:
@@ -177,17 +195,24 @@ def _truth_boxes(result: Result, boxes: dict[str, Box]) -> dict[float, Box]:
 
 
 def keyed_frames(
-    result: Result, predicted: dict[float, Box], truth: dict[float, Box],
-    seconds_per_key: float, unit: str,
+    result: Result,
+    predicted: dict[float, Box],
+    truth: dict[float, Box],
+    seconds_per_key: float,
+    unit: str,
 ) -> Image.Image | None:
     """Boxes keyed by frame number (tracking) or second (spatio-temporal grounding) on the
     frames they belong to, at most `MAX_TILES` keys; None without any box."""
     keys = spread(sorted(set(truth) | set(predicted)))
     if not keys:
         return None
-    return boxed_frames(result, [k * seconds_per_key for k in keys],
-                        [f"{unit} {_num(k)}" for k in keys],
-                        [predicted.get(k) for k in keys], [truth.get(k) for k in keys])
+    return boxed_frames(
+        result,
+        [k * seconds_per_key for k in keys],
+        [f"{unit} {_num(k)}" for k in keys],
+        [predicted.get(k) for k in keys],
+        [truth.get(k) for k in keys],
+    )
 
 
 def _tracking(result: Result) -> tuple[str, str, Pictures]:
@@ -207,15 +232,19 @@ def _spatio_temporal(result: Result) -> tuple[str, str, Pictures]:
     assert isinstance(answer, SpatioTemporalAnswer)
     window, predicted = result.prediction.window, result.prediction.boxes
     found = ([_window_text(window)] if window else []) + (
-        [f"boxes at {len(predicted)} seconds"] if predicted else [])
+        [f"boxes at {len(predicted)} seconds"] if predicted else []
+    )
     truth = _truth_boxes(result, answer.boxes)
     windows = (answer.time,) if result.has_truth else ()
-    truth_text = (f"{_window_text(answer.time)}, boxes at {len(truth)} seconds"
-                  if result.has_truth else "")
+    truth_text = (
+        f"{_window_text(answer.time)}, boxes at {len(truth)} seconds" if result.has_truth else ""
+    )
     frames = keyed_frames(result, predicted, truth, 1.0, "second")
     duration = result.record.duration or result.video.meta.duration
-    pictures = Pictures(timeline=draw_timeline(duration, window, windows),
-                        frames=frames or keyframes(result, None, NO_BOXES_TITLE))
+    pictures = Pictures(
+        timeline=draw_timeline(duration, window, windows),
+        frames=frames or keyframes(result, None, NO_BOXES_TITLE),
+    )
     return ", ".join(found), truth_text, pictures
 
 
@@ -229,8 +258,10 @@ def _choice(result: Result) -> tuple[str, str, Pictures]:
     letter, options = result.prediction.letter, result.record.options
     answer = result.record.answer
     correct = answer.letter if result.has_truth and isinstance(answer, ChoiceAnswer) else None
-    pictures = Pictures(frames=keyframes(result, None, "Frames across the video"),
-                        options=options_html(options, letter, correct))
+    pictures = Pictures(
+        frames=keyframes(result, None, "Frames across the video"),
+        options=options_html(options, letter, correct),
+    )
     return _option_text(letter, options), _option_text(correct, options), pictures
 
 
@@ -250,8 +281,10 @@ def build_view(result: Result, think: bool) -> View:
     if answer:
         text = f"**Answer:** {answer}"
     else:
-        text = (f"**No parseable answer.** The model's reply does not contain "
-                f"`{EXPECTED[family]}`; its raw reply is below.")
+        text = (
+            f"**No parseable answer.** The model's reply does not contain "
+            f"`{EXPECTED[family]}`; its raw reply is below."
+        )
     if truth:
         text += f"\n\n**Ground truth:** {truth}" + _reward_line(result, think)
     reasoning = result.prediction.reasoning

@@ -7,7 +7,7 @@ when rows are packed without padding, kept <= the budget.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 
 def plan_microbatches(

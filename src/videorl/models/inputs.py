@@ -7,8 +7,9 @@ features in the loss are exactly those of the rollout (DESIGN.md, METHODS.md sec
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -62,10 +63,10 @@ def hf_video_metadata(meta: Any, num_frames: int) -> Any:
     from transformers.video_utils import VideoMetadata
 
     source_fps = float(meta.source_fps)
-    indices = [int(round(t * source_fps)) for t in meta.timestamps]
+    indices = [round(t * source_fps) for t in meta.timestamps]
     clip_seconds = num_frames / float(meta.fps)
     return VideoMetadata(
-        total_num_frames=max(1, int(round(clip_seconds * source_fps))),
+        total_num_frames=max(1, round(clip_seconds * source_fps)),
         fps=source_fps,
         frames_indices=indices,
         duration=clip_seconds,

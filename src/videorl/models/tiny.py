@@ -192,34 +192,34 @@ def _config(arch: str, spec: TinySpec, tokenizer):
 
     head_dim = spec.hidden // spec.heads
     ids = {t: tokenizer.convert_tokens_to_ids(t) for t in SPECIAL_TOKENS}
-    text = dict(
-        vocab_size=len(tokenizer),
-        hidden_size=spec.hidden,
-        intermediate_size=spec.intermediate,
-        num_hidden_layers=spec.layers,
-        num_attention_heads=spec.heads,
-        num_key_value_heads=spec.kv_heads,
-        max_position_embeddings=8192,
-        rope_parameters=_rope(arch, head_dim),
-        bos_token_id=ids["<|endoftext|>"],
-        eos_token_id=ids["<|im_end|>"],
-        pad_token_id=ids["<|endoftext|>"],
-    )
+    text = {
+        "vocab_size": len(tokenizer),
+        "hidden_size": spec.hidden,
+        "intermediate_size": spec.intermediate,
+        "num_hidden_layers": spec.layers,
+        "num_attention_heads": spec.heads,
+        "num_key_value_heads": spec.kv_heads,
+        "max_position_embeddings": 8192,
+        "rope_parameters": _rope(arch, head_dim),
+        "bos_token_id": ids["<|endoftext|>"],
+        "eos_token_id": ids["<|im_end|>"],
+        "pad_token_id": ids["<|endoftext|>"],
+    }
     if arch == "qwen3":
         return Qwen3Config(**text, head_dim=head_dim, tie_word_embeddings=False)
-    vision = dict(
-        depth=spec.vision_depth,
-        hidden_size=spec.vision_hidden,
-        intermediate_size=2 * spec.vision_hidden,
-        num_heads=spec.vision_heads,
-        out_hidden_size=spec.hidden,
-    )
-    tokens = dict(
-        image_token_id=ids["<|image_pad|>"],
-        video_token_id=ids["<|video_pad|>"],
-        vision_start_token_id=ids["<|vision_start|>"],
-        vision_end_token_id=ids["<|vision_end|>"],
-    )
+    vision = {
+        "depth": spec.vision_depth,
+        "hidden_size": spec.vision_hidden,
+        "intermediate_size": 2 * spec.vision_hidden,
+        "num_heads": spec.vision_heads,
+        "out_hidden_size": spec.hidden,
+    }
+    tokens = {
+        "image_token_id": ids["<|image_pad|>"],
+        "video_token_id": ids["<|video_pad|>"],
+        "vision_start_token_id": ids["<|vision_start|>"],
+        "vision_end_token_id": ids["<|vision_end|>"],
+    }
     if arch == "qwen2_5_vl":
         vision.update(patch_size=14, window_size=112, fullatt_block_indexes=[spec.vision_depth - 1])
         return Qwen2_5_VLConfig(text_config=text, vision_config=vision, **tokens)

@@ -8,8 +8,9 @@ same three methods.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Protocol, Sequence
+from typing import Protocol
 
 import torch
 
@@ -68,7 +69,9 @@ class HFEngine:
             logprobs = gen.logprobs[0]
             if logprobs.numel():  # forced prefix tokens were not sampled: log-prob 0
                 logprobs = torch.cat([torch.zeros(prefix.numel()), logprobs])[: tokens.numel()]
-            _, truncated = trim_response(tokens, self.loaded.eos_token_ids)  # after the cut to the budget
+            _, truncated = trim_response(
+                tokens, self.loaded.eos_token_ids
+            )  # after the cut to the budget
             out.append(Generation(token_ids=[tokens], logprobs=[logprobs], truncated=[truncated]))
         return out
 

@@ -17,9 +17,10 @@ import random
 import re
 import shutil
 import warnings
+from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import torch

@@ -7,10 +7,11 @@ import logging
 import math
 import random
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import torch
 from rich.console import Console
@@ -150,12 +151,12 @@ def build_state(cfg: Config, resume: str | None, info: DistInfo | None = None) -
     torch.manual_seed(cfg.trainer.seed)
     random.seed(cfg.trainer.seed)
     checkpoint = ckpt.resolve_resume(resume, cfg.trainer.output_dir)
-    model_kwargs = dict(
-        dtype=getattr(torch, cfg.model.dtype),
-        device=info.device,
-        attn_implementation=cfg.model.attn_implementation,
-        packing=cfg.model.packing,
-    )
+    model_kwargs = {
+        "dtype": getattr(torch, cfg.model.dtype),
+        "device": info.device,
+        "attn_implementation": cfg.model.attn_implementation,
+        "packing": cfg.model.packing,
+    }
     policy = load_model(cfg.model.path, **model_kwargs)
     if cfg.model.freeze_vision:
         for name, param in policy.model.named_parameters():

@@ -5,8 +5,9 @@ score -> sensitivity (TaRO) -> teacher log-probs (OPD family) -> advantages -> s
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any, Sequence
+from typing import Any
 
 import torch
 

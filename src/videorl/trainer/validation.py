@@ -21,7 +21,7 @@ def mean_and_best_at_k(rewards: torch.Tensor) -> tuple[float, float]:
 
 
 @torch.no_grad()
-def validate(state: "TrainState") -> dict[str, Any]:
+def validate(state: TrainState) -> dict[str, Any]:
     """Sample k responses per validation prompt at the rollout temperature and score them."""
     from videorl.trainer.loop import decode_prompts
 

@@ -86,7 +86,10 @@ class VideoCache:
         if media.frames is not None:
             array = np.ascontiguousarray(np.asarray(media.frames))
             identity: Any = (
-                "inline", hashlib.sha1(array.tobytes()).hexdigest(), array.shape, media.fps
+                "inline",
+                hashlib.sha1(array.tobytes()).hexdigest(),
+                array.shape,
+                media.fps,
             )
         else:
             path = str(media.path)
@@ -165,9 +168,9 @@ class VideoCache:
             return None
         try:
             stored = torch.load(path, weights_only=True)
-            meta = VideoMeta(**{
-                k: tuple(v) if isinstance(v, list) else v for k, v in stored["meta"].items()
-            })
+            meta = VideoMeta(
+                **{k: tuple(v) if isinstance(v, list) else v for k, v in stored["meta"].items()}
+            )
             video = DecodedVideo(frames=stored["frames"], meta=meta)
         except Exception as err:  # noqa: BLE001 (a damaged cache file is re-decoded, never fatal)
             logger.warning("ignoring unreadable video cache file %s: %s", path, err)

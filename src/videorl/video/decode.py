@@ -180,7 +180,10 @@ def _planner(
 
 
 def decode_video(
-    path: str | os.PathLike, config: VideoConfig, start: float | None = None, end: float | None = None
+    path: str | os.PathLike,
+    config: VideoConfig,
+    start: float | None = None,
+    end: float | None = None,
 ) -> DecodedVideo:
     """Decode the planned frames of `path` (clip `[start, end)` seconds when given)."""
     path = str(path)
@@ -233,13 +236,23 @@ def frames_from_array(
 def _image_from_array(array: np.ndarray, config: VideoConfig) -> DecodedVideo:
     src_h, src_w = int(array.shape[0]), int(array.shape[1])
     height, width = fit_resolution(
-        src_h, src_w, min_pixels=config.min_pixels, max_pixels=config.max_pixels,
+        src_h,
+        src_w,
+        min_pixels=config.min_pixels,
+        max_pixels=config.max_pixels,
         factor=config.factor,
     )
     frames = torch.from_numpy(np.array(array)).permute(2, 0, 1)[None]  # a writable copy
     meta = VideoMeta(
-        source_fps=0.0, duration=0.0, frame_indices=(0,), timestamps=(0.0,), fps=0.0,
-        width=width, height=height, source_width=src_w, source_height=src_h,
+        source_fps=0.0,
+        duration=0.0,
+        frame_indices=(0,),
+        timestamps=(0.0,),
+        fps=0.0,
+        width=width,
+        height=height,
+        source_width=src_w,
+        source_height=src_h,
     )
     return DecodedVideo(frames=resize_frames(frames, height, width).contiguous(), meta=meta)
 

@@ -30,7 +30,9 @@ def write_mp4(path: str | os.PathLike, frames: np.ndarray, fps: int) -> Path:
 
     frames = np.asarray(frames)
     if frames.ndim != 4 or frames.shape[-1] != 3 or frames.dtype != np.uint8 or not len(frames):
-        raise MediaError(f"write_mp4 needs uint8 frames T x H x W x 3, got {frames.dtype} {frames.shape}")
+        raise MediaError(
+            f"write_mp4 needs uint8 frames T x H x W x 3, got {frames.dtype} {frames.shape}"
+        )
     height, width = frames.shape[1:3]
     if height % 2 or width % 2:
         raise MediaError(f"write_mp4 needs even frame sizes for yuv420p, got {width}x{height}")

@@ -55,8 +55,10 @@ def clip_bounds(
             "need at least one frame and a positive frame rate"
         )
     first = 0 if start is None else max(0, math.ceil(start * source_fps - _EPS))
-    stop = num_source_frames if end is None else min(
-        num_source_frames, math.ceil(end * source_fps - _EPS)
+    stop = (
+        num_source_frames
+        if end is None
+        else min(num_source_frames, math.ceil(end * source_fps - _EPS))
     )
     if stop <= first:
         raise DataError(
@@ -144,9 +146,7 @@ def fit_resolution(
     return h_bar, w_bar
 
 
-def frame_pixel_cap(
-    num_frames: int, *, min_pixels: int, max_pixels: int, total_pixels: int
-) -> int:
+def frame_pixel_cap(num_frames: int, *, min_pixels: int, max_pixels: int, total_pixels: int) -> int:
     """Per-frame pixel cap under a whole-video budget, as qwen-vl-utils computes it:
     `max(min(max_pixels, total_pixels / n * 2), 1.05 * min_pixels)` (the budget counts
     frame pairs, one temporal patch each)."""
