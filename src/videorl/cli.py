@@ -29,6 +29,35 @@ def resolve_config_path(name: str) -> Path:
     return path
 
 
+def packaged_recipes() -> dict[str, Path]:
+    """Recipe name -> YAML file shipped in the package (videorl/recipes/*.yaml)."""
+    return {path.stem: path for path in sorted(CONFIG_DIR.glob("*.yaml"))}
+
+
+def recipe_summary(path: Path) -> str:
+    """The recipe's first comment line (what it trains, on what)."""
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.startswith("#"):
+            return line.lstrip("# ").strip()
+        if line.strip():
+            break
+    return ""
+
+
+@app.command("recipes")
+def recipes() -> None:
+    """List the recipes shipped with videorl (`videorl train NAME` runs one)."""
+    from rich.table import Table
+
+    table = Table(title=f"Recipes ({CONFIG_DIR})", show_header=True)
+    table.add_column("name")
+    table.add_column("what it runs", overflow="fold")
+    for name, path in packaged_recipes().items():
+        table.add_row(name, recipe_summary(path))
+    console.print(table)
+    console.print("run one with `videorl train NAME`; copy its YAML to change more than overrides")
+
+
 @app.command("make-tiny")
 def make_tiny(
     out: Path = typer.Argument(..., help="Folder to write the model to."),
@@ -130,12 +159,19 @@ def train(
 
     from videorl.config import load_config
     from videorl.config_loader import to_dict
-    from videorl.plan import plan_step, plan_table
+    from videorl.plan import model_sources, plan_step, plan_table, sources_table
 
     cfg = load_config(resolve_config_path(config), overrides or [])
     if dry_run:
         console.print(yaml.safe_dump(to_dict(cfg), sort_keys=False), end="")
         console.print(plan_table(plan_step(cfg)))
+        sources = model_sources(cfg)
+        console.print(sources_table(sources))
+        for source in sources:
+            if source.error:
+                console.print(
+                    f"[yellow]warning:[/] {source.error}", highlight=False, soft_wrap=True
+                )
         return
     if nproc > 1:
         _relaunch_with_torchrun(
@@ -214,7 +250,9 @@ app.command("serve")(serve_command)
 @app.command("demo")
 def demo(
     model: Path = typer.Option(
-        ..., "--model", help="Checkpoint folder of a vision-language model."
+        ...,
+        "--model",
+        help="Checkpoint folder or Hugging Face Hub id (org/name[@rev]) of a vision-language model.",
     ),
     host: str = typer.Option(
         "127.0.0.1", help="Address to bind; 0.0.0.0 opens the demo to your network."

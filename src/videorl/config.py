@@ -50,6 +50,9 @@ class ModelConfig:
     # Padding-free packed rows in log-prob/training forwards: auto = with a varlen
     # (flash-attention) kernel where the model supports it; true = wherever supported.
     packing: Literal["auto"] | bool = "auto"
+    # Hub revision (branch, tag or commit) of model.path when it is a Hugging Face Hub id;
+    # `org/name@rev` in any model path does the same.
+    revision: str | None = None
 
 
 @dataclass(frozen=True)
@@ -304,6 +307,8 @@ def find_run_config(model_dir: str | Path) -> Path | None:
     """The training run's config for a model folder it wrote (`final/`, `best/`,
     `step-N/model/`): `config.yaml` in the folder or up to two levels above it."""
     folder = Path(model_dir).resolve()
+    if not folder.is_dir():  # a Hub id, not a folder a run wrote
+        return None
     for candidate in (folder, folder.parent, folder.parent.parent):
         path = candidate / RUN_CONFIG
         if path.is_file():

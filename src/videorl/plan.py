@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from rich.table import Table
 
 from videorl.config import Config
+from videorl.errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -79,4 +80,56 @@ def plan_table(plan: StepPlan) -> Table:
     ]
     for name, value in rows:
         table.add_row(name, str(value))
+    return table
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    """Where one configured model resolves: a local folder or a Hub id's cached snapshot."""
+
+    key: str
+    value: str
+    folder: str | None = None
+    model_type: str | None = None
+    error: str | None = None
+
+
+def model_sources(config: Config) -> list[ModelSource]:
+    """Resolve model.path, model.reference_path and model.teacher_path without loading
+    weights (a Hub id is looked up in the HF cache, or online unless HF_HUB_OFFLINE=1)."""
+    from videorl.models.loading import model_folder, read_model_type
+
+    model = config.model
+    entries = [("model.path", model.path, model.revision)]
+    entries += [
+        (key, value, None)
+        for key, value in (
+            ("model.reference_path", model.reference_path),
+            ("model.teacher_path", model.teacher_path),
+        )
+        if value
+    ]
+    sources = []
+    for key, value, revision in entries:
+        try:
+            folder = model_folder(value, revision)
+            kind = read_model_type(value, revision)
+        except ConfigError as err:
+            sources.append(ModelSource(key, value, error=str(err)))
+            continue
+        sources.append(ModelSource(key, value, str(folder), kind))
+    return sources
+
+
+def sources_table(sources: list[ModelSource]) -> Table:
+    table = Table(title="Models", show_header=True)
+    for column in ("key", "value", "resolves to"):
+        table.add_column(column, overflow="fold")
+    for source in sources:
+        where = (
+            f"{source.folder} ({source.model_type})"
+            if source.error is None
+            else "[yellow]not found (see the warning below)[/]"
+        )
+        table.add_row(source.key, source.value, where)
     return table

@@ -36,7 +36,11 @@ def _print_summary(metrics: dict, out_dir: Path) -> None:
 
 
 def eval_command(
-    model: str | None = typer.Option(None, "--model", help="Checkpoint folder to run (HF engine)."),
+    model: str | None = typer.Option(
+        None,
+        "--model",
+        help="Checkpoint folder or Hugging Face Hub id (org/name[@rev]) to run (HF engine).",
+    ),
     benchmark: str | None = typer.Option(
         None,
         "--benchmark",
@@ -237,7 +241,9 @@ def _compare(paths: tuple[Path, Path], settings: Any, out: Path | None) -> None:
 
 
 def serve_command(
-    model: str = typer.Option(..., "--model", help="Checkpoint folder to serve."),
+    model: str = typer.Option(
+        ..., "--model", help="Checkpoint folder or Hugging Face Hub id (org/name[@rev]) to serve."
+    ),
     host: str = typer.Option(
         "127.0.0.1", "--host", help="Address to bind (127.0.0.1: this machine only)."
     ),

@@ -57,14 +57,100 @@ class LoadedModel:
         return int(pad if pad is not None else self.eos_token_ids[0])
 
 
-def read_model_type(path: str | Path) -> str:
-    config_file = Path(path) / "config.json"
-    if not config_file.is_file():
-        raise ConfigError(
-            f"model path {str(path)!r} has no config.json; give a Hugging Face model folder "
-            "(build one offline with `videorl make-tiny --arch qwen2_5_vl OUT`)"
+def split_revision(path: str | Path, revision: str | None = None) -> tuple[str, str | None]:
+    """`org/name@rev` -> (`org/name`, `rev`) for a Hub id; a local folder is kept whole.
+
+    An explicit `revision` wins over one written in the id.
+    """
+    text = str(path)
+    if Path(text).exists() or "@" not in text:
+        return text, revision
+    repo_id, _, written = text.rpartition("@")
+    return repo_id, revision or written or None
+
+
+def _hub_error(repo_id: str, revision: str | None, err: Exception) -> ConfigError:
+    """One line naming the id and how to get it, by the Hub error behind transformers' OSError."""
+    from huggingface_hub import errors as hub_errors
+
+    causes = (err, err.__cause__)
+
+    def caused_by(kind: type) -> bool:
+        return any(isinstance(cause, kind) for cause in causes)
+
+    at = f" (revision {revision})" if revision else ""
+    download = f"hf download {repo_id}" + (f" --revision {revision}" if revision else "")
+    if caused_by(hub_errors.GatedRepoError):
+        fix = f"accept its license on the Hub and log in (`hf auth login` or HF_TOKEN), then `{download}`"
+    elif caused_by(hub_errors.RevisionNotFoundError):
+        fix = "check model.revision (a branch, tag or commit of that repo)"
+    elif caused_by(hub_errors.RepositoryNotFoundError):
+        fix = "check the id, or log in (`hf auth login` or HF_TOKEN) for a private model"
+    else:  # offline (HF_HUB_OFFLINE=1) or no network, and not in the cache
+        fix = (
+            f"pre-download it with `{download}` (into HF_HOME, default ~/.cache/huggingface), "
+            "or give a local model folder (`videorl make-tiny OUT` builds one offline)"
         )
-    return json.loads(config_file.read_text())["model_type"]
+    return ConfigError(
+        f"model {repo_id!r}{at} is not a local model folder and could not be loaded from "
+        f"the Hugging Face Hub or its cache; {fix}"
+    )
+
+
+def resolve_model_file(
+    path: str | Path, filename: str = "config.json", revision: str | None = None
+) -> Path:
+    """The local file `filename` of a model folder or Hub id, through transformers' own
+    resolution (cache under HF_HOME, HF_HUB_OFFLINE, HF_TOKEN; downloads when online)."""
+    repo_id, revision = split_revision(path, revision)
+    folder = Path(repo_id)
+    if folder.is_dir():
+        if not (folder / filename).is_file():
+            raise ConfigError(
+                f"model path {repo_id!r} has no {filename}; give a Hugging Face model folder "
+                "(build one offline with `videorl make-tiny --arch qwen2_5_vl OUT`)"
+            )
+        return folder / filename
+    from huggingface_hub.errors import HFValidationError
+    from huggingface_hub.utils import validate_repo_id
+
+    try:
+        validate_repo_id(repo_id)
+    except HFValidationError:
+        raise ConfigError(
+            f"model path {repo_id!r} is neither a local folder nor a Hugging Face Hub id "
+            "(org/name); fix the path, or build a model with `videorl make-tiny OUT`"
+        ) from None
+    from transformers.utils import cached_file
+
+    try:
+        return Path(cached_file(repo_id, filename, revision=revision))
+    except OSError as err:
+        raise _hub_error(repo_id, revision, err) from None
+
+
+def model_folder(path: str | Path, revision: str | None = None) -> Path:
+    """The local folder holding a model (a Hub id resolves to its cached snapshot)."""
+    return resolve_model_file(path, "config.json", revision).parent
+
+
+def local_snapshot(path: str | Path, revision: str | None = None) -> Path:
+    """A whole local model folder for engines that read files themselves (vLLM): a local
+    folder as is, a Hub id as its snapshot in the HF cache (downloaded when online)."""
+    repo_id, revision = split_revision(path, revision)
+    folder = model_folder(repo_id, revision)  # a one-line error for a bad path or missing id
+    if Path(repo_id).is_dir():
+        return folder
+    from huggingface_hub import snapshot_download
+
+    try:
+        return Path(snapshot_download(repo_id, revision=revision))
+    except OSError as err:
+        raise _hub_error(repo_id, revision, err) from None
+
+
+def read_model_type(path: str | Path, revision: str | None = None) -> str:
+    return json.loads(resolve_model_file(path, "config.json", revision).read_text())["model_type"]
 
 
 def load_model(
@@ -74,8 +160,11 @@ def load_model(
     device: str | torch.device = "cpu",
     attn_implementation: str = "sdpa",
     packing: str | bool = False,
+    revision: str | None = None,
 ) -> LoadedModel:
-    """Load a causal LM or vision-language model and its tokenizer/processor from `path`.
+    """Load a causal LM or vision-language model and its tokenizer/processor from `path`:
+    a local folder or a Hugging Face Hub id (`org/name`, `org/name@revision`), resolved by
+    transformers (HF_HOME cache, HF_HUB_OFFLINE, HF_TOKEN).
 
     `packing` ("auto", True, False) decides whether log-prob and training forwards pack rows
     without padding (see `models/packing.py`).
@@ -87,20 +176,21 @@ def load_model(
         AutoTokenizer,
     )
 
-    model_type = read_model_type(path)
+    model_type = read_model_type(path, revision)
+    path, revision = split_revision(path, revision)
     if model_type in VISION_MODEL_TYPES:
-        processor = AutoProcessor.from_pretrained(path)
+        processor = AutoProcessor.from_pretrained(path, revision=revision)
         tokenizer = processor.tokenizer
         model_class = AutoModelForImageTextToText
     else:
         processor = None
-        tokenizer = AutoTokenizer.from_pretrained(path)
+        tokenizer = AutoTokenizer.from_pretrained(path, revision=revision)
         model_class = AutoModelForCausalLM
     if attn_implementation == varlen_attention.NAME:
         varlen_attention.register()
     try:
         model = model_class.from_pretrained(
-            path, dtype=dtype, attn_implementation=attn_implementation
+            path, revision=revision, dtype=dtype, attn_implementation=attn_implementation
         )
     except (ImportError, ValueError) as err:
         if attn_implementation == "sdpa":

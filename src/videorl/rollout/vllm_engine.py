@@ -29,7 +29,7 @@ import torch
 
 from videorl.models.generate import Generation, SamplingParams
 from videorl.models.inputs import PromptEncoding, with_prefix
-from videorl.models.loading import LoadedModel
+from videorl.models.loading import LoadedModel, local_snapshot
 from videorl.rollout.vllm_support import (
     VLLMSettings,
     allowed_token_ids,
@@ -257,7 +257,7 @@ def build_vllm_engine(cfg: Config, loaded: LoadedModel, info: DistInfo) -> VLLME
     rollout = cfg.rollout
     on_gpu = "cuda" in info.device
     settings = VLLMSettings(
-        model_path=cfg.model.path,
+        model_path=str(local_snapshot(cfg.model.path, cfg.model.revision)),
         dtype="bfloat16" if on_gpu and cfg.trainer.bf16 else cfg.model.dtype,
         tensor_parallel_size=rollout.tensor_parallel_size,
         gpu_memory_utilization=rollout.gpu_memory_utilization,

@@ -157,7 +157,7 @@ def build_state(cfg: Config, resume: str | None, info: DistInfo | None = None) -
         "attn_implementation": cfg.model.attn_implementation,
         "packing": cfg.model.packing,
     }
-    policy = load_model(cfg.model.path, **model_kwargs)
+    policy = load_model(cfg.model.path, revision=cfg.model.revision, **model_kwargs)
     if cfg.model.freeze_vision:
         for name, param in policy.model.named_parameters():
             if "visual" in name:
