@@ -20,6 +20,7 @@ from videorl.algorithms.orarl import OraRLConfig
 from videorl.algorithms.selection import CorrectionConfig, SelectionConfig
 from videorl.algorithms.taro import CurriculumConfig, OffPolicyConfig
 from videorl.config_loader import build, merge_sources
+from videorl.data.columns import ColumnsConfig
 from videorl.data.families import parse_family
 from videorl.errors import ConfigError
 from videorl.rewards.config import RewardConfig
@@ -61,7 +62,10 @@ class DataConfig:
 
     train: str = ""
     val: str | None = None
-    format: Literal["auto", "records", "vtg", "timer1", "mcq", "math"] = "auto"
+    # columns/easyr1/verl/orarl: column-mapped rows with media lists (data/columns.py)
+    format: Literal[
+        "auto", "records", "vtg", "timer1", "mcq", "math", "columns", "easyr1", "verl", "orarl"
+    ] = "auto"
     family: str | None = None
     video_root: str | None = None
     families: tuple[str, ...] = ()
@@ -69,9 +73,19 @@ class DataConfig:
     prompts_per_step: int = 4
     think: bool = True
     seed: int = 0
+    # Column names of verl/EasyR1/OraRL-style rows (data.columns.prompt=problem, ...).
+    columns: ColumnsConfig = field(default_factory=ColumnsConfig)
+    # Split of a Hugging Face dataset or of a folder whose file names carry splits
+    # (`org/name@split` in data.train / data.val wins).
+    split: str = "train"
+    val_split: str = "validation"
+    streaming: bool = False  # Hugging Face Hub datasets: read rows without a full download
+    max_rows: int | None = None  # read at most this many rows of each of data.train / data.val
 
     def __post_init__(self) -> None:
         _positive("data", prompts_per_step=self.prompts_per_step)
+        if self.max_rows is not None:
+            _positive("data", max_rows=self.max_rows)
         for name in self.families + ((self.family,) if self.family else ()):
             parse_family(name)
 

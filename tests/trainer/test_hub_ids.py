@@ -80,14 +80,44 @@ def test_dry_run_resolves_a_cached_id(hub):
     assert "hf download nobody/missing-model" in model_sources(missing)[0].error
 
 
-def test_train_and_eval_by_hub_id(hub, make_config, tg_data, tmp_path):
-    cfg, _ = make_config("grpo", f"model.path={REPO}", "trainer.steps=1")
+def _easyr1_parquet(tg_data, path):
+    """The synthetic temporal-grounding records in EasyR1's layout (videos as a list)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from videorl.data.loaders import load_records
+
+    rows = [
+        {
+            "problem": f"<video>{r.problem}",
+            "answer": f"{r.answer.windows[0][0]} to {r.answer.windows[0][1]}",
+            "videos": [r.video.path],
+            "problem_type": "temporal_grounding",
+        }
+        for r in load_records(tg_data / "train.jsonl").records
+    ]
+    pq.write_table(pa.Table.from_pylist(rows), path)
+    return path
+
+
+def test_train_by_hub_id_on_easyr1_data_then_eval(hub, make_config, tg_data, tmp_path):
+    data = _easyr1_parquet(tg_data, tmp_path / "easyr1.parquet")
+    cfg, _ = make_config(
+        "grpo",
+        f"model.path={REPO}",
+        f"data.train={data}",
+        f"data.val={data}",
+        "data.format=easyr1",
+        "trainer.steps=1",
+    )
     from videorl.trainer.loop import run_training
 
     final = run_training(cfg)
     assert (final / "model.safetensors").is_file()
     run_config = (final.parent / "config.yaml").read_text()
     assert f"path: {REPO}" in run_config
+    metrics = [json.loads(line) for line in (final.parent / "metrics.jsonl").open()]
+    assert metrics[0]["data/skipped_media"] == 0 and "reward/mean" in metrics[0]
     out = tmp_path / "eval"
     result = CliRunner().invoke(
         app,

@@ -1,4 +1,5 @@
-"""Read task records from JSONL, JSON or Parquet files in any supported format.
+"""Read task records from JSONL, JSON or Parquet files, folders of them or Hugging Face
+datasets, in any supported format.
 
 `load_records(path, format=...)` returns a `LoadResult`: the valid records, how many rows
 were skipped and why. A malformed row raises `DataError("FILE:LINE: field ...")`, or, with
@@ -18,15 +19,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from videorl.data.columns import (
+    COLUMN_FORMATS,
+    ColumnsConfig,
+    column_converter,
+    looks_like_columns,
+)
 from videorl.data.families import Family
 from videorl.data.formats import CONVERTERS, FORMATS, detect_format, resolve_family
 from videorl.data.records import MediaRef, TaskRecord
+from videorl.data.sources import DATA_SUFFIXES, open_source
 from videorl.errors import ConfigError, DataError, MediaError, VideoRLError
 
 logger = logging.getLogger(__name__)
 
 MAX_KEPT_ERRORS = 100  # messages kept for the report; every skipped row is still counted
-DATA_SUFFIXES = (".jsonl", ".ndjson", ".json", ".parquet")
+ALL_FORMATS = FORMATS + COLUMN_FORMATS
+__all__ = ["DATA_SUFFIXES", "LoadResult", "load_records", "write_records"]
 
 
 @dataclass(frozen=True)
@@ -47,35 +56,6 @@ class LoadResult:
         return iter(self.records)
 
 
-def _rows(path: Path) -> Iterator[tuple[str, Any]]:
-    """(location, row) pairs; location is `line N` (JSONL) / `item N` (JSON) / `row N`
-    (Parquet), 1-based. An unparseable JSON line is yielded as a DataError."""
-    suffix = path.suffix.lower()
-    if suffix == ".parquet":
-        import pyarrow.parquet as pq
-
-        for number, row in enumerate(pq.read_table(path).to_pylist(), start=1):
-            yield f"row {number}", row
-    elif suffix == ".json":
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as err:
-            raise DataError(f"{path}:{err.lineno}: invalid JSON ({err.msg})") from None
-        if not isinstance(data, list):
-            raise DataError(f"{path}: expected a JSON list of objects (or use .jsonl)")
-        for number, row in enumerate(data, start=1):
-            yield f"item {number}", row
-    else:
-        with path.open(encoding="utf-8") as lines:
-            for number, line in enumerate(lines, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    yield f"line {number}", json.loads(line)
-                except json.JSONDecodeError as err:
-                    yield f"line {number}", DataError(f"invalid JSON ({err.msg})")
-
-
 def _resolve(media: MediaRef | None, root: Path) -> MediaRef | None:
     if media is None or media.path is None:
         return media
@@ -90,59 +70,90 @@ def load_records(
     family: str | Family | None = None,
     video_root: str | os.PathLike | None = None,
     skip_invalid: bool = False,
+    columns: ColumnsConfig | None = None,
+    split: str = "train",
+    streaming: bool = False,
+    max_rows: int | None = None,
 ) -> LoadResult:
-    """Read and validate every row of `path` (`.jsonl`, `.ndjson`, `.json` list, `.parquet`).
+    """Read and validate every row of `path`: a data file (`.jsonl`, `.ndjson`, `.json` list,
+    `.parquet`), a folder of them, or a Hugging Face dataset (see `data/sources.py`).
 
     `format="auto"` detects it from the first row's fields. `family` sets the family of
-    formats that do not name one (e.g. `mcq` rows of spatial intelligence).
+    formats that do not name one (e.g. `mcq` rows of spatial intelligence). `columns`
+    names the columns of the verl/EasyR1/OraRL layouts (`data/columns.py`); `max_rows`
+    stops after that many rows (all sources together).
     """
-    path = Path(path)
-    if format != "auto" and format not in FORMATS:
+    if format != "auto" and format not in ALL_FORMATS:
         raise ConfigError(
-            f"data format {format!r} is unknown; use auto or one of {', '.join(FORMATS)}"
+            f"data format {format!r} is unknown; use auto or one of {', '.join(ALL_FORMATS)}"
         )
-    if not path.is_file():
-        raise DataError(f"data file not found: {path}; check data.train_files / the path")
-    if path.suffix.lower() not in DATA_SUFFIXES:
-        raise DataError(
-            f"{path}: unsupported data file type; use one of {', '.join(DATA_SUFFIXES)}"
-        )
+    sources = open_source(path, split=split, streaming=streaming)
     fixed_family = resolve_family(family)
-    root = (Path(video_root) if video_root is not None else path.parent).resolve()
     records: list[TaskRecord] = []
     errors: list[str] = []
     skipped = 0
     chosen = None if format == "auto" else format
-    for location, row in _rows(path):
-        try:
-            if isinstance(row, DataError):
-                raise row
-            if not isinstance(row, dict):
-                raise DataError(f"expected a JSON object, got {type(row).__name__}")
-            if chosen is None:
-                chosen = detect_format(row)
-                if chosen is None:
+    if chosen is None and columns is not None and columns.any_set():
+        chosen = "columns"
+    rows = 0
+    for source in sources:
+        root = (Path(video_root) if video_root is not None else source.root).resolve()
+        stem = Path(source.label).stem if Path(source.label).suffix else Path(source.label).name
+        for location, row in source.rows:
+            if max_rows is not None and rows >= max_rows:
+                break
+            rows += 1
+            try:
+                if chosen is None and isinstance(row, dict):
+                    chosen = _detect(row)
+                record = _convert(
+                    row, chosen, columns, f"{stem}-{location.split()[-1]}", fixed_family
+                )
+                record = dataclasses.replace(
+                    record,
+                    video=_resolve(record.video, root),
+                    image=_resolve(record.image, root),
+                )
+            except VideoRLError as err:  # DataError, or ConfigError for an unknown family name
+                message = f"{source.label}:{location.split()[-1]} ({location}): {err}"
+                if not skip_invalid:
                     raise DataError(
-                        f"cannot tell the data format from the fields {sorted(row)}; pass "
-                        f"format= one of {', '.join(FORMATS)}"
-                    )
-            default_id = f"{path.stem}-{location.split()[-1]}"
-            record = CONVERTERS[chosen](row, default_id, fixed_family)
-            record = dataclasses.replace(
-                record, video=_resolve(record.video, root), image=_resolve(record.image, root)
-            )
-        except VideoRLError as err:  # DataError, or ConfigError for an unknown family name
-            message = f"{path}:{location.split()[-1]} ({location}): {err}"
-            if not skip_invalid:
-                raise DataError(f"{message}; fix the row or set data.skip_invalid=true") from None
-            skipped += 1
-            if len(errors) < MAX_KEPT_ERRORS:
-                errors.append(message)
-            continue
-        records.append(record)
+                        f"{message}; fix the row or set data.skip_invalid=true"
+                    ) from None
+                skipped += 1
+                if len(errors) < MAX_KEPT_ERRORS:
+                    errors.append(message)
+                continue
+            records.append(record)
     if skipped:
         logger.warning("%s: skipped %d invalid rows (first: %s)", path, skipped, errors[0])
     return LoadResult(str(path), chosen or "empty", records, skipped, errors)
+
+
+def _convert(
+    row: Any,
+    chosen: str | None,
+    columns: ColumnsConfig | None,
+    default_id: str,
+    family: Family | None,
+) -> TaskRecord:
+    if isinstance(row, DataError):
+        raise row
+    if not isinstance(row, dict) or chosen is None:
+        raise DataError(f"expected a JSON object, got {type(row).__name__}")
+    if chosen in COLUMN_FORMATS:
+        return column_converter(chosen, columns)(row, default_id, family)
+    return CONVERTERS[chosen](row, default_id, family)
+
+
+def _detect(row: dict[str, Any]) -> str:
+    chosen = "columns" if looks_like_columns(row) else detect_format(row)
+    if chosen is None:
+        raise DataError(
+            f"cannot tell the data format from the fields {sorted(row)}; pass "
+            f"format= one of {', '.join(ALL_FORMATS)} (or data.columns.prompt=COLUMN ...)"
+        )
+    return chosen
 
 
 # ----- media checks ------------------------------------------------------------------------

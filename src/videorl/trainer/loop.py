@@ -112,13 +112,17 @@ def lr_lambda(cfg: Config):
     return factor
 
 
-def _records(cfg: Config, path: str) -> list[TaskRecord]:
+def _records(cfg: Config, path: str, split: str) -> list[TaskRecord]:
     result = load_records(
         path,
         format=cfg.data.format,
         family=cfg.data.family,
         video_root=cfg.data.video_root,
         skip_invalid=cfg.data.skip_invalid,
+        columns=cfg.data.columns,
+        split=split,
+        streaming=cfg.data.streaming,
+        max_rows=cfg.data.max_rows,
     )
     wanted = {f for f in cfg.data.families}
     records = [
@@ -183,8 +187,12 @@ def build_state(cfg: Config, resume: str | None, info: DistInfo | None = None) -
         weight_decay=cfg.optim.weight_decay,
     )
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda(cfg))
-    records = _records(cfg, cfg.data.train)
-    val_records = _records(cfg, cfg.data.val)[: cfg.trainer.val_max_prompts] if cfg.data.val else []
+    records = _records(cfg, cfg.data.train, cfg.data.split)
+    val_records = (
+        _records(cfg, cfg.data.val, cfg.data.val_split)[: cfg.trainer.val_max_prompts]
+        if cfg.data.val
+        else []
+    )
     sampler = TaskGroupedSampler(records, cfg.data.prompts_per_step, seed=cfg.data.seed)
     state = TrainState(
         cfg=cfg,
