@@ -229,11 +229,12 @@ def score(
 @app.command("merge")
 def merge(
     checkpoint: Path = typer.Argument(
-        ..., help="A step-NNNNNN checkpoint folder (sharded or not)."
+        ..., help="A step-NNNNNN checkpoint folder (sharded or not), or a LoRA adapter folder."
     ),
     out: Path = typer.Argument(..., help="Output Hugging Face model folder."),
 ) -> None:
-    """Gather a sharded checkpoint into one Hugging Face folder (weights, config, tokenizer, processor)."""
+    """Gather a sharded checkpoint, or merge a LoRA adapter into its base, as one Hugging Face
+    folder (weights, config, tokenizer, processor)."""
     from videorl.trainer.checkpoint import merge_checkpoint
 
     console.print(f"wrote {merge_checkpoint(checkpoint, out)}")

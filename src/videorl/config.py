@@ -23,6 +23,7 @@ from videorl.config_loader import build, merge_sources
 from videorl.data.columns import ColumnsConfig
 from videorl.data.families import parse_family
 from videorl.errors import ConfigError
+from videorl.models.lora import LoraSettings
 from videorl.rewards.config import RewardConfig
 from videorl.video.decode import VideoConfig
 
@@ -54,6 +55,9 @@ class ModelConfig:
     # Hub revision (branch, tag or commit) of model.path when it is a Hugging Face Hub id;
     # `org/name@rev` in any model path does the same.
     revision: str | None = None
+    # LoRA adapters (peft): rank > 0 trains adapters only; the KL reference is the base
+    # with the adapters off; runs save adapter folders (`videorl merge` makes full ones).
+    lora: LoraSettings = field(default_factory=LoraSettings)
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ import torch
 
 from videorl.errors import ConfigError
 from videorl.models import varlen_attention
+from videorl.models.lora import merge_adapter, read_adapter_config
 from videorl.models.mrope import use_reference_rope_index
 from videorl.models.packing import resolve_packing
 from videorl.models.tiny import VISION_TOKENS
@@ -105,6 +106,11 @@ def resolve_model_file(
     repo_id, revision = split_revision(path, revision)
     folder = Path(repo_id)
     if folder.is_dir():
+        adapter = read_adapter_config(folder)
+        if adapter is not None and not (folder / filename).is_file():
+            return resolve_model_file(
+                adapter["base_model_name_or_path"], filename, adapter.get("revision")
+            )
         if not (folder / filename).is_file():
             raise ConfigError(
                 f"model path {repo_id!r} has no {filename}; give a Hugging Face model folder "
@@ -176,6 +182,16 @@ def load_model(
         AutoTokenizer,
     )
 
+    adapter = read_adapter_config(path) if Path(str(path)).is_dir() else None
+    if adapter is not None and not (Path(str(path)) / "config.json").is_file():
+        return _load_adapter_folder(
+            Path(str(path)),
+            adapter,
+            dtype=dtype,
+            device=device,
+            attn_implementation=attn_implementation,
+            packing=packing,
+        )
     model_type = read_model_type(path, revision)
     path, revision = split_revision(path, revision)
     if model_type in VISION_MODEL_TYPES:
@@ -214,6 +230,37 @@ def load_model(
         processor=processor,
         model_type=model_type,
         packing=packed,
+    )
+
+
+def _load_adapter_folder(folder: Path, adapter: dict[str, Any], **kwargs: Any) -> LoadedModel:
+    """A LoRA adapter folder (what a `model.lora` run saves): its base model with the
+    adapter merged in, and the processor saved beside the adapter."""
+    from transformers import AutoProcessor, AutoTokenizer
+
+    base = adapter.get("base_model_name_or_path")
+    if not base:
+        raise ConfigError(
+            f"adapter folder {str(folder)!r} names no base model (base_model_name_or_path in "
+            "adapter_config.json); set it to the model the adapter was trained on"
+        )
+    device = kwargs.pop("device")
+    loaded = load_model(base, revision=adapter.get("revision"), device="cpu", **kwargs)
+    model = merge_adapter(loaded.model, folder)
+    processor, tokenizer = loaded.processor, loaded.tokenizer
+    if (folder / "tokenizer_config.json").is_file():
+        if processor is not None:
+            processor = AutoProcessor.from_pretrained(folder)
+            tokenizer = processor.tokenizer
+        else:
+            tokenizer = AutoTokenizer.from_pretrained(folder)
+        tokenizer.padding_side = "left"
+    return LoadedModel(
+        model=model.to(device),
+        tokenizer=tokenizer,
+        processor=processor,
+        model_type=loaded.model_type,
+        packing=loaded.packing,
     )
 
 

@@ -224,9 +224,11 @@ class VLLMEngine:
 
     def sync_weights(self, policy: torch.nn.Module) -> None:
         """Push the policy's full (gathered, under FSDP) weights into vLLM and the scoring copy."""
+        from videorl.models.lora import is_peft, merged_state_dict
         from videorl.trainer.distributed import full_state_dict
 
-        state = full_state_dict(policy)
+        # LoRA: vLLM gets the merged weights W + scale * B A under the base model's names
+        state = merged_state_dict(policy) if is_peft(policy) else full_state_dict(policy)
         if policy is not self.loaded.model:
             self.loaded.model.load_state_dict(state)
         if self._asleep:

@@ -184,12 +184,17 @@ def resolve_resume(resume: str | None, output_dir: str | Path) -> Path | None:
 
 
 def merge_checkpoint(checkpoint: str | Path, out: str | Path) -> Path:
-    """Gather a (sharded) checkpoint into one Hugging Face folder that `from_pretrained` loads."""
+    """Gather a (sharded) checkpoint into one Hugging Face folder that `from_pretrained` loads;
+    a LoRA run's adapter folder (or a step checkpoint holding one) is merged into its base."""
     from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForImageTextToText
 
     from videorl.models.loading import VISION_MODEL_TYPES
+    from videorl.models.lora import read_adapter_config
 
     checkpoint = Path(checkpoint)
+    for adapter in (checkpoint, checkpoint / "model"):  # a LoRA run's final/ or step folder
+        if read_adapter_config(adapter) is not None and not (adapter / "config.json").is_file():
+            return merge_adapter_folder(adapter, out)
     if not (checkpoint / "dcp").is_dir():
         raise ConfigError(
             f"{str(checkpoint)!r} has no dcp/ shards; give a step-NNNNNN checkpoint folder"
@@ -214,3 +219,12 @@ def merge_checkpoint(checkpoint: str | Path, out: str | Path) -> Path:
                 shutil.copy(meta / name, tmp / name)
 
     return write_atomically(Path(out), fill)
+
+
+def merge_adapter_folder(adapter: Path, out: str | Path) -> Path:
+    """A LoRA adapter folder -> a full Hugging Face folder of its base with the adapter
+    merged (`W + scale * B A`), with the processor; loads with plain transformers."""
+    from videorl.models.loading import load_model
+
+    loaded = load_model(adapter)
+    return write_atomically(Path(out), lambda tmp: save_model_folder(loaded, tmp))

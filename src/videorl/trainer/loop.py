@@ -27,6 +27,7 @@ from videorl.errors import ConfigError, MediaError
 from videorl.models.generate import SamplingParams
 from videorl.models.inputs import PromptEncoding
 from videorl.models.loading import LoadedModel, check_same_tokenizer, load_model
+from videorl.models.lora import apply_lora, reference_view
 from videorl.rewards.pool import ScoringPool
 from videorl.rollout.engine import HFEngine, RolloutEngine
 from videorl.rollout.groups import add_annotation_rows, generate_groups
@@ -168,6 +169,8 @@ def build_state(cfg: Config, resume: str | None, info: DistInfo | None = None) -
                 param.requires_grad_(False)
     if cfg.model.gradient_checkpointing:
         policy.model.gradient_checkpointing_enable()
+    if cfg.model.lora.enabled:
+        policy = _with_lora(cfg, policy, info)
     rollout_model = policy
     if info.enabled:  # generation and no-grad passes use an unsharded copy, synced each step
         rollout_model = replace(policy, model=copy.deepcopy(policy.model).requires_grad_(False))
@@ -177,7 +180,9 @@ def build_state(cfg: Config, resume: str | None, info: DistInfo | None = None) -
         teacher = load_model(cfg.model.teacher_path, **model_kwargs)
         check_same_tokenizer(policy, teacher)
         teacher.model.eval()
-    if cfg.model.reference_path:
+    if cfg.model.lora.enabled and cfg.model.reference_path in (None, cfg.model.path):
+        reference = reference_view(policy)  # the base: the same weights, adapters off
+    elif cfg.model.reference_path:
         reference = load_model(cfg.model.reference_path, **model_kwargs)
         reference.model.eval()
     optimizer = torch.optim.AdamW(
@@ -222,6 +227,26 @@ def build_state(cfg: Config, resume: str | None, info: DistInfo | None = None) -
                 f"resumed from {checkpoint} (saved by {saved.get('world_size', 1)} ranks) at step {state.step}"
             )
     return state
+
+
+def _with_lora(cfg: Config, policy: LoadedModel, info: DistInfo) -> LoadedModel:
+    """The policy with fresh LoRA adapters (model.lora); only the adapters train."""
+    if info.enabled:
+        raise ConfigError(
+            f"model.lora.rank={cfg.model.lora.rank} with {info.world_size} ranks: sharding "
+            "PEFT adapters with FSDP is not supported yet; train LoRA on one process "
+            "(trainer.nproc=1) or set model.lora.rank=0"
+        )
+    if cfg.model.gradient_checkpointing:  # frozen embeddings: checkpointed blocks need grads
+        policy.model.enable_input_require_grads()
+    model = apply_lora(
+        policy.model,
+        cfg.model.lora,
+        base=cfg.model.path,
+        revision=cfg.model.revision,
+        adapt_vision=not cfg.model.freeze_vision,
+    )
+    return replace(policy, model=model)
 
 
 def _endless(sampler: TaskGroupedSampler) -> Iterator[list[int]]:
