@@ -86,3 +86,29 @@ def test_installed_wheel_resolves_recipes_by_name(installed_wheel, tmp_path):
     resolved = Path(result.stdout.splitlines()[0].strip())
     assert resolved.is_relative_to(site) and resolved.name == "quickstart.yaml"
     assert "quickstart" in result.stdout and str(site / "videorl" / "recipes") in result.stdout
+
+
+def test_video_extra_is_what_plain_transformers_needs_for_video_paths(tiny_model_dir, tmp_path):
+    """A checkpoint's processor given a video *path* decodes it with torchcodec (+ FFmpeg);
+    the `video` extra declares it and the README says so."""
+    import tomllib
+
+    from transformers import AutoProcessor
+    from transformers.utils.import_utils import is_torchcodec_usable
+
+    from videorl.data.loaders import load_records
+    from videorl.data.synth import synthesize
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    assert any(spec.startswith("torchcodec") for spec in extras["video"])
+    assert "videorl[video]" in (ROOT / "README.md").read_text()
+    video = load_records(synthesize(tmp_path, ["tg"], n=1)).records[0].video.path
+    processor = AutoProcessor.from_pretrained(tiny_model_dir())
+    if is_torchcodec_usable(decode="video"):
+        out = processor.video_processor(videos=[video], return_tensors="pt")
+        assert out["pixel_values_videos"].numel() > 0
+    else:
+        with pytest.raises(ImportError, match="torchcodec"):
+            processor.video_processor(videos=[video], return_tensors="pt")

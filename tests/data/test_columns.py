@@ -106,7 +106,9 @@ def test_verl_chat_prompts_reward_model_and_video_dicts(tmp_path, media):
             "extra_info": {"index": 12, "split": "train"},
         },
     ]
-    qa, math = load_records(jsonl(tmp_path / "verl.jsonl", rows), format="verl").records
+    result = load_records(jsonl(tmp_path / "verl.jsonl", rows))  # auto: reward_model -> verl
+    assert result.format == "verl"
+    qa, math = result.records
     assert qa.family is Family.VIDEO_QA and qa.answer == ChoiceAnswer("B")
     assert qa.options == ("a cup", "a ball", "a hat") and qa.id == "11"
     assert qa.video.path == str(media / "clip.mp4") and qa.source == "nextqa"

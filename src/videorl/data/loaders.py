@@ -147,6 +147,8 @@ def _convert(
 
 
 def _detect(row: dict[str, Any]) -> str:
+    if "reward_model" in row:  # verl's layout
+        return "verl"
     chosen = "columns" if looks_like_columns(row) else detect_format(row)
     if chosen is None:
         raise DataError(
