@@ -14,7 +14,7 @@ from videorl.algorithms.loss import PolicyLossConfig
 from videorl.cli import app
 from videorl.config import OptimConfig, load_config
 from videorl.errors import ConfigError
-from videorl.models.loading import load_model
+from videorl.models.loading import load_model, read_model_type
 from videorl.models.logprobs import rows_logprobs
 from videorl.models.lora import LoraSettings, apply_lora, merged_state_dict, reference_view
 from videorl.trainer.update import UpdateContext, update_policy
@@ -93,17 +93,26 @@ def test_lora_run_saves_adapters_and_merge_equals_base_plus_adapter(make_config,
         "model.lora.alpha=8",
         "algorithm.loss.kl_coef=0.05",
         "trainer.steps=2",
+        "trainer.save_every=1",
         "optim.lr=5e-2",
     )
+    from safetensors.torch import load_file
+
     from videorl.trainer.loop import run_training
 
     final = run_training(cfg)
     assert (final / "adapter_config.json").is_file() and not (final / "config.json").exists()
-    step = final.parent / "step-000002" / "model"
-    assert (step / "adapter_model.safetensors").is_file()
+    step = final.parent / "step-000002" / "model" / "adapter_model.safetensors"
     assert json.loads((final / "adapter_config.json").read_text())["r"] == 4
+    assert read_model_type(final) == "qwen2_5_vl"  # an adapter folder resolves to its base
     metrics = [json.loads(line) for line in (final.parent / "metrics.jsonl").open()]
     assert all(m["actor/skipped_nonfinite_steps"] == 0 for m in metrics)
+    trained = load_file(step)
+    assert any(t.abs().sum() > 0 for k, t in trained.items() if "lora_B" in k)  # it learned
+    run_training(cfg, resume=str(final.parent / "step-000001"))  # adapters + optimizer restored
+    resumed = load_file(step)
+    assert trained.keys() == resumed.keys()
+    assert all(torch.allclose(trained[k], resumed[k], atol=1e-6) for k in trained)
 
     merged_dir = tmp_path / "merged"
     result = CliRunner().invoke(app, ["merge", str(final), str(merged_dir)])

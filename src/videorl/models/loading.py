@@ -107,9 +107,9 @@ def resolve_model_file(
     folder = Path(repo_id)
     if folder.is_dir():
         adapter = read_adapter_config(folder)
-        if adapter is not None and not (folder / filename).is_file():
+        if adapter is not None and not (folder / filename).is_file():  # a LoRA adapter folder
             return resolve_model_file(
-                adapter["base_model_name_or_path"], filename, adapter.get("revision")
+                _adapter_base(folder, adapter), filename, adapter.get("revision")
             )
         if not (folder / filename).is_file():
             raise ConfigError(
@@ -233,17 +233,22 @@ def load_model(
     )
 
 
-def _load_adapter_folder(folder: Path, adapter: dict[str, Any], **kwargs: Any) -> LoadedModel:
-    """A LoRA adapter folder (what a `model.lora` run saves): its base model with the
-    adapter merged in, and the processor saved beside the adapter."""
-    from transformers import AutoProcessor, AutoTokenizer
-
+def _adapter_base(folder: Path, adapter: dict[str, Any]) -> str:
     base = adapter.get("base_model_name_or_path")
     if not base:
         raise ConfigError(
             f"adapter folder {str(folder)!r} names no base model (base_model_name_or_path in "
             "adapter_config.json); set it to the model the adapter was trained on"
         )
+    return str(base)
+
+
+def _load_adapter_folder(folder: Path, adapter: dict[str, Any], **kwargs: Any) -> LoadedModel:
+    """A LoRA adapter folder (what a `model.lora` run saves): its base model with the
+    adapter merged in, and the processor saved beside the adapter."""
+    from transformers import AutoProcessor, AutoTokenizer
+
+    base = _adapter_base(folder, adapter)
     device = kwargs.pop("device")
     loaded = load_model(base, revision=adapter.get("revision"), device="cpu", **kwargs)
     model = merge_adapter(loaded.model, folder)
