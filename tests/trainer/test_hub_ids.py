@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from pathlib import Path
 
 import pytest
 import torch
@@ -18,7 +19,7 @@ from tests.hub_cache import COMMIT, add_to_hub_cache, environment, offline_hub
 from videorl.cli import app, resolve_config_path
 from videorl.config import load_config
 from videorl.errors import ConfigError
-from videorl.models.loading import load_model, model_folder, split_revision
+from videorl.models.loading import load_model, local_snapshot, model_folder, split_revision
 from videorl.plan import model_sources
 
 REPO = "videorl-test/tiny-vl"
@@ -45,7 +46,9 @@ def test_hub_id_loads_the_cached_snapshot_offline(hub, tiny_model_dir):
     snapshot = hub / "hub" / f"models--{REPO.replace('/', '--')}" / "snapshots" / COMMIT
     assert model_folder(REPO) == snapshot
     assert model_folder(REPO, revision=COMMIT) == snapshot
+    assert local_snapshot(REPO) == snapshot  # what vLLM is given
     by_id, local = load_model(f"{REPO}@{COMMIT}"), load_model(tiny_model_dir())
+    assert load_model(Path(REPO)).model_type == "qwen2_5_vl"  # videorl demo passes a Path
     assert by_id.model_type == "qwen2_5_vl" and by_id.is_vision
     theirs = local.model.state_dict()
     for name, tensor in by_id.model.state_dict().items():

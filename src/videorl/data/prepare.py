@@ -32,9 +32,8 @@ from typing import Any, Literal
 import videorl
 from videorl.config_loader import build
 from videorl.data.families import parse_family
-from videorl.data.formats import FORMATS
 from videorl.data.identity import LeakIndex, media_paths, sample_identity
-from videorl.data.loaders import load_records, write_records
+from videorl.data.loaders import ALL_FORMATS, load_records, write_records
 from videorl.data.records import TaskRecord
 from videorl.errors import ConfigError, DataError
 
@@ -66,8 +65,10 @@ def _check_common(name: str, path: str, format: str, family: str | None) -> None
         raise ConfigError(f"name={name!r} may only use letters, digits, '_', '-' and '.'")
     if not path:
         raise ConfigError("key 'path' is missing; set it to the annotation file")
-    if format not in ("auto", *FORMATS):
-        raise ConfigError(f"format={format!r} is unknown; use auto or one of {', '.join(FORMATS)}")
+    if format not in ("auto", *ALL_FORMATS):
+        raise ConfigError(
+            f"format={format!r} is unknown; use auto or one of {', '.join(ALL_FORMATS)}"
+        )
     if family is not None:
         parse_family(family)
 
