@@ -263,6 +263,24 @@ def test_hub_dataset_id_goes_through_load_dataset(tmp_path, media, monkeypatch):
     assert calls[-1] == ("org/videos", "validation", False)
 
 
+def test_streaming_with_max_rows_stops_early(media, monkeypatch):
+    datasets = pytest.importorskip("datasets")
+    read = []
+
+    def endless():
+        while True:
+            read.append(1)
+            yield {"problem": "q", "answer": "B", "videos": [str(media / "clip.mp4")]}
+
+    def fake_load_dataset(name, split=None, streaming=False):
+        assert streaming
+        return datasets.IterableDataset.from_generator(endless)
+
+    monkeypatch.setattr(datasets, "load_dataset", fake_load_dataset)
+    result = load_records("org/huge", family="qa", streaming=True, max_rows=3)
+    assert len(result.records) == 3 and len(read) < 10
+
+
 def test_missing_data_names_the_keys(tmp_path, monkeypatch):
     with pytest.raises(DataError, match="check data.train / data.val") as err:
         load_records(tmp_path / "absent.jsonl")
