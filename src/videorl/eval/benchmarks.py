@@ -94,6 +94,15 @@ class Benchmark:
     path: Path
     format: str = "auto"
     family: Family | None = None
+    split: str = "train"  # of a folder or Hugging Face dataset
+
+
+def _dataset_id(text: str) -> bool:
+    """`org/name`, `org/name@split` or `hf://datasets/org/name`: no data-file suffix."""
+    from videorl.data.sources import DATA_SUFFIXES, HF_PREFIX
+
+    name = text.removeprefix(HF_PREFIX).split("@")[0]
+    return name.count("/") == 1 and not name.lower().endswith(DATA_SUFFIXES)
 
 
 def _key(name: str) -> str:
@@ -112,6 +121,13 @@ def resolve_benchmark(
     if path.is_file():
         return Benchmark(name=path.stem, path=path)
     spec = _NAMES.get(_key(name_or_file))
+    if spec is None and (path.is_dir() or _dataset_id(name_or_file)):
+        # a folder of data files / a saved dataset, or a Hugging Face dataset id (split: test
+        # unless `@split` is given)
+        from videorl.data.sources import HF_PREFIX
+
+        path = path if path.is_dir() else Path(name_or_file.removeprefix(HF_PREFIX))
+        return Benchmark(name=path.name.split("@")[0], path=path, split="test")
     if spec is None:
         close = difflib.get_close_matches(_key(name_or_file), list(_NAMES), n=3, cutoff=0.5)
         hint = f" (did you mean {', '.join(close)}?)" if close else ""

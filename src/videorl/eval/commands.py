@@ -44,8 +44,9 @@ def eval_command(
     benchmark: str | None = typer.Option(
         None,
         "--benchmark",
-        help="A data file (records/vtg/timer1/mcq/math format) or a benchmark name: "
-        "charades_sta | activitynet_captions | qvhighlights | tvgbench.",
+        help="A data file (records/vtg/timer1/mcq/math/verl/easyr1/orarl format), a folder "
+        "or Hugging Face dataset id (org/name[@split], test split by default), or a benchmark "
+        "name: charades_sta | activitynet_captions | qvhighlights | tvgbench.",
     ),
     video_root: str | None = typer.Option(
         None,

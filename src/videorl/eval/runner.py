@@ -108,6 +108,7 @@ def load_benchmark(settings: EvalSettings) -> tuple[Benchmark, list[TaskRecord],
         format=benchmark.format,
         family=benchmark.family,
         video_root=settings.video_root,
+        split=benchmark.split,
     )
     records = loaded.records[: settings.max_samples] if settings.max_samples else loaded.records
     if not records:
