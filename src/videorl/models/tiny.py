@@ -330,11 +330,17 @@ def make_model(
     layers: int | None = None,
     vision_depth: int | None = None,
     small_vocab: bool = False,
+    attn_implementation: str = "sdpa",
 ) -> tuple[torch.nn.Module, Any]:
     """A random-init `arch` model of `size` with its processor (tokenizer for text-only),
     in memory. The weights are created on `device` (a 4B model in seconds on a GPU);
     `small_vocab` sizes the embeddings to our tokenizer instead of the published vocabulary."""
     from transformers import GenerationConfig
+
+    from videorl.models import varlen_attention
+
+    if attn_implementation == varlen_attention.NAME:
+        varlen_attention.register()
 
     spec = model_spec(arch, size, layers=layers, vision_depth=vision_depth)
     if small_vocab:
@@ -347,7 +353,9 @@ def make_model(
     tokenizer = _hf_tokenizer(arch, spec)
     config = _config(arch, spec, tokenizer)
     with torch.device(device):
-        model = _model_class(arch).from_config(config, dtype=dtype)
+        model = _model_class(arch).from_config(
+            config, dtype=dtype, attn_implementation=attn_implementation
+        )
     eos = [
         tokenizer.convert_tokens_to_ids("<|im_end|>"),
         tokenizer.convert_tokens_to_ids("<|endoftext|>"),
