@@ -365,9 +365,9 @@ def part_mfu(settings: Settings, work: Path, rec: Recorder) -> None:
     rec.set("flops", flops)
     rec.set("peak_flops", H200_BF16_PEAK)
     results = []
+    timed_update(loaded, optimizer, batch, settings, settings.budgets[0])  # warm-up
     for budget in settings.budgets:
         try:
-            timed_update(loaded, optimizer, batch, settings, budget)  # warm-up
             took, peak, _ = timed_update(loaded, optimizer, batch, settings, budget)
         except torch.cuda.OutOfMemoryError:
             optimizer.zero_grad(set_to_none=True)

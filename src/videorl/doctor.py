@@ -71,7 +71,8 @@ def gpus() -> dict[str, Any]:
     if not torch.cuda.is_available():
         return info
     if torch.distributed.is_available() and torch.distributed.is_nccl_available():
-        info["nccl"] = ".".join(map(str, torch.cuda.nccl.version()))
+        version = torch.cuda.nccl.version()  # a tuple; an int on older torch
+        info["nccl"] = ".".join(map(str, version)) if isinstance(version, tuple) else str(version)
     for index in range(torch.cuda.device_count()):
         props = torch.cuda.get_device_properties(index)
         info["devices"].append(

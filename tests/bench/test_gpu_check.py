@@ -74,6 +74,24 @@ def test_mfu_generation_and_step_parts_measure(report):
     assert seconds["generate"] > 0 and seconds["update"] > 0 and seconds["other"] >= 0
 
 
+def test_every_core_requirement_is_on_the_gpu_image_or_travels_as_a_wheel():
+    """A new dependency must be added to scripts/gpu_wheels.txt (or be on the image), or the
+    GPU check would fail at import on the bare machine."""
+    from packaging.utils import canonicalize_name
+
+    from videorl.versions import declared_requirements, in_range
+
+    wheels = {canonicalize_name(line.split("==")[0]) for line in gpu_check.wheel_requirements()}
+    image = {canonicalize_name(name): version for name, version in gpu_check.GPU_IMAGE.items()}
+    core = {name: spec for name, (spec, extra) in declared_requirements().items() if not extra}
+    missing = sorted(set(core) - wheels - set(image))
+    assert not missing, f"add {missing} to scripts/gpu_wheels.txt (the GPU image lacks them)"
+    for name, version in image.items():  # the image's own versions are supported
+        if name in core and version:
+            assert in_range(version, core[name]), f"{name} {version} is outside {core[name]}"
+    assert not wheels & set(image), "a wheel would replace an image package (one version each)"
+
+
 def test_a_part_over_its_limit_is_killed_with_its_children(tmp_path):
     log = tmp_path / "log"
     started = time.perf_counter()
