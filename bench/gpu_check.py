@@ -98,13 +98,17 @@ TITLES = {
 def travel_size() -> dict[str, Any]:
     """MiB that travel to the device machine: the working tree git would send (tracked and
     untracked-not-ignored files) plus the carried wheels folder `.whl`."""
-    listed = subprocess.run(
-        ["git", "ls-files", "-co", "--exclude-standard", "-z"],
-        cwd=ROOT,
-        capture_output=True,
-        check=False,
-    )
-    files = [ROOT / f for f in listed.stdout.decode().split("\0") if f]
+    try:
+        listed = subprocess.run(
+            ["git", "ls-files", "-co", "--exclude-standard", "-z"],
+            cwd=ROOT,
+            capture_output=True,
+            check=True,
+        )
+        files = [ROOT / f for f in listed.stdout.decode().split("\0") if f]
+    except (OSError, subprocess.CalledProcessError):  # no git here: every file but the usual
+        skip = {".git", ".whl", ".venv", "runs", "__pycache__", ".pytest_cache", ".ruff_cache"}
+        files = [f for f in ROOT.rglob("*") if not skip & set(f.relative_to(ROOT).parts)]
     tree = sum(f.stat().st_size for f in files if f.is_file())
     wheels = sorted((ROOT / ".whl").glob("*.whl"))
     wheel_bytes = sum(w.stat().st_size for w in wheels)
@@ -178,13 +182,12 @@ def prepare_command(args: argparse.Namespace, settings: gpu_parts.Settings) -> l
     ]
 
 
-def part_command(args: argparse.Namespace, name: str) -> list[str]:
+def part_command(args: argparse.Namespace, name: str, settings: gpu_parts.Settings) -> list[str]:
+    if name == "tests":
+        return gpu_parts.tests_command(settings, args.work, args.tests_k)
     command = [sys.executable, str(Path(__file__)), str(args.out), "--part", name]
     command += ["--work", str(args.work)]
-    command += ["--cpu"] * args.cpu + ["--tiny"] * args.tiny
-    if args.tests_k:
-        command += ["--tests-k", args.tests_k]
-    return command
+    return command + ["--cpu"] * args.cpu + ["--tiny"] * args.tiny
 
 
 def headline(name: str, result: dict[str, Any]) -> str:
@@ -290,7 +293,9 @@ def orchestrate(args: argparse.Namespace, settings: gpu_parts.Settings) -> int:
         filter(None, [str(ROOT / "src"), str(ROOT), env.get("PYTHONPATH")])
     )
     steps = [("prepare", prepare_command(args, settings))]
-    steps += [(name, part_command(args, name)) for name in args.parts]
+    steps += [(name, part_command(args, name, settings)) for name in args.parts]
+    env.update(gpu_parts.tests_env(settings))
+    args.work.mkdir(parents=True, exist_ok=True)
     for name, command in steps:
         left = args.budget_s - (time.perf_counter() - started)
         limit = min(LIMITS[name][1 if args.cpu else 0], left)
@@ -311,6 +316,8 @@ def orchestrate(args: argparse.Namespace, settings: gpu_parts.Settings) -> int:
                     "model": f"{settings.arch} {settings.size}",
                     "seconds": entry["seconds"],
                 }
+            elif name == "tests":
+                entry["result"] = gpu_parts.tests_result(args.work, args.tests_k)
             elif result_file.is_file():
                 entry["result"] = json.loads(result_file.read_text())
             print(
@@ -332,11 +339,7 @@ def run_part(args: argparse.Namespace, settings: gpu_parts.Settings) -> None:
         torch.set_num_threads(1)  # shared CI cores: one thread per process waits least
     torch.manual_seed(0)
     recorder = gpu_parts.Recorder(args.work / "parts" / f"{args.part}.json")
-    part = gpu_parts.PARTS[args.part]
-    if args.part == "tests":
-        part(settings, args.work, recorder, select=args.tests_k)
-    else:
-        part(settings, args.work, recorder)
+    gpu_parts.PARTS[args.part](settings, args.work, recorder)
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
@@ -359,7 +362,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         help="stop starting parts after this (GPU 480, CPU 300)",
     )
     parser.add_argument("--tests-k", default=None, help="pytest -k expression for the tests part")
-    parser.add_argument("--part", choices=list(gpu_parts.PARTS), help=argparse.SUPPRESS)
+    parts = [name for name, part in gpu_parts.PARTS.items() if part]
+    parser.add_argument("--part", choices=parts, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     args.parts = [p for p in args.parts.split(",") if p]
     unknown = [p for p in args.parts if p not in gpu_parts.PARTS]

@@ -19,8 +19,6 @@ Recomputation under gradient checkpointing is not counted (model FLOPs, not hard
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 import time
 import types
@@ -511,19 +509,24 @@ def part_step(settings: Settings, work: Path, rec: Recorder) -> None:
     rec.set("peak_gb", round(metrics["perf/peak_mem_gb"], 2) if settings.cuda else None)
 
 
-def part_tests(settings: Settings, work: Path, rec: Recorder, select: str | None = None) -> None:
-    """Part 1: tests/gpu on the device (VIDEORL_TEST_DEVICE); counts from pytest's junit XML."""
-    report = work / "tests.xml"
+def tests_command(settings: Settings, work: Path, select: str | None = None) -> list[str]:
+    """Part 1: pytest over tests/gpu on the device (`VIDEORL_TEST_DEVICE`, see `tests_env`),
+    its results in `work/tests.xml` (junit)."""
     command = [sys.executable, "-m", "pytest", str(ROOT / "tests" / "gpu"), "-q"]
-    command += ["-p", "no:cacheprovider", f"--junitxml={report}", "-W", "ignore"]
-    if select:
-        command += ["-k", select]
-    env = {**os.environ, "VIDEORL_TEST_DEVICE": settings.device}
-    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
-    print(done.stdout[-4000:], done.stderr[-4000:], sep="\n", flush=True)
-    cases = ET.parse(report).getroot().iter("testcase") if report.is_file() else []
+    command += ["-p", "no:cacheprovider", f"--junitxml={work / 'tests.xml'}", "-W", "ignore"]
+    return command + (["-k", select] if select else [])
+
+
+def tests_env(settings: Settings) -> dict[str, str]:
+    return {"VIDEORL_TEST_DEVICE": settings.device}
+
+
+def tests_result(work: Path, select: str | None = None) -> dict[str, Any]:
+    """Counts and failing tests from pytest's junit XML."""
+    report = work / "tests.xml"
     counts = {"passed": 0, "failed": 0, "skipped": 0}
     failures = []
+    cases = ET.parse(report).getroot().iter("testcase") if report.is_file() else []
     for case in cases:
         name = f"{case.get('classname', '').split('.')[-1]}::{case.get('name')}"
         if case.find("failure") is not None or case.find("error") is not None:
@@ -533,17 +536,11 @@ def part_tests(settings: Settings, work: Path, rec: Recorder, select: str | None
             counts["skipped"] += 1
         else:
             counts["passed"] += 1
-    rec.set("counts", counts)
-    rec.set("failures", failures)
-    rec.set("select", select)
-    if done.returncode != 0:
-        raise SystemExit(
-            f"pytest exited with {done.returncode}: {', '.join(failures) or 'no tests ran'}"
-        )
+    return {"counts": counts, "failures": failures, "select": select}
 
 
 PARTS = {
-    "tests": part_tests,
+    "tests": None,  # run as pytest itself (tests_command), not as a part process
     "pruning": part_pruning,
     "mfu": part_mfu,
     "generation": part_generation,

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The GPU proof kit (issue 17): scripts/gpu_check.sh OUT [--cpu --tiny] [bench/gpu_check.py options]
 #
-# On a bare GPU machine: installs the carried wheels (.whl/, made by `make gpu-wheels`) into
-# a private folder, puts this checkout's src/ first on the path (no install), and runs
+# On a bare GPU machine: installs the carried wheels (.whl/, made by `make gpu-wheels`; not
+# with --cpu) into a private folder, puts this checkout's src/ first on the path, and runs
 # bench/gpu_check.py, which writes OUT/gpu_check.json, OUT/gpu_check.md and OUT/gpu_check.log.
 # PYTHON picks the interpreter (default python3). Exit status 0 when every part passed.
 set -uo pipefail
@@ -16,6 +16,7 @@ PY="${PYTHON:-python3}"
 SITE="${VIDEORL_WHEEL_SITE:-${TMPDIR:-/tmp}/videorl-site}"
 shopt -s nullglob
 WHEELS=("$ROOT"/.whl/*.whl)
+case " $* " in *" --cpu "*) WHEELS=() ;; esac  # the wheels are for the GPU image, not this venv
 if [ ${#WHEELS[@]} -gt 0 ]; then
   echo "installing ${#WHEELS[@]} carried wheels into $SITE"
   "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
