@@ -41,7 +41,9 @@ def make_tiny(
         "3b, 7b (qwen2_5_vl); 4b, 8b (qwen3_vl); 4b, 9b (qwen3_5).",
     ),
     seed: int = typer.Option(0, help="Initialization seed."),
-    device: str = typer.Option("cpu", help="Build the weights here (cuda: a 4B model in seconds)."),
+    device: str = typer.Option(
+        "cpu", help="Create and initialize the weights here (cpu, cuda, cuda:N)."
+    ),
     dtype: str = typer.Option("float32", help="float32 | bfloat16 | float16."),
     layers: int | None = typer.Option(None, help="Fewer decoder layers (same widths)."),
     vision_depth: int | None = typer.Option(None, help="Fewer vision-tower blocks (same widths)."),

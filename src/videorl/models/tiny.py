@@ -333,7 +333,7 @@ def make_model(
     attn_implementation: str = "sdpa",
 ) -> tuple[torch.nn.Module, Any]:
     """A random-init `arch` model of `size` with its processor (tokenizer for text-only),
-    in memory. The weights are created on `device` (a 4B model in seconds on a GPU);
+    in memory. The weights are created and initialized on `device` (no CPU pass on a GPU);
     `small_vocab` sizes the embeddings to our tokenizer instead of the published vocabulary."""
     from transformers import GenerationConfig
 
