@@ -83,6 +83,9 @@ def test_make_tiny_cli_refuses_bad_options(tmp_path):
     assert done.exit_code != 0 and "--size 'x' is unknown for qwen3" in str(done.exception)
     done = runner.invoke(app, ["make-tiny", str(tmp_path / "m"), "--dtype", "int8"])
     assert "--dtype 'int8' is unknown" in str(done.exception)
+    if not torch.cuda.is_available():
+        done = runner.invoke(app, ["make-tiny", str(tmp_path / "m"), "--device", "cuda"])
+        assert "no CUDA GPU here; use --device cpu" in str(done.exception)
     done = runner.invoke(
         app, ["make-tiny", str(tmp_path / "m"), "--arch", "qwen3"], catch_exceptions=False
     )
