@@ -226,6 +226,8 @@ def headline(name: str, result: dict[str, Any]) -> str:
         s = result["seconds"]
         keys = ("decode", "encode", "generate", "reward", "old_logprobs", "update", "other")
         return f"step {s['step']:.1f} s: " + ", ".join(f"{k} {s[k]:.2f}" for k in keys)
+    if name == "prepare" and "reused" in result:
+        return f"{result['model']} reused from {result['reused']}"
     if name == "prepare" and "seconds" in result:
         return f"{result['model']} built in {result['seconds']:.1f} s"
     return "-"
@@ -300,7 +302,11 @@ def orchestrate(args: argparse.Namespace, settings: gpu_parts.Settings) -> int:
         left = args.budget_s - (time.perf_counter() - started)
         limit = min(LIMITS[name][1 if args.cpu else 0], left)
         entry: dict[str, Any] = {"limit_s": round(limit, 1), "seconds": 0.0}
-        if limit < 10:
+        built = gpu_parts.model_path(args.work, settings) / "config.json"
+        if name == "prepare" and built.is_file():  # a rerun in the same --work
+            entry.update(status="ok", result={"model": f"{settings.arch} {settings.size}"})
+            entry["result"]["reused"] = str(built.parent)
+        elif limit < 10:
             entry["status"] = "skipped: the time budget is spent"
         else:
             began = time.perf_counter()

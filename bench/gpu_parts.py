@@ -489,7 +489,9 @@ def part_step(settings: Settings, work: Path, rec: Recorder) -> None:
             sync(settings)
             return {clock: read() for clock, read in step_bench.CLOCKS.items()}
 
-    train = synthesize(work / "step_data", ["temporal_grounding"], n=2, seed=0)
+    train = work / "step_data" / "records.jsonl"
+    if not train.is_file():  # a rerun in the same --work reuses the videos
+        train = synthesize(train.parent, ["temporal_grounding"], n=2, seed=0)
     cfg = step_config(settings, work, train)
     state = build_state(cfg, None)
     rec.set(
