@@ -64,17 +64,53 @@ def make_tiny(
     arch: str = typer.Option(
         "qwen2_5_vl", help="qwen2_5_vl | qwen3_vl | qwen3_5 | qwen3 (text-only)."
     ),
-    size: str = typer.Option("tiny", help="tiny (~0.4 M params, tests) | bench (~30 M params)."),
+    size: str = typer.Option(
+        "tiny",
+        help="tiny (~0.4 M params, tests) | bench (~30 M params) | published dimensions: "
+        "3b, 7b (qwen2_5_vl); 4b, 8b (qwen3_vl); 4b, 9b (qwen3_5).",
+    ),
     seed: int = typer.Option(0, help="Initialization seed."),
+    device: str = typer.Option(
+        "cpu", help="Create and initialize the weights here (cpu, cuda, cuda:N)."
+    ),
+    dtype: str = typer.Option("float32", help="float32 | bfloat16 | float16."),
+    layers: int | None = typer.Option(None, help="Fewer decoder layers (same widths)."),
+    vision_depth: int | None = typer.Option(None, help="Fewer vision-tower blocks (same widths)."),
+    small_vocab: bool = typer.Option(
+        False, help="Embeddings sized to our tokenizer, not the published vocabulary."
+    ),
 ) -> None:
     """Build a random-init model offline and save it like a real checkpoint."""
-    from videorl.models.tiny import build_tiny_model, count_parameters
+    import torch
 
-    path = build_tiny_model(arch, out, size=size, seed=seed)
-    from videorl.models.loading import load_model
+    from videorl.errors import ConfigError
+    from videorl.models.tiny import build_model
 
-    params = count_parameters(load_model(path).model)
-    console.print(f"wrote {arch} ({size}, {params / 1e6:.2f} M params) to {path}")
+    if dtype not in ("float32", "bfloat16", "float16"):
+        raise ConfigError(f"--dtype {dtype!r} is unknown; choose float32, bfloat16 or float16")
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise ConfigError(f"--device {device}: no CUDA GPU here; use --device cpu")
+    built = build_model(
+        arch,
+        out,
+        size=size,
+        seed=seed,
+        device=device,
+        dtype=getattr(torch, dtype),
+        layers=layers,
+        vision_depth=vision_depth,
+        small_vocab=small_vocab,
+    )
+    vocab = (
+        f"; {built.embedding_rows} embedding rows (published vocab size), our tokenizer uses "
+        f"{built.tokenizer_size}"
+        if built.embedding_rows > built.tokenizer_size
+        else ""
+    )
+    console.print(
+        f"wrote {arch} ({size}, {built.params / 1e6:.2f} M params, {dtype}{vocab}) to "
+        f"{built.path} in {built.seconds:.1f} s"
+    )
 
 
 @app.command("synth")
@@ -267,6 +303,24 @@ def demo(
     from videorl.demo.app import serve
 
     serve(model, host=host, port=port, share=share, max_duration=max_duration, device=device)
+
+
+@app.command("doctor")
+def doctor(
+    json_out: Path | None = typer.Option(None, "--json", help="Also write the report here (JSON)."),
+) -> None:
+    """Versions (against the supported ranges), GPUs, attention kernels and packing modes."""
+    import json
+
+    from videorl.doctor import collect, render
+
+    report = collect()
+    render(report, console)
+    if json_out is not None:
+        json_out.parent.mkdir(parents=True, exist_ok=True)
+        json_out.write_text(json.dumps(report, indent=2) + "\n")
+    if not report["supported"]:
+        raise typer.Exit(1)
 
 
 def main() -> None:

@@ -7,20 +7,33 @@ in-process with the family's special tokens and chat template, the real processo
 
 Attention head size is 32 (default) or 64 (bench size): vLLM's CPU attention kernels
 support only 32, 64, 80, 96, 112, 128 and up.
+
+Real-scale presets (`--size 3b|7b` for Qwen2.5-VL, `4b|8b` for Qwen3-VL and Qwen3.5, 9b for
+Qwen3.5) have the published dimensions of the released configs (layers, hidden, heads, KV
+heads, head size, intermediate, vision tower depth and width, tied embeddings, the published
+vocabulary size as embedding rows) and random weights; our small tokenizer uses only the
+first few hundred of those rows. `device="cuda"` builds them directly on the GPU.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import torch
 from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
-from videorl.errors import ConfigError
-
-ARCHS = ("qwen2_5_vl", "qwen3_vl", "qwen3_5", "qwen3")
-SIZES = ("tiny", "bench")
+from videorl.models.specs import (  # noqa: F401  (ARCHS, SIZES, PRESETS: the public names)
+    ARCHS,
+    PRESETS,
+    SIZES,
+    SPECS,
+    TinySpec,
+    model_spec,
+    sizes_for,
+)
 
 _PRETOKENIZE = (
     r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"""
@@ -90,27 +103,6 @@ _CORPUS = (
 )
 
 
-@dataclass(frozen=True)
-class TinySpec:
-    """Sizes of a tiny model. Head size = hidden / heads (32 or 64)."""
-
-    vocab: int
-    hidden: int
-    layers: int
-    heads: int
-    kv_heads: int
-    intermediate: int
-    vision_hidden: int
-    vision_depth: int
-    vision_heads: int
-
-
-SPECS = {
-    "tiny": TinySpec(1024, 64, 4, 2, 1, 128, 64, 2, 2),
-    "bench": TinySpec(2048, 512, 8, 8, 2, 1408, 256, 4, 4),
-}
-
-
 def train_tokenizer(vocab_size: int, think_tokens: bool) -> Tokenizer:
     """Byte-level BPE with the Qwen pre-tokenizer, trained on a small in-process corpus."""
     tokenizer = Tokenizer(models.BPE())
@@ -157,8 +149,16 @@ def _hf_tokenizer(arch: str, spec: TinySpec):
     return tokenizer
 
 
-def _rope(arch: str, head_dim: int) -> dict:
-    """Multimodal RoPE sections: they must sum to the rotary half-dimension."""
+def _rope(arch: str, head_dim: int, section: tuple[int, int, int] | None = None) -> dict:
+    """Multimodal RoPE sections: they must sum to the rotary half-dimension (`section`, when
+    given, is the published one)."""
+    rope = _derived_rope(arch, head_dim)
+    if section is not None and "mrope_section" in rope:
+        rope["mrope_section"] = list(section)
+    return rope
+
+
+def _derived_rope(arch: str, head_dim: int) -> dict:
     if arch == "qwen2_5_vl":
         half = head_dim // 2
         return {
@@ -190,27 +190,29 @@ def _rope(arch: str, head_dim: int) -> dict:
 def _config(arch: str, spec: TinySpec, tokenizer):
     from transformers import Qwen2_5_VLConfig, Qwen3_5Config, Qwen3Config, Qwen3VLConfig
 
-    head_dim = spec.hidden // spec.heads
+    head_dim = spec.head_size
     ids = {t: tokenizer.convert_tokens_to_ids(t) for t in SPECIAL_TOKENS}
     text = {
-        "vocab_size": len(tokenizer),
+        "vocab_size": max(spec.embedding_rows or 0, len(tokenizer)),
         "hidden_size": spec.hidden,
         "intermediate_size": spec.intermediate,
         "num_hidden_layers": spec.layers,
         "num_attention_heads": spec.heads,
         "num_key_value_heads": spec.kv_heads,
-        "max_position_embeddings": 8192,
-        "rope_parameters": _rope(arch, head_dim),
+        "max_position_embeddings": spec.max_positions,
+        "rope_parameters": _rope(arch, head_dim, spec.mrope_section),
         "bos_token_id": ids["<|endoftext|>"],
         "eos_token_id": ids["<|im_end|>"],
         "pad_token_id": ids["<|endoftext|>"],
     }
+    tie = {} if spec.tie_embeddings is None else {"tie_word_embeddings": spec.tie_embeddings}
+    text.update(tie)
     if arch == "qwen3":
-        return Qwen3Config(**text, head_dim=head_dim, tie_word_embeddings=False)
+        return Qwen3Config(**{**text, "tie_word_embeddings": False}, head_dim=head_dim)
     vision = {
         "depth": spec.vision_depth,
         "hidden_size": spec.vision_hidden,
-        "intermediate_size": 2 * spec.vision_hidden,
+        "intermediate_size": spec.vision_intermediate or 2 * spec.vision_hidden,
         "num_heads": spec.vision_heads,
         "out_hidden_size": spec.hidden,
     }
@@ -219,28 +221,35 @@ def _config(arch: str, spec: TinySpec, tokenizer):
         "video_token_id": ids["<|video_pad|>"],
         "vision_start_token_id": ids["<|vision_start|>"],
         "vision_end_token_id": ids["<|vision_end|>"],
+        **tie,
     }
     if arch == "qwen2_5_vl":
-        vision.update(patch_size=14, window_size=112, fullatt_block_indexes=[spec.vision_depth - 1])
+        full = list(spec.vision_full_attention or (spec.vision_depth - 1,))
+        vision.update(patch_size=14, window_size=112, fullatt_block_indexes=full)
         return Qwen2_5_VLConfig(text_config=text, vision_config=vision, **tokens)
-    vision.update(patch_size=16, num_position_embeddings=256)
+    vision.update(patch_size=16, num_position_embeddings=spec.vision_positions)
     if arch == "qwen3_vl":
-        vision.update(deepstack_visual_indexes=[0])
+        vision.update(deepstack_visual_indexes=list(spec.deepstack))
         return Qwen3VLConfig(
             text_config={**text, "head_dim": head_dim}, vision_config=vision, **tokens
         )
+    key_heads, value_heads = spec.linear_heads or (spec.kv_heads, spec.heads)
+    every = spec.full_attention_every
     text.update(
         head_dim=head_dim,
-        linear_key_head_dim=head_dim,
-        linear_value_head_dim=head_dim,
-        linear_num_key_heads=spec.kv_heads,
-        linear_num_value_heads=spec.heads,
-        layer_types=["linear_attention", "full_attention"] * (spec.layers // 2),
+        linear_key_head_dim=spec.linear_head_dim or head_dim,
+        linear_value_head_dim=spec.linear_head_dim or head_dim,
+        linear_num_key_heads=key_heads,
+        linear_num_value_heads=value_heads,
+        layer_types=(["linear_attention"] * (every - 1) + ["full_attention"])
+        * (spec.layers // every),
     )
+    if spec.published:
+        vision.update(deepstack_visual_indexes=list(spec.deepstack))
     return Qwen3_5Config(text_config=text, vision_config=vision, **tokens)
 
 
-def _processor(arch: str, tokenizer):
+def _processor(arch: str, tokenizer, published: bool = False):
     from transformers import (
         Qwen2_5_VLProcessor,
         Qwen2VLImageProcessor,
@@ -251,13 +260,23 @@ def _processor(arch: str, tokenizer):
 
     patch = 14 if arch == "qwen2_5_vl" else 16
     factor = patch * 2
-    pixels = {"shortest_edge": 4 * factor * factor, "longest_edge": 16 * factor * factor}
+    # tiny: small frames; published: the released processors' limits (in merged patches:
+    # images up to 16384, Qwen2.5-VL video frames up to 768 each, Qwen3 videos 24576 in all)
+    longest = {"image": 16384, "frame": 768, "video": 24576} if published else None
+    pixels = {
+        "shortest_edge": 4 * factor * factor,
+        "longest_edge": (longest["image"] if longest else 16) * factor * factor,
+    }
+    video_pixels = {
+        "shortest_edge": pixels["shortest_edge"],
+        "longest_edge": (longest["frame"] * factor * factor) if longest else pixels["longest_edge"],
+    }
     image = Qwen2VLImageProcessor(
         patch_size=patch, temporal_patch_size=2, merge_size=2, size=pixels
     )
     if arch == "qwen2_5_vl":
         video = Qwen2VLVideoProcessor(
-            patch_size=patch, temporal_patch_size=2, merge_size=2, size=pixels
+            patch_size=patch, temporal_patch_size=2, merge_size=2, size=video_pixels
         )
         return Qwen2_5_VLProcessor(
             image_processor=image,
@@ -271,7 +290,9 @@ def _processor(arch: str, tokenizer):
         merge_size=2,
         size={
             "shortest_edge": pixels["shortest_edge"],
-            "longest_edge": 64 * pixels["longest_edge"],
+            "longest_edge": (longest["video"] * factor * factor)
+            if longest
+            else 64 * pixels["longest_edge"],
         },
     )
     return Qwen3VLProcessor(
@@ -282,22 +303,59 @@ def _processor(arch: str, tokenizer):
     )
 
 
-def build_tiny_model(arch: str, out_dir: str | Path, *, size: str = "tiny", seed: int = 0) -> Path:
-    """Build a random-init `arch` model of `size`, save it with its tokenizer/processor."""
-    from transformers import AutoModelForCausalLM, AutoModelForImageTextToText, GenerationConfig
+@dataclass(frozen=True)
+class BuiltModel:
+    """What `build_model` wrote."""
 
-    if arch not in ARCHS:
-        raise ConfigError(f"--arch {arch!r} is not buildable; choose one of {', '.join(ARCHS)}")
-    if size not in SPECS:
-        raise ConfigError(f"--size {size!r} is unknown; choose one of {', '.join(SPECS)}")
-    spec = SPECS[size]
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    path: Path
+    params: int
+    embedding_rows: int
+    tokenizer_size: int
+    seconds: float
+
+
+def _model_class(arch: str):
+    from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
+
+    return AutoModelForCausalLM if arch == "qwen3" else AutoModelForImageTextToText
+
+
+def make_model(
+    arch: str,
+    size: str = "tiny",
+    *,
+    seed: int = 0,
+    device: str = "cpu",
+    dtype: torch.dtype = torch.float32,
+    layers: int | None = None,
+    vision_depth: int | None = None,
+    small_vocab: bool = False,
+    attn_implementation: str = "sdpa",
+) -> tuple[torch.nn.Module, Any]:
+    """A random-init `arch` model of `size` with its processor (tokenizer for text-only),
+    in memory. The weights are created and initialized on `device` (no CPU pass on a GPU);
+    `small_vocab` sizes the embeddings to our tokenizer instead of the published vocabulary."""
+    from transformers import GenerationConfig
+
+    from videorl.models import varlen_attention
+
+    if attn_implementation == varlen_attention.NAME:
+        varlen_attention.register()
+
+    spec = model_spec(arch, size, layers=layers, vision_depth=vision_depth)
+    if small_vocab:
+        spec = replace(spec, embedding_rows=None)
+    if arch == "qwen3_5":
+        from videorl.versions import require
+
+        require("transformers", ">=5.2", "the qwen3_5 architecture")
     torch.manual_seed(seed)
     tokenizer = _hf_tokenizer(arch, spec)
     config = _config(arch, spec, tokenizer)
-    factory = AutoModelForCausalLM if arch == "qwen3" else AutoModelForImageTextToText
-    model = factory.from_config(config, dtype=torch.float32)
+    with torch.device(device):
+        model = _model_class(arch).from_config(
+            config, dtype=dtype, attn_implementation=attn_implementation
+        )
     eos = [
         tokenizer.convert_tokens_to_ids("<|im_end|>"),
         tokenizer.convert_tokens_to_ids("<|endoftext|>"),
@@ -305,13 +363,65 @@ def build_tiny_model(arch: str, out_dir: str | Path, *, size: str = "tiny", seed
     model.generation_config = GenerationConfig(
         eos_token_id=eos, pad_token_id=eos[1], bos_token_id=eos[1], do_sample=True, temperature=1.0
     )
-    model.save_pretrained(out)
     if arch == "qwen3":
-        tokenizer.save_pretrained(out)
-    else:
-        _processor(arch, tokenizer).save_pretrained(out)
-    return out
+        return model, tokenizer
+    return model, _processor(arch, tokenizer, published=spec.published)
+
+
+def build_model(
+    arch: str,
+    out_dir: str | Path,
+    *,
+    size: str = "tiny",
+    seed: int = 0,
+    device: str = "cpu",
+    dtype: torch.dtype = torch.float32,
+    layers: int | None = None,
+    vision_depth: int | None = None,
+    small_vocab: bool = False,
+) -> BuiltModel:
+    """`make_model`, saved like a real checkpoint (weights, config, tokenizer/processor)."""
+    started = time.perf_counter()
+    model, processor = make_model(
+        arch,
+        size,
+        seed=seed,
+        device=device,
+        dtype=dtype,
+        layers=layers,
+        vision_depth=vision_depth,
+        small_vocab=small_vocab,
+    )
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out)
+    processor.save_pretrained(out)
+    tokenizer = getattr(processor, "tokenizer", processor)
+    return BuiltModel(
+        path=out,
+        params=count_parameters(model),
+        embedding_rows=int(model.config.get_text_config().vocab_size),
+        tokenizer_size=len(tokenizer),
+        seconds=time.perf_counter() - started,
+    )
+
+
+def build_tiny_model(arch: str, out_dir: str | Path, *, size: str = "tiny", seed: int = 0) -> Path:
+    """Build a random-init `arch` model of `size`, save it with its tokenizer/processor."""
+    return build_model(arch, out_dir, size=size, seed=seed).path
+
+
+def preset_parameters(
+    arch: str, size: str, *, layers: int | None = None, vision_depth: int | None = None
+) -> int:
+    """Parameter count of `arch` at `size`, from a model on the meta device (no memory)."""
+    spec = model_spec(arch, size, layers=layers, vision_depth=vision_depth)
+    config = _config(arch, spec, _hf_tokenizer(arch, spec))
+    with torch.device("meta"):
+        model = _model_class(arch).from_config(config)
+    return count_parameters(model)
 
 
 def count_parameters(model: torch.nn.Module) -> int:
+    """Distinct parameters (tied embeddings count once)."""
     return sum(p.numel() for p in model.parameters())

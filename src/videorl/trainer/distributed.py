@@ -81,6 +81,9 @@ def apply_fsdp(model: torch.nn.Module, *, bf16: bool, cpu_offload: bool = False)
     reduction on GPU; fp32 on CPU. FSDP averages gradients over ranks; the update scales
     each rank's loss by the world size because it is already normalized by the global
     token count (gloo has no pre-multiplied sum to change the divisor instead)."""
+    from videorl.versions import require
+
+    require("torch", ">=2.6", "FSDP2 sharding (fully_shard)")
     from torch.distributed.fsdp import CPUOffloadPolicy, MixedPrecisionPolicy, fully_shard
 
     policy = (
