@@ -59,24 +59,17 @@ def synth(
         0, help="Extra records per family written to val.jsonl (disjoint videos)."
     ),
     seed: int = typer.Option(0, help="Random seed (same seed, same files)."),
+    overwrite: bool = typer.Option(
+        False, "--overwrite", help="Replace what an earlier synth wrote into --out."
+    ),
 ) -> None:
     """Write synthetic MP4 videos and exact-ground-truth records for the chosen families."""
-    from videorl.data.loaders import load_records, write_records
-    from videorl.data.synth import synthesize
+    from videorl.data.synth import write_dataset
 
-    records_path = synthesize(out, families.split(","), n=n + val, seed=seed)
-    records = load_records(records_path).records
-    by_family: dict[str, list] = {}
-    for record in records:
-        by_family.setdefault(record.family.value, []).append(record)
-    train_rows = [r for rows in by_family.values() for r in rows[:n]]
-    val_rows = [r for rows in by_family.values() for r in rows[n:]]
-    write_records(out / "train.jsonl", train_rows)
-    if val_rows:
-        write_records(out / "val.jsonl", val_rows)
+    manifest = write_dataset(out, families.split(","), n=n, val=val, seed=seed, overwrite=overwrite)
     console.print(
-        f"wrote {len(train_rows)} training and {len(val_rows)} validation records "
-        f"({', '.join(by_family)}) to {out}"
+        f"wrote {manifest['records']['train']} training and {manifest['records']['val']} "
+        f"validation records ({', '.join(manifest['families'])}) to {out} (manifest.json)"
     )
 
 
@@ -88,11 +81,14 @@ def prepare(
     out: Path = typer.Option(
         ..., "--out", help="Folder for train.jsonl, canary.jsonl and manifest.json."
     ),
+    overwrite: bool = typer.Option(
+        False, "--overwrite", help="Replace the mixture files if --out already holds files."
+    ),
 ) -> None:
     """Build a training mixture: quotas, de-duplication, benchmark-leakage exclusion, manifest."""
     from videorl.data.prepare import prepare as prepare_mixture
 
-    result = prepare_mixture(sources, out)
+    result = prepare_mixture(sources, out, overwrite=overwrite)
     manifest = result.manifest
     for name, entry in manifest["sources"].items():
         counts = entry["counts"]
@@ -124,6 +120,9 @@ def train(
     nproc: int = typer.Option(
         0, help="Run data-parallel on this many local processes (torchrun shortcut)."
     ),
+    overwrite: bool = typer.Option(
+        False, "--overwrite", help="Replace the run already in trainer.output_dir (its files only)."
+    ),
 ) -> None:
     """Train a policy with the recipe's algorithm (GRPO, OraRL, TaRO, OPDVR, ...)."""
     import yaml
@@ -138,12 +137,13 @@ def train(
         console.print(plan_table(plan_step(cfg)))
         return
     if nproc > 1:
+        extra = ["--overwrite"] if overwrite else []
         _relaunch_with_torchrun(
-            nproc, [config, *(overrides or []), f"trainer.nproc={nproc}"], resume
+            nproc, [config, *(overrides or []), f"trainer.nproc={nproc}", *extra], resume
         )
     from videorl.trainer.loop import run_training
 
-    run_training(cfg, resume=resume)
+    run_training(cfg, resume=resume, overwrite=overwrite)
 
 
 def _relaunch_with_torchrun(nproc: int, args: list[str], resume: str | None) -> None:
@@ -196,11 +196,14 @@ def merge(
         ..., help="A step-NNNNNN checkpoint folder (sharded or not)."
     ),
     out: Path = typer.Argument(..., help="Output Hugging Face model folder."),
+    overwrite: bool = typer.Option(
+        False, "--overwrite", help="Replace OUT if it already holds files."
+    ),
 ) -> None:
     """Gather a sharded checkpoint into one Hugging Face folder (weights, config, tokenizer, processor)."""
     from videorl.trainer.checkpoint import merge_checkpoint
 
-    console.print(f"wrote {merge_checkpoint(checkpoint, out)}")
+    console.print(f"wrote {merge_checkpoint(checkpoint, out, overwrite=overwrite)}")
 
 
 # `videorl eval` and `videorl serve`: options in eval/commands.py, which imports only typer

@@ -33,6 +33,7 @@ from torch.distributed.checkpoint.state_dict import (
 )
 
 from videorl.errors import ConfigError
+from videorl.outputs import refuse_nonempty, refuse_own_inputs, stage_folder, swap_into_place
 from videorl.trainer.distributed import DistInfo, barrier
 
 _STEP_DIR = re.compile(r"^step-(\d+)$")
@@ -79,25 +80,11 @@ def save_model_meta(loaded: Any, folder: Path) -> None:
     (loaded.processor or loaded.tokenizer).save_pretrained(folder)
 
 
-def write_atomically(final: Path, fill: Callable[[Path], None]) -> Path:
-    """Call `fill(tmp)` on a fresh temporary folder beside `final`, then rename it over."""
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = final.parent / f".tmp-{final.name}-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
-    fill(tmp)
-    _replace(tmp, final)
-    return final
-
-
-def _replace(tmp: Path, final: Path) -> None:
-    if final.exists():
-        old = final.parent / f".old-{final.name}-{os.getpid()}"
-        os.replace(final, old)
-        os.replace(tmp, final)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        os.replace(tmp, final)
+def write_atomically(final: Path, fill: Callable[[Path], None], *, replace: bool = False) -> Path:
+    """Call `fill(tmp)` on a fresh temporary folder beside `final`, then rename it into place.
+    An existing non-empty `final` is replaced only with `replace=True` (a folder this run
+    wrote, or `--overwrite`); otherwise it is refused before anything is written."""
+    return stage_folder(final, fill, replace=replace)
 
 
 def save_checkpoint(
@@ -133,7 +120,7 @@ def save_checkpoint(
             save_model_folder(policy, tmp / "model")
     barrier()
     if info.is_main:
-        _replace(tmp, final)
+        swap_into_place(tmp, final)
         for old in list_checkpoints(root)[:-keep_last]:
             shutil.rmtree(old, ignore_errors=True)
     barrier()
@@ -183,8 +170,11 @@ def resolve_resume(resume: str | None, output_dir: str | Path) -> Path | None:
     return path
 
 
-def merge_checkpoint(checkpoint: str | Path, out: str | Path) -> Path:
-    """Gather a (sharded) checkpoint into one Hugging Face folder that `from_pretrained` loads."""
+def merge_checkpoint(checkpoint: str | Path, out: str | Path, *, overwrite: bool = False) -> Path:
+    """Gather a (sharded) checkpoint into one Hugging Face folder that `from_pretrained` loads.
+
+    `out` must not be, hold or lie inside the checkpoint; a non-empty `out` is refused unless
+    `overwrite`. Both are checked before the (slow) gather."""
     from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForImageTextToText
 
     from videorl.models.loading import VISION_MODEL_TYPES
@@ -194,6 +184,8 @@ def merge_checkpoint(checkpoint: str | Path, out: str | Path) -> Path:
         raise ConfigError(
             f"{str(checkpoint)!r} has no dcp/ shards; give a step-NNNNNN checkpoint folder"
         )
+    refuse_own_inputs(out, [("checkpoint", checkpoint)], "OUT")
+    refuse_nonempty(out, overwrite=overwrite, option="OUT")
     meta = checkpoint / ("model_meta" if (checkpoint / "model_meta").is_dir() else "model")
     config = AutoConfig.from_pretrained(meta)
     factory = (
@@ -213,4 +205,4 @@ def merge_checkpoint(checkpoint: str | Path, out: str | Path) -> Path:
             if name.endswith((".json", ".jinja", ".txt")) and not (tmp / name).exists():
                 shutil.copy(meta / name, tmp / name)
 
-    return write_atomically(Path(out), fill)
+    return write_atomically(Path(out), fill, replace=overwrite)

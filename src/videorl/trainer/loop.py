@@ -43,6 +43,7 @@ from videorl.trainer.distributed import (
     shard_indices,
 )
 from videorl.trainer.metrics import MetricsWriter, plot_reward_curves
+from videorl.trainer.run_dir import claim_run_dir
 from videorl.trainer.stages import (
     add_sensitivity_bonus,
     add_teacher_logprobs,
@@ -406,10 +407,11 @@ def _save(state: TrainState) -> Path:
     )
 
 
-def run_training(cfg: Config, resume: str | None = None) -> Path:
+def run_training(cfg: Config, resume: str | None = None, overwrite: bool = False) -> Path:
     """Train for `trainer.steps` steps; returns the final model folder (HF format).
 
     Under torchrun every rank runs this; rank 0 logs, validates and writes model folders.
+    An output folder holding another run is refused unless resumed or `overwrite`.
     """
     info = init_distributed(cfg.trainer.device)
     if cfg.data.prompts_per_step % info.world_size:
@@ -417,6 +419,14 @@ def run_training(cfg: Config, resume: str | None = None) -> Path:
             f"data.prompts_per_step={cfg.data.prompts_per_step} must be divisible by the "
             f"{info.world_size} ranks (whole groups stay on one rank)"
         )
+    checkpoint = ckpt.resolve_resume(resume, cfg.trainer.output_dir)
+    claim_run_dir(
+        cfg.trainer.output_dir,
+        checkpoint,
+        resume=resume is not None,
+        overwrite=overwrite,
+        info=info,
+    )
     state = build_state(cfg, resume, info)
     out = Path(cfg.trainer.output_dir)
     writer = (
@@ -459,6 +469,7 @@ def run_training(cfg: Config, resume: str | None = None) -> Path:
                             ckpt.write_atomically(
                                 out / "best",
                                 lambda tmp: ckpt.save_model_folder(state.engine.loaded, tmp),
+                                replace=True,
                             )
                     barrier()
                 if writer is not None:
@@ -480,7 +491,9 @@ def run_training(cfg: Config, resume: str | None = None) -> Path:
         _save(state)
     final = out / "final"
     if info.is_main:
-        ckpt.write_atomically(final, lambda tmp: ckpt.save_model_folder(state.engine.loaded, tmp))
+        ckpt.write_atomically(
+            final, lambda tmp: ckpt.save_model_folder(state.engine.loaded, tmp), replace=True
+        )
         curves = plot_reward_curves(writer.path, out / "reward_curves.png")
         console.print(f"final model: {final}\nmetrics: {writer.path}\ncurves: {curves}")
         if state.best:
