@@ -48,7 +48,10 @@ def test_overwrite_keeps_files_no_synth_wrote(tmp_path, capsys, monkeypatch):
     assert run_cli(capsys, monkeypatch, "synth", "--out", out, *SMALL, "--overwrite").code == 0
     assert (out / "notes.md").read_text() == "mine"
     assert not (out / "val.jsonl").exists()
-    assert set(_files(out)) == {*json.loads((out / "manifest.json").read_text())["files"], "notes.md"}
+    assert set(_files(out)) == {
+        *json.loads((out / "manifest.json").read_text())["files"],
+        "notes.md",
+    }
 
 
 def test_a_failure_midway_writes_nothing(tmp_path, capsys, monkeypatch):

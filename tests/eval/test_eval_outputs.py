@@ -10,9 +10,7 @@ from .conftest import write_jsonl
 from .test_runner import VTG_ANSWERS, VTG_ROWS
 
 
-def test_eval_out_is_refused_when_taken_and_replaced_only_on_request(
-    tmp_path, capsys, monkeypatch
-):
+def test_eval_out_is_refused_when_taken_and_replaced_only_on_request(tmp_path, capsys, monkeypatch):
     benchmark = write_jsonl(tmp_path / "vtg.jsonl", VTG_ROWS)
     answers = write_jsonl(
         tmp_path / "a.jsonl", [{"id": k, "response": v} for k, v in VTG_ANSWERS.items()]
