@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from videorl.config_loader import not_utf8
 from videorl.data.families import Family
 from videorl.data.formats import CONVERTERS, FORMATS, detect_format, resolve_family
 from videorl.data.records import MediaRef, TaskRecord
@@ -52,22 +53,41 @@ def _rows(path: Path) -> Iterator[tuple[str, Any]]:
     (Parquet), 1-based. An unparseable JSON line is yielded as a DataError."""
     suffix = path.suffix.lower()
     if suffix == ".parquet":
+        import pyarrow as pa
         import pyarrow.parquet as pq
 
-        for number, row in enumerate(pq.read_table(path).to_pylist(), start=1):
+        try:
+            table = pq.read_table(path)
+        except (pa.ArrowException, OSError) as err:
+            first = str(err).splitlines()[0] if str(err) else type(err).__name__
+            raise DataError(f"{path}: not a readable Parquet file ({first})") from None
+        for number, row in enumerate(table.to_pylist(), start=1):
             yield f"row {number}", row
     elif suffix == ".json":
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as err:
             raise DataError(f"{path}:{err.lineno}: invalid JSON ({err.msg})") from None
+        except UnicodeDecodeError:
+            raise DataError(str(not_utf8(str(path), path.read_bytes()))) from None
         if not isinstance(data, list):
             raise DataError(f"{path}: expected a JSON list of objects (or use .jsonl)")
         for number, row in enumerate(data, start=1):
             yield f"item {number}", row
     else:
-        with path.open(encoding="utf-8") as lines:
-            for number, line in enumerate(lines, start=1):
+        with path.open("rb") as lines:
+            for number, raw in enumerate(lines, start=1):
+                try:
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError as err:
+                    yield (
+                        f"line {number}",
+                        DataError(
+                            f"not UTF-8 text (byte 0x{raw[err.start]:02x} at column "
+                            f"{err.start + 1}); save the file as UTF-8"
+                        ),
+                    )
+                    continue
                 if not line.strip():
                     continue
                 try:
@@ -102,7 +122,7 @@ def load_records(
             f"data format {format!r} is unknown; use auto or one of {', '.join(FORMATS)}"
         )
     if not path.is_file():
-        raise DataError(f"data file not found: {path}; check data.train_files / the path")
+        raise DataError(f"data file not found: {path}; check data.train / data.val or the path")
     if path.suffix.lower() not in DATA_SUFFIXES:
         raise DataError(
             f"{path}: unsupported data file type; use one of {', '.join(DATA_SUFFIXES)}"

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import videorl
-from videorl.config_loader import build
+from videorl.config_loader import build, yaml_error
 from videorl.data.families import parse_family
 from videorl.data.formats import FORMATS
 from videorl.data.identity import LeakIndex, media_paths, sample_identity
@@ -139,6 +139,8 @@ class PrepareSpec:
     def __post_init__(self) -> None:
         if not self.sources:
             raise ConfigError("key 'sources' is missing or empty; list at least one source")
+        if self.seed < 0:
+            raise ConfigError(f"seed={self.seed} must be >= 0")
         if self.max_prompts_per_media is not None and self.max_prompts_per_media < 1:
             raise ConfigError(
                 f"max_prompts_per_media={self.max_prompts_per_media} must be at "
@@ -162,8 +164,8 @@ def load_spec(path: str | os.PathLike) -> PrepareSpec:
         raise ConfigError(f"sources file not found: {path}; pass --sources SOURCES.yaml")
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as err:
-        raise ConfigError(f"{path}: not valid YAML ({' '.join(str(err).split())})") from None
+    except (yaml.YAMLError, UnicodeDecodeError) as err:
+        raise yaml_error(path, err, "sources file") from None
     if not isinstance(data, dict):
         raise ConfigError(
             f"{path}: expected a mapping with a 'sources' list, got {type(data).__name__}"

@@ -152,6 +152,9 @@ def build_state(cfg: Config, resume: str | None, info: DistInfo | None = None) -
     torch.manual_seed(cfg.trainer.seed)
     random.seed(cfg.trainer.seed)
     checkpoint = ckpt.resolve_resume(resume, cfg.trainer.output_dir)
+    # data before models: a bad data file fails in seconds, not after the model loads
+    records = _records(cfg, cfg.data.train)
+    val_records = _records(cfg, cfg.data.val)[: cfg.trainer.val_max_prompts] if cfg.data.val else []
     model_kwargs = {
         "dtype": getattr(torch, cfg.model.dtype),
         "device": info.device,
@@ -184,8 +187,6 @@ def build_state(cfg: Config, resume: str | None, info: DistInfo | None = None) -
         weight_decay=cfg.optim.weight_decay,
     )
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda(cfg))
-    records = _records(cfg, cfg.data.train)
-    val_records = _records(cfg, cfg.data.val)[: cfg.trainer.val_max_prompts] if cfg.data.val else []
     sampler = TaskGroupedSampler(records, cfg.data.prompts_per_step, seed=cfg.data.seed)
     state = TrainState(
         cfg=cfg,
