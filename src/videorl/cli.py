@@ -226,11 +226,29 @@ def demo(
     share: bool = typer.Option(False, "--share", help="Also make a public gradio share link."),
     max_duration: float = typer.Option(600.0, help="Longest video accepted, in seconds."),
     device: str = typer.Option("auto", help="auto (cuda if available) | cpu | cuda | cuda:N."),
+    auth: str | None = typer.Option(
+        None, envvar="VIDEORL_DEMO_AUTH", help="USER:PASS a visitor must give (needed by --share)."
+    ),
+    max_upload_mb: float = typer.Option(500.0, help="Largest video upload accepted, in MB."),
+    max_frames: int = typer.Option(512, help="Most frames a question may decode."),
 ) -> None:
     """Web app: ask a video a question and see the answer on its timeline."""
+    from videorl.demo.guard import DemoLimits, parse_auth
+
+    parse_auth(auth, share)  # a public link without a password is refused before anything loads
+    limits = DemoLimits(max_upload_mb=max_upload_mb, max_frames=max_frames)
     from videorl.demo.app import serve
 
-    serve(model, host=host, port=port, share=share, max_duration=max_duration, device=device)
+    serve(
+        model,
+        host=host,
+        port=port,
+        share=share,
+        max_duration=max_duration,
+        device=device,
+        auth=auth,
+        limits=limits,
+    )
 
 
 def main() -> None:
