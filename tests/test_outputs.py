@@ -69,3 +69,25 @@ def test_refusals_name_the_option_and_the_fix(tmp_path):
         with pytest.raises(ConfigError, match="overlaps its own input source 'x'"):
             refuse_own_inputs(out, [("source 'x'", tmp_path / "a.txt")], "--out")
     refuse_own_inputs(tmp_path / "other", [("source", tmp_path / "a.txt"), ("none", None)], "--out")
+
+
+def test_make_tiny_and_score_never_overwrite_silently(tmp_path, capsys, monkeypatch):
+    from tests.cli_runner import run_cli
+
+    model = tmp_path / "my-model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    result = run_cli(capsys, monkeypatch, "make-tiny", model)
+    assert result.code == 2 and "OUT" in result.output and "--overwrite" in result.output
+    assert [p.name for p in model.iterdir()] == ["config.json"]
+
+    records = tmp_path / "records.jsonl"
+    records.write_text("")
+    scores = tmp_path / "scores.jsonl"
+    scores.write_text("mine\n")
+    args = ("score", "--records", records, "--responses", records)
+    result = run_cli(capsys, monkeypatch, *args, "--out", scores)
+    assert result.code == 2 and "already exists; pass --overwrite" in result.output
+    assert scores.read_text() == "mine\n"
+    result = run_cli(capsys, monkeypatch, *args, "--out", records, "--overwrite")
+    assert result.code == 2 and "overlaps its own input --records" in result.output

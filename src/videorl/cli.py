@@ -37,9 +37,13 @@ def make_tiny(
     ),
     size: str = typer.Option("tiny", help="tiny (~0.4 M params, tests) | bench (~30 M params)."),
     seed: int = typer.Option(0, help="Initialization seed."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Write into a non-empty OUT."),
 ) -> None:
     """Build a random-init model offline and save it like a real checkpoint."""
     from videorl.models.tiny import build_tiny_model, count_parameters
+    from videorl.outputs import refuse_nonempty
+
+    refuse_nonempty(out, overwrite=overwrite, option="OUT")
 
     path = build_tiny_model(arch, out, size=size, seed=seed)
     from videorl.models.loading import load_model
@@ -178,12 +182,23 @@ def score(
     overrides: list[str] | None = typer.Argument(
         None, help="reward.* overrides, e.g. reward.tg_shaping=iou_v2"
     ),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing --out file."),
 ) -> None:
     """Score given response texts with the training rewards and print a summary per family."""
     import json
 
     from videorl.config import load_config
+    from videorl.errors import ConfigError
+    from videorl.outputs import refuse_own_inputs
     from videorl.rewards.score_file import score_file
+
+    if out is not None:
+        refuse_own_inputs(out, [("--records", records), ("--responses", responses)], "--out")
+        if out.exists() and not (overwrite and out.is_file()):
+            raise ConfigError(
+                f"--out {str(out)!r} already exists; pass --overwrite to replace it "
+                "or choose another file"
+            )
 
     reward_config = load_config(None, overrides or []).reward
     summary = score_file(records, responses, out, reward_config)

@@ -71,6 +71,24 @@ def test_a_folder_of_other_files_is_refused_too(run, tmp_path, capsys, monkeypat
     assert sorted(p.name for p in tmp_path.iterdir()) == ["train.jsonl"]
 
 
+def test_resuming_a_checkpoint_past_trainer_steps_is_refused(run, capsys, monkeypatch):
+    out, overrides = run
+    before = _tree(out)
+    result = run_cli(
+        capsys,
+        monkeypatch,
+        "train",
+        "quickstart",
+        *overrides,
+        "trainer.steps=1",
+        "--resume",
+        "auto",
+    )
+    assert result.code == 2 and len(result.lines) == 1, result.output
+    assert "is at step 2, past trainer.steps=1" in result.output
+    assert _tree(out) == before
+
+
 def test_resume_logs_each_step_once_and_removes_stale_temporaries(run):
     out, overrides = run
     # A kill after step 2 was logged but before it was saved, plus leftovers of other kills.

@@ -427,6 +427,7 @@ def run_training(cfg: Config, resume: str | None = None, overwrite: bool = False
         resume=resume is not None,
         overwrite=overwrite,
         info=info,
+        steps=cfg.trainer.steps,
     )
     state = build_state(cfg, resume, info)
     out = Path(cfg.trainer.output_dir)

@@ -92,17 +92,25 @@ def claim_run_dir(
     resume: bool,
     overwrite: bool,
     info: DistInfo | None = None,
+    steps: int | None = None,
 ) -> None:
     """Check the folder (every rank), then on the main rank: remove the replaced run's files
-    (`overwrite`), stale temporaries, and log rows past the resumed step."""
+    (`overwrite`), stale temporaries, and log rows past the resumed step. A checkpoint past
+    `steps` (the run's length) is refused: resuming it would train backwards."""
     info = info or DistInfo()
     folder = Path(output_dir)
     check_run_dir(folder, checkpoint, resume=resume, overwrite=overwrite)
+    resumed = _checkpoint_step(checkpoint)
+    if steps is not None and resumed > steps:
+        raise ConfigError(
+            f"checkpoint {str(checkpoint)!r} is at step {resumed}, past trainer.steps={steps}; "
+            "raise trainer.steps to continue it, or set a new trainer.output_dir"
+        )
     barrier()  # every rank has checked before the main rank changes anything
     if info.is_main and folder.is_dir():
         if overwrite and not _own(folder, checkpoint):
             for entry in run_entries(folder):
                 shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
         remove_stale_temporaries(folder)
-        truncate_step_logs(folder, _checkpoint_step(checkpoint))
+        truncate_step_logs(folder, resumed)
     barrier()
