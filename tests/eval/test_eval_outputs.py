@@ -54,3 +54,20 @@ def test_eval_out_may_not_hold_the_benchmark_or_the_model(tmp_path, capsys, monk
     )  # fmt: skip
     assert result.code == 2 and "overlaps its own input --model" in result.output
     assert list(model.iterdir()) == []
+
+
+def test_resume_keeps_the_predictions_of_an_interrupted_eval(tmp_path):
+    import pytest
+
+    from videorl.errors import ConfigError
+    from videorl.eval.runner import claim_out_dir
+
+    out = tmp_path / "eval"
+    (out / "plots").mkdir(parents=True)
+    (out / "predictions.jsonl").write_text('{"id": "1", "response": "1 to 2"}\n')
+    claim_out_dir(out, overwrite=False, resume=True)
+    assert (out / "predictions.jsonl").is_file() and (out / "plots").is_dir()
+    with pytest.raises(ConfigError, match="one of --resume"):
+        claim_out_dir(out, overwrite=True, resume=True)
+    claim_out_dir(out, overwrite=True, resume=False)
+    assert list(out.iterdir()) == []
