@@ -109,6 +109,23 @@ def test_resume_logs_each_step_once_and_removes_stale_temporaries(run):
     assert (out / "final" / "model.safetensors").is_file()
 
 
+def test_overwrite_never_deletes_the_model_it_trains(run, capsys, monkeypatch):
+    out, overrides = run
+    before = _tree(out)
+    again = [*overrides, f"model.path={out / 'final'}"]
+    result = run_cli(capsys, monkeypatch, "train", "quickstart", *again, "--overwrite")
+    assert result.code == 2 and len(result.lines) == 1, result.output
+    assert "overlaps model.path" in result.output and "--overwrite would delete" in result.output
+    inside = [
+        *overrides,
+        f"trainer.output_dir={out / 'final' / 'run2'}",
+        f"model.path={out / 'final'}",
+    ]
+    result = run_cli(capsys, monkeypatch, "train", "quickstart", *inside)
+    assert result.code == 2 and "overlaps model.path" in result.output
+    assert _tree(out) == before
+
+
 def test_overwrite_replaces_the_run_and_keeps_other_files(run, capsys, monkeypatch):
     out, overrides = run
     (out / "notes.txt").write_text("mine")

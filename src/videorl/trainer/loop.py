@@ -43,7 +43,7 @@ from videorl.trainer.distributed import (
     shard_indices,
 )
 from videorl.trainer.metrics import MetricsWriter, plot_reward_curves
-from videorl.trainer.run_dir import claim_run_dir
+from videorl.trainer.run_dir import claim_run_dir, run_inputs
 from videorl.trainer.stages import (
     add_sensitivity_bonus,
     add_teacher_logprobs,
@@ -428,6 +428,7 @@ def run_training(cfg: Config, resume: str | None = None, overwrite: bool = False
         overwrite=overwrite,
         info=info,
         steps=cfg.trainer.steps,
+        inputs=run_inputs(cfg),
     )
     state = build_state(cfg, resume, info)
     out = Path(cfg.trainer.output_dir)
