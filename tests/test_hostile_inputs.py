@@ -178,6 +178,7 @@ def test_train_resume_and_output_dir_errors(tmp_path, capsys, monkeypatch):
     run = f"trainer.output_dir={tmp_path / 'run'}"
     for args, name in (
         ((run, "--resume", str(tmp_path / "nowhere")), "nowhere"),
+        ((run, "trainer.device=cuda:99"), "trainer.device"),
         ((f"trainer.output_dir={taken}",), "a_file"),
     ):
         result = run_cli(capsys, monkeypatch, "train", "quickstart", *args)

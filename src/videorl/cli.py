@@ -140,6 +140,9 @@ def train(
         console.print(yaml.safe_dump(to_dict(cfg), sort_keys=False), end="")
         console.print(plan_table(plan_step(cfg)))
         return
+    from videorl.config import check_device_available
+
+    check_device_available("trainer.device", cfg.trainer.device)
     if nproc > 1:
         extra = ["--overwrite"] if overwrite else []
         _relaunch_with_torchrun(

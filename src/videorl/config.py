@@ -54,6 +54,22 @@ def _check_seed(key: str, seed: int) -> None:
         raise ConfigError(f"{key}={seed} must be an integer in [0, 2**63 - 1]")
 
 
+def check_device_available(key: str, device: str) -> None:
+    """At run time (not at load time: a config may be checked on a machine without the
+    accelerator): a `cuda`/`cuda:N` device must exist here."""
+    if not device.startswith("cuda"):
+        return
+    import torch
+
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    index = int(device.partition(":")[2] or 0)
+    if index >= count:
+        raise ConfigError(
+            f"{key}={device!r} but this machine has {count} CUDA device(s); "
+            "use auto, cpu or an index below the count"
+        )
+
+
 def check_device(key: str, device: str) -> None:
     """auto | cpu | mps | cuda | cuda:N | xpu | xpu:N."""
     if not DEVICE.match(device):
