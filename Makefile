@@ -22,10 +22,10 @@ test: lint
 	$(PY) -m pytest
 
 quickstart: setup
-	$(PY) -m videorl make-tiny $(QS)/model --arch qwen2_5_vl
-	$(PY) -m videorl synth --out $(QS)/data --families temporal_grounding --n 96 --seed 0 --val 16
-	$(PY) -m videorl train quickstart
-	$(PY) -m videorl eval --model $(QS)/train/final --benchmark $(QS)/data/val.jsonl --out $(QS)/eval
+	$(PY) -m videorl make-tiny $(QS)/model --arch qwen2_5_vl --overwrite
+	$(PY) -m videorl synth --out $(QS)/data --families temporal_grounding --n 96 --seed 0 --val 16 --overwrite
+	$(PY) -m videorl train quickstart --overwrite
+	$(PY) -m videorl eval --model $(QS)/train/final --benchmark $(QS)/data/val.jsonl --out $(QS)/eval --overwrite
 	@echo "checkpoint: $(QS)/train/final  metrics: $(QS)/train/metrics.jsonl  curves: $(QS)/train/reward_curves.png  report: $(QS)/eval/report.md"
 
 BENCH_STAMP := $(VENV)/.bench-installed

@@ -77,10 +77,8 @@ def train_curve(name: str, overrides: list[str], steps: int) -> dict[str, Any]:
             "data.val=null",
         ],
     )
-    for old in out.glob("*.jsonl"):
-        old.unlink()
     start = time.perf_counter()
-    run_training(config)
+    run_training(config, overwrite=True)  # from scratch: replaces an earlier curve's run
     rows = read_metrics(out / "metrics.jsonl")
     return {
         "reward": [r["reward/mean"] for r in rows],

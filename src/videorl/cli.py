@@ -79,9 +79,14 @@ def make_tiny(
     small_vocab: bool = typer.Option(
         False, help="Embeddings sized to our tokenizer, not the published vocabulary."
     ),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Write into a non-empty OUT."),
 ) -> None:
     """Build a random-init model offline and save it like a real checkpoint."""
     import torch
+
+    from videorl.outputs import refuse_nonempty
+
+    refuse_nonempty(out, overwrite=overwrite, option="OUT")
 
     from videorl.errors import ConfigError
     from videorl.models.tiny import build_model
@@ -124,24 +129,17 @@ def synth(
         0, help="Extra records per family written to val.jsonl (disjoint videos)."
     ),
     seed: int = typer.Option(0, help="Random seed (same seed, same files)."),
+    overwrite: bool = typer.Option(
+        False, "--overwrite", help="Replace what an earlier synth wrote into --out."
+    ),
 ) -> None:
     """Write synthetic MP4 videos and exact-ground-truth records for the chosen families."""
-    from videorl.data.loaders import load_records, write_records
-    from videorl.data.synth import synthesize
+    from videorl.data.synth import write_dataset
 
-    records_path = synthesize(out, families.split(","), n=n + val, seed=seed)
-    records = load_records(records_path).records
-    by_family: dict[str, list] = {}
-    for record in records:
-        by_family.setdefault(record.family.value, []).append(record)
-    train_rows = [r for rows in by_family.values() for r in rows[:n]]
-    val_rows = [r for rows in by_family.values() for r in rows[n:]]
-    write_records(out / "train.jsonl", train_rows)
-    if val_rows:
-        write_records(out / "val.jsonl", val_rows)
+    manifest = write_dataset(out, families.split(","), n=n, val=val, seed=seed, overwrite=overwrite)
     console.print(
-        f"wrote {len(train_rows)} training and {len(val_rows)} validation records "
-        f"({', '.join(by_family)}) to {out}"
+        f"wrote {manifest['records']['train']} training and {manifest['records']['val']} "
+        f"validation records ({', '.join(manifest['families'])}) to {out} (manifest.json)"
     )
 
 
@@ -153,11 +151,14 @@ def prepare(
     out: Path = typer.Option(
         ..., "--out", help="Folder for train.jsonl, canary.jsonl and manifest.json."
     ),
+    overwrite: bool = typer.Option(
+        False, "--overwrite", help="Replace the mixture files if --out already holds files."
+    ),
 ) -> None:
     """Build a training mixture: quotas, de-duplication, benchmark-leakage exclusion, manifest."""
     from videorl.data.prepare import prepare as prepare_mixture
 
-    result = prepare_mixture(sources, out)
+    result = prepare_mixture(sources, out, overwrite=overwrite)
     manifest = result.manifest
     for name, entry in manifest["sources"].items():
         counts = entry["counts"]
@@ -189,6 +190,9 @@ def train(
     nproc: int = typer.Option(
         0, help="Run data-parallel on this many local processes (torchrun shortcut)."
     ),
+    overwrite: bool = typer.Option(
+        False, "--overwrite", help="Replace the run already in trainer.output_dir (its files only)."
+    ),
 ) -> None:
     """Train a policy with the recipe's algorithm (GRPO, OraRL, TaRO, OPDVR, ...)."""
     import yaml
@@ -209,13 +213,17 @@ def train(
                     f"[yellow]warning:[/] {source.error}", highlight=False, soft_wrap=True
                 )
         return
+    from videorl.config import check_device_available
+
+    check_device_available("trainer.device", cfg.trainer.device)
     if nproc > 1:
+        extra = ["--overwrite"] if overwrite else []
         _relaunch_with_torchrun(
-            nproc, [config, *(overrides or []), f"trainer.nproc={nproc}"], resume
+            nproc, [config, *(overrides or []), f"trainer.nproc={nproc}", *extra], resume
         )
     from videorl.trainer.loop import run_training
 
-    run_training(cfg, resume=resume)
+    run_training(cfg, resume=resume, overwrite=overwrite)
 
 
 def _relaunch_with_torchrun(nproc: int, args: list[str], resume: str | None) -> None:
@@ -250,12 +258,23 @@ def score(
     overrides: list[str] | None = typer.Argument(
         None, help="reward.* overrides, e.g. reward.tg_shaping=iou_v2"
     ),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing --out file."),
 ) -> None:
     """Score given response texts with the training rewards and print a summary per family."""
     import json
 
     from videorl.config import load_config
+    from videorl.errors import ConfigError
+    from videorl.outputs import refuse_own_inputs
     from videorl.rewards.score_file import score_file
+
+    if out is not None:
+        refuse_own_inputs(out, [("--records", records), ("--responses", responses)], "--out")
+        if out.exists() and not (overwrite and out.is_file()):
+            raise ConfigError(
+                f"--out {str(out)!r} already exists; pass --overwrite to replace it "
+                "or choose another file"
+            )
 
     reward_config = load_config(None, overrides or []).reward
     summary = score_file(records, responses, out, reward_config)
@@ -268,12 +287,15 @@ def merge(
         ..., help="A step-NNNNNN checkpoint folder (sharded or not), or a LoRA adapter folder."
     ),
     out: Path = typer.Argument(..., help="Output Hugging Face model folder."),
+    overwrite: bool = typer.Option(
+        False, "--overwrite", help="Replace OUT if it already holds files."
+    ),
 ) -> None:
     """Gather a sharded checkpoint, or merge a LoRA adapter into its base, as one Hugging Face
     folder (weights, config, tokenizer, processor)."""
     from videorl.trainer.checkpoint import merge_checkpoint
 
-    console.print(f"wrote {merge_checkpoint(checkpoint, out)}")
+    console.print(f"wrote {merge_checkpoint(checkpoint, out, overwrite=overwrite)}")
 
 
 # `videorl eval` and `videorl serve`: options in eval/commands.py, which imports only typer
@@ -298,11 +320,29 @@ def demo(
     share: bool = typer.Option(False, "--share", help="Also make a public gradio share link."),
     max_duration: float = typer.Option(600.0, help="Longest video accepted, in seconds."),
     device: str = typer.Option("auto", help="auto (cuda if available) | cpu | cuda | cuda:N."),
+    auth: str | None = typer.Option(
+        None, envvar="VIDEORL_DEMO_AUTH", help="USER:PASS a visitor must give (needed by --share)."
+    ),
+    max_upload_mb: float = typer.Option(500.0, help="Largest video upload accepted, in MB."),
+    max_frames: int = typer.Option(512, help="Most frames a question may decode."),
 ) -> None:
     """Web app: ask a video a question and see the answer on its timeline."""
+    from videorl.demo.guard import DemoLimits, parse_auth
+
+    parse_auth(auth, share)  # a public link without a password is refused before anything loads
+    limits = DemoLimits(max_upload_mb=max_upload_mb, max_frames=max_frames)
     from videorl.demo.app import serve
 
-    serve(model, host=host, port=port, share=share, max_duration=max_duration, device=device)
+    serve(
+        model,
+        host=host,
+        port=port,
+        share=share,
+        max_duration=max_duration,
+        device=device,
+        auth=auth,
+        limits=limits,
+    )
 
 
 @app.command("doctor")

@@ -9,6 +9,7 @@ section validates itself in `__post_init__`; `Config.__post_init__` checks combi
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +33,51 @@ def _positive(section: str, **values: float) -> None:
     for name, value in values.items():
         if value <= 0:
             raise ConfigError(f"{section}.{name}={value} must be > 0")
+
+
+def _at_least_zero(section: str, **values: float) -> None:
+    for name, value in values.items():
+        if value < 0:
+            raise ConfigError(f"{section}.{name}={value} must be >= 0")
+
+
+def _in_range(key: str, value: float, low: float, high: float, *, open_high: bool = False) -> None:
+    """`low <= value <= high` (`< high` with `open_high`)."""
+    if not (low <= value < high if open_high else low <= value <= high):
+        raise ConfigError(f"{key}={value} must be in [{low}, {high}{')' if open_high else ']'}")
+
+
+MAX_SEED = 2**63 - 1  # torch.manual_seed and numpy's SeedSequence accept 0..2**63-1 here
+DEVICE = re.compile(r"^(auto|cpu|mps|(cuda|xpu)(:\d+)?)$")
+
+
+def _check_seed(key: str, seed: int) -> None:
+    if not 0 <= seed <= MAX_SEED:
+        raise ConfigError(f"{key}={seed} must be an integer in [0, 2**63 - 1]")
+
+
+def check_device_available(key: str, device: str) -> None:
+    """At run time (not at load time: a config may be checked on a machine without the
+    accelerator): a `cuda`/`cuda:N` device must exist here."""
+    if not device.startswith("cuda"):
+        return
+    import torch
+
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    index = int(device.partition(":")[2] or 0)
+    if index >= count:
+        raise ConfigError(
+            f"{key}={device!r} but this machine has {count} CUDA device(s); "
+            "use auto, cpu or an index below the count"
+        )
+
+
+def check_device(key: str, device: str) -> None:
+    """auto | cpu | mps | cuda | cuda:N | xpu | xpu:N."""
+    if not DEVICE.match(device):
+        raise ConfigError(
+            f"{key}={device!r} is not a device; use auto, cpu, cuda, cuda:N, mps or xpu"
+        )
 
 
 @dataclass(frozen=True)
@@ -90,8 +136,13 @@ class DataConfig:
         _positive("data", prompts_per_step=self.prompts_per_step)
         if self.max_rows is not None:
             _positive("data", max_rows=self.max_rows)
-        for name in self.families + ((self.family,) if self.family else ()):
-            parse_family(name)
+        _check_seed("data.seed", self.seed)
+        for key, names in (("families", self.families), ("family", (self.family or "",))):
+            for name in filter(None, names):
+                try:
+                    parse_family(name)
+                except ConfigError as err:
+                    raise ConfigError(f"data.{key}: {err}") from None
 
 
 @dataclass(frozen=True)
@@ -130,7 +181,9 @@ class RolloutConfig:
             tensor_parallel_size=self.tensor_parallel_size,
             max_model_len=self.max_model_len,
             vllm_cpu_kv_cache_gb=self.vllm_cpu_kv_cache_gb,
+            videos_per_prompt=self.videos_per_prompt,
         )
+        _at_least_zero("rollout", top_k=self.top_k, images_per_prompt=self.images_per_prompt)
 
 
 @dataclass(frozen=True)
@@ -142,6 +195,10 @@ class PruningConfig:
     pos_quota: int = 1
     neg_quota: int = 2
     correction: CorrectionConfig = field(default_factory=CorrectionConfig)
+
+    def __post_init__(self) -> None:
+        _in_range("algorithm.pruning.prune_ratio", self.prune_ratio, 0.0, 1.0, open_high=True)
+        _at_least_zero("algorithm.pruning", pos_quota=self.pos_quota, neg_quota=self.neg_quota)
 
     def selection(self, n: int) -> SelectionConfig:
         return SelectionConfig(
@@ -202,7 +259,12 @@ class OptimConfig:
             mini_batches=self.mini_batches,
             epochs=self.epochs,
             micro_batch_tokens=self.micro_batch_tokens,
+            grad_clip=self.grad_clip,
         )
+        _at_least_zero("optim", weight_decay=self.weight_decay, warmup_steps=self.warmup_steps)
+        _in_range("optim.min_lr_ratio", self.min_lr_ratio, 0.0, 1.0)
+        for index, beta in enumerate(self.betas):
+            _in_range(f"optim.betas[{index}]", beta, 0.0, 1.0, open_high=True)
 
 
 @dataclass(frozen=True)
@@ -231,7 +293,13 @@ class TrainerConfig:
             keep_last=self.keep_last,
             val_samples=self.val_samples,
             nproc=self.nproc,
+            val_max_prompts=self.val_max_prompts,
         )
+        _at_least_zero("trainer", save_every=self.save_every, val_every=self.val_every)
+        _check_seed("trainer.seed", self.seed)
+        check_device("trainer.device", self.device)
+        if not self.output_dir.strip():
+            raise ConfigError("trainer.output_dir is empty; set a folder such as runs/my-run")
 
 
 @dataclass(frozen=True)
@@ -242,6 +310,11 @@ class EvalConfig:
     max_samples: int | None = None
     batch_size: int = 8
     max_new_tokens: int = 256
+
+    def __post_init__(self) -> None:
+        _positive("eval", batch_size=self.batch_size, max_new_tokens=self.max_new_tokens)
+        if self.max_samples is not None:
+            _positive("eval", max_samples=self.max_samples)
 
 
 @dataclass(frozen=True)

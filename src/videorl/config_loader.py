@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
 import types
 import typing
 from collections.abc import Sequence
@@ -91,6 +92,8 @@ def _coerce(hint: Any, value: Any, key: str) -> Any:
             return value
     elif hint is float:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
+            if not math.isfinite(value):
+                raise ConfigError(f"config key {key!r} = {value!r} must be a finite number")
             return float(value)
     elif hint is str:
         if isinstance(value, str):
@@ -145,7 +148,7 @@ def to_dict(config: Any) -> dict[str, Any]:
 def merge_sources(path: str | Path | None, overrides: Sequence[str] = ()) -> dict[str, Any]:
     """YAML file merged with dotted overrides (`rollout.n=4`), interpolations resolved."""
     import yaml
-    from omegaconf import OmegaConf
+    from omegaconf import DictConfig, OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
     base = OmegaConf.create({})
@@ -158,12 +161,62 @@ def merge_sources(path: str | Path | None, overrides: Sequence[str] = ()) -> dic
         try:
             base = OmegaConf.load(file)
         except (yaml.YAMLError, OSError, ValueError) as err:
-            raise ConfigError(f"config file {str(path)!r} is not valid YAML: {err}") from None
+            raise yaml_error(file, err) from None
+        if not isinstance(base, DictConfig):
+            raise ConfigError(
+                f"config file {str(path)!r} holds a {type(base).__name__.removesuffix('Config').lower()} "
+                "at the top level; a recipe is a mapping of sections (model:, data:, rollout:, ...)"
+            )
     for item in overrides:
         if "=" not in item or item.startswith("="):
             raise ConfigError(f"override {item!r} must look like key.sub=value (e.g. rollout.n=4)")
+    dotted = []
+    for item in overrides:
+        try:
+            dotted.append(OmegaConf.from_dotlist([item]))
+        except (yaml.YAMLError, OmegaConfBaseException) as err:
+            problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+            raise ConfigError(
+                f"override {item!r}: the value is not valid YAML ({problem}); "
+                "quote it or close its brackets"
+            ) from None
     try:
-        merged = OmegaConf.merge(base, OmegaConf.from_dotlist(list(overrides)))
+        merged = OmegaConf.merge(base, *dotted)
         return OmegaConf.to_container(merged, resolve=True)  # type: ignore[return-value]
     except OmegaConfBaseException as err:
         raise ConfigError(f"cannot merge config overrides: {str(err).splitlines()[0]}") from None
+
+
+def yaml_error(path: str | Path, err: Exception, what: str = "config file") -> ConfigError:
+    """One line for an unreadable YAML file: its name, the line and column, the problem."""
+    import yaml
+
+    where = f"{what} {str(path)!r}"
+    if isinstance(err, UnicodeDecodeError):
+        return not_utf8(where, Path(path).read_bytes())
+    if isinstance(err, yaml.MarkedYAMLError) and err.problem_mark is not None:
+        mark = err.problem_mark
+        context = (
+            f" ({err.context} at line {err.context_mark.line + 1})"
+            if (err.context and err.context_mark is not None)
+            else ""
+        )
+        return ConfigError(
+            f"{where} line {mark.line + 1}, column {mark.column + 1}: {err.problem}{context}; "
+            "fix the YAML syntax there"
+        )
+    return ConfigError(f"{where} is not readable YAML: {' '.join(str(err).split())}")
+
+
+def not_utf8(where: str, data: bytes) -> ConfigError:
+    """`where` line L, column C: the first byte of `data` that is not UTF-8."""
+    try:
+        data.decode("utf-8")
+        return ConfigError(f"{where} is not UTF-8 text; save the file as UTF-8")
+    except UnicodeDecodeError as err:
+        before = data[: err.start]
+        line, column = before.count(b"\n") + 1, err.start - before.rfind(b"\n")
+        return ConfigError(
+            f"{where} line {line}, column {column}: not UTF-8 text "
+            f"(byte 0x{data[err.start]:02x}); save the file as UTF-8"
+        )

@@ -425,3 +425,34 @@ def test_cli_prepare_writes_outputs_and_reports_errors_in_one_line(
     assert failed.value.code == 2
     printed = capsys.readouterr().out
     assert "error:" in printed and "data file not found" in printed
+
+
+def test_prepare_never_writes_into_its_own_inputs_nor_a_non_empty_out(
+    planted, tmp_path, monkeypatch, capsys
+):
+    from tests.cli_runner import run_cli
+
+    source = planted.parent / "charades.jsonl"
+    before = source.read_bytes()
+    for flags in ((), ("--overwrite",)):  # the source lies inside --out
+        result = run_cli(
+            capsys, monkeypatch, "prepare", "--sources", planted, "--out", planted.parent, *flags
+        )
+        assert result.code == 2 and len(result.lines) == 1, result.output
+        assert "overlaps its own input" in result.output
+    assert source.read_bytes() == before
+
+    out = tmp_path / "mixture"
+    out.mkdir()
+    (out / "notes.md").write_text("mine")
+    args = ("prepare", "--sources", planted, "--out", out)
+    refused = run_cli(capsys, monkeypatch, *args)
+    assert refused.code == 2 and "is not empty; pass --overwrite" in refused.output
+    assert [p.name for p in out.iterdir()] == ["notes.md"]
+    assert run_cli(capsys, monkeypatch, *args, "--overwrite").code == 0
+    assert sorted(p.name for p in out.iterdir()) == [
+        "canary.jsonl",
+        "manifest.json",
+        "notes.md",
+        "train.jsonl",
+    ]

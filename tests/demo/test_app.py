@@ -141,7 +141,9 @@ def test_command_binds_to_localhost_and_shares_only_when_asked(monkeypatch, tmp_
     monkeypatch.setattr(videorl.demo.app, "serve", lambda model, **kw: calls.append((model, kw)))
     runner = CliRunner()
     assert runner.invoke(cli, ["demo", "--model", str(tmp_path)]).exit_code == 0
-    shared_run = runner.invoke(cli, ["demo", "--model", str(tmp_path), "--share", "--port", "8000"])
+    shared_run = runner.invoke(
+        cli, ["demo", "--model", str(tmp_path), "--share", "--auth", "u:p", "--port", "8000"]
+    )
     assert shared_run.exit_code == 0
     (model, default), (_, shared) = calls
     assert model == tmp_path

@@ -71,6 +71,10 @@ class PolicyLossConfig:
                 f"algorithm.loss.aggregation='seq-mean-token-sum-norm' needs max_length > 0, got "
                 f"{self.max_length}; set it to the response length budget"
             )
+        if self.max_length is not None and self.max_length < 1:
+            raise ConfigError(
+                f"algorithm.loss.max_length={self.max_length} must be >= 1 (tokens) or null"
+            )
         if self.kl_type not in KL_TYPES:
             raise ConfigError(
                 f"algorithm.loss.kl_type={self.kl_type!r}; use one of {list(KL_TYPES)}"

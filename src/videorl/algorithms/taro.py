@@ -99,9 +99,10 @@ class CurriculumConfig:
                 f"algorithm.constructed.curriculum.schedule={self.schedule!r} is not a "
                 f"schedule; use one of {list(SCHEDULES)}"
             )
-        if self.warmup_epochs < 0:
+        if self.warmup_epochs < 0 or self.warmup_steps < 0:
             raise ConfigError(
-                f"algorithm.constructed.curriculum.warmup_epochs={self.warmup_epochs} must be >= 0"
+                f"algorithm.constructed.curriculum.warmup_epochs={self.warmup_epochs} and "
+                f"warmup_steps={self.warmup_steps} must be >= 0"
             )
         if self.schedule == "linear" and self.warmup_steps <= 0:
             raise ConfigError(

@@ -30,14 +30,16 @@ from pathlib import Path
 from typing import Any, Literal
 
 import videorl
-from videorl.config_loader import build
+from videorl.config_loader import build, yaml_error
 from videorl.data.families import parse_family
 from videorl.data.identity import LeakIndex, media_paths, sample_identity
 from videorl.data.loaders import ALL_FORMATS, load_records, write_records
 from videorl.data.records import TaskRecord
 from videorl.errors import ConfigError, DataError
+from videorl.outputs import TMP_PREFIX, refuse_nonempty, refuse_own_inputs
 
 _NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
+OUTPUTS = ("train.jsonl", "canary.jsonl", "manifest.json")  # renamed into place in this order
 # Per-source counts, in the order each step removes samples (manifest `sources.<name>`).
 _COUNTS = (
     "loaded",
@@ -138,6 +140,8 @@ class PrepareSpec:
     def __post_init__(self) -> None:
         if not self.sources:
             raise ConfigError("key 'sources' is missing or empty; list at least one source")
+        if self.seed < 0:
+            raise ConfigError(f"seed={self.seed} must be >= 0")
         if self.max_prompts_per_media is not None and self.max_prompts_per_media < 1:
             raise ConfigError(
                 f"max_prompts_per_media={self.max_prompts_per_media} must be at "
@@ -161,8 +165,8 @@ def load_spec(path: str | os.PathLike) -> PrepareSpec:
         raise ConfigError(f"sources file not found: {path}; pass --sources SOURCES.yaml")
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as err:
-        raise ConfigError(f"{path}: not valid YAML ({' '.join(str(err).split())})") from None
+    except (yaml.YAMLError, UnicodeDecodeError) as err:
+        raise yaml_error(path, err, "sources file") from None
     if not isinstance(data, dict):
         raise ConfigError(
             f"{path}: expected a mapping with a 'sources' list, got {type(data).__name__}"
@@ -481,20 +485,41 @@ def build_manifest(
     }
 
 
-def prepare(sources_file: str | os.PathLike, out_dir: str | os.PathLike) -> PrepareResult:
+def _refuse_inputs_inside(out: Path, spec: PrepareSpec, sources_file: Path) -> None:
+    """`--out` may not hold the sources file or any annotation file it reads."""
+    base = sources_file.parent
+    inputs = [("sources file", sources_file)]
+    inputs += [(f"source {s.name!r}", _absolute(base, s.path)) for s in spec.sources]
+    inputs += [(f"benchmark {b.name!r}", _absolute(base, b.path)) for b in spec.benchmarks]
+    refuse_own_inputs(out, inputs, "--out")
+
+
+def prepare(
+    sources_file: str | os.PathLike, out_dir: str | os.PathLike, *, overwrite: bool = False
+) -> PrepareResult:
     """Read SOURCES.yaml, select the mixture and write train.jsonl, canary.jsonl and
-    manifest.json to `out_dir`. Nothing is written if a quota or the canary cannot be met."""
+    manifest.json to `out_dir`. Nothing is written if a quota or the canary cannot be met,
+    if `out_dir` holds files (unless `overwrite`) or if it holds one of the inputs. The three
+    files are written under temporary names and renamed at the end (manifest last)."""
     sources_file = Path(os.path.abspath(sources_file))
     spec = load_spec(sources_file)
-    mixture = select_mixture(spec, sources_file.parent)
     out = Path(out_dir)
-    outputs = {
-        "train.jsonl": _write_split(out / "train.jsonl", spec, mixture.train),
-        "canary.jsonl": _write_split(out / "canary.jsonl", spec, mixture.canary),
-    }
-    manifest = build_manifest(spec, mixture, sources_file, outputs)
-    manifest_path = out / "manifest.json"
-    manifest_path.write_text(
-        json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8"
-    )
-    return PrepareResult(outputs["train.jsonl"], outputs["canary.jsonl"], manifest_path, manifest)
+    _refuse_inputs_inside(out, spec, sources_file)
+    mixture = select_mixture(spec, sources_file.parent)
+    refuse_nonempty(out, overwrite=overwrite, option="--out")
+    staged = {name: out / f"{TMP_PREFIX}{os.getpid()}-{name}" for name in OUTPUTS}
+    try:
+        _write_split(staged["train.jsonl"], spec, mixture.train)
+        _write_split(staged["canary.jsonl"], spec, mixture.canary)
+        outputs = {name: staged[name] for name in ("train.jsonl", "canary.jsonl")}
+        manifest = build_manifest(spec, mixture, sources_file, outputs)
+        staged["manifest.json"].write_text(
+            json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8"
+        )
+    except BaseException:
+        for path in staged.values():
+            path.unlink(missing_ok=True)
+        raise
+    for name in OUTPUTS:
+        os.replace(staged[name], out / name)
+    return PrepareResult(out / "train.jsonl", out / "canary.jsonl", out / "manifest.json", manifest)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from videorl.config_loader import not_utf8
 from videorl.errors import DataError
 
 DATA_SUFFIXES = (".jsonl", ".ndjson", ".json", ".parquet")
@@ -46,28 +47,47 @@ def file_rows(path: Path) -> Iterator[tuple[str, Any]]:
     (Parquet), 1-based. An unparseable JSON line is yielded as a DataError."""
     suffix = path.suffix.lower()
     if suffix == ".parquet":
+        import pyarrow as pa
         import pyarrow.parquet as pq
 
-        for number, row in enumerate(pq.read_table(path).to_pylist(), start=1):
+        try:
+            table = pq.read_table(path)
+        except (pa.ArrowException, OSError) as err:
+            first = str(err).splitlines()[0] if str(err) else type(err).__name__
+            raise DataError(f"{path}: not a readable Parquet file ({first})") from None
+        for number, row in enumerate(table.to_pylist(), start=1):
             yield f"row {number}", row
     elif suffix == ".json":
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as err:
             raise DataError(f"{path}:{err.lineno}: invalid JSON ({err.msg})") from None
+        except UnicodeDecodeError:
+            raise DataError(str(not_utf8(str(path), path.read_bytes()))) from None
         if not isinstance(data, list):
             raise DataError(f"{path}: expected a JSON list of objects (or use .jsonl)")
         for number, row in enumerate(data, start=1):
             yield f"item {number}", row
     else:
-        with path.open(encoding="utf-8") as lines:
-            for number, line in enumerate(lines, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    yield f"line {number}", json.loads(line)
-                except json.JSONDecodeError as err:
-                    yield f"line {number}", DataError(f"invalid JSON ({err.msg})")
+        yield from _jsonl_rows(path)
+
+
+def _jsonl_rows(path: Path) -> Iterator[tuple[str, Any]]:
+    with path.open("rb") as lines:
+        for number, raw in enumerate(lines, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as err:
+                byte = raw[err.start]
+                message = f"not UTF-8 text (byte 0x{byte:02x} at column {err.start + 1})"
+                yield f"line {number}", DataError(f"{message}; save the file as UTF-8")
+                continue
+            if not line.strip():
+                continue
+            try:
+                yield f"line {number}", json.loads(line)
+            except json.JSONDecodeError as err:
+                yield f"line {number}", DataError(f"invalid JSON ({err.msg})")
 
 
 def _split_of(relative: Path) -> str | None:

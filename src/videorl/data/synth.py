@@ -5,6 +5,10 @@
 families, family by family), `records_<short>.jsonl` per family, and with `val > 0` a
 held-out `val.jsonl` (ids `<short>-val-NNNN`). Media paths in the records are relative to
 `out_dir`; `load_records` resolves them against the file's folder.
+`write_dataset` (the `videorl synth` command) adds `train.jsonl`, `val.jsonl` and a
+`manifest.json` of every file it wrote, and writes the whole dataset or nothing: it is built
+in a temporary folder beside `out_dir` and moved into place only when complete; a non-empty
+`out_dir` is refused unless `overwrite`, which removes only what an earlier `synth` wrote.
 Deterministic: record k of a family and split draws from
 `np.random.default_rng([seed, family, split, k])`, so the same seed gives identical
 records whatever other families are requested, and the validation set does not depend on
@@ -16,6 +20,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -32,6 +37,7 @@ from videorl.data.synth_tasks import (
     tracking,
 )
 from videorl.errors import ConfigError
+from videorl.outputs import TMP_PREFIX, refuse_nonempty, swap_into_place
 
 logger = logging.getLogger(__name__)
 
@@ -119,3 +125,94 @@ def synthesize(
         held_out = [make_record(f, k, seed, out, "val") for f in chosen for k in range(val)]
         _write_jsonl(out / "val.jsonl", held_out)
     return path
+
+
+MANIFEST = "manifest.json"
+
+
+def _split(
+    records_path: Path, n: int
+) -> tuple[list[TaskRecord], list[TaskRecord], dict[str, list[TaskRecord]]]:
+    """The first `n` records of each family train, the rest validate (disjoint videos)."""
+    from videorl.data.loaders import load_records
+
+    by_family: dict[str, list[TaskRecord]] = {}
+    for record in load_records(records_path).records:
+        by_family.setdefault(record.family.value, []).append(record)
+    train = [r for rows in by_family.values() for r in rows[:n]]
+    val = [r for rows in by_family.values() for r in rows[n:]]
+    return train, val, by_family
+
+
+def _fill_dataset(tmp: Path, families: list[str], n: int, val: int, seed: int) -> dict:
+    from videorl.data.loaders import write_records
+
+    train, held_out, by_family = _split(synthesize(tmp, families, n=n + val, seed=seed), n)
+    write_records(tmp / "train.jsonl", train)
+    if held_out:
+        write_records(tmp / "val.jsonl", held_out)
+    files = sorted(str(p.relative_to(tmp)) for p in tmp.rglob("*") if p.is_file())
+    manifest = {
+        "families": list(by_family),
+        "n": n,
+        "val": val,
+        "seed": seed,
+        "records": {"train": len(train), "val": len(held_out)},
+        "files": sorted([*files, MANIFEST]),
+    }
+    (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    return manifest
+
+
+def _previous_files(out: Path) -> set[str]:
+    """The files an earlier `synth` into `out` listed in its manifest."""
+    try:
+        return set(json.loads((out / MANIFEST).read_text(encoding="utf-8"))["files"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return set()
+
+
+def _move_in(tmp: Path, out: Path) -> None:
+    """Replace `out` by `tmp`: in one rename when `out` holds only an earlier dataset, else
+    file by file (files that no `synth` wrote are kept)."""
+    previous = _previous_files(out)
+    present = (
+        {str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()} if out.is_dir() else set()
+    )
+    if present <= previous:
+        swap_into_place(tmp, out)
+        return
+    for name in previous & present:
+        (out / name).unlink()
+    for path in sorted(p for p in tmp.rglob("*") if p.is_file()):
+        target = out / path.relative_to(tmp)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(path, target)
+    shutil.rmtree(tmp)
+
+
+def write_dataset(
+    out_dir: str | os.PathLike,
+    families: list[str],
+    *,
+    n: int,
+    val: int,
+    seed: int,
+    overwrite: bool = False,
+) -> dict:
+    """Write `n` training and `val` validation records per family, their media and a
+    manifest under `out_dir`, all or nothing; returns the manifest."""
+    if n < 1 or val < 0:
+        raise ConfigError(f"synth --n={n} --val={val}: need --n >= 1 and --val >= 0")
+    out = Path(out_dir)
+    refuse_nonempty(out, overwrite=overwrite, option="synth --out")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.parent / f"{TMP_PREFIX}{out.name}-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        manifest = _fill_dataset(tmp, families, n, val, seed)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    _move_in(tmp, out)
+    return manifest

@@ -18,6 +18,7 @@ from typing import Any
 
 from videorl.data.families import Family
 from videorl.demo.examples import FAMILY_NAMES, Example, make_examples
+from videorl.demo.guard import REFUSED, DemoLimits, client_video, parse_auth
 from videorl.demo.inference import Question, Settings, ask
 from videorl.demo.views import View, build_view
 from videorl.errors import ConfigError, VideoRLError
@@ -25,7 +26,7 @@ from videorl.models.loading import LoadedModel
 
 logger = logging.getLogger(__name__)
 
-MAX_UPLOAD = "500mb"
+DEFAULT_LIMITS = DemoLimits()
 UPLOAD_MAX_AGE_S = 3600  # uploads older than this are deleted while the demo runs
 PLACEHOLDERS = {
     Family.TEMPORAL_GROUNDING: "the moment to find, e.g. the red circle is visible",
@@ -100,8 +101,16 @@ def answer_question(
         return f"**Something went wrong:** {type(err).__name__}: {err}"
 
 
-def build_app(loaded: LoadedModel, examples: list[Example], defaults: Settings, title: str) -> Any:
-    """The gradio Blocks of the demo (not launched)."""
+def build_app(
+    loaded: LoadedModel,
+    examples: list[Example],
+    defaults: Settings,
+    title: str,
+    roots: tuple[Path, ...] = (),
+    limits: DemoLimits = DEFAULT_LIMITS,
+) -> Any:
+    """The gradio Blocks of the demo (not launched). A question reads a video only from
+    `roots` (the demo's upload and example folders) and within `limits`."""
     import gradio as gr
 
     by_label = {e.label: e for e in examples}
@@ -147,7 +156,13 @@ def build_app(loaded: LoadedModel, examples: list[Example], defaults: Settings, 
         )
         option_lines = tuple(line.strip() for line in (options or "").splitlines() if line.strip())
         question = Question(Family(family), query or "", option_lines)
-        view = answer_question(loaded, video, question, settings, by_label.get(label or ""))
+        readable = client_video(video, roots, limits)
+        refusal = limits.check(
+            fps=settings.fps, max_frames=settings.max_frames, max_new_tokens=settings.max_new_tokens
+        ) or (REFUSED if video and readable is None else None)
+        view = refusal or answer_question(
+            loaded, readable, question, settings, by_label.get(label or "")
+        )
         if isinstance(view, str):
             hidden = gr.update(value=None, visible=False)
             return view, "", "", hidden, hidden, gr.update(value="", visible=False)
@@ -199,10 +214,26 @@ def build_app(loaded: LoadedModel, examples: list[Example], defaults: Settings, 
                         0.05, 1.0, defaults.top_p, step=0.05, label="Top-p (sampling)"
                     )
                     max_new_tokens = gr.Slider(
-                        1, 4096, defaults.max_new_tokens, step=1, label="Max new tokens"
+                        1,
+                        limits.max_new_tokens,
+                        min(defaults.max_new_tokens, limits.max_new_tokens),
+                        step=1,
+                        label="Max new tokens",
                     )
-                    fps = gr.Slider(0.25, 10.0, defaults.fps, step=0.25, label="Frames per second")
-                    max_frames = gr.Slider(2, 512, defaults.max_frames, step=2, label="Max frames")
+                    fps = gr.Slider(
+                        0.25,
+                        limits.max_fps,
+                        min(defaults.fps, limits.max_fps),
+                        step=0.25,
+                        label="Frames per second",
+                    )
+                    max_frames = gr.Slider(
+                        2,
+                        limits.max_frames,
+                        min(defaults.max_frames, limits.max_frames),
+                        step=2,
+                        label="Max frames",
+                    )
                     think = gr.Checkbox(defaults.think, label="Ask for reasoning (<think>)")
                 submit = gr.Button("Ask", variant="primary", elem_id="ask")
             with gr.Column(scale=3):
@@ -264,13 +295,19 @@ def running_demo(
     port: int | None = None,
     share: bool = False,
     settings: Settings | None = None,
+    limits: DemoLimits = DEFAULT_LIMITS,
+    auth: tuple[str, str] | None = None,
 ) -> Iterator[RunningDemo]:
-    """Launch the demo in the background; stop it and remove its folder on exit."""
+    """Launch the demo in the background; stop it and remove its folder on exit. A public
+    `share` link needs `auth` (user, password)."""
+    if share and auth is None:
+        parse_auth(None, share)  # raises: a public link without a password
     with tempfile.TemporaryDirectory(prefix="videorl-demo-") as work:
         folder = Path(work)
         with upload_folder(folder / "uploads"):
             examples = make_examples(folder / "examples")
-            blocks = build_app(loaded, examples, settings or Settings(), title)
+            roots = (folder / "uploads", folder / "examples")
+            blocks = build_app(loaded, examples, settings or Settings(), title, roots, limits)
             blocks.queue(default_concurrency_limit=1)
             _, url, share_url = blocks.launch(
                 server_name=host,
@@ -278,7 +315,8 @@ def running_demo(
                 share=share,
                 prevent_thread_lock=True,
                 allowed_paths=[str(folder)],
-                max_file_size=MAX_UPLOAD,
+                max_file_size=limits.max_upload_bytes,
+                auth=auth,
                 quiet=True,
             )
             try:
@@ -308,9 +346,13 @@ def serve(
     share: bool = False,
     max_duration: float = 600.0,
     device: str = "auto",
+    auth: str | None = None,
+    limits: DemoLimits = DEFAULT_LIMITS,
 ) -> None:
     """Load the checkpoint and serve the demo until interrupted (Ctrl+C)."""
     import torch
+
+    credentials = parse_auth(auth, share)  # before the (slow) model load
 
     try:
         import gradio  # noqa: F401
@@ -334,7 +376,14 @@ def serve(
     settings = Settings(max_duration=max_duration)
     signal.signal(signal.SIGTERM, stop_on_signal)  # `kill` cleans up like Ctrl+C
     with running_demo(
-        loaded, title=Path(model).name, host=host, port=port, share=share, settings=settings
+        loaded,
+        title=Path(model).name,
+        host=host,
+        port=port,
+        share=share,
+        settings=settings,
+        limits=limits,
+        auth=credentials,
     ) as demo:
         console.print(
             f"videorl demo on [bold]{demo.url}[/]"

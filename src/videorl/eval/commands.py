@@ -110,13 +110,19 @@ def eval_command(
         None, "--max-pixels", help="Pixels per frame at most (video.max_pixels)."
     ),
     device: str = typer.Option("auto", "--device", help="auto | cpu | cuda | cuda:N."),
+    overwrite: bool = typer.Option(
+        False, "--overwrite", help="Replace the outputs of an earlier eval in --out."
+    ),
+    resume: bool = typer.Option(
+        False, "--resume", help="Continue the predictions of an interrupted eval in --out."
+    ),
 ) -> None:
     """Evaluate a checkpoint, an endpoint or a predictions file on a benchmark, or compare runs.
 
     A checkpoint written by `videorl train` is evaluated with its run's video settings and
     prompt style (`config.yaml` of the run), so eval sees frames as training did; flags override.
     """
-    from videorl.eval.runner import EvalSettings, evaluate
+    from videorl.eval.runner import EvalSettings, claim_out_dir, evaluate
 
     modes = [
         name
@@ -150,10 +156,20 @@ def eval_command(
             video=video,
         )
     if compare:
+        if out is not None:
+            claim_out_dir(out, overwrite=overwrite, resume=False, inputs=_inputs(*compare))
         _compare(compare, settings, out)
         return
     if settings is None:
         raise ConfigError(f"videorl eval {modes[0]} needs --benchmark NAME|FILE")
+    bench_file = benchmark if Path(benchmark).exists() else None
+    claim_out_dir(
+        settings.out_dir,
+        overwrite=overwrite,
+        resume=resume,
+        inputs=_inputs(model, bench_file, labels=("--model", "--benchmark")),
+        keep=predictions,
+    )
     source: dict = {"think": think, "max_new_tokens": max_new_tokens, "video": to_dict(video)}
     if predictions is not None:
         outputs = evaluate(
@@ -166,6 +182,12 @@ def eval_command(
         source = {("model" if model else "endpoint"): backend.label, **source}
         outputs = evaluate(settings, backend=backend, source=source)
     _print_summary(outputs.metrics, outputs.out_dir)
+
+
+def _inputs(
+    *paths: str | Path | None, labels: tuple[str, ...] = ("--compare A", "--compare B")
+) -> list[tuple[str, str | Path | None]]:
+    return list(zip(labels, paths))
 
 
 def eval_video_settings(

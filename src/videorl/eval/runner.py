@@ -41,6 +41,7 @@ from videorl.eval.scoring import (
     score_record,
     summarize,
 )
+from videorl.outputs import refuse_nonempty, refuse_own_inputs
 from videorl.video.cache import VideoCache
 from videorl.video.decode import VideoConfig
 
@@ -247,6 +248,31 @@ def build_metrics(
             f.value: s.metrics for f, s in summarize(available).items()
         }
     return metrics
+
+
+def claim_out_dir(
+    out_dir: Path,
+    *,
+    overwrite: bool,
+    resume: bool,
+    inputs: Sequence[tuple[str, str | Path | None]] = (),
+    keep: str | Path | None = None,
+) -> None:
+    """Refuse an `--out` that overlaps an input, or that already holds files unless the
+    user continues its predictions (`resume`) or replaces it (`overwrite`: the outputs of
+    the earlier eval are removed, except the `keep` file, e.g. the --predictions input)."""
+    if overwrite and resume:
+        raise ConfigError("pass one of --resume (continue --out) or --overwrite (replace it)")
+    refuse_own_inputs(out_dir, inputs, "--out")
+    if resume:
+        return
+    refuse_nonempty(out_dir, overwrite=overwrite, fix="--resume to continue the predictions there")
+    keep_path = Path(keep).resolve() if keep is not None else None
+    for name in (PREDICTIONS, METRICS, SAMPLES, REPORT, PLOTS, "compare.md"):
+        path = out_dir / name
+        if not path.exists() or path.resolve() == keep_path:
+            continue
+        shutil.rmtree(path) if path.is_dir() else path.unlink()
 
 
 def write_outputs(

@@ -33,6 +33,7 @@ from torch.distributed.checkpoint.state_dict import (
 )
 
 from videorl.errors import ConfigError
+from videorl.outputs import refuse_nonempty, refuse_own_inputs, stage_folder, swap_into_place
 from videorl.trainer.distributed import DistInfo, barrier
 
 _STEP_DIR = re.compile(r"^step-(\d+)$")
@@ -79,25 +80,11 @@ def save_model_meta(loaded: Any, folder: Path) -> None:
     (loaded.processor or loaded.tokenizer).save_pretrained(folder)
 
 
-def write_atomically(final: Path, fill: Callable[[Path], None]) -> Path:
-    """Call `fill(tmp)` on a fresh temporary folder beside `final`, then rename it over."""
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = final.parent / f".tmp-{final.name}-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
-    fill(tmp)
-    _replace(tmp, final)
-    return final
-
-
-def _replace(tmp: Path, final: Path) -> None:
-    if final.exists():
-        old = final.parent / f".old-{final.name}-{os.getpid()}"
-        os.replace(final, old)
-        os.replace(tmp, final)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        os.replace(tmp, final)
+def write_atomically(final: Path, fill: Callable[[Path], None], *, replace: bool = False) -> Path:
+    """Call `fill(tmp)` on a fresh temporary folder beside `final`, then rename it into place.
+    An existing non-empty `final` is replaced only with `replace=True` (a folder this run
+    wrote, or `--overwrite`); otherwise it is refused before anything is written."""
+    return stage_folder(final, fill, replace=replace)
 
 
 def save_checkpoint(
@@ -133,7 +120,7 @@ def save_checkpoint(
             save_model_folder(policy, tmp / "model")
     barrier()
     if info.is_main:
-        _replace(tmp, final)
+        swap_into_place(tmp, final)
         for old in list_checkpoints(root)[:-keep_last]:
             shutil.rmtree(old, ignore_errors=True)
     barrier()
@@ -183,18 +170,23 @@ def resolve_resume(resume: str | None, output_dir: str | Path) -> Path | None:
     return path
 
 
-def merge_checkpoint(checkpoint: str | Path, out: str | Path) -> Path:
+def merge_checkpoint(checkpoint: str | Path, out: str | Path, *, overwrite: bool = False) -> Path:
     """Gather a (sharded) checkpoint into one Hugging Face folder that `from_pretrained` loads;
-    a LoRA run's adapter folder (or a step checkpoint holding one) is merged into its base."""
+    a LoRA run's adapter folder (or a step checkpoint holding one) is merged into its base.
+
+    `out` must not be, hold or lie inside the checkpoint; a non-empty `out` is refused unless
+    `overwrite`. Both are checked before the (slow) gather."""
     from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForImageTextToText
 
     from videorl.models.loading import VISION_MODEL_TYPES
     from videorl.models.lora import read_adapter_config
 
     checkpoint = Path(checkpoint)
+    refuse_own_inputs(out, [("checkpoint", checkpoint)], "OUT")
+    refuse_nonempty(out, overwrite=overwrite, option="OUT")
     for adapter in (checkpoint, checkpoint / "model"):  # a LoRA run's final/ or step folder
         if read_adapter_config(adapter) is not None and not (adapter / "config.json").is_file():
-            return merge_adapter_folder(adapter, out)
+            return merge_adapter_folder(adapter, out, overwrite=overwrite)
     if not (checkpoint / "dcp").is_dir():
         raise ConfigError(
             f"{str(checkpoint)!r} has no dcp/ shards; give a step-NNNNNN checkpoint folder"
@@ -218,13 +210,15 @@ def merge_checkpoint(checkpoint: str | Path, out: str | Path) -> Path:
             if name.endswith((".json", ".jinja", ".txt")) and not (tmp / name).exists():
                 shutil.copy(meta / name, tmp / name)
 
-    return write_atomically(Path(out), fill)
+    return write_atomically(Path(out), fill, replace=overwrite)
 
 
-def merge_adapter_folder(adapter: Path, out: str | Path) -> Path:
+def merge_adapter_folder(adapter: Path, out: str | Path, *, overwrite: bool = False) -> Path:
     """A LoRA adapter folder -> a full Hugging Face folder of its base with the adapter
     merged (`W + scale * B A`), with the processor; loads with plain transformers."""
     from videorl.models.loading import load_model
 
     loaded = load_model(adapter)
-    return write_atomically(Path(out), lambda tmp: save_model_folder(loaded, tmp))
+    return write_atomically(
+        Path(out), lambda tmp: save_model_folder(loaded, tmp), replace=overwrite
+    )

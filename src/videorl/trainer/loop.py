@@ -44,6 +44,7 @@ from videorl.trainer.distributed import (
     shard_indices,
 )
 from videorl.trainer.metrics import MetricsWriter, plot_reward_curves
+from videorl.trainer.run_dir import claim_run_dir, run_inputs
 from videorl.trainer.stages import (
     add_sensitivity_bonus,
     add_teacher_logprobs,
@@ -156,6 +157,13 @@ def build_state(cfg: Config, resume: str | None, info: DistInfo | None = None) -
     torch.manual_seed(cfg.trainer.seed)
     random.seed(cfg.trainer.seed)
     checkpoint = ckpt.resolve_resume(resume, cfg.trainer.output_dir)
+    # data before models: a bad data file fails in seconds, not after the model loads
+    records = _records(cfg, cfg.data.train, cfg.data.split)
+    val_records = (
+        _records(cfg, cfg.data.val, cfg.data.val_split)[: cfg.trainer.val_max_prompts]
+        if cfg.data.val
+        else []
+    )
     model_kwargs = {
         "dtype": getattr(torch, cfg.model.dtype),
         "device": info.device,
@@ -192,12 +200,6 @@ def build_state(cfg: Config, resume: str | None, info: DistInfo | None = None) -
         weight_decay=cfg.optim.weight_decay,
     )
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda(cfg))
-    records = _records(cfg, cfg.data.train, cfg.data.split)
-    val_records = (
-        _records(cfg, cfg.data.val, cfg.data.val_split)[: cfg.trainer.val_max_prompts]
-        if cfg.data.val
-        else []
-    )
     sampler = TaskGroupedSampler(records, cfg.data.prompts_per_step, seed=cfg.data.seed)
     state = TrainState(
         cfg=cfg,
@@ -439,10 +441,11 @@ def _save(state: TrainState) -> Path:
     )
 
 
-def run_training(cfg: Config, resume: str | None = None) -> Path:
+def run_training(cfg: Config, resume: str | None = None, overwrite: bool = False) -> Path:
     """Train for `trainer.steps` steps; returns the final model folder (HF format).
 
     Under torchrun every rank runs this; rank 0 logs, validates and writes model folders.
+    An output folder holding another run is refused unless resumed or `overwrite`.
     """
     info = init_distributed(cfg.trainer.device)
     if cfg.data.prompts_per_step % info.world_size:
@@ -450,6 +453,16 @@ def run_training(cfg: Config, resume: str | None = None) -> Path:
             f"data.prompts_per_step={cfg.data.prompts_per_step} must be divisible by the "
             f"{info.world_size} ranks (whole groups stay on one rank)"
         )
+    checkpoint = ckpt.resolve_resume(resume, cfg.trainer.output_dir)
+    claim_run_dir(
+        cfg.trainer.output_dir,
+        checkpoint,
+        resume=resume is not None,
+        overwrite=overwrite,
+        info=info,
+        steps=cfg.trainer.steps,
+        inputs=run_inputs(cfg),
+    )
     state = build_state(cfg, resume, info)
     out = Path(cfg.trainer.output_dir)
     writer = (
@@ -492,6 +505,7 @@ def run_training(cfg: Config, resume: str | None = None) -> Path:
                             ckpt.write_atomically(
                                 out / "best",
                                 lambda tmp: ckpt.save_model_folder(state.engine.loaded, tmp),
+                                replace=True,
                             )
                     barrier()
                 if writer is not None:
@@ -513,7 +527,9 @@ def run_training(cfg: Config, resume: str | None = None) -> Path:
         _save(state)
     final = out / "final"
     if info.is_main:
-        ckpt.write_atomically(final, lambda tmp: ckpt.save_model_folder(state.engine.loaded, tmp))
+        ckpt.write_atomically(
+            final, lambda tmp: ckpt.save_model_folder(state.engine.loaded, tmp), replace=True
+        )
         curves = plot_reward_curves(writer.path, out / "reward_curves.png")
         console.print(f"final model: {final}\nmetrics: {writer.path}\ncurves: {curves}")
         if state.best:

@@ -1,0 +1,97 @@
+"""What a demo client may make the server read, how much, and who may connect.
+
+- `client_video`: a path a client passes is resolved (symlinks and `..` included) and must be
+  a regular file inside one of the demo's own folders (its uploads and its examples) and no
+  larger than the upload limit; anything else gets the same `REFUSED` message, whether or
+  not the path exists, so a client learns nothing about the server's files.
+- `DemoLimits.check`: generation and decoding values from the client are bounded server-side
+  (the sliders' ranges are only a browser-side hint).
+- `parse_auth`: `--share` (a public gradio.live link) needs `--auth USER:PASS`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from videorl.errors import ConfigError
+
+REFUSED = (
+    "**Cannot answer:** this video is not one of the demo's uploads or examples; "
+    "upload it (again) or pick an example."
+)
+
+
+@dataclass(frozen=True)
+class DemoLimits:
+    """Server-side bounds on what one question may cost."""
+
+    max_upload_mb: float = 500.0
+    max_frames: int = 512
+    max_fps: float = 10.0
+    max_new_tokens: int = 4096
+
+    def __post_init__(self) -> None:
+        if not self.max_upload_mb > 0:
+            raise ConfigError(f"--max-upload-mb={self.max_upload_mb} must be > 0")
+        if self.max_frames < 2:
+            raise ConfigError(f"--max-frames={self.max_frames} must be >= 2")
+        if not self.max_fps > 0 or self.max_new_tokens < 1:
+            raise ConfigError(
+                f"demo limits max_fps={self.max_fps} and max_new_tokens={self.max_new_tokens} "
+                "must be positive"
+            )
+
+    @property
+    def max_upload_bytes(self) -> int:
+        return int(self.max_upload_mb * 2**20)
+
+    def check(self, *, fps: float, max_frames: int, max_new_tokens: int) -> str | None:
+        """The message to show for a value out of range, or None."""
+        for name, value, low, high in (
+            ("frames per second", fps, 0.01, self.max_fps),
+            ("max frames", max_frames, 2, self.max_frames),
+            ("max new tokens", max_new_tokens, 1, self.max_new_tokens),
+        ):
+            if not low <= value <= high:
+                return f"**Cannot answer:** {name}={value} is outside [{low}, {high}]."
+        return None
+
+
+def _inside(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def client_video(
+    path: str | os.PathLike | None, roots: Sequence[Path], limits: DemoLimits
+) -> str | None:
+    """The resolved path of a client's video if the demo may read it, else None."""
+    if not path:
+        return None
+    try:
+        resolved = Path(os.path.realpath(path))
+        allowed = [Path(os.path.realpath(root)) for root in roots]
+        if not any(_inside(resolved, root) for root in allowed):
+            return None
+        if not resolved.is_file() or resolved.stat().st_size > limits.max_upload_bytes:
+            return None
+    except (OSError, ValueError):  # e.g. a NUL byte or a path too long
+        return None
+    return str(resolved)
+
+
+def parse_auth(auth: str | None, share: bool) -> tuple[str, str] | None:
+    """`USER:PASS` -> (user, password); a public `--share` link without it is refused."""
+    if auth is None:
+        if share:
+            raise ConfigError(
+                "--share publishes the demo on a public gradio.live link; add --auth USER:PASS "
+                "so that only you can use it"
+            )
+        return None
+    user, sep, password = auth.partition(":")
+    if not sep or not user or not password:
+        raise ConfigError("--auth must look like USER:PASS (both non-empty)")
+    return user, password
