@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from videorl.algorithms.distill import DistillConfig
 from videorl.algorithms.loss import PolicyLossConfig
@@ -66,11 +66,17 @@ class DataConfig:
     prompts_per_step: int = 4
     think: bool = True
     seed: int = 0
+    # Extra chat-template variables; `enable_thinking` follows `think` unless set here
+    # (OPDVR/GRPD: {enable_thinking: false}, as their data.apply_chat_template_kwargs).
+    chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        from videorl.models.chat_template import check_template_kwargs
+
         _positive("data", prompts_per_step=self.prompts_per_step)
         for name in self.families + ((self.family,) if self.family else ()):
             parse_family(name)
+        check_template_kwargs(self.chat_template_kwargs)
 
 
 @dataclass(frozen=True)

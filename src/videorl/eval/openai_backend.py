@@ -35,6 +35,7 @@ from videorl.data.prompts import build_prompt
 from videorl.data.records import TaskRecord
 from videorl.errors import VideoRLError
 from videorl.eval.backends import Item
+from videorl.models.chat_template import template_kwargs
 
 JPEG_QUALITY = 95
 VIDEO_JPEG = "data:video/jpeg;base64,"
@@ -91,6 +92,8 @@ def chat_request(
         content.append({"type": "image_url", "image_url": {"url": image_data_url(media.frames[0])}})
     content.append({"type": "text", "text": build_prompt(record, think=think)})
     body["messages"] = [{"role": "user", "content": content}]
+    # vLLM and `videorl serve` pass these to the chat template (Qwen3: enable_thinking)
+    body["chat_template_kwargs"] = template_kwargs(think)
     return body
 
 

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from videorl.errors import ConfigError
 from videorl.models.generate import SamplingParams
 from videorl.video.decode import DecodedVideo
 from videorl.video.meta import VideoMeta
@@ -165,6 +166,17 @@ def parse_messages(
     return "\n".join(texts), system, video, image
 
 
+def request_template_kwargs(body: dict[str, Any]) -> dict[str, Any]:
+    """The request's `chat_template_kwargs` (as vLLM takes them: `enable_thinking` and other
+    scalar template variables), checked; a bad value is a 400."""
+    from videorl.models.chat_template import check_template_kwargs
+
+    try:
+        return check_template_kwargs(body.get("chat_template_kwargs"), "chat_template_kwargs")
+    except ConfigError as err:
+        raise RequestError(str(err)) from None
+
+
 class ChatModel:
     """A loaded checkpoint answering chat-completions requests, one at a time."""
 
@@ -181,8 +193,11 @@ class ChatModel:
 
         text, system, video, image = parse_messages(body)
         params = self.sampling(body)
+        kwargs = request_template_kwargs(body)
         with self._lock:
-            prompt = encode_prompt(self.loaded, text, video=video, image=image, system=system)
+            prompt = encode_prompt(
+                self.loaded, text, video=video, image=image, system=system, template_kwargs=kwargs
+            )
             generation = generate(self.loaded, [prompt], params)[0]
         tokens = generation.token_ids[0]
         return {

@@ -236,7 +236,10 @@ def decode_prompts(
             continue
         records.append(record)
         videos.append(video)
-        prompts.append(encode_record(state.policy, record, video, state.cfg.data.think))
+        data = state.cfg.data
+        prompts.append(
+            encode_record(state.policy, record, video, data.think, data.chat_template_kwargs)
+        )
     return records, prompts, videos, skipped
 
 
@@ -296,7 +299,9 @@ def train_step(state: TrainState, indices: list[int]) -> dict[str, Any]:
             batch = add_sensitivity_bonus(
                 batch,
                 scorer,
-                lambda r, v: encode_record(scorer, r, v, cfg.data.think),
+                lambda r, v: encode_record(
+                    scorer, r, v, cfg.data.think, cfg.data.chat_template_kwargs
+                ),
                 cfg.reward,
                 step=state.step,
                 temperature=cfg.rollout.temperature,
