@@ -69,9 +69,15 @@ class DataConfig:
     # Extra chat-template variables; `enable_thinking` follows `think` unless set here
     # (OPDVR/GRPD: {enable_thinking: false}, as their data.apply_chat_template_kwargs).
     chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
+    # Prompt templates: videorl (ours), orarl or taro (the published ones, data.published_prompts).
+    prompt_style: str = "videorl"
+    shuffle: bool = True  # False: records in file order each epoch (OPDVR: data.shuffle=False)
 
     def __post_init__(self) -> None:
+        from videorl.data.prompts import check_prompt_style
         from videorl.models.chat_template import check_template_kwargs
+
+        check_prompt_style(self.prompt_style)
 
         _positive("data", prompts_per_step=self.prompts_per_step)
         for name in self.families + ((self.family,) if self.family else ()):
@@ -208,6 +214,12 @@ class TrainerConfig:
     wandb_project: str | None = None
     bf16: bool = False
     nproc: int = 1
+    # Passes over the training data; when set, steps = epochs x batches per epoch (the
+    # published recipes count epochs: OraRL 1, TaRO 3, OPDVR/GRPD 3).
+    epochs: int | None = None
+    # Validation sampling; None = the rollout's value, val_temperature 0 = greedy.
+    val_temperature: float | None = None
+    val_top_p: float | None = None
 
     def __post_init__(self) -> None:
         _positive(
@@ -217,6 +229,17 @@ class TrainerConfig:
             val_samples=self.val_samples,
             nproc=self.nproc,
         )
+        if self.epochs is not None:
+            _positive("trainer", epochs=self.epochs)
+        if self.val_temperature is not None and self.val_temperature < 0:
+            raise ConfigError(
+                f"trainer.val_temperature={self.val_temperature} must be >= 0 (0 = greedy) "
+                "or null (the rollout temperature)"
+            )
+        if self.val_top_p is not None and not 0 < self.val_top_p <= 1:
+            raise ConfigError(
+                f"trainer.val_top_p={self.val_top_p} must be in (0, 1] or null (rollout.top_p)"
+            )
 
 
 @dataclass(frozen=True)
@@ -254,6 +277,12 @@ class Config:
             algo.pruning.selection(self.rollout.n)
         if algo.estimator == "orarl" and not algo.annotation_rows:
             raise ConfigError("algorithm.estimator=orarl needs algorithm.annotation_rows=true")
+        if algo.is_distillation and algo.distill.topk > 0:
+            raise ConfigError(
+                f"algorithm.distill.topk={algo.distill.topk}: the trainer scores the sampled "
+                "token only (OPDVR's paper method); top-k OPD (the 'Top-64 OPD' baseline) is "
+                "not implemented end to end, set algorithm.distill.topk=0"
+            )
         if algo.is_distillation and not self.model.teacher_path:
             raise ConfigError(
                 f"algorithm.estimator={algo.estimator} needs model.teacher_path (a teacher with the same tokenizer)"

@@ -32,6 +32,7 @@ from videorl.rollout.engine import HFEngine, RolloutEngine
 from videorl.rollout.groups import add_annotation_rows, generate_groups
 from videorl.rollout.prompting import encode_record
 from videorl.rollout.vllm_engine import build_vllm_engine
+from videorl.rollout.vllm_support import rollout_engine
 from videorl.trainer import checkpoint as ckpt
 from videorl.trainer.batch import RolloutBatch, empty_batch
 from videorl.trainer.distributed import (
@@ -141,6 +142,14 @@ def _records(cfg: Config, path: str) -> list[TaskRecord]:
     return records
 
 
+def steps_from_epochs(cfg: Config, batches_per_epoch: int) -> Config:
+    """`trainer.steps = trainer.epochs * batches_per_epoch` when `trainer.epochs` is set."""
+    if cfg.trainer.epochs is None:
+        return cfg
+    steps = cfg.trainer.epochs * batches_per_epoch
+    return replace(cfg, trainer=replace(cfg.trainer, steps=steps))
+
+
 def build_state(cfg: Config, resume: str | None, info: DistInfo | None = None) -> TrainState:
     """Load data, models and optimizer (FSDP2-sharded under torchrun); restore a checkpoint."""
     info = info or DistInfo(
@@ -182,15 +191,18 @@ def build_state(cfg: Config, resume: str | None, info: DistInfo | None = None) -
         betas=cfg.optim.betas,
         weight_decay=cfg.optim.weight_decay,
     )
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda(cfg))
     records = _records(cfg, cfg.data.train)
     val_records = _records(cfg, cfg.data.val)[: cfg.trainer.val_max_prompts] if cfg.data.val else []
-    sampler = TaskGroupedSampler(records, cfg.data.prompts_per_step, seed=cfg.data.seed)
+    sampler = TaskGroupedSampler(
+        records, cfg.data.prompts_per_step, seed=cfg.data.seed, shuffle=cfg.data.shuffle
+    )
+    cfg = steps_from_epochs(cfg, len(sampler))
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda(cfg))
     state = TrainState(
         cfg=cfg,
         policy=policy,
         engine=HFEngine(rollout_model)
-        if cfg.rollout.engine == "hf"
+        if rollout_engine(cfg.rollout.engine, cfg.model.path) == "hf"
         else build_vllm_engine(cfg, rollout_model, info),
         optimizer=optimizer,
         scheduler=scheduler,
@@ -238,7 +250,14 @@ def decode_prompts(
         videos.append(video)
         data = state.cfg.data
         prompts.append(
-            encode_record(state.policy, record, video, data.think, data.chat_template_kwargs)
+            encode_record(
+                state.policy,
+                record,
+                video,
+                data.think,
+                data.chat_template_kwargs,
+                style=data.prompt_style,
+            )
         )
     return records, prompts, videos, skipped
 
@@ -300,7 +319,12 @@ def train_step(state: TrainState, indices: list[int]) -> dict[str, Any]:
                 batch,
                 scorer,
                 lambda r, v: encode_record(
-                    scorer, r, v, cfg.data.think, cfg.data.chat_template_kwargs
+                    scorer,
+                    r,
+                    v,
+                    cfg.data.think,
+                    cfg.data.chat_template_kwargs,
+                    style=cfg.data.prompt_style,
                 ),
                 cfg.reward,
                 step=state.step,
@@ -423,6 +447,7 @@ def run_training(cfg: Config, resume: str | None = None) -> Path:
             f"{info.world_size} ranks (whole groups stay on one rank)"
         )
     state = build_state(cfg, resume, info)
+    cfg = state.cfg  # trainer.steps resolved from trainer.epochs
     out = Path(cfg.trainer.output_dir)
     writer = (
         MetricsWriter(
