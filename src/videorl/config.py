@@ -72,9 +72,15 @@ class DataConfig:
     # Prompt templates: videorl (ours), orarl or taro (the published ones, data.published_prompts).
     prompt_style: str = "videorl"
     shuffle: bool = True  # False: records in file order each epoch (OPDVR: data.shuffle=False)
+    # Box coordinates: auto = the model family's (Qwen2.5-VL pixels of the resized input,
+    # Qwen3-VL / Qwen3.5 0-1000; data.coordinates), record = each record's own box_format.
+    coordinates: str = "auto"
 
     def __post_init__(self) -> None:
+        from videorl.data.coordinates import check_coordinates
         from videorl.data.prompts import check_prompt_style
+
+        check_coordinates(self.coordinates)
         from videorl.models.chat_template import check_template_kwargs
 
         check_prompt_style(self.prompt_style)

@@ -81,6 +81,13 @@ class HFBackend:
             chat_template_kwargs=chat_template_kwargs,
         )
 
+    @property
+    def coordinates(self) -> str | None:
+        """The model family's box convention (`data.coordinates` auto): `abs`, `norm1000`."""
+        from videorl.data.coordinates import model_convention
+
+        return model_convention(getattr(self.loaded, "model_type", ""))
+
     def respond(self, items: Sequence[Item]) -> list[str]:
         from videorl.models.generate import SamplingParams, generate
         from videorl.rollout.prompting import encode_record

@@ -20,6 +20,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from videorl.algorithms.taro import constructed_probability
 from videorl.config import Config, save_run_config
 from videorl.config_loader import to_dict
+from videorl.data.coordinates import frame_size, model_convention, to_model_coordinates
 from videorl.data.loaders import check_media, load_records, media_report
 from videorl.data.records import TaskRecord
 from videorl.data.sampler import TaskGroupedSampler
@@ -246,9 +247,11 @@ def decode_prompts(
             log.warning("skipping sample %s: %s", record.id, err)
             skipped += 1
             continue
+        data = state.cfg.data
+        convention = model_convention(state.policy.model_type, data.coordinates)
+        record = to_model_coordinates(record, convention, frame_size(video))
         records.append(record)
         videos.append(video)
-        data = state.cfg.data
         prompts.append(
             encode_record(
                 state.policy,
