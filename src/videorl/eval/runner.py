@@ -221,10 +221,12 @@ def generate_predictions(
                     logger.warning("record %s: %s", record.id, err)
                     writer.write(Prediction(record.id, None, str(err)))
                     bar.advance(task)
+            originals = [record for record, _ in items]
             items = [(in_model_frame(record, media, backend), media) for record, media in items]
             answers = backend.respond(items) if items else []
-            for (record, _), text in zip(items, answers, strict=True):
-                writer.write(Prediction(record.id, text, frame=answer_frame(record)))
+            for (record, _), original, text in zip(items, originals, answers, strict=True):
+                frame = None if record is original else answer_frame(record)
+                writer.write(Prediction(record.id, text, frame=frame))
                 answered += 1
                 bar.advance(task)
     return answered
