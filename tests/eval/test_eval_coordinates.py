@@ -63,3 +63,30 @@ def test_answers_in_the_model_frame_score_against_the_converted_truth(
     )
     worse = rescored.metrics["families"]["spatial_grounding"]["metrics"]
     assert next(v for k, v in worse.items() if k.lower().startswith("acc")) < 100.0
+
+
+def test_eval_prompt_style_flag(tmp_path):
+    from typer.testing import CliRunner
+
+    from videorl.cli import app
+    from videorl.errors import ConfigError
+    from videorl.eval.commands import eval_prompt_settings
+
+    assert eval_prompt_settings(None, None) == {
+        "prompt_style": "videorl",
+        "chat_template_kwargs": {},
+    }
+    assert eval_prompt_settings(None, "taro")["prompt_style"] == "taro"
+    with pytest.raises(ConfigError, match="--prompt-style='paper'"):
+        eval_prompt_settings(None, "paper")
+    run = tmp_path / "run"
+    (run / "final").mkdir(parents=True)
+    (run / "config.yaml").write_text(
+        "data:\n  prompt_style: orarl\n  chat_template_kwargs: {enable_thinking: false}\n"
+    )
+    assert eval_prompt_settings(str(run / "final"), None) == {
+        "prompt_style": "orarl",
+        "chat_template_kwargs": {"enable_thinking": False},
+    }
+    result = CliRunner().invoke(app, ["eval", "--help"])
+    assert "--prompt-style" in result.output
