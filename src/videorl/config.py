@@ -75,12 +75,17 @@ class DataConfig:
     # Box coordinates: auto = the model family's (Qwen2.5-VL pixels of the resized input,
     # Qwen3-VL / Qwen3.5 0-1000; data.coordinates), record = each record's own box_format.
     coordinates: str = "auto"
+    # Longest prompt (tokens, video included); a longer one is skipped and counted
+    # (data/skipped_long_prompts_total). null = no limit.
+    max_prompt_tokens: int | None = None
 
     def __post_init__(self) -> None:
         from videorl.data.coordinates import check_coordinates
         from videorl.data.prompts import check_prompt_style
 
         check_coordinates(self.coordinates)
+        if self.max_prompt_tokens is not None:
+            _positive("data", max_prompt_tokens=self.max_prompt_tokens)
         from videorl.models.chat_template import check_template_kwargs
 
         check_prompt_style(self.prompt_style)

@@ -79,6 +79,7 @@ class TrainState:
     info: DistInfo = field(default_factory=DistInfo)
     step: int = 0
     best: dict[str, Any] = field(default_factory=dict)
+    skipped_long_prompts: int = 0  # prompts over data.max_prompt_tokens, skipped so far
 
 
 class StageTimer:
@@ -250,18 +251,26 @@ def decode_prompts(
         data = state.cfg.data
         convention = model_convention(state.policy.model_type, data.coordinates)
         record = to_model_coordinates(record, convention, frame_size(video))
+        prompt = encode_record(
+            state.policy,
+            record,
+            video,
+            data.think,
+            data.chat_template_kwargs,
+            style=data.prompt_style,
+        )
+        if data.max_prompt_tokens is not None and prompt.length > data.max_prompt_tokens:
+            log.warning(
+                "skipping sample %s: its prompt has %d tokens > data.max_prompt_tokens=%d",
+                record.id,
+                prompt.length,
+                data.max_prompt_tokens,
+            )
+            state.skipped_long_prompts += 1
+            continue
         records.append(record)
         videos.append(video)
-        prompts.append(
-            encode_record(
-                state.policy,
-                record,
-                video,
-                data.think,
-                data.chat_template_kwargs,
-                style=data.prompt_style,
-            )
-        )
+        prompts.append(prompt)
     return records, prompts, videos, skipped
 
 
@@ -363,6 +372,7 @@ def train_step(state: TrainState, indices: list[int]) -> dict[str, Any]:
         "rows/kept": float(batch.num_rows),
         "rows/dropped": float(rows_before - batch.num_rows),
         "data/skipped_media": float(skipped),
+        "data/skipped_long_prompts_total": float(state.skipped_long_prompts),
         "lr": state.scheduler.get_last_lr()[0],
         "perf/tokens_per_s": tokens / max(total, 1e-9),
         "perf/step_s": total,
