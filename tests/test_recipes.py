@@ -97,6 +97,7 @@ PUBLISHED = {
         ("algorithm.constructed.curriculum.schedule", "hard", "enable_linear_warmup unset"),
         ("algorithm.constructed.curriculum.warmup_epochs", 1, "+trainer.warmup_epochs=1"),
         ("algorithm.constructed.off_policy.mode", "mask", "+algorithm.off_policy_mode=mask"),
+        ("algorithm.constructed.off_policy.exact", True, "verl/trainer/ppo/core_algos.py"),
         ("data.prompts_per_step", 16, "data.train_batch_size=16"),
         ("data.prompt_style", "taro", "data/train.json prompt"),
         ("data.max_prompt_tokens", 7168, "data.max_prompt_length=7168"),
