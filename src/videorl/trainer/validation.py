@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -62,7 +63,10 @@ def validate(state: TrainState) -> dict[str, Any]:
         for t in g.token_ids
     ]
     rows = [r for r in records for _ in range(k)]
-    rewards = torch.tensor(score_batch(rows, texts, cfg.reward, pool=state.pool).overall).view(
+    # plain tIoU, as evaluation (METHODS 1.1) and TaRO's validation (split "test") use it
+    reward = replace(cfg.reward, tg_shaping="iou")
+    pool = state.pool if reward == cfg.reward else None  # a pool is bound to its config
+    rewards = torch.tensor(score_batch(rows, texts, reward, pool=pool).overall).view(
         len(records), k
     )
     mean_k, best_k = mean_and_best_at_k(rewards)
