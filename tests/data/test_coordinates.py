@@ -115,3 +115,14 @@ def test_frame_size_and_bad_mode():
     assert frame_size(None) is None
     with pytest.raises(ConfigError, match="data.coordinates='pixels'"):
         model_convention("qwen2_5_vl", "pixels")
+
+
+def test_demo_draws_boxes_in_the_record_frame():
+    from videorl.demo.views import _source_size
+
+    meta = types.SimpleNamespace(source_width=640, source_height=480)
+    video = types.SimpleNamespace(meta=meta)
+    for target, size in (("abs", (320.0, 240.0)), ("norm1000", (1000.0, 1000.0))):
+        record = to_model_coordinates(SG, target, RESIZED)
+        assert _source_size(types.SimpleNamespace(record=record, video=video)) == size
+    assert _source_size(types.SimpleNamespace(record=SG, video=video)) == (640.0, 480.0)
