@@ -109,3 +109,12 @@ def test_endpoint_requests_carry_enable_thinking():
     assert request_template_kwargs(body) == {"enable_thinking": False}
     with pytest.raises(RequestError, match="chat_template_kwargs"):
         request_template_kwargs({"chat_template_kwargs": "yes"})
+
+
+def test_serve_defaults_to_the_run_template_kwargs(tmp_path):
+    from videorl.eval.server import run_template_kwargs
+
+    assert run_template_kwargs(str(tmp_path)) == {}
+    (tmp_path / "final").mkdir()
+    (tmp_path / "config.yaml").write_text("data:\n  think: false\n")
+    assert run_template_kwargs(str(tmp_path / "final")) == {"enable_thinking": False}

@@ -177,6 +177,19 @@ def request_template_kwargs(body: dict[str, Any]) -> dict[str, Any]:
         raise RequestError(str(err)) from None
 
 
+def run_template_kwargs(model_path: str) -> dict[str, Any]:
+    """`enable_thinking` (from `data.think`) and `data.chat_template_kwargs` of the training
+    run that wrote `model_path` (its `config.yaml`), else none."""
+    from videorl.config import find_run_config, load_config
+    from videorl.models.chat_template import template_kwargs
+
+    run = find_run_config(model_path)
+    if run is None:
+        return {}
+    data = load_config(run).data
+    return template_kwargs(data.think, data.chat_template_kwargs)
+
+
 class ChatModel:
     """A loaded checkpoint answering chat-completions requests, one at a time."""
 
@@ -184,6 +197,9 @@ class ChatModel:
         self.loaded = loaded
         self.served_model = served_model
         self.max_new_tokens = max_new_tokens
+        # chat-template variables of the checkpoint's training run (`run_template_kwargs`);
+        # a request's own `chat_template_kwargs` win
+        self.template_defaults: dict[str, Any] = {}
         self._lock = threading.Lock()
 
     def complete(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -193,7 +209,7 @@ class ChatModel:
 
         text, system, video, image = parse_messages(body)
         params = self.sampling(body)
-        kwargs = request_template_kwargs(body)
+        kwargs = {**self.template_defaults, **request_template_kwargs(body)}
         with self._lock:
             prompt = encode_prompt(
                 self.loaded, text, video=video, image=image, system=system, template_kwargs=kwargs
@@ -329,7 +345,9 @@ def serve(
 
     loaded = HFBackend.from_path(model_path, device=device).loaded
     name = served_model or Path(model_path).resolve().name
-    server = make_server(ChatModel(loaded, name, max_new_tokens), host, port)
+    chat = ChatModel(loaded, name, max_new_tokens)
+    chat.template_defaults = run_template_kwargs(model_path)
+    server = make_server(chat, host, port)
     bound_host, bound_port = server.server_address[:2]
     announce(
         f"serving {model_path} as {name!r} on http://{bound_host}:{bound_port}/v1 (Ctrl-C stops)"
