@@ -217,27 +217,45 @@ def test_validation_sampling_per_recipe(recipes):
     assert default.n == quick.trainer.val_samples
 
 
-def test_vllm_falls_back_to_hf_with_one_warning(monkeypatch, caplog, tmp_path):
+class _Warnings(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+@pytest.fixture
+def warnings_of_videorl():
+    handler, logger = _Warnings(), logging.getLogger("videorl")
+    logger.addHandler(handler)
+    yield handler.messages
+    logger.removeHandler(handler)
+
+
+def test_vllm_falls_back_to_hf_with_one_warning(monkeypatch, warnings_of_videorl, tmp_path):
     import importlib.util
 
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
-    with caplog.at_level(logging.WARNING):
-        assert rollout_engine("vllm", str(tmp_path)) == "hf"
-    (warning,) = [r for r in caplog.records if r.levelno == logging.WARNING]
-    assert "vLLM is not installed" in warning.getMessage() and "\n" not in warning.getMessage()
+    assert rollout_engine("vllm", str(tmp_path)) == "hf"
+    (warning,) = warnings_of_videorl
+    assert "vLLM is not installed" in warning and "\n" not in warning
     assert rollout_engine("hf", str(tmp_path)) == "hf"
 
 
-def test_vllm_falls_back_for_a_model_type_without_parity(monkeypatch, caplog, tmp_path):
+def test_vllm_falls_back_for_a_model_type_without_parity(
+    monkeypatch, warnings_of_videorl, tmp_path
+):
     import importlib.util
 
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: object())
     (tmp_path / "config.json").write_text('{"model_type": "qwen3_5"}')
-    with caplog.at_level(logging.WARNING):
-        assert rollout_engine("vllm", str(tmp_path)) == "hf"
-    assert "qwen3_5" in caplog.text
+    assert rollout_engine("vllm", str(tmp_path)) == "hf"
+    assert "qwen3_5" in warnings_of_videorl[0]
     (tmp_path / "config.json").write_text('{"model_type": "qwen2_5_vl"}')
     assert rollout_engine("vllm", str(tmp_path)) == "vllm"
+    assert len(warnings_of_videorl) == 1
 
 
 def test_bad_validation_sampling_is_a_one_line_error():
