@@ -81,7 +81,7 @@ def plan_table(plan: StepPlan) -> Table:
             "total steps",
             plan.total_steps
             if plan.data_epochs is None
-            else f"{plan.data_epochs} epochs x batches per epoch",
+            else f"{plan.data_epochs} epoch{'s' * (plan.data_epochs != 1)} x batches per epoch",
         ),
     ]
     for name, value in rows:
