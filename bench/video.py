@@ -117,8 +117,8 @@ def one_step(state: Any, indices: list[int]) -> dict[str, Any]:
         finally:
             decode_s[0] += time.perf_counter() - start
 
-    def encode(policy: Any, record: Any, media: Any, think: bool) -> Any:
-        prompt = real_encode(policy, record, media, think)
+    def encode(policy: Any, record: Any, media: Any, *args: Any, **kwargs: Any) -> Any:
+        prompt = real_encode(policy, record, media, *args, **kwargs)
         ledger.encoded(prompt, str(record.media.path))
         return prompt
 

@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from videorl.algorithms.distill import DistillConfig
 from videorl.algorithms.loss import PolicyLossConfig
@@ -131,11 +131,31 @@ class DataConfig:
     val_split: str = "validation"
     streaming: bool = False  # Hugging Face Hub datasets: read rows without a full download
     max_rows: int | None = None  # read at most this many rows of each of data.train / data.val
+    # Extra chat-template variables; `enable_thinking` follows `think` unless set here
+    # (OPDVR/GRPD: {enable_thinking: false}, as their data.apply_chat_template_kwargs).
+    chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
+    # Prompt templates: videorl (ours), orarl or taro (the published ones, data.published_prompts).
+    prompt_style: str = "videorl"
+    shuffle: bool = True  # False: records in file order each epoch (OPDVR: data.shuffle=False)
+    # Box coordinates: auto = the model family's (Qwen2.5-VL pixels of the resized input,
+    # Qwen3-VL / Qwen3.5 0-1000; data.coordinates), record = each record's own box_format.
+    coordinates: str = "auto"
+    # Longest prompt (tokens, video included); a longer one is skipped and counted
+    # (data/skipped_long_prompts_total). null = no limit.
+    max_prompt_tokens: int | None = None
 
     def __post_init__(self) -> None:
+        from videorl.data.coordinates import check_coordinates
+        from videorl.data.prompts import check_prompt_style
+        from videorl.models.chat_template import check_template_kwargs
+
+        check_coordinates(self.coordinates)
+        check_prompt_style(self.prompt_style)
+        check_template_kwargs(self.chat_template_kwargs)
         _positive("data", prompts_per_step=self.prompts_per_step)
-        if self.max_rows is not None:
-            _positive("data", max_rows=self.max_rows)
+        for name in ("max_prompt_tokens", "max_rows"):
+            if getattr(self, name) is not None:
+                _positive("data", **{name: getattr(self, name)})
         _check_seed("data.seed", self.seed)
         for key, names in (("families", self.families), ("family", (self.family or "",))):
             for name in filter(None, names):
@@ -285,6 +305,12 @@ class TrainerConfig:
     wandb_project: str | None = None
     bf16: bool = False
     nproc: int = 1
+    # Passes over the training data; when set, steps = epochs x batches per epoch (the
+    # published recipes count epochs: OraRL 1, TaRO 3, OPDVR/GRPD 3).
+    epochs: int | None = None
+    # Validation sampling; None = the rollout's value, val_temperature 0 = greedy.
+    val_temperature: float | None = None
+    val_top_p: float | None = None
 
     def __post_init__(self) -> None:
         _positive(
@@ -300,6 +326,17 @@ class TrainerConfig:
         check_device("trainer.device", self.device)
         if not self.output_dir.strip():
             raise ConfigError("trainer.output_dir is empty; set a folder such as runs/my-run")
+        if self.epochs is not None:
+            _positive("trainer", epochs=self.epochs)
+        if self.val_temperature is not None and self.val_temperature < 0:
+            raise ConfigError(
+                f"trainer.val_temperature={self.val_temperature} must be >= 0 (0 = greedy) "
+                "or null (the rollout temperature)"
+            )
+        if self.val_top_p is not None and not 0 < self.val_top_p <= 1:
+            raise ConfigError(
+                f"trainer.val_top_p={self.val_top_p} must be in (0, 1] or null (rollout.top_p)"
+            )
 
 
 @dataclass(frozen=True)
@@ -342,6 +379,12 @@ class Config:
             algo.pruning.selection(self.rollout.n)
         if algo.estimator == "orarl" and not algo.annotation_rows:
             raise ConfigError("algorithm.estimator=orarl needs algorithm.annotation_rows=true")
+        if algo.is_distillation and algo.distill.topk > 0:
+            raise ConfigError(
+                f"algorithm.distill.topk={algo.distill.topk}: the trainer scores the sampled "
+                "token only (OPDVR's paper method); top-k OPD (the 'Top-64 OPD' baseline) is "
+                "not implemented end to end, set algorithm.distill.topk=0"
+            )
         if algo.is_distillation and not self.model.teacher_path:
             raise ConfigError(
                 f"algorithm.estimator={algo.estimator} needs model.teacher_path (a teacher with the same tokenizer)"

@@ -30,6 +30,7 @@ class StepPlan:
     total_steps: int
     attention: str = "sdpa_varlen"
     packing: str = "auto"
+    data_epochs: int | None = None  # trainer.epochs: steps = epochs x batches per epoch
 
 
 def plan_step(config: Config) -> StepPlan:
@@ -53,6 +54,7 @@ def plan_step(config: Config) -> StepPlan:
         total_steps=config.trainer.steps,
         attention=config.model.attn_implementation,
         packing=str(config.model.packing).lower(),
+        data_epochs=config.trainer.epochs,
     )
 
 
@@ -76,7 +78,12 @@ def plan_table(plan: StepPlan) -> Table:
         ("micro-batch token budget", plan.micro_batch_tokens),
         ("attention / padding-free packing", f"{plan.attention} / {plan.packing}"),
         ("mini-batches x epochs", f"{plan.mini_batches} x {plan.epochs}"),
-        ("total steps", plan.total_steps),
+        (
+            "total steps",
+            plan.total_steps
+            if plan.data_epochs is None
+            else f"{plan.data_epochs} epoch{'s' * (plan.data_epochs != 1)} x batches per epoch",
+        ),
     ]
     for name, value in rows:
         table.add_row(name, str(value))

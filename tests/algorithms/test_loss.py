@@ -150,6 +150,14 @@ def test_kl_estimators():
     assert (kl_penalty(torch.randn(100, dtype=F64), torch.randn(100, dtype=F64)) >= 0).all()
 
 
+def test_k3_is_clamped_at_10_as_verl_low_var_kl():
+    """ref - logp = 5: exp(5) - 5 - 1 = 142.4 unclamped; verl and EasyR1 clamp to 10."""
+    logp, ref = t([-6.0, -1.0]), t([-1.0, -1.2])
+    k3 = kl_penalty(logp, ref, "k3")
+    assert float(k3[0]) == 10.0
+    assert float(k3[1]) == pytest.approx(math.exp(-0.2) + 0.2 - 1)
+
+
 def test_kl_and_entropy_terms():
     logp = t([[-1.0, -2.0]])
     ref = t([[-1.5, -2.0]])

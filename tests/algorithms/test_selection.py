@@ -241,10 +241,19 @@ def test_groups_that_kept_every_row_are_unchanged_and_dropped_rows_are_zero():
 def test_selection_reference():
     advantages, rewards = t([0.3, -0.3, 0.6, 0.0]), t([0.8, 0.2, 1.0, 0.5])
     reference = selection_reference(advantages, rewards, ids([0] * 4), flags([0, 0, 1, 0]))
-    rms = math.sqrt((0.09 + 0.09 + 0.36) / 4)
+    rms = math.sqrt((0.09 + 0.09 + 0.0) / 3)  # policy rows only, annotation row 2 excluded
     std = float(t([0.8, 0.2, 0.5]).std())
     torch.testing.assert_close(reference.rms, t([rms] * 4))
     torch.testing.assert_close(reference.reward_std, t([std] * 4))
+
+
+def test_selection_reference_excludes_the_annotation_row():
+    """Issue 16: policy [-0.3, -0.1, 0.1, 0.3] and annotation 0.9 give rms_ref 0.2236."""
+    advantages, rewards = t([-0.3, -0.1, 0.1, 0.3, 0.9]), t([0.2, 0.4, 0.6, 0.8, 1.0])
+    reference = selection_reference(advantages, rewards, ids([0] * 5), flags([0, 0, 0, 0, 1]))
+    torch.testing.assert_close(reference.rms, t([math.sqrt(0.05)] * 5))
+    assert abs(float(reference.rms[0]) - 0.2236) < 1e-4
+    assert abs(float(reference.rms[0]) - 0.4494) > 0.2
 
 
 def test_pipeline_a_to_e_is_finite_and_centred():

@@ -105,3 +105,23 @@ def test_rows_draw_independently_and_reproducibly():
     assert draw_constructed(100, 1.0, torch.Generator()).all()
     with pytest.raises(ValueError):
         draw_constructed(3, 1.5, torch.Generator())
+
+
+def test_exact_taro_formulas():
+    """TaRO's core_algos: AWR uncapped; RAFT marks every row at its group's max, ties and
+    all-equal groups included (rows 0 and 1 tie at 0.0, a flat group)."""
+    big = torch.tensor([5.0, -1.0], dtype=F64)
+    groups, off = torch.tensor([0, 0]), torch.tensor([True, True])
+    awr = off_policy_advantages(big, groups, off, OffPolicyConfig(mode="awr", exact=True))
+    close(awr, [math.exp(5.0), math.exp(-1.0)])
+    capped = off_policy_advantages(big, groups, off, OffPolicyConfig(mode="awr"))
+    assert float(capped[0]) == 20.0
+    flat = torch.tensor([0.0, 0.0, 0.3, 0.3, -0.6], dtype=F64)
+    flat_groups = torch.tensor([0, 0, 1, 1, 1])
+    every = torch.ones(5, dtype=torch.bool)
+    exact = off_policy_advantages(
+        flat, flat_groups, every, OffPolicyConfig(mode="raft", exact=True)
+    )
+    close(exact, [1.0, 1.0, 1.0, 1.0, 0.0])
+    ours = off_policy_advantages(flat, flat_groups, every, OffPolicyConfig(mode="raft"))
+    close(ours, [0.0, 0.0, 1.0, 0.0, 0.0])

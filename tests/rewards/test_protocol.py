@@ -48,6 +48,16 @@ def test_think_required():
     assert extract_tagged("<think></think><answer>B</answer>", think_required=True).ok
 
 
+@pytest.mark.parametrize("think_required", [False, True])
+def test_think_opened_by_the_chat_template(think_required):
+    """A template that writes `<think>` into the prompt: the response starts inside the
+    block (OraRL's parser: optional opening tag)."""
+    found = extract_tagged("reasoning\n</think>\n\n<answer>B</answer>", think_required)
+    assert found.ok and found.payload == "B"
+    assert not extract_tagged("a</think>b</think><answer>B</answer>", think_required).ok
+    assert not extract_tagged("<answer>B</answer></think>", think_required).ok
+
+
 def test_failed_format_keeps_last_answer_for_diagnostics():
     found = extract_tagged("<answer>A</answer><answer>B</answer>", think_required=False)
     assert not found.ok and found.payload == "B"

@@ -35,6 +35,7 @@ AGGREGATIONS = (
 )
 KL_TYPES = ("k1", "k3")
 _MAX_LOG_RATIO = 20.0  # exp(20) is finite in float32; keeps rho and k3 free of inf/NaN
+K3_CLIP = 10.0  # verl / EasyR1 clamp the low-variance KL estimate to [-10, 10]
 
 
 @dataclass(frozen=True)
@@ -97,12 +98,13 @@ class LossResult:
 
 def kl_penalty(logp: Tensor, ref_logp: Tensor, kind: str = "k3") -> Tensor:
     """Per-token KL estimate to a frozen reference: `k1 = logp - ref`,
-    `k3 = exp(ref - logp) - (ref - logp) - 1` (low variance, >= 0)."""
+    `k3 = clip(exp(ref - logp) - (ref - logp) - 1, -10, 10)` (low variance, >= 0; the clip
+    at 10 is verl's / EasyR1's `low_var_kl`)."""
     if kind == "k1":
         return logp - ref_logp
     if kind == "k3":
         delta = (ref_logp - logp).clamp(-_MAX_LOG_RATIO, _MAX_LOG_RATIO)
-        return delta.exp() - delta - 1
+        return (delta.exp() - delta - 1).clamp(-K3_CLIP, K3_CLIP)
     raise ConfigError(f"algorithm.loss.kl_type={kind!r}; use one of {list(KL_TYPES)}")
 
 

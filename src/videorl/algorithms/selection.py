@@ -198,8 +198,9 @@ class CorrectionConfig:
 
 @dataclass(frozen=True)
 class SelectionReference:
-    """Per-row copies of the group's pre-selection `rms` (of all its advantages, the
-    annotation row's included) and `reward_std` (unbiased std of its policy rewards)."""
+    """Per-row copies of the group's pre-selection `rms` (of its policy rows' advantages,
+    the annotation row excluded, as OraRL's `policy_rms`) and `reward_std` (unbiased std of
+    its policy rewards)."""
 
     rms: Tensor
     reward_std: Tensor
@@ -209,11 +210,14 @@ class SelectionReference:
 def selection_reference(
     advantages: Tensor, rewards: Tensor, group_ids: Tensor, is_annotation: Tensor | None
 ) -> SelectionReference:
-    """Stage E's references, taken before selection: `rms_ref = sqrt(mean_g A^2)` and
-    `sp_ref = std_g(r_i)` over policy rows."""
+    """Stage E's references, taken before selection, both over the group's policy rows i
+    (the annotation row excluded): `rms_ref = sqrt(mean_i A_i^2)` and `sp_ref = std_i(r_i)`.
+
+    Example: policy advantages [-0.3, -0.1, 0.1, 0.3] and annotation 0.9 give
+    rms_ref = sqrt(0.2 / 4) = 0.2236 (not 0.4494 with the annotation row included)."""
     check_rows(group_ids, advantages=advantages, rewards=rewards)
     policy = None if is_annotation is None else ~is_annotation.bool()
-    squares = group_stats(advantages**2, group_ids)
+    squares = group_stats(advantages**2, group_ids, include=policy)
     rewards_std = group_stats(rewards, group_ids, include=policy)
     return SelectionReference(
         rms=squares.per_row(squares.mean).sqrt(),

@@ -7,8 +7,8 @@ the policy. Their advantage is transformed by `off_policy_mode` and their loss i
 
     mask  -> max(A, 0)
     clone -> 1[A > 0]
-    awr   -> min(exp(A / beta), max_weight)
-    raft  -> 1 for the group's best row, else 0
+    awr   -> min(exp(A / beta), max_weight)      (exact: exp(A / beta), as TaRO)
+    raft  -> 1 for the group's best row, else 0  (exact: 1 for every row at the max, as TaRO)
 
 The curriculum gives the probability `p(step)` that a row is constructed:
 `hard` = 1 during the first `warmup_epochs` epochs, then 0; `linear` =
@@ -33,11 +33,14 @@ SCHEDULES = ("hard", "linear")
 class OffPolicyConfig:
     """`mode`: one of `mask` (default), `clone`, `awr`, `raft`. `awr_beta` is AWR's
     temperature and `awr_max_weight` caps exp(A / beta) so that a large advantage cannot
-    overflow the loss."""
+    overflow the loss. `exact`: TaRO's own formulas (`verl/trainer/ppo/core_algos.py`):
+    `awr` uncapped, `raft` = 1 for every row whose advantage equals its group's maximum
+    (ties and all-equal groups included)."""
 
     mode: str = "mask"
     awr_beta: float = 1.0
     awr_max_weight: float = 20.0
+    exact: bool = False
 
     def __post_init__(self) -> None:
         if self.mode not in OFF_POLICY_MODES:
@@ -79,7 +82,13 @@ def off_policy_advantages(
     elif config.mode == "clone":
         transformed = (advantages > 0).to(advantages.dtype)
     elif config.mode == "awr":
-        transformed = (advantages / config.awr_beta).exp().clamp_max(config.awr_max_weight)
+        transformed = (advantages / config.awr_beta).exp()
+        if not config.exact:
+            transformed = transformed.clamp_max(config.awr_max_weight)
+    elif config.exact:
+        index, num_groups = dense_group_index(group_ids)
+        best = group_max(advantages, index, num_groups, initial=float("-inf"))
+        transformed = (advantages == best[index]).to(advantages.dtype)
     else:
         transformed = best_row_of_group(advantages, group_ids).to(advantages.dtype)
     return torch.where(off_policy.bool(), transformed, advantages)

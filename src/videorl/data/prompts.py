@@ -12,7 +12,9 @@ from __future__ import annotations
 import itertools
 
 from videorl.data.families import Family
+from videorl.data.published_prompts import published_prompt
 from videorl.data.records import NumericAnswer, SpatioTemporalAnswer, TaskRecord, TrackingAnswer
+from videorl.errors import ConfigError
 
 LETTERS = "ABCDEFGH"
 THINK = (
@@ -151,7 +153,29 @@ _TEMPLATES = {
 }
 
 
-def build_prompt(record: TaskRecord, *, think: bool) -> str:
+PROMPT_STYLES = ("videorl", "orarl", "taro")
+
+
+def check_prompt_style(style: str, key: str = "data.prompt_style") -> str:
+    """`style` if it is a known prompt style, else a one-line `ConfigError` naming `key`."""
+    if style not in PROMPT_STYLES:
+        raise ConfigError(
+            f"{key}={style!r} is not a prompt style; use one of {', '.join(PROMPT_STYLES)}"
+        )
+    return style
+
+
+def build_prompt(record: TaskRecord, *, think: bool, style: str = "videorl") -> str:
     """The user text for `record`: its family's task instruction and answer format, then
-    the answer protocol (`<think>` + `<answer>` or `<answer>` only)."""
-    return f"{_TEMPLATES[record.family](record)}\n{THINK if think else NO_THINK}"
+    the answer protocol (`<think>` + `<answer>` or `<answer>` only).
+
+    `style` `orarl` / `taro` use the published templates (`published_prompts`) where they
+    have one for the family: OraRL's ask for the answer alone (a `<think>` instruction is
+    appended only with `think`), TaRO's asks for reasoning itself. Other families keep
+    videorl's template."""
+    published = None if style == "videorl" else published_prompt(record, check_prompt_style(style))
+    if published is None:
+        return f"{_TEMPLATES[record.family](record)}\n{THINK if think else NO_THINK}"
+    if style == "orarl" and think:
+        return f"{published}\n{THINK}"
+    return published

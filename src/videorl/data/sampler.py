@@ -1,6 +1,7 @@
 """Task-grouped batches: each batch from one family, families in rotation (resumable).
 
-Epoch e: each family's record indices are shuffled by `rng(seed, e, family)` and cut into
+Epoch e: each family's record indices are shuffled by `rng(seed, e, family)` (kept in file
+order with `shuffle=False`) and cut into
 batches of `batch_size`; a family's last, short batch is topped up from the start of the
 same shuffled order (wrapping around), so every batch has exactly `batch_size` indices and
 a family smaller than a batch is still trained on. Batches are then taken round-robin over
@@ -26,13 +27,16 @@ _FAMILY_ORDER = tuple(Family)
 class TaskGroupedSampler:
     """Iterates one epoch of batches (lists of record indices) from the saved position."""
 
-    def __init__(self, records: Sequence[TaskRecord], batch_size: int, seed: int = 0) -> None:
+    def __init__(
+        self, records: Sequence[TaskRecord], batch_size: int, seed: int = 0, shuffle: bool = True
+    ) -> None:
         if batch_size < 1:
             raise ConfigError(f"data.batch_size={batch_size} must be at least 1")
         if not records:
             raise ConfigError("the sampler got no records; check the data files")
         self.batch_size = batch_size
         self.seed = seed
+        self.shuffle = shuffle  # False: each family in file order (OPDVR's data.shuffle=False)
         self.epoch = 0
         self.position = 0  # batches of the current epoch already handed out
         groups: dict[Family, list[int]] = {}
@@ -49,7 +53,8 @@ class TaskGroupedSampler:
         per_family: list[list[list[int]]] = []
         for family, indices in self._groups.items():
             rng = np.random.default_rng([self.seed, epoch, _FAMILY_ORDER.index(family)])
-            order = [indices[i] for i in rng.permutation(len(indices))]
+            permutation = rng.permutation(len(indices)) if self.shuffle else range(len(indices))
+            order = [indices[i] for i in permutation]
             count = -(-len(order) // self.batch_size)  # ceil
             cycled = [order[i % len(order)] for i in range(count * self.batch_size)]
             per_family.append(

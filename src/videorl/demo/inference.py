@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from videorl.data.coordinates import frame_size, model_convention, to_model_coordinates
 from videorl.data.families import Family
 from videorl.data.prompts import LETTERS
 from videorl.data.records import (
@@ -250,6 +251,8 @@ def ask(
     check_length(video_path, settings.max_duration)
     video = decode_video(video_path, settings.video_config(vision_factor(loaded)))
     record = example if example is not None else question_record(question, video_path, video.meta)
+    # boxes in the model family's convention, as in training (data/coordinates.py)
+    record = to_model_coordinates(record, model_convention(loaded.model_type), frame_size(video))
     encoding = encode_record(loaded, record, video, settings.think)
     (generation,) = generate(loaded, [encoding], sampling)
     response = loaded.tokenizer.decode(generation.token_ids[0], skip_special_tokens=True)

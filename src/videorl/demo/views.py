@@ -112,7 +112,10 @@ def keyframes(
 
 
 def _source_size(result: Result) -> tuple[float, float]:
-    """The frame size that the record's boxes are in (the file's frame)."""
+    """The frame size that the record's boxes are in: the record's `width x height` (the
+    file's, or the model input's after `to_model_coordinates`), 1000 x 1000 for norm1000."""
+    if result.record.box_format == "norm1000":
+        return (1000.0, 1000.0)
     meta = result.video.meta
     return (
         float(result.record.width or meta.source_width),

@@ -38,16 +38,32 @@ class HFBackend:
     """Greedy decoding (temperature 0) with Hugging Face `generate`, one call per batch."""
 
     def __init__(
-        self, loaded: Any, *, max_new_tokens: int = 256, think: bool = False, label: str = "hf"
+        self,
+        loaded: Any,
+        *,
+        max_new_tokens: int = 256,
+        think: bool = False,
+        label: str = "hf",
+        prompt_style: str = "videorl",
+        chat_template_kwargs: dict[str, Any] | None = None,
     ) -> None:
         self.loaded = loaded
         self.max_new_tokens = max_new_tokens
         self.think = think
         self.label = label
+        self.prompt_style = prompt_style
+        self.chat_template_kwargs = dict(chat_template_kwargs or {})
 
     @classmethod
     def from_path(
-        cls, path: str, *, device: str = "auto", max_new_tokens: int = 256, think: bool = False
+        cls,
+        path: str,
+        *,
+        device: str = "auto",
+        max_new_tokens: int = 256,
+        think: bool = False,
+        prompt_style: str = "videorl",
+        chat_template_kwargs: dict[str, Any] | None = None,
     ) -> HFBackend:
         """Load the checkpoint at `path` (bf16 on GPU, fp32 on CPU)."""
         import torch
@@ -61,7 +77,16 @@ class HFBackend:
             max_new_tokens=max_new_tokens,
             think=think,
             label=str(path),
+            prompt_style=prompt_style,
+            chat_template_kwargs=chat_template_kwargs,
         )
+
+    @property
+    def coordinates(self) -> str | None:
+        """The model family's box convention (`data.coordinates` auto): `abs`, `norm1000`."""
+        from videorl.data.coordinates import model_convention
+
+        return model_convention(getattr(self.loaded, "model_type", ""))
 
     def respond(self, items: Sequence[Item]) -> list[str]:
         from videorl.models.generate import SamplingParams, generate
@@ -69,7 +94,17 @@ class HFBackend:
 
         if not items:
             return []
-        prompts = [encode_record(self.loaded, record, media, self.think) for record, media in items]
+        prompts = [
+            encode_record(
+                self.loaded,
+                record,
+                media,
+                self.think,
+                self.chat_template_kwargs,
+                style=self.prompt_style,
+            )
+            for record, media in items
+        ]
         params = SamplingParams(n=1, max_new_tokens=self.max_new_tokens, temperature=0.0)
         generations = generate(self.loaded, prompts, params)
         tokenizer = self.loaded.tokenizer

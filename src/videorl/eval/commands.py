@@ -95,6 +95,12 @@ def eval_command(
         help="Ask for a <think> block before the answer (default: as the model was trained "
         "(data.think of its run), else no).",
     ),
+    prompt_style: str | None = typer.Option(
+        None,
+        "--prompt-style",
+        help="Prompt templates: videorl, orarl or taro (the published ones, to reproduce a "
+        "paper's table; default: data.prompt_style of the model's run, else videorl).",
+    ),
     batch_size: int = typer.Option(
         8, "--batch-size", help="Prompts per generate call (HF engine)."
     ),
@@ -144,6 +150,7 @@ def eval_command(
         {"fps": fps, "max_frames": max_frames, "min_pixels": min_pixels, "max_pixels": max_pixels},
         think,
     )
+    prompts = eval_prompt_settings(model, prompt_style)
     settings = None
     if benchmark is not None:
         settings = EvalSettings(
@@ -170,7 +177,12 @@ def eval_command(
         inputs=_inputs(model, bench_file, labels=("--model", "--benchmark")),
         keep=predictions,
     )
-    source: dict = {"think": think, "max_new_tokens": max_new_tokens, "video": to_dict(video)}
+    source: dict = {
+        "think": think,
+        "max_new_tokens": max_new_tokens,
+        "video": to_dict(video),
+        "prompt_style": prompts["prompt_style"],
+    }
     if predictions is not None:
         outputs = evaluate(
             settings, predictions=predictions, source={"predictions": str(predictions)}
@@ -179,6 +191,8 @@ def eval_command(
         backend = _backend(
             model, endpoint, served_model, concurrency, api_key, think, max_new_tokens, device
         )
+        backend.prompt_style = prompts["prompt_style"]
+        backend.chat_template_kwargs = prompts["chat_template_kwargs"]
         source = {("model" if model else "endpoint"): backend.label, **source}
         outputs = evaluate(settings, backend=backend, source=source)
     _print_summary(outputs.metrics, outputs.out_dir)
@@ -216,6 +230,25 @@ def eval_video_settings(
         changes["min_pixels"] = min(base.min_pixels, changes["max_pixels"])
     video = dataclasses.replace(base, **changes)
     return video, trained_think if think is None else think
+
+
+def eval_prompt_settings(model: str | None, prompt_style: str | None) -> dict[str, Any]:
+    """`prompt_style` and `chat_template_kwargs` for an eval: the flag given, else those of
+    the training run that wrote `model` (its `config.yaml`), else videorl's and none."""
+    from videorl.config import find_run_config, load_config
+    from videorl.data.prompts import check_prompt_style
+
+    settings: dict[str, Any] = {"prompt_style": "videorl", "chat_template_kwargs": {}}
+    run = find_run_config(model) if model else None
+    if run is not None:
+        data = load_config(run).data
+        settings = {
+            "prompt_style": data.prompt_style,
+            "chat_template_kwargs": dict(data.chat_template_kwargs),
+        }
+    if prompt_style is not None:
+        settings["prompt_style"] = check_prompt_style(prompt_style, "--prompt-style")
+    return settings
 
 
 def _backend(

@@ -35,6 +35,7 @@ from videorl.data.prompts import build_prompt
 from videorl.data.records import TaskRecord
 from videorl.errors import VideoRLError
 from videorl.eval.backends import Item
+from videorl.models.chat_template import template_kwargs
 
 JPEG_QUALITY = 95
 VIDEO_JPEG = "data:video/jpeg;base64,"
@@ -78,7 +79,14 @@ def video_metadata(meta: Any) -> dict[str, Any]:
 
 
 def chat_request(
-    record: TaskRecord, media: Any, *, model: str, think: bool, max_tokens: int
+    record: TaskRecord,
+    media: Any,
+    *,
+    model: str,
+    think: bool,
+    max_tokens: int,
+    prompt_style: str = "videorl",
+    chat_template_kwargs: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The chat-completions body for one record and its decoded media (greedy)."""
     content: list[dict[str, Any]] = []
@@ -89,8 +97,10 @@ def chat_request(
         body["video_metadata"] = [video_metadata(media.meta)]
     elif media is not None:
         content.append({"type": "image_url", "image_url": {"url": image_data_url(media.frames[0])}})
-    content.append({"type": "text", "text": build_prompt(record, think=think)})
+    content.append({"type": "text", "text": build_prompt(record, think=think, style=prompt_style)})
     body["messages"] = [{"role": "user", "content": content}]
+    # vLLM and `videorl serve` pass these to the chat template (Qwen3: enable_thinking)
+    body["chat_template_kwargs"] = template_kwargs(think, chat_template_kwargs)
     return body
 
 
@@ -140,8 +150,12 @@ class EndpointBackend:
         timeout: float = 600.0,
         retries: int = 2,
         api_key: str | None = None,
+        prompt_style: str = "videorl",
+        chat_template_kwargs: dict[str, Any] | None = None,
     ) -> None:
         self.url = completions_url(endpoint)
+        self.prompt_style = prompt_style
+        self.chat_template_kwargs = dict(chat_template_kwargs or {})
         self.served_model = served_model
         self.think = think
         self.max_new_tokens = max_new_tokens
@@ -154,7 +168,13 @@ class EndpointBackend:
     def _one(self, item: Item) -> str:
         record, media = item
         body = chat_request(
-            record, media, model=self.served_model, think=self.think, max_tokens=self.max_new_tokens
+            record,
+            media,
+            model=self.served_model,
+            think=self.think,
+            max_tokens=self.max_new_tokens,
+            prompt_style=self.prompt_style,
+            chat_template_kwargs=self.chat_template_kwargs,
         )
         for attempt in range(self.retries + 1):
             try:

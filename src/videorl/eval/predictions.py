@@ -34,6 +34,9 @@ class Prediction:
     id: str
     response: str | None
     error: str | None = None
+    # The coordinate frame the answer is in when the model's differs from the record's
+    # (`data.coordinates`): {"box_format": "abs"|"norm1000", "width": W, "height": H}.
+    frame: dict[str, Any] | None = None
 
 
 def _first(row: dict[str, Any], keys: tuple[str, ...]) -> Any:
@@ -51,7 +54,8 @@ def _prediction(row: Any, where: str) -> Prediction:
         response = response[0] if response else None
     if response is not None and not isinstance(response, str):
         response = json.dumps(response)
-    return Prediction(str(rid), response, row.get("error"))
+    frame = row.get("frame") if isinstance(row.get("frame"), dict) else None
+    return Prediction(str(rid), response, row.get("error"), frame)
 
 
 def read_predictions(path: str | os.PathLike) -> dict[str, Prediction]:
@@ -102,6 +106,8 @@ class PredictionWriter:
         row: dict[str, Any] = {"id": prediction.id, "response": prediction.response}
         if prediction.error is not None:
             row["error"] = prediction.error
+        if prediction.frame is not None:
+            row["frame"] = prediction.frame
         self._file.write(json.dumps(row, ensure_ascii=False) + "\n")
         self._file.flush()
 

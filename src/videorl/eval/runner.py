@@ -156,6 +156,42 @@ def _progress(enabled: bool, description: str, total: int) -> Any:
     return progress, progress.add_task(description, total=total)
 
 
+def in_model_frame(record: TaskRecord, media: Any, backend: Backend) -> TaskRecord:
+    """The record with its boxes in the backend model's coordinate convention (its
+    `coordinates`: `abs` pixels of the decoded frames, `norm1000`, or None = the record's)."""
+    from videorl.data.coordinates import frame_size, to_model_coordinates
+
+    return to_model_coordinates(record, getattr(backend, "coordinates", None), frame_size(media))
+
+
+def answer_frame(record: TaskRecord) -> dict[str, Any] | None:
+    """The coordinate frame a converted record's answer is in (None for families without
+    boxes), written next to the prediction so that scoring converts the ground truth alike."""
+    from videorl.data.records import (
+        BoxAnswer,
+        SegmentationAnswer,
+        SpatioTemporalAnswer,
+        TrackingAnswer,
+    )
+
+    boxed = (BoxAnswer, SegmentationAnswer, SpatioTemporalAnswer, TrackingAnswer)
+    if not isinstance(record.answer, boxed):
+        return None
+    return {"box_format": record.box_format, "width": record.width, "height": record.height}
+
+
+def reframe(record: TaskRecord, frame: dict[str, Any] | None) -> TaskRecord:
+    """The ground truth in the prediction's coordinate frame (as written by `answer_frame`)."""
+    from videorl.data.coordinates import to_model_coordinates
+
+    if not frame or frame.get("box_format") not in ("abs", "norm1000"):
+        return record
+    size = (frame.get("width") or 0, frame.get("height") or 0)
+    if frame["box_format"] == "abs" and not all(size):
+        return record
+    return to_model_coordinates(record, frame["box_format"], size)
+
+
 def generate_predictions(
     records: Sequence[TaskRecord],
     backend: Backend,
@@ -187,9 +223,12 @@ def generate_predictions(
                     logger.warning("record %s: %s", record.id, err)
                     writer.write(Prediction(record.id, None, str(err)))
                     bar.advance(task)
+            originals = [record for record, _ in items]
+            items = [(in_model_frame(record, media, backend), media) for record, media in items]
             answers = backend.respond(items) if items else []
-            for (record, _), text in zip(items, answers, strict=True):
-                writer.write(Prediction(record.id, text))
+            for (record, _), original, text in zip(items, originals, answers, strict=True):
+                frame = None if record is original else answer_frame(record)
+                writer.write(Prediction(record.id, text, frame=frame))
                 answered += 1
                 bar.advance(task)
     return answered
@@ -203,7 +242,7 @@ def score_all(
     for record in records:
         found = predictions.get(record.id)
         if found is not None and found.response is not None:
-            results.append(score_record(record, found.response))
+            results.append(score_record(reframe(record, found.frame), found.response))
         elif found is not None and found.error:
             results.append(score_record(record, None, status=MEDIA_ERROR, error=found.error))
         elif record.id in missing:

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from videorl.errors import ConfigError
 from videorl.models.generate import SamplingParams
 from videorl.video.decode import DecodedVideo
 from videorl.video.meta import VideoMeta
@@ -165,6 +166,30 @@ def parse_messages(
     return "\n".join(texts), system, video, image
 
 
+def request_template_kwargs(body: dict[str, Any]) -> dict[str, Any]:
+    """The request's `chat_template_kwargs` (as vLLM takes them: `enable_thinking` and other
+    scalar template variables), checked; a bad value is a 400."""
+    from videorl.models.chat_template import check_template_kwargs
+
+    try:
+        return check_template_kwargs(body.get("chat_template_kwargs"), "chat_template_kwargs")
+    except ConfigError as err:
+        raise RequestError(str(err)) from None
+
+
+def run_template_kwargs(model_path: str) -> dict[str, Any]:
+    """`enable_thinking` (from `data.think`) and `data.chat_template_kwargs` of the training
+    run that wrote `model_path` (its `config.yaml`), else none."""
+    from videorl.config import find_run_config, load_config
+    from videorl.models.chat_template import template_kwargs
+
+    run = find_run_config(model_path)
+    if run is None:
+        return {}
+    data = load_config(run).data
+    return template_kwargs(data.think, data.chat_template_kwargs)
+
+
 class ChatModel:
     """A loaded checkpoint answering chat-completions requests, one at a time."""
 
@@ -172,6 +197,9 @@ class ChatModel:
         self.loaded = loaded
         self.served_model = served_model
         self.max_new_tokens = max_new_tokens
+        # chat-template variables of the checkpoint's training run (`run_template_kwargs`);
+        # a request's own `chat_template_kwargs` win
+        self.template_defaults: dict[str, Any] = {}
         self._lock = threading.Lock()
 
     def complete(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -181,8 +209,11 @@ class ChatModel:
 
         text, system, video, image = parse_messages(body)
         params = self.sampling(body)
+        kwargs = {**self.template_defaults, **request_template_kwargs(body)}
         with self._lock:
-            prompt = encode_prompt(self.loaded, text, video=video, image=image, system=system)
+            prompt = encode_prompt(
+                self.loaded, text, video=video, image=image, system=system, template_kwargs=kwargs
+            )
             generation = generate(self.loaded, [prompt], params)[0]
         tokens = generation.token_ids[0]
         return {
@@ -314,7 +345,9 @@ def serve(
 
     loaded = HFBackend.from_path(model_path, device=device).loaded
     name = served_model or Path(model_path).resolve().name
-    server = make_server(ChatModel(loaded, name, max_new_tokens), host, port)
+    chat = ChatModel(loaded, name, max_new_tokens)
+    chat.template_defaults = run_template_kwargs(model_path)
+    server = make_server(chat, host, port)
     bound_host, bound_port = server.server_address[:2]
     announce(
         f"serving {model_path} as {name!r} on http://{bound_host}:{bound_port}/v1 (Ctrl-C stops)"

@@ -95,20 +95,23 @@ def encode_prompt(
     video: Any | None = None,
     image: Any | None = None,
     system: str | None = None,
+    template_kwargs: dict[str, Any] | None = None,
 ) -> PromptEncoding:
-    """Encode one user prompt (with a decoded video/image: `.frames` uint8 [T,C,H,W], `.meta`)."""
+    """Encode one user prompt (with a decoded video/image: `.frames` uint8 [T,C,H,W], `.meta`).
+    `template_kwargs` go to the chat template (`enable_thinking`, see `chat_template`)."""
     messages = chat_messages(text, video=video is not None, image=image is not None, system=system)
+    template_kwargs = template_kwargs or {}
     if loaded.processor is None:
         if video is not None or image is not None:
             raise ValueError("this model is text-only; it cannot take a video or image prompt")
         ids = loaded.tokenizer.apply_chat_template(
-            messages, add_generation_prompt=True, tokenize=True
+            messages, add_generation_prompt=True, tokenize=True, **template_kwargs
         )
         ids = ids["input_ids"] if isinstance(ids, dict) or hasattr(ids, "keys") else ids
         input_ids = torch.tensor(ids, dtype=torch.long).flatten()
         return PromptEncoding(input_ids=input_ids, source=PromptSource(token_ids=input_ids))
     prompt = loaded.processor.apply_chat_template(
-        messages, add_generation_prompt=True, tokenize=False
+        messages, add_generation_prompt=True, tokenize=False, **template_kwargs
     )
     kwargs: dict[str, Any] = {"text": [prompt], "return_tensors": "pt"}
     if video is not None:

@@ -17,6 +17,8 @@ from videorl.rewards.plugins import load_plugin
 
 TG_SHAPINGS = ("iou", "iou_v2")
 PLUGIN_MODES = ("replace", "extend")
+COMPOSITIONS = ("product", "sum")
+TG_PARSERS = ("strict", "taro")
 
 
 def _number(
@@ -76,6 +78,12 @@ class RewardConfig:
     - `plugins`: family name -> `"module:function"`; `plugin_mode` `replace` uses the
       plug-in's result, `extend` keeps the built-in components, adds the plug-in's as
       `plugin/<key>` and sets `overall = (1 - plugin_weight) * built-in + plugin_weight * plug-in`.
+    - `composition`: `product` (`overall = task * format`, in [0, 1]) or `sum`
+      (`overall = format + task`, in [0, 2], TaRO's `compute_vtg_score`; the task is then
+      scored on the last answer block even when the format check fails, as TaRO does).
+    - `tg_parser`: `strict` (the whole answer is `S to E`) or `taro` (the last `Xs to Ys`
+      inside the answer, `s` suffix required, text around it allowed: TaRO's
+      `parse_timestamp_output`).
     """
 
     think_required: bool = False
@@ -86,8 +94,19 @@ class RewardConfig:
     plugin_mode: str = "replace"
     plugin_weight: float = 0.5
     sensitivity: SensitivityConfig = field(default_factory=SensitivityConfig)
+    composition: str = "product"
+    tg_parser: str = "strict"
 
     def __post_init__(self) -> None:
+        if self.composition not in COMPOSITIONS:
+            raise ConfigError(
+                f"reward.composition={self.composition!r} is unknown; set one of "
+                f"{', '.join(COMPOSITIONS)} (sum = TaRO's format + task)"
+            )
+        if self.tg_parser not in TG_PARSERS:
+            raise ConfigError(
+                f"reward.tg_parser={self.tg_parser!r} is unknown; set one of {', '.join(TG_PARSERS)}"
+            )
         if not isinstance(self.think_required, bool):
             raise ConfigError(f"reward.think_required={self.think_required!r}; set true or false")
         if self.tg_shaping not in TG_SHAPINGS:

@@ -41,14 +41,17 @@ class Protocol:
 
 def split_think(response: str, think_required: bool) -> tuple[bool, str]:
     """(shape ok, the text after the think block). The block, when present, must be the
-    only one and open the response (whitespace aside)."""
+    only one and open the response (whitespace aside). Its opening tag is optional: a chat
+    template may write `<think>` into the prompt (Qwen3.5 thinking mode), so the response
+    starts inside the block, `reasoning</think><answer>..</answer>` (as OraRL's parser,
+    `(?:<think>)?.*?</think>`)."""
     opens, closes = response.count(THINK_OPEN), response.count(THINK_CLOSE)
     if opens == 0 and closes == 0:
         return (not think_required, response)
     head, _, rest = response.rpartition(THINK_CLOSE)
-    if opens != 1 or closes != 1:
+    if closes != 1 or opens > 1:
         return (False, rest)
-    return (head.lstrip().startswith(THINK_OPEN), rest)
+    return (opens == 0 or head.lstrip().startswith(THINK_OPEN), rest)
 
 
 def last_answer(response: str) -> str | None:

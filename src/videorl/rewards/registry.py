@@ -39,7 +39,7 @@ def _from(module: ModuleType, protocol: Protocol = TAGGED) -> FamilyReward:
 
 FAMILY_REWARDS: dict[Family, FamilyReward] = {
     Family.TEMPORAL_GROUNDING: _from(temporal_grounding),
-    Family.SPATIAL_GROUNDING: _from(spatial_grounding),
+    Family.SPATIAL_GROUNDING: _from(spatial_grounding, spatial_grounding.NATIVE_OR_TAGGED),
     Family.SEGMENTATION: _from(segmentation),
     Family.TRACKING: _from(tracking),
     Family.SPATIO_TEMPORAL_GROUNDING: _from(spatio_temporal_grounding),

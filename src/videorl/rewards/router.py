@@ -1,6 +1,7 @@
 """The reward router: one response of any family to a `RewardResult` (METHODS.md 1).
 
-`overall = task * format`, every component in [0, 1]. Never raises: a scorer or plug-in that
+`overall = task * format` (or `format + task` with `reward.composition: sum`, TaRO), every
+component in [0, 1]. Never raises: a scorer or plug-in that
 raises costs its sample (scored 0, `error` set), never the step.
 """
 
@@ -26,7 +27,7 @@ def builtin_score(record: TaskRecord, response: str, config: RewardConfig) -> Re
         name: unit(value)
         for name, value in family.score(record, extraction.payload or "", config).items()
     }
-    overall = parts["task"] * fmt
+    overall = parts["task"] + fmt if config.composition == "sum" else parts["task"] * fmt
     return RewardResult(overall, {"format": fmt, **parts, "overall": overall})
 
 

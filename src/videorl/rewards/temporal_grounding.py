@@ -31,6 +31,22 @@ def parse(payload: str) -> tuple[float, float] | None:
     return (start, end)
 
 
+# TaRO's `parse_timestamp_output`: every `Xs to Ys` (or `and`) inside the answer; the last wins.
+_TARO_SPAN = re.compile(r"(\d+\.?\d*)s (?:to|and) (\d+\.?\d*)s", re.IGNORECASE)
+
+
+def parse_taro(payload: str) -> tuple[float, float] | None:
+    """`(S, E)` from the last `Xs to Ys` in a verbose answer (`s` suffix required), else
+    None; S > E gives None (TaRO's IoU of such a span is 0 too)."""
+    if len(payload) > MAX_PAYLOAD_CHARS:
+        return None
+    spans = _TARO_SPAN.findall(payload)
+    if not spans:
+        return None
+    start, end = float(spans[-1][0]), float(spans[-1][1])
+    return (start, end) if 0.0 <= start <= end < float("inf") else None
+
+
 def ground_truth(record: TaskRecord) -> list[tuple[float, float]]:
     """The record's windows clipped to [0, duration]."""
     answer = record.answer
@@ -41,7 +57,7 @@ def ground_truth(record: TaskRecord) -> list[tuple[float, float]]:
 def score(record: TaskRecord, payload: str, config: RewardConfig) -> dict[str, float]:
     """`task` (tIoU or iou_v2), `iou` (plain tIoU, always) and `iou_v2` when shaping."""
     windows = ground_truth(record)
-    pred = parse(payload)
+    pred = parse_taro(payload) if config.tg_parser == "taro" else parse(payload)
     iou = 0.0 if pred is None else max(temporal_iou(pred, gt) for gt in windows)
     if config.tg_shaping != "iou_v2":
         return {"task": iou, "iou": iou}

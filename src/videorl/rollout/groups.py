@@ -18,20 +18,19 @@ from videorl.rollout.engine import RolloutEngine
 from videorl.trainer.batch import RolloutBatch
 
 
-def _num(value: float) -> str:
-    return f"{value:g}"
-
-
 def constructed_prefix(record: TaskRecord, rng: random.Random) -> str:
-    """TaRO constructed reasoning (METHODS 2.3): the query, then a random order-preserving
-    subset (size uniform in 1..n) of the record's dense captions."""
-    text = f"<think>\nI need to find the specific moment {record.problem}.\n"
+    """TaRO constructed reasoning (METHODS 2.3, TaRO `src/utils.py: sample_reasoning`): the
+    query (its trailing period stripped), then a random order-preserving subset (size
+    uniform in 1..n) of the record's dense captions, one per line, each as
+    `From 0.0s to 5.2s, caption` (the form of TaRO's prompt example)."""
+    query = record.problem.strip().rstrip(".")
+    text = f"<think>\nI need to find the specific moment {query}.\n"
     captions = list(record.captions)
     if captions:
         size = rng.randint(1, len(captions))
         chosen = sorted(rng.sample(range(len(captions)), size))
-        text += "".join(
-            f"From {_num(captions[i].start)} to {_num(captions[i].end)}, {captions[i].text}\n"
+        text += "\n".join(
+            f"From {captions[i].start:.1f}s to {captions[i].end:.1f}s, {captions[i].text}"
             for i in chosen
         )
     return text
@@ -52,7 +51,12 @@ def generate_groups(
     constructed prefix instead (flagged `off_policy`)."""
     generations = engine.generate(prompts, params)
     responses, truncated, off_policy, group_ids = [], [], [], []
-    wanted = [] if constructed is None else torch.nonzero(constructed).tolist()
+    # A record without dense captions gets normal rollouts (TaRO: no constructed reasoning).
+    wanted = (
+        []
+        if constructed is None
+        else [(p, j) for p, j in torch.nonzero(constructed).tolist() if records[p].captions]
+    )
     prefix_rows: dict[tuple[int, int], Generation] = {}
     if constructed is not None:  # even with no rows: vLLM's data-parallel engines step in lockstep
         rng = rng or random.Random(0)
@@ -91,9 +95,16 @@ def annotation_tokens(
     record: TaskRecord, tokenizer: Any, eos_id: int, budget: int, think: bool
 ) -> torch.Tensor:
     """The serialized ground truth, tokenized without special tokens, plus EOS, truncated to
-    the response budget (METHODS 2.1)."""
+    the response budget (METHODS 2.1) by dropping its *head*, as OraRL does, so that
+    `</answer>` and EOS survive (`annotation_was_cut` tells whether it was cut)."""
     ids = tokenizer.encode(serialize_annotation(record, think=think), add_special_tokens=False)
-    return torch.tensor((ids + [eos_id])[:budget], dtype=torch.long)
+    return torch.tensor((ids + [eos_id])[-budget:], dtype=torch.long)
+
+
+def annotation_was_cut(record: TaskRecord, tokenizer: Any, budget: int, think: bool) -> bool:
+    """Whether the annotation row (with EOS) is longer than the response budget."""
+    ids = tokenizer.encode(serialize_annotation(record, think=think), add_special_tokens=False)
+    return len(ids) + 1 > budget
 
 
 def add_annotation_rows(
@@ -112,7 +123,10 @@ def add_annotation_rows(
         truncated=torch.cat(
             [
                 batch.truncated,
-                torch.tensor([t[-1].item() != eos_id for t in extra], dtype=torch.bool),
+                torch.tensor(
+                    [annotation_was_cut(r, tokenizer, budget, think) for r in batch.records],
+                    dtype=torch.bool,
+                ),
             ]
         ),
     )

@@ -185,3 +185,28 @@ def check_vllm_support(
             f"rollout.max_model_len={settings.max_model_len} leaves no room for the prompt with "
             f"rollout.max_new_tokens={max_new_tokens}; raise it above prompt length + max_new_tokens"
         )
+
+
+def rollout_engine(engine: str, model_path: str) -> str:
+    """The engine a run uses: `rollout.engine`, except that `vllm` falls back to `hf` with a
+    one-line warning when vLLM is not installed or the model type has no parity-tested vLLM
+    path (the GPU recipes select vLLM, as the published setups do)."""
+    import importlib.util
+    import logging
+
+    if engine != "vllm":
+        return engine
+    reason = None
+    if importlib.util.find_spec("vllm") is None:
+        reason = "vLLM is not installed (pip install 'videorl[vllm]')"
+    else:
+        config = Path(model_path) / "config.json"
+        model_type = json.loads(config.read_text()).get("model_type") if config.is_file() else None
+        if model_type is not None and model_type not in SUPPORTED_MODEL_TYPES:
+            reason = f"model type {model_type!r} has no parity-tested vLLM path"
+    if reason is None:
+        return "vllm"
+    logging.getLogger("videorl").warning(
+        "rollout.engine=vllm: %s; using the HF engine (set rollout.engine=hf to silence)", reason
+    )
+    return "hf"

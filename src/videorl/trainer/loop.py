@@ -20,6 +20,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from videorl.algorithms.taro import constructed_probability
 from videorl.config import Config, save_run_config
 from videorl.config_loader import to_dict
+from videorl.data.coordinates import frame_size, model_convention, to_model_coordinates
 from videorl.data.loaders import check_media, load_records, media_report
 from videorl.data.records import TaskRecord
 from videorl.data.sampler import TaskGroupedSampler
@@ -33,6 +34,7 @@ from videorl.rollout.engine import HFEngine, RolloutEngine
 from videorl.rollout.groups import add_annotation_rows, generate_groups
 from videorl.rollout.prompting import encode_record
 from videorl.rollout.vllm_engine import build_vllm_engine
+from videorl.rollout.vllm_support import rollout_engine
 from videorl.trainer import checkpoint as ckpt
 from videorl.trainer.batch import RolloutBatch, empty_batch
 from videorl.trainer.distributed import (
@@ -79,6 +81,7 @@ class TrainState:
     info: DistInfo = field(default_factory=DistInfo)
     step: int = 0
     best: dict[str, Any] = field(default_factory=dict)
+    skipped_long_prompts: int = 0  # prompts over data.max_prompt_tokens, skipped so far
 
 
 class StageTimer:
@@ -147,6 +150,14 @@ def _records(cfg: Config, path: str, split: str) -> list[TaskRecord]:
     return records
 
 
+def steps_from_epochs(cfg: Config, batches_per_epoch: int) -> Config:
+    """`trainer.steps = trainer.epochs * batches_per_epoch` when `trainer.epochs` is set."""
+    if cfg.trainer.epochs is None:
+        return cfg
+    steps = cfg.trainer.epochs * batches_per_epoch
+    return replace(cfg, trainer=replace(cfg.trainer, steps=steps))
+
+
 def build_state(cfg: Config, resume: str | None, info: DistInfo | None = None) -> TrainState:
     """Load data, models and optimizer (FSDP2-sharded under torchrun); restore a checkpoint."""
     info = info or DistInfo(
@@ -199,13 +210,16 @@ def build_state(cfg: Config, resume: str | None, info: DistInfo | None = None) -
         betas=cfg.optim.betas,
         weight_decay=cfg.optim.weight_decay,
     )
+    sampler = TaskGroupedSampler(
+        records, cfg.data.prompts_per_step, seed=cfg.data.seed, shuffle=cfg.data.shuffle
+    )
+    cfg = steps_from_epochs(cfg, len(sampler))
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda(cfg))
-    sampler = TaskGroupedSampler(records, cfg.data.prompts_per_step, seed=cfg.data.seed)
     state = TrainState(
         cfg=cfg,
         policy=policy,
         engine=HFEngine(rollout_model)
-        if cfg.rollout.engine == "hf"
+        if rollout_engine(cfg.rollout.engine, cfg.model.path) == "hf"
         else build_vllm_engine(cfg, rollout_model, info),
         optimizer=optimizer,
         scheduler=scheduler,
@@ -269,9 +283,29 @@ def decode_prompts(
             log.warning("skipping sample %s: %s", record.id, err)
             skipped += 1
             continue
+        data = state.cfg.data
+        convention = model_convention(state.policy.model_type, data.coordinates)
+        record = to_model_coordinates(record, convention, frame_size(video))
+        prompt = encode_record(
+            state.policy,
+            record,
+            video,
+            data.think,
+            data.chat_template_kwargs,
+            style=data.prompt_style,
+        )
+        if data.max_prompt_tokens is not None and prompt.length > data.max_prompt_tokens:
+            log.warning(
+                "skipping sample %s: its prompt has %d tokens > data.max_prompt_tokens=%d",
+                record.id,
+                prompt.length,
+                data.max_prompt_tokens,
+            )
+            state.skipped_long_prompts += 1
+            continue
         records.append(record)
         videos.append(video)
-        prompts.append(encode_record(state.policy, record, video, state.cfg.data.think))
+        prompts.append(prompt)
     return records, prompts, videos, skipped
 
 
@@ -331,7 +365,14 @@ def train_step(state: TrainState, indices: list[int]) -> dict[str, Any]:
             batch = add_sensitivity_bonus(
                 batch,
                 scorer,
-                lambda r, v: encode_record(scorer, r, v, cfg.data.think),
+                lambda r, v: encode_record(
+                    scorer,
+                    r,
+                    v,
+                    cfg.data.think,
+                    cfg.data.chat_template_kwargs,
+                    style=cfg.data.prompt_style,
+                ),
                 cfg.reward,
                 step=state.step,
                 temperature=cfg.rollout.temperature,
@@ -366,6 +407,7 @@ def train_step(state: TrainState, indices: list[int]) -> dict[str, Any]:
         "rows/kept": float(batch.num_rows),
         "rows/dropped": float(rows_before - batch.num_rows),
         "data/skipped_media": float(skipped),
+        "data/skipped_long_prompts_total": float(state.skipped_long_prompts),
         "lr": state.scheduler.get_last_lr()[0],
         "perf/tokens_per_s": tokens / max(total, 1e-9),
         "perf/step_s": total,
@@ -464,6 +506,7 @@ def run_training(cfg: Config, resume: str | None = None, overwrite: bool = False
         inputs=run_inputs(cfg),
     )
     state = build_state(cfg, resume, info)
+    cfg = state.cfg  # trainer.steps resolved from trainer.epochs
     out = Path(cfg.trainer.output_dir)
     writer = (
         MetricsWriter(

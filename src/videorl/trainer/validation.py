@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -20,9 +21,25 @@ def mean_and_best_at_k(rewards: torch.Tensor) -> tuple[float, float]:
     return float(rewards.mean()), float(rewards.max(dim=1).values.mean())
 
 
+def validation_sampling(cfg: Any) -> SamplingParams:
+    """k = `trainer.val_samples` samples per prompt at `trainer.val_temperature` /
+    `trainer.val_top_p` (the rollout's values when null; temperature 0 = greedy)."""
+    trainer, rollout = cfg.trainer, cfg.rollout
+    temperature = (
+        rollout.temperature if trainer.val_temperature is None else trainer.val_temperature
+    )
+    return SamplingParams(
+        n=trainer.val_samples,
+        max_new_tokens=rollout.max_new_tokens,
+        temperature=temperature,
+        top_p=rollout.top_p if trainer.val_top_p is None else trainer.val_top_p,
+        top_k=rollout.top_k,
+    )
+
+
 @torch.no_grad()
 def validate(state: TrainState) -> dict[str, Any]:
-    """Sample k responses per validation prompt at the rollout temperature and score them."""
+    """Sample k responses per validation prompt (`validation_sampling`) and score them."""
     from videorl.trainer.loop import decode_prompts
 
     cfg = state.cfg
@@ -35,13 +52,7 @@ def validate(state: TrainState) -> dict[str, Any]:
         state.records = saved_records
     if not records:
         return {"val/skipped_media": float(skipped)}
-    params = SamplingParams(
-        n=k,
-        max_new_tokens=cfg.rollout.max_new_tokens,
-        temperature=cfg.rollout.temperature,
-        top_p=cfg.rollout.top_p,
-        top_k=cfg.rollout.top_k,
-    )
+    params = validation_sampling(cfg)
     # Only rank 0 validates; vLLM's data-parallel engines must all step together, so under
     # torchrun validation generates with the HF copy of the synced policy.
     engine = HFEngine(state.engine.loaded) if state.info.enabled else state.engine
@@ -52,7 +63,10 @@ def validate(state: TrainState) -> dict[str, Any]:
         for t in g.token_ids
     ]
     rows = [r for r in records for _ in range(k)]
-    rewards = torch.tensor(score_batch(rows, texts, cfg.reward, pool=state.pool).overall).view(
+    # plain tIoU, as evaluation (METHODS 1.1) and TaRO's validation (split "test") use it
+    reward = replace(cfg.reward, tg_shaping="iou")
+    pool = state.pool if reward == cfg.reward else None  # a pool is bound to its config
+    rewards = torch.tensor(score_batch(rows, texts, reward, pool=pool).overall).view(
         len(records), k
     )
     mean_k, best_k = mean_and_best_at_k(rewards)

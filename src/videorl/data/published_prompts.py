@@ -1,0 +1,161 @@
+"""The published prompt templates, per family: `orarl` (OraRL's `eval/task/eval_prompt.py`,
+byte-aligned with its training data) and `taro` (TaRO's temporal-grounding prompt, its
+`data/train.json` / `data/test.json`).
+
+`published_prompt(record, style)` returns the user text, or None where the style has no
+template for the family (the caller then uses videorl's own). OraRL's prompts ask for the
+answer alone (its recipe trains answer-only); TaRO's asks for `<think>` reasoning and an
+answer `S.SSs to E.EEs`. Coordinates are not stated in OraRL's prompts: the model answers
+in its native convention (`data.coordinates`).
+"""
+
+from __future__ import annotations
+
+from videorl.data.families import Family
+from videorl.data.records import NumericAnswer, TaskRecord
+
+LETTERS = "ABCDEFGH"
+
+ORARL_TG = (
+    'To accurately pinpoint the event "{}" in the video, '
+    "determine the precise time period of the event. "
+    "Provide the start and end times (in seconds) "
+    'in the format "start time to end time" within <answer> </answer> tags. '
+    "Example: <answer> 12 to 18 </answer>"
+)
+ORARL_SG = (
+    'Locate "{}" in the image. Output its bounding box in JSON format '
+    "within <answer>...</answer> tags. "
+    'Example: <answer>[{{"bbox_2d": [123, 30, 404, 846]}}]</answer>'
+)
+ORARL_QA_TAIL = (
+    "Answer with the option letter only within <answer>...</answer> tags. "
+    "Example: <answer>A</answer>"
+)
+ORARL_SI_PREFIX = "These are frames of a video.\n"
+ORARL_SI_CHOICE_TAIL = (
+    "Answer with the option letter within <answer>...</answer> tags. Example: <answer>A</answer>"
+)
+ORARL_SI_NUMBER_TAILS = {
+    "object_counting": "Answer with an integer within <answer>...</answer> tags. "
+    "Example: <answer>3</answer>",
+    "abs_distance": "Answer with a number in meters within <answer>...</answer> tags. "
+    "Example: <answer>2.3</answer>",
+    "object_size": "Answer with a number in centimeters within <answer>...</answer> tags. "
+    "Example: <answer>120.5</answer>",
+    "room_size": "Answer with a number in square meters within <answer>...</answer> tags. "
+    "Example: <answer>25.5</answer>",
+}
+ORARL_GROUNDING_QUESTION = "{}\nPlease answer this question based on the visual content. "
+ORARL_STG_QUESTION = (
+    'Given the query "{}", when and where does the described content '
+    "occur in the video? please firstly give the start and end time, spatial "
+    "bounding box corresponding to each integer second."
+)
+ORARL_STG_TAIL = (
+    "Please provide only the time span in seconds and bounding boxes as JSON "
+    "within the <answer>...</answer> tags.\n"
+    "You MUST output one bounding box for every integer second within the "
+    "given time span (inclusive).\n"
+    "Example:\n"
+    '<answer>{"time": [8.1, 13.5], "boxes": {"9": [317, 422, 582, 997], '
+    '"10": [332, 175, 442, 369], "11": [340, 180, 450, 370]}}</answer>\n'
+    "Note: Each key in 'boxes' must be an integer second within the span, "
+    "and its value must be a 4-number bounding box [x1, y1, x2, y2]."
+)
+_SEG_POINTS = (
+    "Choose informative points that help distinguish object vs. background. Prefer negatives "
+    "on clear non-object pixels INSIDE the box when safe; otherwise place them just outside on "
+    "obvious background. Negatives must NEVER be on the object or on its boundary.\n"
+)
+ORARL_SEG_IMAGE_TAIL = (
+    "Please answer this question based on the visual content. "
+    "This task prepares inputs for image object segmentation with a specialized model "
+    "(e.g., SAM2).\n"
+    "Please provide ONE bounding box, 3 positive points (clearly INSIDE the object), "
+    "and 3 negative points (clearly OUTSIDE the object) within the <answer>...</answer> tags.\n"
+    + _SEG_POINTS
+    + 'Example: <answer>{"boxes": [x1, y1, x2, y2], "positive_points": [[x,y],[x,y],[x,y]], '
+    '"negative_points": [[x,y],[x,y],[x,y]]}</answer>'
+)
+ORARL_SEG_VIDEO_TAIL = (
+    "Please answer this question based on the visual content. "
+    "This task prepares inputs for video object segmentation with a specialized model "
+    "(e.g., SAM2).\n"
+    "Please select ONE representative time (in seconds), and provide ONE bounding box, "
+    "3 positive points (clearly INSIDE the object), and 3 negative points (clearly OUTSIDE "
+    "the object) within the <answer>...</answer> tags.\n"
+    + _SEG_POINTS
+    + 'Example: <answer>{"time": <time_in_seconds>, "boxes": [x1, y1, x2, y2], '
+    '"positive_points": [[x,y],[x,y],[x,y]], "negative_points": [[x,y],[x,y],[x,y]]}</answer>'
+)
+
+TARO_TG = (
+    'To accurately pinpoint the event "{}" in the video, determine the precise time period '
+    "of the event.\n\nOutput your thought process within the <think> </think> tags, including "
+    "analysis with either specific time ranges (xx.xx to xx.xx) in <timestep> </timestep> "
+    "tags.\n\nThen, provide the start and end times (in seconds, precise to two decimal "
+    'places) in the format "start time to end time" within the <answer> </answer> tags. For '
+    "example:\n\n<think>\nI need to find the specific moment a person eats from a box.\n"
+    "From 0.0s to 5.2s, a person is holding a box of food and talking to the camera, but they "
+    "are not eating yet.\nFrom 5.3s to 8.1s, the person opens the box and looks inside. Still "
+    "no eating action.\nAt 8.2s, the person picks up a piece of food from the box.\nFrom 8.5s "
+    "to 12.4s, the person puts the food in their mouth and chews while holding the box. This "
+    'clearly matches "eating from a box."\nFrom 12.5s to 15.0s, the person puts the box down '
+    "and wipes their mouth. The action has ended.\nTherefore, the relevant segment starts when "
+    "the food approaches the mouth and ends when the chewing action concludes or the box is "
+    "lowered.\n</think>\n<answer>\n8.50s to 12.40s\n</answer>"
+)
+
+
+def _options(record: TaskRecord) -> str:
+    return "\n".join(f"{letter}. {text}" for letter, text in zip(LETTERS, record.options))
+
+
+def _sentence(text: str) -> str:
+    """OraRL's spatial-grounding expression: stripped, ending in `.`, `?` or `!`."""
+    text = text.strip()
+    return text + "." if text and text[-1] not in ".?!" else text
+
+
+def _orarl_choice_or_number(record: TaskRecord) -> str:
+    prefix = ORARL_SI_PREFIX if record.family is Family.SPATIAL_INTELLIGENCE else ""
+    if isinstance(record.answer, NumericAnswer) or not record.options:
+        tail = ORARL_SI_NUMBER_TAILS.get(
+            record.subtype or "", ORARL_SI_NUMBER_TAILS["abs_distance"]
+        )
+        return f"{prefix}{record.problem} {tail}"
+    tail = ORARL_QA_TAIL if record.family is Family.VIDEO_QA else ORARL_SI_CHOICE_TAIL
+    return f"{prefix}{record.problem}\nOptions:\n{_options(record)}\n{tail}"
+
+
+def _orarl(record: TaskRecord) -> str | None:
+    family = record.family
+    if family is Family.TEMPORAL_GROUNDING:
+        return ORARL_TG.format(record.problem)
+    if family is Family.SPATIAL_GROUNDING:
+        return ORARL_SG.format(_sentence(record.problem))
+    if family in (Family.VIDEO_QA, Family.SPATIAL_INTELLIGENCE):
+        return _orarl_choice_or_number(record)
+    if family is Family.SPATIO_TEMPORAL_GROUNDING:
+        question = ORARL_STG_QUESTION.format(record.problem)
+        return ORARL_GROUNDING_QUESTION.format(question) + ORARL_STG_TAIL
+    if family is Family.SEGMENTATION:
+        tail = ORARL_SEG_VIDEO_TAIL if record.video is not None else ORARL_SEG_IMAGE_TAIL
+        return f"{record.problem}\n{tail}"
+    # Tracking: OraRL keys boxes by second (1..32), our records by source frame; math: none.
+    return None
+
+
+def _taro(record: TaskRecord) -> str | None:
+    if record.family is Family.TEMPORAL_GROUNDING:
+        return TARO_TG.format(record.problem)
+    return None
+
+
+_STYLES = {"orarl": _orarl, "taro": _taro}
+
+
+def published_prompt(record: TaskRecord, style: str) -> str | None:
+    """The `style`'s published user text for `record`, or None (no template for it)."""
+    return _STYLES[style](record)

@@ -1,0 +1,294 @@
+"""The method recipes reproduce the published setups (issue 16): key values against a table
+of the published ones, each block naming its source, `--dry-run` printing them."""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import replace
+from functools import reduce
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from videorl.cli import CONFIG_DIR, app, resolve_config_path
+from videorl.config import Config, load_config
+from videorl.rollout.vllm_support import rollout_engine
+from videorl.trainer.loop import steps_from_epochs
+from videorl.trainer.validation import validation_sampling
+
+# (recipe, config key, published value, published source)
+ORARL_4B = "HVision-NKU/OraRL configs/orarl_4b.yaml"
+ORARL_9B = "HVision-NKU/OraRL configs/orarl_9b.yaml"
+TARO = "oceanflowlab/TaRO scripts/run_qwen2_5_vl_7b.sh"
+TARO_DATA = "oceanflowlab/TaRO src/vtg_dataset.py"
+TARO_REWARD = "oceanflowlab/TaRO src/rewards.py"
+OPDVR = "LeapLabTHU/OPDVR opdvr.sh"
+GRPD = "LeapLabTHU/OPDVR grpd.sh"
+ORARL_COMMON = [
+    ("data.think", False, "data.enable_thinking false"),
+    ("data.chat_template_kwargs", {"enable_thinking": False}, "data.enable_thinking false"),
+    ("data.prompt_style", "orarl", "eval/task/eval_prompt.py"),
+    ("data.prompts_per_step", 64, "data.rollout_batch_size 64"),
+    ("model.freeze_vision", True, "freeze_vision_tower true"),
+    ("model.gradient_checkpointing", True, "enable_gradient_checkpointing true"),
+    ("rollout.engine", "vllm", "worker.rollout.name vllm"),
+    ("rollout.n", 8, "worker.rollout.n 8"),
+    ("rollout.temperature", 1.0, "worker.rollout.temperature 1.0"),
+    ("rollout.top_p", 0.85, "worker.rollout.top_p 0.85"),
+    ("rollout.max_new_tokens", 4096, "data.max_response_length 4096"),
+    ("video.fps", 2.0, "data.video_fps 2"),
+    ("video.max_frames", 128, "data.video_max_frames 128"),
+    ("video.max_pixels", 786432, "data.video_max_pixels 786432"),
+    ("video.total_pixels", 8388608, "data.video_total_pixels 8388608"),
+    ("video.min_pixels", 4096, "data.video_min_pixels 4096"),
+    ("algorithm.estimator", "orarl", "algorithm.name orarl"),
+    ("algorithm.orarl.gain.gamma", 0.25, "directional_gain_gamma 0.25"),
+    ("algorithm.orarl.anchor.scale", 2.0, "detached_oracle_advantage_scale 2.0"),
+    ("algorithm.orarl.anchor.beta", 2.0, "oracle_reward_gate_beta 2.0"),
+    ("algorithm.orarl.anchor.cap_factor", 1.2, "detached_oracle_match_best_ratio 1.2"),
+    ("algorithm.pruning.prune_ratio", 0.5, "selection_prune_ratio 0.5"),
+    ("algorithm.pruning.pos_quota", 1, "selection_positive_quota 1"),
+    ("algorithm.pruning.neg_quota", 2, "selection_negative_quota 2"),
+    ("algorithm.pruning.correction.min_scale", 0.25, "post_selection_rms_min_scale 0.25"),
+    ("algorithm.loss.clip_low", 0.2, "clip_ratio_low 0.2"),
+    ("algorithm.loss.clip_high", 0.2, "clip_ratio_high 0.2"),
+    ("algorithm.loss.kl_coef", 0.0, "disable_kl true"),
+    ("optim.schedule", "constant", "lr_scheduler_type constant"),
+    ("optim.warmup_steps", 0, "lr_warmup_ratio 0.0"),
+    ("optim.weight_decay", 0.0, "weight_decay 0.0"),
+    ("optim.grad_clip", 1.0, "max_grad_norm 1.0"),
+    ("trainer.epochs", 1, "trainer.total_epochs 1"),
+    ("trainer.val_every", 0, "trainer.val_freq -1"),
+    ("trainer.val_samples", 1, "val_override_config.n 1"),
+    ("trainer.val_temperature", 0.7, "val_override_config.temperature 0.7"),
+    ("trainer.val_top_p", 0.95, "val_override_config.top_p 0.95"),
+    ("trainer.save_every", 50, "trainer.save_freq 50"),
+    ("trainer.keep_last", 3, "trainer.save_limit 3"),
+    ("trainer.seed", 42, "ORARL_SEED 42"),
+]
+PUBLISHED = {
+    "orarl": [
+        ("model.path", "Qwen/Qwen3.5-4B", ORARL_4B),
+        ("optim.lr", 2e-6, "ORARL_LEARNING_RATE 2.0e-6"),
+        ("data.max_prompt_tokens", 16384, "ORARL_MAX_PROMPT_LENGTH 16384"),
+        ("rollout.gpu_memory_utilization", 0.5, ORARL_4B),
+        *ORARL_COMMON,
+    ],
+    "orarl_9b": [
+        ("model.path", "Qwen/Qwen3.5-9B", ORARL_9B),
+        ("optim.lr", 1e-6, "ORARL_LEARNING_RATE 1.0e-6"),
+        ("data.max_prompt_tokens", 24576, "ORARL_MAX_PROMPT_LENGTH 24576"),
+        ("rollout.gpu_memory_utilization", 0.45, ORARL_9B),
+        *ORARL_COMMON,
+    ],
+    "taro": [
+        ("model.path", "Qwen/Qwen2.5-VL-7B-Instruct", TARO),
+        ("model.reference_path", "Qwen/Qwen2.5-VL-7B-Instruct", "use_kl_loss=True"),
+        ("model.freeze_vision", True, "freeze_vision_tower=True"),
+        ("optim.lr", 1e-6, "actor.optim.lr=1e-6"),
+        ("optim.warmup_steps", 0, "verl lr_warmup_steps_ratio 0.0"),
+        ("optim.weight_decay", 0.01, "verl actor.optim.weight_decay 0.01"),
+        ("algorithm.loss.kl_coef", 0.01, "kl_loss_coef=0.01"),
+        ("algorithm.loss.kl_type", "k3", "kl_loss_type=low_var_kl"),
+        ("algorithm.estimator", "grpo", "adv_estimator=grpo"),
+        ("algorithm.constructed.enabled", True, "+trainer.warmup_epochs=1"),
+        ("algorithm.constructed.curriculum.schedule", "hard", "enable_linear_warmup unset"),
+        ("algorithm.constructed.curriculum.warmup_epochs", 1, "+trainer.warmup_epochs=1"),
+        ("algorithm.constructed.off_policy.mode", "mask", "+algorithm.off_policy_mode=mask"),
+        ("algorithm.constructed.off_policy.exact", True, "verl/trainer/ppo/core_algos.py"),
+        ("data.prompts_per_step", 16, "data.train_batch_size=16"),
+        ("data.prompt_style", "taro", "data/train.json prompt"),
+        ("data.max_prompt_tokens", 7168, "data.max_prompt_length=7168"),
+        ("rollout.engine", "vllm", "ENGINE=vllm"),
+        ("rollout.n", 8, "rollout.n=8"),
+        ("rollout.max_new_tokens", 1024, "data.max_response_length=1024"),
+        ("rollout.max_model_len", 8192, "engine_kwargs.vllm.max_model_len=8192"),
+        ("trainer.epochs", 3, "trainer.total_epochs=3"),
+        ("trainer.val_temperature", 0.0, "verl val_kwargs temperature 0"),
+        ("trainer.val_samples", 1, "verl val_kwargs n 1"),
+        ("video.total_pixels", 3584 * 28 * 28, TARO_DATA),
+        ("video.min_pixels", 4 * 28 * 28, TARO_DATA),
+        ("video.max_frames", 768, TARO_DATA),
+        ("reward.composition", "sum", TARO_REWARD),
+        ("reward.think_required", True, TARO_REWARD),
+        ("reward.tg_shaping", "iou_v2", TARO_REWARD),
+        ("reward.tg_parser", "taro", TARO_REWARD),
+        ("reward.sensitivity.alpha", 0.3, "temp_alpha=0.3"),
+        ("reward.sensitivity.margin", 0.0, "temp_margin=0.0"),
+        ("reward.sensitivity.gate", 0.7, "temp_iou_thresh=0.7"),
+        ("reward.sensitivity.radius", 3.0, "shuffle_boundary_frames(time_radius=3)"),
+        ("reward.sensitivity.threshold", "group_mean", "temp_diff_thresh=mean"),
+    ],
+    "opdvr": [
+        ("algorithm.estimator", "opdvr", OPDVR),
+        ("rollout.n", 1, "N_RESPONSES 1"),
+        ("algorithm.distill.topk", 0, "LOG_PROB_TOP_K 0"),
+    ],
+    "grpd": [
+        ("algorithm.estimator", "grpd", GRPD),
+        ("rollout.n", 8, "N_RESPONSES 8"),
+        ("algorithm.distill.group_std", True, "GRPO_NORM_BY_STD True"),
+        ("algorithm.distill.baseline", 0.0, "GRPO_SCALE_BASELINE 0.0"),
+    ],
+}
+for _recipe, _source in (("opdvr", OPDVR), ("grpd", GRPD)):
+    PUBLISHED[_recipe] += [
+        ("data.prompts_per_step", 256, "MINI_BATCH_SIZE 256"),
+        ("data.think", False, "enable_thinking=False"),
+        ("data.shuffle", False, "data.shuffle=False"),
+        ("data.max_prompt_tokens", 1024, "MAX_PROMPT_LENGTH 1024"),
+        ("data.chat_template_kwargs", {"enable_thinking": False}, "enable_thinking=False"),
+        ("rollout.engine", "vllm", "rollout.name=vllm"),
+        ("rollout.temperature", 1.0, "TEMPERATURE 1.0"),
+        ("rollout.max_new_tokens", 8192, "MAX_RESP_LENGTH 8192"),
+        ("rollout.max_model_len", 1024 + 8192, "max_model_len"),
+        ("algorithm.distill.threshold", 0.0, "CORRECTNESS_THRESHOLD 0.0"),
+        ("algorithm.distill.gate_mode", "default", "CORRECTNESS_GATED_MODE default"),
+        ("algorithm.loss.aggregation", "token-mean", "loss_agg_mode=token-mean"),
+        ("algorithm.loss.kl_coef", 0.0, "USE_KL False"),
+        ("optim.lr", 1e-6, "ACTOR_LR 1e-6"),
+        ("optim.warmup_steps", 0, "verl lr_warmup_steps_ratio 0.0"),
+        ("model.gradient_checkpointing", True, "enable_gradient_checkpointing=True"),
+        ("trainer.epochs", 3, "TOTAL_EPOCHS 3"),
+        ("trainer.save_every", 55, "SAVE_FREQ 55"),
+        ("trainer.val_every", 22, "TEST_FREQ 22"),
+        ("trainer.val_samples", 16, "val_kwargs.n=16 (avg@16)"),
+    ]
+CASES = [(recipe, *row) for recipe, rows in PUBLISHED.items() for row in rows]
+
+
+@pytest.fixture(scope="module")
+def recipes() -> dict[str, Config]:
+    return {name: load_config(resolve_config_path(name)) for name in PUBLISHED}
+
+
+@pytest.mark.parametrize("recipe, key, value, source", CASES, ids=lambda v: str(v)[:40])
+def test_recipe_has_the_published_value(recipes, recipe, key, value, source):
+    actual = reduce(getattr, key.split("."), recipes[recipe])
+    assert actual == value, f"{recipe}: {key} = {actual!r}, published {value!r} ({source})"
+
+
+@pytest.mark.parametrize("recipe", sorted(PUBLISHED))
+def test_every_block_names_its_published_source(recipe):
+    text = (CONFIG_DIR / f"{recipe}.yaml").read_text()
+    header = text.split("\n\n")[0].splitlines()[:6]
+    assert any("Source:" in line for line in header), f"{recipe}.yaml: no 'Source:' header"
+    blocks = [line for line in text.splitlines() if re.match(r"^[a-z]+:", line)]
+    assert blocks and all("#" in line for line in blocks), f"{recipe}.yaml: uncommented block"
+
+
+@pytest.mark.parametrize(
+    "recipe, expected",
+    [
+        ("orarl", ["lr: 2.0e-06", "top_p: 0.85", "max_new_tokens: 4096", "prompt_style: orarl"]),
+        ("taro", ["kl_coef: 0.01", "composition: sum", "prompts_per_step: 16", "epochs: 3"]),
+        ("opdvr", ["prompts_per_step: 256", "enable_thinking: false", "n: 1"]),
+        ("grpd", ["group_std: true", "n: 8", "val_samples: 16"]),
+    ],
+)
+def test_dry_run_prints_the_published_values(recipe, expected):
+    result = CliRunner().invoke(
+        app, ["train", str(Path("configs") / f"{recipe}.yaml"), "--dry-run"]
+    )
+    assert result.exit_code == 0, result.output
+    for text in expected:
+        assert text in result.output, f"{recipe} --dry-run lacks {text!r}"
+    assert "3 epochs x batches per epoch" in result.output or recipe == "orarl"
+
+
+def test_epochs_set_the_step_count(recipes):
+    taro = recipes["taro"]
+    assert steps_from_epochs(taro, 7).trainer.steps == 21
+    quick = load_config(resolve_config_path("quickstart"))
+    assert steps_from_epochs(quick, 7) is quick  # trainer.epochs unset: trainer.steps counts
+
+
+def test_validation_sampling_per_recipe(recipes):
+    orarl = validation_sampling(recipes["orarl"])
+    assert (orarl.n, orarl.temperature, orarl.top_p) == (1, 0.7, 0.95)
+    taro = validation_sampling(recipes["taro"])
+    assert (taro.n, taro.temperature) == (1, 0.0)  # greedy
+    assert validation_sampling(recipes["opdvr"]).n == 16
+    quick = load_config(resolve_config_path("quickstart"))
+    default = validation_sampling(quick)
+    assert default.temperature == quick.rollout.temperature
+    assert default.n == quick.trainer.val_samples
+
+
+class _Warnings(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+@pytest.fixture
+def warnings_of_videorl():
+    handler, logger = _Warnings(), logging.getLogger("videorl")
+    logger.addHandler(handler)
+    yield handler.messages
+    logger.removeHandler(handler)
+
+
+def test_vllm_falls_back_to_hf_with_one_warning(monkeypatch, warnings_of_videorl, tmp_path):
+    import importlib.util
+
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    assert rollout_engine("vllm", str(tmp_path)) == "hf"
+    (warning,) = warnings_of_videorl
+    assert "vLLM is not installed" in warning and "\n" not in warning
+    assert rollout_engine("hf", str(tmp_path)) == "hf"
+
+
+def test_vllm_falls_back_for_a_model_type_without_parity(
+    monkeypatch, warnings_of_videorl, tmp_path
+):
+    import importlib.util
+
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: object())
+    (tmp_path / "config.json").write_text('{"model_type": "qwen3_5"}')
+    assert rollout_engine("vllm", str(tmp_path)) == "hf"
+    assert "qwen3_5" in warnings_of_videorl[0]
+    (tmp_path / "config.json").write_text('{"model_type": "qwen2_5_vl"}')
+    assert rollout_engine("vllm", str(tmp_path)) == "vllm"
+    assert len(warnings_of_videorl) == 1
+
+
+def test_bad_validation_sampling_is_a_one_line_error():
+    from videorl.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="trainer.val_temperature=-1"):
+        load_config(None, ["trainer.val_temperature=-1"])
+    with pytest.raises(ConfigError, match="trainer.epochs=0"):
+        load_config(None, ["trainer.epochs=0"])
+    cfg = load_config(None)
+    assert replace(cfg.trainer, epochs=2).epochs == 2
+
+
+def test_unshuffled_sampler_keeps_file_order():
+    from videorl.data.records import record_from_dict
+    from videorl.data.sampler import TaskGroupedSampler
+
+    records = [
+        record_from_dict({"id": f"m{i}", "family": "math", "problem": "q", "answer": {"text": "1"}})
+        for i in range(6)
+    ]
+    assert TaskGroupedSampler(records, 2, shuffle=False).epoch_batches(1) == [
+        [0, 1],
+        [2, 3],
+        [4, 5],
+    ]
+    assert TaskGroupedSampler(records, 2).epoch_batches(1) != [[0, 1], [2, 3], [4, 5]]
+
+
+def test_topk_distillation_is_refused_with_a_clear_error():
+    from videorl.errors import ConfigError
+
+    with pytest.raises(
+        ConfigError, match=r"algorithm.distill.topk=64: .* set algorithm.distill.topk=0"
+    ):
+        load_config(resolve_config_path("opdvr"), ["algorithm.distill.topk=64"])
