@@ -309,3 +309,13 @@ def find_run_config(model_dir: str | Path) -> Path | None:
         if path.is_file():
             return path
     return None
+
+
+def run_model_name(model_dir: str | Path) -> str:
+    """A model's name after the run that wrote it: `<run folder>/<checkpoint path>`
+    (`runs/quickstart/final` -> `quickstart/final`), else the folder's own name."""
+    folder = Path(model_dir).resolve()
+    run = find_run_config(folder)
+    if run is None or run.parent == folder:
+        return folder.name
+    return f"{run.parent.name}/{folder.relative_to(run.parent).as_posix()}"
