@@ -202,6 +202,7 @@ class TrainerConfig:
     wandb_project: str | None = None
     bf16: bool = False
     nproc: int = 1
+    log_every: int = 1  # steps between log lines when stdout is not a terminal
 
     def __post_init__(self) -> None:
         _positive(
@@ -210,6 +211,7 @@ class TrainerConfig:
             keep_last=self.keep_last,
             val_samples=self.val_samples,
             nproc=self.nproc,
+            log_every=self.log_every,
         )
 
 

@@ -55,9 +55,8 @@ def test_waiting_prompts_share_a_call(monkeypatch):
 def test_admission_refuses_past_the_limit():
     admission = _Admission(limit=1)
     with admission.slot():
-        with pytest.raises(RequestError, match="--max-queue") as refused:
-            with admission.slot():
-                pass
+        with pytest.raises(RequestError, match="--max-queue") as refused, admission.slot():
+            pass
         assert refused.value.status == 503
     with admission.slot():
         assert admission.active == 1

@@ -15,7 +15,6 @@ from typing import Any
 
 import torch
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
 from videorl.algorithms.taro import constructed_probability
 from videorl.config import Config, save_run_config
@@ -43,6 +42,7 @@ from videorl.trainer.distributed import (
     shard_indices,
 )
 from videorl.trainer.metrics import MetricsWriter, plot_reward_curves
+from videorl.trainer.progress import StepProgress
 from videorl.trainer.stages import (
     add_sensitivity_bonus,
     add_teacher_logprobs,
@@ -162,8 +162,9 @@ def build_state(cfg: Config, resume: str | None, info: DistInfo | None = None) -
         for name, param in policy.model.named_parameters():
             if "visual" in name:
                 param.requires_grad_(False)
-    if cfg.model.gradient_checkpointing:
-        policy.model.gradient_checkpointing_enable()
+    if cfg.model.gradient_checkpointing:  # transformers' current name, else the pre-5.2x one
+        model = policy.model
+        getattr(model, "activation_checkpointing_enable", model.gradient_checkpointing_enable)()
     rollout_model = policy
     if info.enabled:  # generation and no-grad passes use an unsharded copy, synced each step
         rollout_model = replace(policy, model=copy.deepcopy(policy.model).requires_grad_(False))
@@ -432,19 +433,14 @@ def run_training(cfg: Config, resume: str | None = None) -> Path:
     if info.is_main:
         save_run_config(cfg, out)  # what `videorl eval` of this run's checkpoints reads
     batches = _endless(state.sampler)
-    columns = (
-        TextColumn("step {task.completed}/{task.total}"),
-        BarColumn(),
-        TimeRemainingColumn(),
-        TextColumn("{task.fields[status]}"),
-    )
     try:
-        with Progress(
-            *columns, console=console, transient=False, disable=not info.is_main
+        with StepProgress(
+            console,
+            cfg.trainer.steps,
+            state.step,
+            log_every=cfg.trainer.log_every,
+            enabled=info.is_main,
         ) as progress:
-            task = progress.add_task(
-                "train", total=cfg.trainer.steps, completed=state.step, status=""
-            )
             while state.step < cfg.trainer.steps:
                 metrics = reduce_metrics(train_step(state, next(batches)), info)
                 state.step += 1
@@ -465,8 +461,7 @@ def run_training(cfg: Config, resume: str | None = None) -> Path:
                     writer.write(state.step, metrics)
                 if cfg.trainer.save_every and state.step % cfg.trainer.save_every == 0:
                     _save(state)
-                status = f"reward {metrics.get('reward/mean', float('nan')):.3f}  loss {metrics.get('actor/loss', float('nan')):.4f}"
-                progress.update(task, completed=state.step, status=status)
+                progress.update(state.step, metrics)
     except KeyboardInterrupt:
         path = _save(state)
         console.print(f"[yellow]interrupted:[/] saved {path}; resume with --resume auto")
