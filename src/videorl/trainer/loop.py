@@ -26,6 +26,7 @@ from videorl.errors import ConfigError, MediaError
 from videorl.models.generate import SamplingParams
 from videorl.models.inputs import PromptEncoding
 from videorl.models.loading import LoadedModel, check_same_tokenizer, load_model
+from videorl.rewards.batch import ANNOTATION_PREFIX, CONSTRUCTED_PREFIX, POLICY_PREFIX
 from videorl.rewards.pool import ScoringPool
 from videorl.rollout.engine import HFEngine, RolloutEngine
 from videorl.rollout.groups import add_annotation_rows, generate_groups
@@ -47,6 +48,7 @@ from videorl.trainer.stages import (
     add_sensitivity_bonus,
     add_teacher_logprobs,
     compute_advantages,
+    row_kinds,
     score,
     select,
 )
@@ -345,19 +347,20 @@ def train_step(state: TrainState, indices: list[int]) -> dict[str, Any]:
 
 
 def rollout_metrics(batch: RolloutBatch, max_new_tokens: int) -> dict[str, Any]:
-    """Reward and length statistics of the policy rows, before selection."""
-    policy_rows = ~batch.is_annotation
-    annotation = batch.is_annotation
+    """Reward and length statistics of the policy rows, before selection; annotation and
+    constructed rows' rewards (sensitivity bonus included) under their own prefixes."""
+    kinds = row_kinds(batch)
+    policy_rows, annotation = kinds[POLICY_PREFIX], batch.is_annotation
     metrics = {
         "reward/mean": float(batch.rewards[policy_rows].mean()),
-        "reward/annotation_mean": float(batch.rewards[annotation].mean())
-        if annotation.any()
-        else None,
         "response/length_mean": float(batch.response_lengths[policy_rows].float().mean()),
         "response/truncated_frac": float(batch.truncated[policy_rows].float().mean()),
         "rollout/constructed_rows": float(batch.off_policy.sum()),
         "rollout/annotation_truncated": float(batch.truncated[annotation].sum()),
     }
+    for prefix in (ANNOTATION_PREFIX, CONSTRUCTED_PREFIX):
+        if kinds[prefix].any():
+            metrics[f"{prefix}mean"] = float(batch.rewards[kinds[prefix]].mean())
     if metrics["rollout/annotation_truncated"]:
         log.warning(
             "%d annotation rows were cut by rollout.max_new_tokens=%d and score below 1; raise it",
