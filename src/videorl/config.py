@@ -32,6 +32,17 @@ def _positive(section: str, **values: float) -> None:
             raise ConfigError(f"{section}.{name}={value} must be > 0")
 
 
+def _require_module(module: str, key: str, extra: str) -> None:
+    """An optional integration fails here, when the config loads, not after the model."""
+    import importlib.util
+
+    if importlib.util.find_spec(module) is None:
+        raise ConfigError(
+            f"{key} needs {module}, which is not installed: pip install 'videorl[{extra}]' "
+            "(or drop the setting)"
+        )
+
+
 @dataclass(frozen=True)
 class ModelConfig:
     """The policy and the optional frozen reference (KL) and teacher (distillation)."""
@@ -213,6 +224,8 @@ class TrainerConfig:
             nproc=self.nproc,
             log_every=self.log_every,
         )
+        if self.wandb_project:
+            _require_module("wandb", f"trainer.wandb_project={self.wandb_project!r}", "wandb")
 
 
 @dataclass(frozen=True)
