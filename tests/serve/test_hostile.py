@@ -99,6 +99,11 @@ HOSTILE = {
     "unknown part": (with_part({"type": "audio_url", "audio_url": {}}), 400, "audio_url"),
     "unknown model": ({"model": "other", "messages": TEXT}, 400, "'other'"),
     "unsupported field": ({"model": "tiny", "messages": TEXT, "tools": []}, 400, "'tools'"),
+    "nested unsupported field": (
+        with_part({"type": "text", "text": "a", "cache_control": {}}),
+        400,
+        "'cache_control' in messages[0].content[0]",
+    ),
     "max_tokens over cap": ({"model": "tiny", "messages": TEXT, "max_tokens": 99}, 400, "limit 8"),
     "not json": (b"{nope", 400, "not valid JSON"),
     "json list": (b"[]", 400, "JSON object"),

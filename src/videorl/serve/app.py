@@ -7,8 +7,8 @@ refused with a 4xx and a one-line OpenAI-style error (`{"error": {"message", "ty
 flight), `Content-Length` and body size (413), body arrival within `body_timeout_s` (408),
 JSON and field validation (400, `serve.schema`), model name and sampling limits (400),
 media sizes from headers before decoding (413, `serve.media`). Media decoding and prompt
-encoding run in worker threads, generation on the `GenerationQueue` thread: the event loop
-only awaits. Binds 127.0.0.1 unless told otherwise.
+encoding run in `DECODE_THREADS` worker threads, generation on the `GenerationQueue`
+thread, stream chunks are built in a thread: the event loop only awaits. Binds 127.0.0.1 unless told otherwise.
 """
 
 from __future__ import annotations
@@ -23,9 +23,10 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, Self
 
+import anyio
+import anyio.to_thread
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
-from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 
 from videorl.serve.chat import ChatService
@@ -35,6 +36,7 @@ from videorl.serve.schema import RequestError, parse_request
 logger = logging.getLogger(__name__)
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
+DECODE_THREADS = 2  # requests decoding media at once (each holds up to max_request_pixels)
 
 
 def _error(status: int, message: str, param: str | None = None) -> JSONResponse:
@@ -92,7 +94,7 @@ class _Admission:
             self.active -= 1
 
 
-def _sse(chunks: Iterator[dict[str, Any]]) -> AsyncIterator[bytes]:
+def _sse(chunks: list[dict[str, Any]]) -> AsyncIterator[bytes]:
     async def stream() -> AsyncIterator[bytes]:
         for chunk in chunks:
             yield f"data: {json.dumps(chunk)}\n\n".encode()
@@ -106,6 +108,7 @@ def create_app(chat: ChatService, queue: GenerationQueue, api_key: str | None = 
     app = FastAPI(title="videorl serve", docs_url=None, redoc_url=None, openapi_url=None)
     limits = chat.policy.limits
     admission = _Admission(limits.max_queue)
+    decoders = anyio.CapacityLimiter(DECODE_THREADS)  # bounds the memory of decoded media
 
     def authorize(request: Request) -> None:
         if api_key is None:
@@ -148,14 +151,15 @@ def create_app(chat: ChatService, queue: GenerationQueue, api_key: str | None = 
             parsed = parse_request(body)
             chat.check_model(parsed)
             chat.sampling(parsed)  # refuse bad limits before decoding anything
-            prompt = await run_in_threadpool(chat.prompt, parsed)
+            prompt = await anyio.to_thread.run_sync(chat.prompt, parsed, limiter=decoders)
             future = queue.submit(prompt.encoding, prompt.params, prompt.seed)
             generation = await asyncio.wrap_future(future)
         if parsed.stream:
             include = bool(parsed.stream_options and parsed.stream_options.include_usage)
-            return StreamingResponse(
-                _sse(chat.chunks(prompt, generation, include)), media_type="text/event-stream"
+            chunks = await anyio.to_thread.run_sync(
+                lambda: list(chat.chunks(prompt, generation, include))
             )
+            return StreamingResponse(_sse(chunks), media_type="text/event-stream")
         return chat.completion(prompt, generation)
 
     return app

@@ -138,11 +138,13 @@ def describe(error: ValidationError) -> tuple[str, str]:
             continue
         loc.append(part)
     where = _location(tuple(loc)) or "body"
-    if first["type"] == "extra_forbidden":
+    if first["type"] == "extra_forbidden" and len(loc) == 1:
         message = (
             f"unsupported field {where!r}: this server implements "
             f"{', '.join(SUPPORTED_FIELDS)}; drop it"
         )
+    elif first["type"] == "extra_forbidden":
+        message = f"unsupported field {loc[-1]!r} in {_location(tuple(loc[:-1]))}; drop it"
     elif first["type"] == "missing":
         message = f"{where} is required"
     else:
