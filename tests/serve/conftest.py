@@ -46,7 +46,7 @@ def start_server(loaded, media_root, api_key=None, **limits):
     policy = MediaPolicy(SMALL_VIDEO, ServeLimits(**settings), media_root)
     queue = GenerationQueue(loaded, max_batch=settings.get("max_batch", 8))
     app = create_app(ChatService(loaded, "tiny", policy), queue, api_key)
-    return ServerThread(app, "127.0.0.1", 0), queue
+    return ServerThread(app, "127.0.0.1", 0, header_timeout_s=settings["body_timeout_s"]), queue
 
 
 @pytest.fixture(scope="module")

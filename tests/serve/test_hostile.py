@@ -163,6 +163,12 @@ def test_slow_body_times_out(server):
     assert data.startswith(b"HTTP/1.1 408") and seconds < 5
 
 
+@pytest.mark.parametrize("sent", [b"", b"POST /v1/chat/completions HTTP/1.1\r\nHost: x"])
+def test_slow_headers_are_cut_off(server, sent):
+    data, seconds = raw(server, sent or b"")
+    assert data == b"" and seconds < 5  # closed by the server (1 s header deadline)
+
+
 @pytest.mark.parametrize("length", [b"-1", b"abc"])
 def test_bad_content_length(server, length):
     head = b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " + length

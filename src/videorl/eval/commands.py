@@ -268,7 +268,9 @@ def serve_command(
     max_batch: int = typer.Option(8, "--max-batch", help="Requests generated together."),
     max_queue: int = typer.Option(64, "--max-queue", help="Requests in flight (more: 503)."),
     body_timeout: float = typer.Option(
-        30.0, "--body-timeout", help="Seconds a client may take to send its body (then 408)."
+        30.0,
+        "--body-timeout",
+        help="Seconds a client may take to send its headers (then closed) or body (then 408).",
     ),
     fps: float | None = typer.Option(None, "--fps", help="Sampling fps of MP4s (video.fps)."),
     max_frames: int | None = typer.Option(

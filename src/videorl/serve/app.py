@@ -198,20 +198,24 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def uvicorn_config(app: FastAPI, host: str, max_connections: int = 128, **extra: Any) -> Any:
-    """uvicorn settings: h11, bounded connections, short keep-alive, quiet access log."""
+def uvicorn_config(
+    app: FastAPI, host: str, max_connections: int = 128, header_timeout_s: float = 30.0
+) -> Any:
+    """uvicorn settings: h11 with a header deadline, bounded connections, short keep-alive,
+    quiet access log."""
     import uvicorn
+
+    from videorl.serve.protocol import header_deadline_protocol
 
     return uvicorn.Config(
         app,
         host=host,
-        http="h11",
+        http=header_deadline_protocol(header_timeout_s),
         limit_concurrency=max_connections,
         timeout_keep_alive=5,
         h11_max_incomplete_event_size=64 * 1024,
         log_level="warning",
         access_log=False,
-        **extra,
     )
 
 
@@ -244,7 +248,13 @@ def serve(
     name = served_model or run_model_name(model_path)
     queue = GenerationQueue(loaded, max_batch=policy.limits.max_batch)
     app = create_app(ChatService(loaded, name, policy), queue, api_key)
-    handle = ServerThread(app, host, port, max_connections=policy.limits.max_connections)
+    handle = ServerThread(
+        app,
+        host,
+        port,
+        max_connections=policy.limits.max_connections,
+        header_timeout_s=policy.limits.body_timeout_s,
+    )
     if (warning := exposure_warning(host, api_key)) is not None:
         announce(warning)
     announce(f"serving {model_path} as {name!r} on {handle.url} (Ctrl-C stops)")

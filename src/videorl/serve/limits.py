@@ -12,7 +12,8 @@ class ServeLimits:
     """Bounds on one request and on the server.
 
     - `max_body_bytes`: request body (checked on `Content-Length`, then while reading).
-    - `body_timeout_s`: seconds a client may take to send its body (then HTTP 408).
+    - `body_timeout_s`: seconds a client may take to send its body (then HTTP 408), and its
+      request headers (then the connection is closed).
     - `max_new_tokens`: largest `max_tokens` accepted (larger ones get HTTP 400).
     - `max_n`: most choices per request.
     - `max_frames`: most per-frame images in one `video_url`.
