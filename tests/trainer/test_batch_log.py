@@ -36,7 +36,7 @@ def test_redirected_run_logs_one_line_per_step(tiny_model_dir, tg_data, tmp_path
         "data.val=null",
         f"trainer.output_dir={tmp_path / 'run'}",
         *SMALL,
-        "trainer.steps=3",
+        "trainer.steps=2",
         "model.gradient_checkpointing=true",
     ]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONWARNINGS": "always"}
@@ -48,7 +48,7 @@ def test_redirected_run_logs_one_line_per_step(tiny_model_dir, tg_data, tmp_path
             == 0
         )
     steps = [m.group(1, 2) for m in map(LINE.match, log.read_text().splitlines()) if m]
-    assert steps == [("1", "3"), ("2", "3"), ("3", "3")], log.read_text()
+    assert steps == [("1", "2"), ("2", "2")], log.read_text()
     assert "\x1b[" not in log.read_text()  # no terminal escapes in a file
     stderr = errors.read_text()
     assert "cap_pixels_per_frame" not in stderr and "gradient_checkpointing" not in stderr, stderr
@@ -65,6 +65,17 @@ def test_log_every_and_the_last_step():
     lines = buffer.getvalue().splitlines()
     assert [line.split()[1] for line in lines] == ["2/5", "4/5", "5/5"]
     assert all(LINE.match(line) for line in lines)
+
+
+def test_a_terminal_keeps_the_bar():
+    buffer = io.StringIO()
+    console = Console(file=buffer, force_terminal=True, width=120)
+    with StepProgress(console, total=3) as progress:
+        for step in range(1, 4):
+            progress.update(step, {"reward/mean": 0.5, "actor/loss": 0.01})
+    text = buffer.getvalue()
+    assert "step 3/3" in text and "reward 0.500" in text and "\x1b[" in text
+    assert "s/step" not in text  # the plain log line is for files only
 
 
 def test_step_line_fields():
