@@ -52,7 +52,7 @@ class MediaPolicy:
 
 
 def _too_large(what: str, size: int, limit: int, flag: str) -> RequestError:
-    return RequestError(f"{what} is {size} over the limit {limit} ({flag}); send less", status=413)
+    return RequestError(f"{what} is {size}, over the limit {limit} ({flag}); send less", status=413)
 
 
 def _data_url(url: str, kind: str) -> tuple[str, str]:
@@ -98,7 +98,9 @@ def _open_image(data: bytes, where: str, limits: ServeLimits) -> Any:
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)
             image = Image.open(io.BytesIO(data))
     except Image.DecompressionBombError:
-        raise _too_large(f"{where}: the image", 0, limits.max_frame_pixels, "--max-frame-pixels")
+        raise RequestError(
+            f"{where} is over PIL's decompression-bomb limit; send a smaller image", status=413
+        ) from None
     except (UnidentifiedImageError, OSError, ValueError):
         raise RequestError(f"{where} is not a JPEG, PNG or WebP image") from None
     if image.format not in IMAGE_FORMATS:
@@ -106,7 +108,7 @@ def _open_image(data: bytes, where: str, limits: ServeLimits) -> Any:
     width, height = image.size
     if width * height > limits.max_frame_pixels:
         raise _too_large(
-            f"{where} ({width}x{height}) in pixels",
+            f"the pixel count of {where} ({width}x{height})",
             width * height,
             limits.max_frame_pixels,
             "--max-frame-pixels",
@@ -128,7 +130,7 @@ def _frames(payload: str, kind: str, limits: ServeLimits) -> torch.Tensor:
     chunks = payload.split(",")
     if len(chunks) > limits.max_frames:
         raise _too_large(
-            f"{kind}: the frame count", len(chunks), limits.max_frames, "--max-frames-per-request"
+            f"the frame count of {kind}", len(chunks), limits.max_frames, "--max-frames-per-request"
         )
     images = [
         _open_image(_b64(chunk, kind, n), f"{kind} frame {n}", limits)
@@ -139,7 +141,7 @@ def _frames(payload: str, kind: str, limits: ServeLimits) -> torch.Tensor:
     total = len(images) * images[0].size[0] * images[0].size[1]
     if total > limits.max_request_pixels:
         raise _too_large(
-            f"{kind}: frames x pixels", total, limits.max_request_pixels, "--max-request-pixels"
+            f"frames x pixels of {kind}", total, limits.max_request_pixels, "--max-request-pixels"
         )
     return torch.stack([_pixels(image, f"{kind} frame {n}") for n, image in enumerate(images, 1)])
 
@@ -188,7 +190,7 @@ def _probe(path: Path, config: VideoConfig, limits: ServeLimits) -> None:
         raise RequestError("video_url holds no decodable video stream; send an MP4") from None
     if width * height > limits.max_frame_pixels:
         raise _too_large(
-            f"video_url: a frame ({width}x{height}) in pixels",
+            f"the pixel count of a video_url frame ({width}x{height})",
             width * height,
             limits.max_frame_pixels,
             "--max-frame-pixels",
@@ -205,7 +207,7 @@ def _probe(path: Path, config: VideoConfig, limits: ServeLimits) -> None:
         )
         if planned * width * height > limits.max_request_pixels:
             raise _too_large(
-                "video_url: frames x pixels",
+                "frames x pixels of the video_url",
                 planned * width * height,
                 limits.max_request_pixels,
                 "--max-request-pixels",
