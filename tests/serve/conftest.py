@@ -22,7 +22,7 @@ def loaded(tiny_model_dir):
 
 @pytest.fixture(scope="module")
 def media_root(tmp_path_factory):
-    """A media root holding `clip.mp4` (3 s, 8 fps, 64x48) and `still.png`."""
+    """A media root holding `clip.mp4` (3 s, 8 fps, 64x48), `still.png` and two broken files."""
     from PIL import Image
 
     from videorl.video.encode import write_mp4
@@ -31,6 +31,8 @@ def media_root(tmp_path_factory):
     rng = np.random.default_rng(0)
     write_mp4(root / "clip.mp4", rng.integers(0, 255, (24, 48, 64, 3), dtype=np.uint8), 8)
     Image.fromarray(rng.integers(0, 255, (40, 56, 3), dtype=np.uint8)).save(root / "still.png")
+    (root / "broken.png").write_bytes(b"\x89PNG not really")
+    (root / "broken.mp4").write_bytes(b"\x00" * 256)
     return root
 
 

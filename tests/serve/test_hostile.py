@@ -117,6 +117,12 @@ HOSTILE = {
     "path outside root": (video("file:///etc/passwd"), 403, "outside --media-root"),
     "path traversal": (video("../../etc/passwd"), 403, "outside --media-root"),
     "missing file": (video("nope.mp4"), 404, "not a file"),
+    "broken local mp4": (video("broken.mp4"), 400, "decodable"),
+    "broken local png": (
+        with_part({"type": "image_url", "image_url": {"url": "broken.png"}}),
+        400,
+        "not a JPEG, PNG or WebP",
+    ),
     "bad base64": (video("data:video/mp4;base64,@@@"), 400, "base64"),
     "not a video": (
         video("data:video/mp4;base64," + base64.b64encode(b"x" * 64).decode()),

@@ -144,3 +144,20 @@ def test_api_key_is_required_when_set(loaded, media_root):
         answer = right.chat.completions.create(model="tiny", messages=messages, max_tokens=2)
         assert answer.choices[0].message.role == "assistant"
     queue.close()
+
+
+def test_image_path_under_media_root(client, loaded, media_root):
+    from videorl.video.decode import load_image
+
+    part = {"type": "image_url", "image_url": {"url": "file://" + str(media_root / "still.png")}}
+    answer = client.chat.completions.create(
+        model="tiny",
+        messages=[{"role": "user", "content": [part, {"type": "text", "text": "what?"}]}],
+        max_tokens=8,
+        temperature=0,
+    )
+    image = load_image(media_root / "still.png", SMALL_VIDEO)
+    prompt = encode_prompt(loaded, "what?", image=image)
+    (generation,) = generate(loaded, [prompt], SamplingParams(max_new_tokens=8, temperature=0.0))
+    expected = loaded.tokenizer.decode(generation.token_ids[0], skip_special_tokens=True)
+    assert answer.choices[0].message.content == expected

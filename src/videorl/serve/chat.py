@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from videorl.errors import VideoRLError
 from videorl.models.generate import Generation, SamplingParams
 from videorl.models.inputs import PromptEncoding
 from videorl.serve.media import MediaPolicy, image_of, video_of
@@ -107,10 +108,13 @@ class ChatService:
             p if isinstance(p, str) else p.text for p in parts if isinstance(p, str | TextPart)
         ]
         video = image = None
-        if media and isinstance(media[0], ImagePart):
-            image = image_of(media[0], self.policy)
-        elif media:
-            video = video_of(media[0], request, self.policy)
+        try:
+            if media and isinstance(media[0], ImagePart):
+                image = image_of(media[0], self.policy)
+            elif media:
+                video = video_of(media[0], request, self.policy)
+        except VideoRLError as err:  # e.g. a corrupt file under --media-root
+            raise RequestError(str(err)) from None
         if (video is not None or image is not None) and self.loaded.processor is None:
             raise RequestError(f"{self.served_model!r} is text-only; send no video or image")
         encoding = encode_prompt(
