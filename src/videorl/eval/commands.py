@@ -287,6 +287,8 @@ def serve_command(
     """
     from rich.console import Console
 
+    from videorl.config import run_model_name
+    from videorl.eval.backends import HFBackend
     from videorl.serve.app import serve
     from videorl.serve.limits import ServeLimits
     from videorl.serve.media import MediaPolicy
@@ -313,13 +315,13 @@ def serve_command(
     except ConfigError as err:
         raise ConfigError(f"{err} (videorl serve option)") from None
     console = Console()
+    loaded = HFBackend.from_path(model, device=device).loaded
     serve(
-        model,
+        loaded,
+        served_model or run_model_name(model),
         policy=MediaPolicy(video=video, limits=limits, media_root=media_root),
         host=host,
         port=port,
-        served_model=served_model,
-        device=device,
         api_key=api_key,
         announce=lambda line: console.print(line, highlight=False, soft_wrap=True),
     )

@@ -230,22 +230,17 @@ def exposure_warning(host: str, api_key: str | None) -> str | None:
 
 
 def serve(
-    model_path: str,
+    loaded: Any,
+    name: str,
     *,
     policy: Any,
     host: str = "127.0.0.1",
     port: int = 8000,
-    served_model: str | None = None,
-    device: str = "auto",
     api_key: str | None = None,
     announce: Callable[[str], None] = logger.info,
 ) -> None:
-    """Load the checkpoint and serve it until interrupted; `announce` gets the status lines."""
-    from videorl.config import run_model_name
-    from videorl.eval.backends import HFBackend
-
-    loaded = HFBackend.from_path(model_path, device=device).loaded
-    name = served_model or run_model_name(model_path)
+    """Serve a loaded checkpoint as `name` until interrupted; `announce` gets the status
+    lines."""
     queue = GenerationQueue(loaded, max_batch=policy.limits.max_batch)
     app = create_app(ChatService(loaded, name, policy), queue, api_key)
     handle = ServerThread(
@@ -257,7 +252,7 @@ def serve(
     )
     if (warning := exposure_warning(host, api_key)) is not None:
         announce(warning)
-    announce(f"serving {model_path} as {name!r} on {handle.url} (Ctrl-C stops)")
+    announce(f"serving {name!r} on {handle.url} (Ctrl-C stops)")
     try:
         handle.server.run([handle.socket])
     except KeyboardInterrupt:
