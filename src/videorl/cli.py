@@ -368,7 +368,9 @@ def main() -> None:
     try:
         app()
     except VideoRLError as err:
-        console.print(f"[bold red]error:[/] {err}", highlight=False, soft_wrap=True)
+        from rich.markup import escape  # "pip install 'videorl[wandb]'" is text, not markup
+
+        console.print(f"[bold red]error:[/] {escape(str(err))}", highlight=False, soft_wrap=True)
         sys.exit(2)
 
 

@@ -80,6 +80,17 @@ def check_device(key: str, device: str) -> None:
         )
 
 
+def _require_module(module: str, key: str, extra: str) -> None:
+    """An optional integration fails here, when the config loads, not after the model."""
+    import importlib.util
+
+    if importlib.util.find_spec(module) is None:
+        raise ConfigError(
+            f"{key} needs {module}, which is not installed: pip install 'videorl[{extra}]' "
+            "(or drop the setting)"
+        )
+
+
 @dataclass(frozen=True)
 class ModelConfig:
     """The policy and the optional frozen reference (KL) and teacher (distillation)."""
@@ -311,6 +322,7 @@ class TrainerConfig:
     # Validation sampling; None = the rollout's value, val_temperature 0 = greedy.
     val_temperature: float | None = None
     val_top_p: float | None = None
+    log_every: int = 1  # steps between log lines when stdout is not a terminal
 
     def __post_init__(self) -> None:
         _positive(
@@ -320,6 +332,7 @@ class TrainerConfig:
             val_samples=self.val_samples,
             nproc=self.nproc,
             val_max_prompts=self.val_max_prompts,
+            log_every=self.log_every,
         )
         _at_least_zero("trainer", save_every=self.save_every, val_every=self.val_every)
         _check_seed("trainer.seed", self.seed)
@@ -337,6 +350,8 @@ class TrainerConfig:
             raise ConfigError(
                 f"trainer.val_top_p={self.val_top_p} must be in (0, 1] or null (rollout.top_p)"
             )
+        if self.wandb_project:
+            _require_module("wandb", f"trainer.wandb_project={self.wandb_project!r}", "wandb")
 
 
 @dataclass(frozen=True)
@@ -448,3 +463,13 @@ def find_run_config(model_dir: str | Path) -> Path | None:
         if path.is_file():
             return path
     return None
+
+
+def run_model_name(model_dir: str | Path) -> str:
+    """A model's name after the run that wrote it: `<run folder>/<checkpoint path>`
+    (`runs/quickstart/final` -> `quickstart/final`), else the folder's own name."""
+    folder = Path(model_dir).resolve()
+    run = find_run_config(folder)
+    if run is None or run.parent == folder:
+        return folder.name
+    return f"{run.parent.name}/{folder.relative_to(run.parent).as_posix()}"

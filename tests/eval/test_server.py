@@ -1,9 +1,8 @@
-"""`videorl serve` and the OpenAI-compatible endpoint backend, end to end on 127.0.0.1."""
+"""The OpenAI-compatible endpoint backend against `videorl serve`, end to end on 127.0.0.1."""
 
 from __future__ import annotations
 
 import json
-import threading
 import urllib.request
 
 import pytest
@@ -19,8 +18,13 @@ from videorl.eval.openai_backend import (
     post_json,
 )
 from videorl.eval.runner import EvalSettings, evaluate
-from videorl.eval.server import ChatModel, make_server, parse_messages
 from videorl.models.loading import load_model
+from videorl.serve.app import ServerThread, create_app
+from videorl.serve.chat import ChatService
+from videorl.serve.engine import GenerationQueue
+from videorl.serve.limits import ServeLimits
+from videorl.serve.media import MediaPolicy, video_of
+from videorl.serve.schema import ChatRequest
 from videorl.video.cache import VideoCache
 
 from .conftest import SMALL_VIDEO, records_of
@@ -35,8 +39,8 @@ def test_request_carries_frames_and_timing(synth_tg):
         "data:video/jpeg;base64,"
     )
     assert body["mm_processor_kwargs"] == {"fps": video.meta.fps, "do_sample_frames": False}
-    text, system, seen, image = parse_messages(body)
-    assert system is None and image is None and "Find the start and end" in text
+    assert "Find the start and end" in body["messages"][0]["content"][1]["text"]
+    seen = received_video(body)
     assert seen.frames.shape == video.frames.shape
     assert seen.meta.timestamps == pytest.approx(video.meta.timestamps)
     assert seen.meta.fps == video.meta.fps and seen.meta.frame_indices == video.meta.frame_indices
@@ -50,17 +54,22 @@ def test_completions_url(endpoint):
     assert completions_url(endpoint) == "http://h:1/v1/chat/completions"
 
 
+def received_video(body):
+    """The video the server decodes from a request body (None for text or an image)."""
+    request = ChatRequest.model_validate(json.loads(json.dumps(body)))
+    parts = [p for p in request.messages[-1].content if p.type == "video_url"]
+    policy = MediaPolicy(SMALL_VIDEO, ServeLimits())
+    return video_of(parts[0], request, policy) if parts else None
+
+
 @pytest.fixture(scope="module")
 def served(tiny_model_dir):
     loaded = load_model(tiny_model_dir())
-    server = make_server(ChatModel(loaded, "tiny", max_new_tokens=8), "127.0.0.1", 0)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield loaded, f"http://127.0.0.1:{server.server_address[1]}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()
+    queue = GenerationQueue(loaded, max_batch=1)
+    policy = MediaPolicy(SMALL_VIDEO, ServeLimits(max_new_tokens=8))
+    with ServerThread(create_app(ChatService(loaded, "tiny", policy), queue)) as handle:
+        yield loaded, handle.url
+    queue.close()
 
 
 @pytest.mark.slow
@@ -86,8 +95,7 @@ def test_endpoint_eval_round_trip(served, synth_all, tmp_path):
     for record in (r for r in records if r.family.value in ("temporal_grounding", "math")):
         media = None if record.media is None else videos.get(record.media)
         body = chat_request(record, media, model="tiny", think=False, max_tokens=8)
-        _, _, seen, _ = parse_messages(json.loads(json.dumps(body)))
-        assert local.respond([(record, seen)]) == [by_id[record.id]]
+        assert local.respond([(record, received_video(body))]) == [by_id[record.id]]
 
 
 def test_models_route_and_bad_requests(served):
@@ -105,7 +113,7 @@ def test_models_route_and_bad_requests(served):
             }
         ],
     }
-    with pytest.raises(EndpointError, match="HTTP 400.*base64 data URL"):
+    with pytest.raises(EndpointError, match="HTTP 400.*does not fetch remote URLs"):
         post_json(completions_url(url), bad, timeout=30)
     with pytest.raises(EndpointError, match="HTTP 400.*messages"):
         post_json(completions_url(url), {"model": "tiny"}, timeout=30)
@@ -134,12 +142,3 @@ def test_text_only_request(served):
     )
     assert answer["choices"][0]["message"]["role"] == "assistant"
     assert answer["usage"]["completion_tokens"] <= 4
-
-
-def test_sampling_parameters_are_validated():
-    chat = ChatModel(loaded=None, served_model="m", max_new_tokens=16)
-    assert chat.sampling({"max_tokens": 100, "temperature": 0}).max_new_tokens == 16
-    assert chat.sampling({"max_completion_tokens": 4}).max_new_tokens == 4
-    assert chat.sampling({}).temperature == 1.0
-    with pytest.raises(ValueError, match="'temperature' must be a number"):
-        chat.sampling({"temperature": "hot"})

@@ -102,17 +102,23 @@ def test_data_config_validates_template_kwargs():
 
 def test_endpoint_requests_carry_enable_thinking():
     from videorl.eval.openai_backend import chat_request
-    from videorl.eval.server import RequestError, request_template_kwargs
+    from videorl.serve.chat import ChatService
+    from videorl.serve.schema import ChatRequest, RequestError
 
     body = chat_request(RECORD, None, model="m", think=False, max_tokens=8)
     assert body["chat_template_kwargs"] == {"enable_thinking": False}
-    assert request_template_kwargs(body) == {"enable_thinking": False}
+    service = ChatService(None, "m", None, template_defaults={"enable_thinking": True, "x": 1})
+    assert service.template_kwargs(ChatRequest.model_validate(body)) == {
+        "enable_thinking": False,
+        "x": 1,
+    }
+    nested = ChatRequest.model_validate({**body, "chat_template_kwargs": {"x": {"nested": 1}}})
     with pytest.raises(RequestError, match="chat_template_kwargs"):
-        request_template_kwargs({"chat_template_kwargs": "yes"})
+        service.template_kwargs(nested)
 
 
 def test_serve_defaults_to_the_run_template_kwargs(tmp_path):
-    from videorl.eval.server import run_template_kwargs
+    from videorl.eval.commands import run_template_kwargs
 
     assert run_template_kwargs(str(tmp_path)) == {}
     (tmp_path / "final").mkdir()

@@ -16,10 +16,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from videorl.config import run_model_name
 from videorl.data.families import Family
 from videorl.demo.examples import FAMILY_NAMES, Example, make_examples
 from videorl.demo.guard import REFUSED, DemoLimits, client_video, parse_auth
-from videorl.demo.inference import Question, Settings, ask
+from videorl.demo.inference import Question, Settings, ask, settings_for_model
 from videorl.demo.views import View, build_view
 from videorl.errors import ConfigError, VideoRLError
 from videorl.models.loading import LoadedModel
@@ -373,11 +374,18 @@ def serve(
             "vision-language checkpoint (e.g. Qwen2.5-VL)"
         )
     console = Console()
-    settings = Settings(max_duration=max_duration)
+    settings, run = settings_for_model(model, max_duration=max_duration)
+    if run is not None:
+        console.print(
+            f"think={settings.think}, fps={settings.fps:g}, max_frames={settings.max_frames}, "
+            f"pixels {settings.min_pixels}-{settings.max_pixels} from {run}",
+            highlight=False,
+        )
     signal.signal(signal.SIGTERM, stop_on_signal)  # `kill` cleans up like Ctrl+C
+    title = run_model_name(model)
     with running_demo(
         loaded,
-        title=Path(model).name,
+        title=title,
         host=host,
         port=port,
         share=share,

@@ -9,6 +9,7 @@ the frames to box, spatio-temporal grounding the second grid).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -41,18 +42,30 @@ NO_BOX: Box = (0.0, 0.0, 0.0, 0.0)
 CUT_CLIP = "ffmpeg -ss START -t SECONDS -i IN.mp4 -c copy OUT.mp4"
 
 
+_VIDEO = VideoConfig()
+
+
 @dataclass(frozen=True)
 class Settings:
-    """Generation and decoding settings of one question (the demo's advanced panel)."""
+    """Generation and decoding settings of one question (the demo's advanced panel).
+
+    The defaults are eval's (no think block, `VideoConfig` sampling); `settings_for_model`
+    takes them from the training run of the checkpoint instead, as `videorl eval` does.
+    """
 
     greedy: bool = True
     temperature: float = 0.7
     top_p: float = 0.95
     max_new_tokens: int = 256
-    fps: float = 2.0
-    max_frames: int = 32
-    think: bool = True
+    fps: float = _VIDEO.fps
+    max_frames: int = _VIDEO.max_frames
+    think: bool = False
     max_duration: float = 600.0
+    min_frames: int = _VIDEO.min_frames
+    min_pixels: int = _VIDEO.min_pixels
+    max_pixels: int = _VIDEO.max_pixels
+    total_pixels: int = _VIDEO.total_pixels
+    factor: int | None = None  # None: the model's own (vision_factor)
 
     def sampling(self) -> SamplingParams:
         if self.max_new_tokens < 1:
@@ -70,11 +83,39 @@ class Settings:
     def video_config(self, factor: int) -> VideoConfig:
         return VideoConfig(
             fps=self.fps,
-            min_frames=min(4, self.max_frames),
+            min_frames=min(self.min_frames, self.max_frames),
             max_frames=self.max_frames,
-            factor=factor,
+            min_pixels=self.min_pixels,
+            max_pixels=self.max_pixels,
+            total_pixels=self.total_pixels,
+            factor=self.factor or factor,
             cache_bytes=0,
         )
+
+
+def settings_for_model(model: str | Path, **overrides: Any) -> tuple[Settings, Path | None]:
+    """The demo's settings for a checkpoint: think mode and video sampling of the training
+    run that wrote it (its `config.yaml`, found as `videorl eval` finds it), else eval's
+    defaults; and the run config's path (None without one)."""
+    from videorl.config import find_run_config, load_config
+
+    run = find_run_config(model)
+    if run is None:
+        return Settings(**overrides), None
+    trained = load_config(run)
+    video = trained.video
+    settings = Settings(
+        think=trained.data.think,
+        fps=video.fps,
+        max_frames=video.max_frames,
+        min_frames=video.min_frames,
+        min_pixels=video.min_pixels,
+        max_pixels=video.max_pixels,
+        total_pixels=video.total_pixels,
+        factor=video.factor,
+        **overrides,
+    )
+    return settings, run
 
 
 @dataclass(frozen=True)

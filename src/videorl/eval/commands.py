@@ -251,6 +251,20 @@ def eval_prompt_settings(model: str | None, prompt_style: str | None) -> dict[st
     return settings
 
 
+def run_template_kwargs(model: str) -> dict[str, Any]:
+    """`enable_thinking` (from `data.think`) and `data.chat_template_kwargs` of the training
+    run that wrote `model` (its `config.yaml`), else none: what `videorl serve` applies to
+    requests that do not set their own."""
+    from videorl.config import find_run_config, load_config
+    from videorl.models.chat_template import template_kwargs
+
+    run = find_run_config(model)
+    if run is None:
+        return {}
+    data = load_config(run).data
+    return template_kwargs(data.think, data.chat_template_kwargs)
+
+
 def _backend(
     model: str | None,
     endpoint: str | None,
@@ -305,24 +319,86 @@ def serve_command(
     ),
     port: int = typer.Option(8000, "--port", help="Port (0: any free port)."),
     served_model: str | None = typer.Option(
-        None, "--served-model", help="Model id clients send (default: the folder name)."
+        None, "--served-model", help="Model id clients send (default: run/checkpoint name)."
+    ),
+    api_key: str | None = typer.Option(
+        None, "--api-key", envvar="VIDEORL_API_KEY", help="Require 'Authorization: Bearer KEY'."
+    ),
+    media_root: Path | None = typer.Option(
+        None, "--media-root", help="Allow video_url/image_url paths inside this folder only."
     ),
     max_new_tokens: int = typer.Option(
-        1024, "--max-new-tokens", help="Cap on a request's max_tokens."
+        1024, "--max-new-tokens", help="Largest max_tokens a request may ask for."
     ),
+    max_n: int = typer.Option(8, "--max-n", help="Most choices (n) per request."),
+    max_body_mb: float = typer.Option(64.0, "--max-body-mb", help="Largest request body, MiB."),
+    max_request_frames: int = typer.Option(
+        256, "--max-frames-per-request", help="Most per-frame images in one video_url."
+    ),
+    max_frame_pixels: int = typer.Option(
+        4096 * 4096, "--max-frame-pixels", help="Largest image/frame (width x height)."
+    ),
+    max_request_pixels: int = typer.Option(
+        256 * 1280 * 720, "--max-request-pixels", help="Source pixels one request may decode."
+    ),
+    max_batch: int = typer.Option(8, "--max-batch", help="Requests generated together."),
+    max_queue: int = typer.Option(64, "--max-queue", help="Requests in flight (more: 503)."),
+    body_timeout: float = typer.Option(
+        30.0,
+        "--body-timeout",
+        help="Seconds a client may take to send its headers (then closed) or body (then 408).",
+    ),
+    fps: float | None = typer.Option(None, "--fps", help="Sampling fps of MP4s (video.fps)."),
+    max_frames: int | None = typer.Option(
+        None, "--max-frames", help="Frames sampled from an MP4 at most (video.max_frames)."
+    ),
+    min_pixels: int | None = typer.Option(None, "--min-pixels", help="video.min_pixels."),
+    max_pixels: int | None = typer.Option(None, "--max-pixels", help="video.max_pixels."),
     device: str = typer.Option("auto", "--device", help="auto | cpu | cuda | cuda:N."),
 ) -> None:
-    """Serve a checkpoint as an OpenAI-compatible chat-completions endpoint (HF engine)."""
+    """Serve a checkpoint as an OpenAI/vLLM-compatible chat-completions endpoint (HF engine).
+
+    MP4s and media paths are sampled with the run's video settings (its `config.yaml`, as
+    eval does); flags override. Binds 127.0.0.1 unless --host says otherwise.
+    """
     from rich.console import Console
 
-    from videorl.eval.server import serve
+    from videorl.config import run_model_name
+    from videorl.eval.backends import HFBackend
+    from videorl.serve.app import serve
+    from videorl.serve.limits import ServeLimits
+    from videorl.serve.media import MediaPolicy
 
-    serve(
+    if media_root is not None and not media_root.is_dir():
+        raise ConfigError(f"--media-root {media_root} is not a folder; pass an existing folder")
+    video, _ = eval_video_settings(
         model,
+        {"fps": fps, "max_frames": max_frames, "min_pixels": min_pixels, "max_pixels": max_pixels},
+        None,
+    )
+    try:
+        limits = ServeLimits(
+            max_body_bytes=int(max_body_mb * 1024**2),
+            body_timeout_s=body_timeout,
+            max_new_tokens=max_new_tokens,
+            max_n=max_n,
+            max_frames=max_request_frames,
+            max_frame_pixels=max_frame_pixels,
+            max_request_pixels=max_request_pixels,
+            max_batch=max_batch,
+            max_queue=max_queue,
+        )
+    except ConfigError as err:
+        raise ConfigError(f"{err} (videorl serve option)") from None
+    console = Console()
+    loaded = HFBackend.from_path(model, device=device).loaded
+    serve(
+        loaded,
+        served_model or run_model_name(model),
+        policy=MediaPolicy(video=video, limits=limits, media_root=media_root),
         host=host,
         port=port,
-        served_model=served_model,
-        device=device,
-        max_new_tokens=max_new_tokens,
-        announce=Console().print,
+        api_key=api_key,
+        template_defaults=run_template_kwargs(model),
+        announce=lambda line: console.print(line, highlight=False, soft_wrap=True),
     )

@@ -88,6 +88,17 @@ def chat_messages(
     return messages + [{"role": "user", "content": content}]
 
 
+def video_processor_kwargs(processor: Any) -> dict[str, Any]:
+    """`cap_pixels_per_frame=True` where the video processor takes it (transformers >= 5.2x):
+    qwen-vl-utils' per-frame cap, the behaviour transformers is moving to; it silences its
+    FutureWarning. Frames arrive already resized within `video.max_pixels`, under that cap,
+    so the vision tokens are those of the uncapped default (tests/models/test_video_cap.py)."""
+    video_processor = getattr(processor, "video_processor", None)
+    return (
+        {"cap_pixels_per_frame": True} if hasattr(video_processor, "cap_pixels_per_frame") else {}
+    )
+
+
 def encode_prompt(
     loaded: LoadedModel,
     text: str,
@@ -118,6 +129,7 @@ def encode_prompt(
         kwargs["videos"] = [video.frames]
         kwargs["video_metadata"] = [hf_video_metadata(video.meta, int(video.frames.shape[0]))]
         kwargs["do_sample_frames"] = False
+        kwargs.update(video_processor_kwargs(loaded.processor))
     if image is not None:
         kwargs["images"] = [image.frames[0]]
     encoded = loaded.processor(**kwargs)

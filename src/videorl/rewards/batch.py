@@ -14,6 +14,11 @@ from videorl.rewards.pool import ScoringPool
 from videorl.rewards.result import FAILURE_REASONS, RewardResult
 from videorl.rewards.router import score_response
 
+# Metric prefixes: the policy's rows, the OraRL annotation rows, the TaRO constructed rows.
+POLICY_PREFIX = "reward/"
+ANNOTATION_PREFIX = "reward/annotation/"
+CONSTRUCTED_PREFIX = "reward/constructed/"
+
 
 @dataclass(frozen=True)
 class BatchScores:
@@ -28,26 +33,32 @@ class BatchScores:
 
 
 def batch_metrics(
-    records: Sequence[TaskRecord], results: Sequence[RewardResult], seconds: float
+    records: Sequence[TaskRecord],
+    results: Sequence[RewardResult],
+    seconds: float,
+    prefix: str = POLICY_PREFIX,
 ) -> dict[str, float]:
     """`reward/mean`, `reward/format_mean`, `reward/<family>/mean`, `reward/failed_<reason>`
-    (counts, every reason always present), `reward/samples`, `reward/seconds`."""
+    (counts, every reason always present), `reward/samples`, `reward/seconds` (`prefix`
+    replaces `reward/`, e.g. `reward/annotation/` for the annotation rows)."""
     count = len(results)
     metrics = {
-        "reward/samples": float(count),
-        "reward/seconds": seconds,
-        "reward/mean": sum(r.overall for r in results) / count if count else 0.0,
-        "reward/format_mean": sum(r.components.get("format", 0.0) for r in results) / count
+        f"{prefix}samples": float(count),
+        f"{prefix}seconds": seconds,
+        f"{prefix}mean": sum(r.overall for r in results) / count if count else 0.0,
+        f"{prefix}format_mean": sum(r.components.get("format", 0.0) for r in results) / count
         if count
         else 0.0,
     }
     for reason in FAILURE_REASONS:
-        metrics[f"reward/failed_{reason}"] = float(sum(r.failure_reason == reason for r in results))
+        metrics[f"{prefix}failed_{reason}"] = float(
+            sum(r.failure_reason == reason for r in results)
+        )
     by_family: dict[str, list[float]] = defaultdict(list)
     for record, result in zip(records, results):
         by_family[record.family.short].append(result.overall)
     for short, values in sorted(by_family.items()):
-        metrics[f"reward/{short}/mean"] = sum(values) / len(values)
+        metrics[f"{prefix}{short}/mean"] = sum(values) / len(values)
     return metrics
 
 

@@ -15,7 +15,6 @@ from typing import Any
 
 import torch
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
 from videorl.algorithms.taro import constructed_probability
 from videorl.config import Config, save_run_config
@@ -29,6 +28,7 @@ from videorl.models.generate import SamplingParams
 from videorl.models.inputs import PromptEncoding
 from videorl.models.loading import LoadedModel, check_same_tokenizer, load_model
 from videorl.models.lora import apply_lora, reference_view
+from videorl.rewards.batch import ANNOTATION_PREFIX, CONSTRUCTED_PREFIX, POLICY_PREFIX
 from videorl.rewards.pool import ScoringPool
 from videorl.rollout.engine import HFEngine, RolloutEngine
 from videorl.rollout.groups import add_annotation_rows, generate_groups
@@ -46,11 +46,13 @@ from videorl.trainer.distributed import (
     shard_indices,
 )
 from videorl.trainer.metrics import MetricsWriter, plot_reward_curves
+from videorl.trainer.progress import StepProgress
 from videorl.trainer.run_dir import claim_run_dir, run_inputs
 from videorl.trainer.stages import (
     add_sensitivity_bonus,
     add_teacher_logprobs,
     compute_advantages,
+    row_kinds,
     score,
     select,
 )
@@ -186,8 +188,9 @@ def build_state(cfg: Config, resume: str | None, info: DistInfo | None = None) -
         for name, param in policy.model.named_parameters():
             if "visual" in name:
                 param.requires_grad_(False)
-    if cfg.model.gradient_checkpointing:
-        policy.model.gradient_checkpointing_enable()
+    if cfg.model.gradient_checkpointing:  # transformers' current name, else the pre-5.2x one
+        model = policy.model
+        getattr(model, "activation_checkpointing_enable", model.gradient_checkpointing_enable)()
     if cfg.model.lora.enabled:
         policy = _with_lora(cfg, policy, info)
     rollout_model = policy
@@ -421,19 +424,20 @@ def train_step(state: TrainState, indices: list[int]) -> dict[str, Any]:
 
 
 def rollout_metrics(batch: RolloutBatch, max_new_tokens: int) -> dict[str, Any]:
-    """Reward and length statistics of the policy rows, before selection."""
-    policy_rows = ~batch.is_annotation
-    annotation = batch.is_annotation
+    """Reward and length statistics of the policy rows, before selection; annotation and
+    constructed rows' rewards (sensitivity bonus included) under their own prefixes."""
+    kinds = row_kinds(batch)
+    policy_rows, annotation = kinds[POLICY_PREFIX], batch.is_annotation
     metrics = {
         "reward/mean": float(batch.rewards[policy_rows].mean()),
-        "reward/annotation_mean": float(batch.rewards[annotation].mean())
-        if annotation.any()
-        else None,
         "response/length_mean": float(batch.response_lengths[policy_rows].float().mean()),
         "response/truncated_frac": float(batch.truncated[policy_rows].float().mean()),
         "rollout/constructed_rows": float(batch.off_policy.sum()),
         "rollout/annotation_truncated": float(batch.truncated[annotation].sum()),
     }
+    for prefix in (ANNOTATION_PREFIX, CONSTRUCTED_PREFIX):
+        if kinds[prefix].any():
+            metrics[f"{prefix}mean"] = float(batch.rewards[kinds[prefix]].mean())
     if metrics["rollout/annotation_truncated"]:
         log.warning(
             "%d annotation rows were cut by rollout.max_new_tokens=%d and score below 1; raise it",
@@ -521,19 +525,14 @@ def run_training(cfg: Config, resume: str | None = None, overwrite: bool = False
     if info.is_main:
         save_run_config(cfg, out)  # what `videorl eval` of this run's checkpoints reads
     batches = _endless(state.sampler)
-    columns = (
-        TextColumn("step {task.completed}/{task.total}"),
-        BarColumn(),
-        TimeRemainingColumn(),
-        TextColumn("{task.fields[status]}"),
-    )
     try:
-        with Progress(
-            *columns, console=console, transient=False, disable=not info.is_main
+        with StepProgress(
+            console,
+            cfg.trainer.steps,
+            state.step,
+            log_every=cfg.trainer.log_every,
+            enabled=info.is_main,
         ) as progress:
-            task = progress.add_task(
-                "train", total=cfg.trainer.steps, completed=state.step, status=""
-            )
             while state.step < cfg.trainer.steps:
                 metrics = reduce_metrics(train_step(state, next(batches)), info)
                 state.step += 1
@@ -555,8 +554,7 @@ def run_training(cfg: Config, resume: str | None = None, overwrite: bool = False
                     writer.write(state.step, metrics)
                 if cfg.trainer.save_every and state.step % cfg.trainer.save_every == 0:
                     _save(state)
-                status = f"reward {metrics.get('reward/mean', float('nan')):.3f}  loss {metrics.get('actor/loss', float('nan')):.4f}"
-                progress.update(task, completed=state.step, status=status)
+                progress.update(state.step, metrics)
     except KeyboardInterrupt:
         path = _save(state)
         console.print(f"[yellow]interrupted:[/] saved {path}; resume with --resume auto")

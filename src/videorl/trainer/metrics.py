@@ -81,8 +81,12 @@ def read_metrics(path: str | Path) -> list[dict[str, Any]]:
 def plot_reward_curves(
     metrics_path: str | Path, out_png: str | Path, keys: tuple[str, ...] = ()
 ) -> Path:
-    """PNG of the reward (and per-family reward) per step, with validation points."""
+    """PNG of the policy's reward (and per-family reward) per step, with validation points;
+    annotation and constructed rows' `reward/annotation/*`, `reward/constructed/*` are left
+    out (they describe the ground truth and forced prefixes, not the policy)."""
     import matplotlib
+
+    from videorl.rewards.batch import ANNOTATION_PREFIX, CONSTRUCTED_PREFIX
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -94,7 +98,12 @@ def plot_reward_curves(
                 k
                 for r in rows
                 for k in r
-                if k == "reward/mean" or (k.startswith("reward/") and k.endswith("/mean"))
+                if k == "reward/mean"
+                or (
+                    k.startswith("reward/")
+                    and k.endswith("/mean")
+                    and not k.startswith((ANNOTATION_PREFIX, CONSTRUCTED_PREFIX))
+                )
             }
         )
     )

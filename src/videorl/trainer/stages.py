@@ -24,7 +24,13 @@ from videorl.models.batching import plan_microbatches
 from videorl.models.inputs import PromptEncoding
 from videorl.models.loading import LoadedModel
 from videorl.models.logprobs import rows_logprobs
-from videorl.rewards.batch import score_batch
+from videorl.rewards.batch import (
+    ANNOTATION_PREFIX,
+    CONSTRUCTED_PREFIX,
+    POLICY_PREFIX,
+    batch_metrics,
+    score_batch,
+)
 from videorl.rewards.config import RewardConfig
 from videorl.rewards.sensitivity import (
     boundary_shuffle,
@@ -35,13 +41,38 @@ from videorl.rewards.sensitivity import (
 from videorl.trainer.batch import RolloutBatch, pad_rows
 
 
+def row_kinds(batch: RolloutBatch) -> dict[str, torch.Tensor]:
+    """Masks of the row kinds by metric prefix: the policy's own samples (`reward/`), the
+    OraRL annotation rows (`reward/annotation/`), the TaRO constructed-prefix rows
+    (`reward/constructed/`)."""
+    constructed = batch.off_policy & ~batch.is_annotation
+    return {
+        POLICY_PREFIX: ~batch.is_annotation & ~constructed,
+        ANNOTATION_PREFIX: batch.is_annotation,
+        CONSTRUCTED_PREFIX: constructed,
+    }
+
+
 def score(batch: RolloutBatch, config: RewardConfig, pool: Any = None) -> RolloutBatch:
-    """Reward every row with its family's verifier (in worker processes when configured)."""
-    scores = score_batch(batch.row_records(), batch.texts, config, pool=pool)
+    """Reward every row with its family's verifier (in worker processes when configured).
+
+    `reward/*` metrics describe the policy rows only; annotation and constructed rows get
+    `reward/annotation/*` and `reward/constructed/*` (present when the batch has such rows).
+    """
+    records = batch.row_records()
+    scores = score_batch(records, batch.texts, config, pool=pool)
     rewards = torch.tensor(scores.overall, dtype=torch.float32)
     rewards = torch.nan_to_num(rewards, nan=0.0, posinf=0.0, neginf=0.0)
     components = [dict(r.components) for r in scores.results]
-    return replace(batch, rewards=rewards, components=components).with_metrics(**scores.metrics)
+    seconds = scores.metrics["reward/seconds"]
+    metrics: dict[str, float] = {}
+    for prefix, mask in row_kinds(batch).items():
+        rows = mask.nonzero().flatten().tolist()
+        if rows or prefix == POLICY_PREFIX:
+            picked = ([records[i] for i in rows], [scores.results[i] for i in rows])
+            metrics.update(batch_metrics(*picked, seconds, prefix=prefix))
+    metrics = {k: v for k, v in metrics.items() if k == "reward/seconds" or "/seconds" not in k}
+    return replace(batch, rewards=rewards, components=components).with_metrics(**metrics)
 
 
 @torch.no_grad()

@@ -1,0 +1,65 @@
+"""`videorl serve` from the command line: binds loopback, names the model by its run."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import urllib.request
+
+import pytest
+from typer.testing import CliRunner
+
+from videorl.cli import app
+from videorl.serve.app import exposure_warning
+
+
+@pytest.mark.slow
+def test_serve_command_names_the_run_and_stops_on_ctrl_c(tiny_model_dir, tmp_path):
+    from videorl.config import load_config, save_run_config
+
+    run = tmp_path / "myrun"
+    shutil.copytree(tiny_model_dir("qwen2_5_vl"), run / "final")
+    save_run_config(
+        load_config(None, ["video.max_frames=4", "video.min_pixels=784", "video.max_pixels=3136"]),
+        run,
+    )
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "COLUMNS": "300"}
+    command = [sys.executable, "-m", "videorl", "serve", "--model", str(run / "final")]
+    process = subprocess.Popen(
+        [*command, "--port", "0", "--device", "cpu"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+    )
+    try:
+        lines = []
+        while not (lines and lines[-1].startswith("serving")):
+            line = process.stdout.readline()
+            assert line, "".join(lines)
+            lines.append(line)
+        url = lines[-1].split(" on ")[1].split()[0]
+        assert url.startswith("http://127.0.0.1:") and "'myrun/final'" in lines[-1]
+        assert not any("warning" in line for line in lines)
+        with urllib.request.urlopen(f"{url}/models", timeout=30) as answer:
+            assert [m["id"] for m in json.loads(answer.read())["data"]] == ["myrun/final"]
+    finally:
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=30) == 0
+
+
+def test_exposure_warning():
+    assert exposure_warning("127.0.0.1", None) is None
+    assert exposure_warning("0.0.0.0", "key") is None
+    assert "--api-key" in exposure_warning("0.0.0.0", None)
+
+
+def test_serve_refuses_bad_options_in_one_line(tmp_path):
+    result = CliRunner().invoke(
+        app, ["serve", "--model", str(tmp_path), "--media-root", str(tmp_path / "no")]
+    )
+    assert result.exit_code != 0 and "--media-root" in str(result.exception or result.output)
