@@ -202,6 +202,9 @@ class TrainerConfig:
     wandb_project: str | None = None
     bf16: bool = False
     nproc: int = 1
+    # Intra-op torch threads on CPU; 0 = the process's cores / local ranks, unless
+    # OMP_NUM_THREADS is set (trainer/threads.py).
+    cpu_threads: int = 0
 
     def __post_init__(self) -> None:
         _positive(
@@ -211,6 +214,10 @@ class TrainerConfig:
             val_samples=self.val_samples,
             nproc=self.nproc,
         )
+        if self.cpu_threads < 0:
+            raise ConfigError(
+                f"trainer.cpu_threads={self.cpu_threads} must be >= 0 (0 = automatic)"
+            )
 
 
 @dataclass(frozen=True)

@@ -50,6 +50,7 @@ from videorl.trainer.stages import (
     score,
     select,
 )
+from videorl.trainer.threads import set_cpu_threads
 from videorl.trainer.update import UpdateContext, update_policy
 from videorl.trainer.validation import validate
 from videorl.video.cache import VideoCache
@@ -148,6 +149,7 @@ def build_state(cfg: Config, resume: str | None, info: DistInfo | None = None) -
         if cfg.trainer.device != "auto"
         else ("cuda" if torch.cuda.is_available() else "cpu")
     )
+    set_cpu_threads(cfg.trainer.cpu_threads, info.device)
     torch.manual_seed(cfg.trainer.seed)
     random.seed(cfg.trainer.seed)
     checkpoint = ckpt.resolve_resume(resume, cfg.trainer.output_dir)
