@@ -91,6 +91,7 @@ class RolloutConfig:
     vllm_sleep_level: int = 0  # GPU: 1 offloads weights, 2 drops them, from rollout to sync
     vllm_enforce_eager: bool = False
     vllm_cpu_kv_cache_gb: float = 4.0  # KV cache size when vLLM runs on the CPU
+    share_prefill: bool = True  # HF engine: prefill each prompt once for its n samples
 
     def __post_init__(self) -> None:
         _positive(

@@ -191,7 +191,7 @@ def build_state(cfg: Config, resume: str | None, info: DistInfo | None = None) -
     state = TrainState(
         cfg=cfg,
         policy=policy,
-        engine=HFEngine(rollout_model)
+        engine=HFEngine(rollout_model, share_prefill=cfg.rollout.share_prefill)
         if cfg.rollout.engine == "hf"
         else build_vllm_engine(cfg, rollout_model, info),
         optimizer=optimizer,
