@@ -50,6 +50,9 @@ class ModelConfig:
     # Padding-free packed rows in log-prob/training forwards: auto = with a varlen
     # (flash-attention) kernel where the model supports it; true = wherever supported.
     packing: Literal["auto"] | bool = "auto"
+    # Encode each distinct video once per step and reuse its vision-tower output in every
+    # forward of the step (a trainable tower is recomputed with gradients in the update).
+    reuse_visual_embeddings: bool = True
 
 
 @dataclass(frozen=True)

@@ -53,10 +53,10 @@ def test_loss_forward_receives_the_rollout_video(make_config, monkeypatch, tmp_p
     seen = {"rollout": [], "update": []}
     real_generate = generate_module.generate
 
-    def spy_generate(loaded, prompts, params):
+    def spy_generate(loaded, prompts, params, **kwargs):
         for p in prompts:
             seen["rollout"].append(p.vision["pixel_values_videos"])
-        return real_generate(loaded, prompts, params)
+        return real_generate(loaded, prompts, params, **kwargs)
 
     from videorl.models import logprobs as logprobs_module
 

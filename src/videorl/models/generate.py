@@ -10,6 +10,7 @@ import torch
 
 from videorl.models.inputs import PromptEncoding, collate
 from videorl.models.loading import LoadedModel
+from videorl.models.visual_cache import cached_encoder_outputs, with_encoder_outputs
 
 
 @dataclass(frozen=True)
@@ -131,6 +132,7 @@ def generate(
     device = next(model.parameters()).device
     inputs, _ = collate(prompts, None, loaded.pad_token_id)
     inputs = {k: v.to(device) for k, v in inputs.items()}
+    inputs = with_encoder_outputs(inputs, cached_encoder_outputs(loaded, prompts))
     kwargs = _sample_kwargs(loaded, params)
     greedy = params.temperature <= 0
     was_training = model.training

@@ -34,6 +34,7 @@ class LoadedModel:
     processor: Any | None
     model_type: str
     packing: bool = False  # log-prob / training forwards use padding-free packed rows
+    visual_cache: Any = None  # VisualEmbeddingCache: encode each video once per step
 
     @property
     def is_vision(self) -> bool:

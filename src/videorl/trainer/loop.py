@@ -27,6 +27,7 @@ from videorl.errors import ConfigError, MediaError
 from videorl.models.generate import SamplingParams
 from videorl.models.inputs import PromptEncoding
 from videorl.models.loading import LoadedModel, check_same_tokenizer, load_model
+from videorl.models.visual_cache import clear_visual_caches, share_visual_cache
 from videorl.rewards.pool import ScoringPool
 from videorl.rollout.engine import HFEngine, RolloutEngine
 from videorl.rollout.groups import add_annotation_rows, generate_groups
@@ -178,6 +179,8 @@ def build_state(cfg: Config, resume: str | None, info: DistInfo | None = None) -
     if cfg.model.reference_path:
         reference = load_model(cfg.model.reference_path, **model_kwargs)
         reference.model.eval()
+    if cfg.model.reuse_visual_embeddings:
+        share_visual_cache(policy, rollout_model, teacher, reference)
     optimizer = torch.optim.AdamW(
         [p for p in policy.model.parameters() if p.requires_grad],
         lr=cfg.optim.lr,
@@ -246,6 +249,7 @@ def train_step(state: TrainState, indices: list[int]) -> dict[str, Any]:
     """decode -> rollout (+ constructed, + annotation rows) -> rewards -> advantages -> selection -> update."""
     cfg, timer = state.cfg, StageTimer()
     scorer = state.engine.loaded  # the policy itself, or its synced unsharded copy under FSDP
+    clear_visual_caches(state.policy, state.reference, state.teacher)  # e.g. validation's videos
     with timer("decode"):
         records, prompts, videos, skipped = decode_prompts(
             state, shard_indices(indices, state.info)
@@ -320,6 +324,7 @@ def train_step(state: TrainState, indices: list[int]) -> dict[str, Any]:
         batch = select(batch, cfg.algorithm.pruning, cfg.rollout.n)
     with timer("update"):
         update_metrics = update_policy(_update_context(state), batch)
+    clear_visual_caches(state.policy, state.reference, state.teacher)  # this step's videos only
     state.scheduler.step()
     state.engine.sync_weights(state.policy.model)
     tokens = float(batch.response_lengths.sum())
