@@ -49,12 +49,14 @@ def test_available_cores_follow_affinity_and_cgroup_quota(tmp_path):
 
 
 def test_set_cpu_threads_applies_on_cpu_only(restore_threads):
-    torch.set_num_threads(1)
     cores = available_cores()
+    torch.set_num_threads(cores + 3)  # oversubscribed: lowered to the fair share
     assert set_cpu_threads(0, "cpu", env={}) == cores
-    torch.set_num_threads(1)
-    assert set_cpu_threads(0, "cpu", env={"OMP_NUM_THREADS": "1", "x": "1"}) == 1
-    assert set_cpu_threads(0, "cuda", env={}) == 1
+    torch.set_num_threads(1)  # a program's own lower choice is kept
+    assert set_cpu_threads(0, "cpu", env={}) == 1
+    torch.set_num_threads(cores + 3)
+    assert set_cpu_threads(0, "cpu", env={"OMP_NUM_THREADS": "9"}) == cores + 3
+    assert set_cpu_threads(0, "cuda", env={}) == cores + 3
     assert set_cpu_threads(2, "cpu", env={"OMP_NUM_THREADS": "1"}) == 2
 
 

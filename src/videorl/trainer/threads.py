@@ -8,8 +8,9 @@ cores, and a step gets many times slower. On CPU the trainer therefore sets
 
 where `available_cores` is the CPU affinity of the process (`os.sched_getaffinity`), capped
 by a cgroup CPU quota when one is set, and `local_ranks` is torchrun's `LOCAL_WORLD_SIZE`.
-An explicit `trainer.cpu_threads` wins; a user-set `OMP_NUM_THREADS` is left alone. Scoring
-workers use one thread each (`rewards/pool.py`).
+That share only ever lowers torch's count (a program that already chose fewer threads with
+`torch.set_num_threads` keeps them). An explicit `trainer.cpu_threads` wins; a user-set
+`OMP_NUM_THREADS` is left alone. Scoring workers use one thread each (`rewards/pool.py`).
 """
 
 from __future__ import annotations
@@ -68,9 +69,12 @@ def resolve_cpu_threads(
 
 
 def set_cpu_threads(configured: int, device: str, env: Mapping[str, str] | None = None) -> int:
-    """Apply `resolve_cpu_threads` when training on the CPU; returns torch's thread count."""
+    """Apply `resolve_cpu_threads` when training on the CPU (the automatic share as a cap on
+    torch's current count, `trainer.cpu_threads` as given); returns torch's thread count."""
     if device.startswith("cpu"):
         threads = resolve_cpu_threads(configured, env)
+        if threads is not None and configured <= 0:
+            threads = min(threads, torch.get_num_threads())
         if threads is not None and threads != torch.get_num_threads():
             torch.set_num_threads(threads)
     return torch.get_num_threads()
