@@ -63,13 +63,19 @@ def _sample_kwargs(loaded: LoadedModel, params: SamplingParams) -> dict:
 
 
 def can_share_prefill(model: torch.nn.Module, inputs: dict[str, Any], n: int) -> bool:
-    """Shared prefill needs n > 1, a prompt of 2+ tokens and a cache that can be expanded
-    along the batch (every transformers cache layer can: `Cache.reorder_cache`)."""
+    """Shared prefill needs n > 1, a prompt of 2+ tokens, a decoder-only model and at least
+    one attention layer: `generate` continues a cache only where it can count the cached
+    tokens (a purely recurrent model has none; hybrids such as Qwen3.5 are fine). Every
+    transformers cache layer, linear-attention state included, expands along the batch
+    (`Cache.reorder_cache`)."""
+    config = model.config
+    layer_types = getattr(getattr(config, "text_config", None) or config, "layer_types", None)
     return (
         n > 1
         and inputs["input_ids"].shape[1] > 1
         and hasattr(model, "_prepare_position_ids_for_generation")
-        and not getattr(model.config, "is_encoder_decoder", False)
+        and not getattr(config, "is_encoder_decoder", False)
+        and not (layer_types and all(t == "linear_attention" for t in layer_types))
     )
 
 
