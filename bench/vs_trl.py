@@ -15,7 +15,9 @@ is a warm-up; each block gives one ratio of median step times.
 
 Video check: one step of each trainer on synthetic temporal-grounding videos, with a hook on
 the decoder (`model.model`) that records which inputs each forward gets. The loss forward is
-the one run with gradients on; it must get `pixel_values_videos` and `video_grid_thw`, or the
+the one run with gradients on; it must get `video_grid_thw` and the video itself, as
+`pixel_values_videos` or as the vision tower's embeddings of those pixels (`mm_encoder_outputs`
+with a video entry: videorl encodes each video once per step with a frozen tower), or the
 policy is trained on placeholder tokens without the frames it saw in the rollout.
 
 TRL is the optional `bench` extra (`pip install -e '.[bench]'`); without it the TRL columns
@@ -340,6 +342,7 @@ class ForwardLog:
             {
                 "grad": torch.is_grad_enabled(),
                 "inputs": sorted(k for k, v in kwargs.items() if v is not None),
+                "video_features": (kwargs.get("mm_encoder_outputs") or {}).get("video") is not None,
                 "video_pad_tokens": int((ids == self.video_token_id).sum())
                 if isinstance(ids, torch.Tensor)
                 else 0,
@@ -351,8 +354,9 @@ class ForwardLog:
         rollout = [c for c in self.calls if not c["grad"]]
         loss = [c for c in self.calls if c["grad"]]
 
-        def sees(call: dict[str, Any]) -> bool:
-            return {"pixel_values_videos", "video_grid_thw"} <= set(call["inputs"])
+        def sees(call: dict[str, Any]) -> bool:  # the pixels, or their encoder embeddings
+            video = "pixel_values_videos" in call["inputs"] or call["video_features"]
+            return video and "video_grid_thw" in call["inputs"]
 
         def rollout_sees(call: dict[str, Any]) -> bool:  # generate may pass precomputed features
             return sees(call) or "mm_encoder_outputs" in call["inputs"]
