@@ -3,8 +3,9 @@
 Runs real `train_step`s of the quickstart recipe (OraRL with pruning) on the bench-size model
 (~28 M parameters) with two mini-batches, so old log-probs are really computed, for two paths
 side by side in one process: `old` (`rollout.share_prefill=false`,
-`model.reuse_visual_embeddings=false`: every sampled row prefills its prompt, every forward
-re-encodes the video) and `new` (the defaults). Both take the same batches from the same
+`model.reuse_visual_embeddings=false`, `model.share_prompt_forward=false`: every sampled row
+prefills its prompt, every forward re-encodes the video, every row of a log-prob pass or
+the update runs its prompt) and `new` (the defaults). Both take the same batches from the same
 seed, alternating which runs first; each phase and the whole step are reported as paired
 per-step ratios old / new, and their outputs (rewards, losses, weights) are compared. Timers wrap
 the step's calls from outside (no change to the trainer): video decoding (`VideoCache.get`),
@@ -53,7 +54,11 @@ TARGET_OVERHEAD = 0.10
 TARGET_PREFILL_SHARE = 0.08
 TARGET_SPEEDUP = 1.4
 PATHS = {  # name -> overrides
-    "old": ["rollout.share_prefill=false", "model.reuse_visual_embeddings=false"],
+    "old": [
+        "rollout.share_prefill=false",
+        "model.reuse_visual_embeddings=false",
+        "model.share_prompt_forward=false",
+    ],
     "new": [],
 }
 COMPARED = ("reward/mean", "actor/loss", "response/length_mean", "rows/kept")

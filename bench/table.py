@@ -29,8 +29,9 @@ def _faster_steps_row(step: dict[str, Any]) -> list[str]:
     towers = {k: v["vision_tower_videos_per_distinct_video"]["median"] for k, v in paths.items()}
     same = step["same_outputs"]
     return [
-        "Shared prefill + each video encoded once (vs `rollout.share_prefill=false`, "
-        + "`model.reuse_visual_embeddings=false`)",
+        "Shared prefill + each video encoded once + one prompt forward per group (vs "
+        + "`rollout.share_prefill=false model.reuse_visual_embeddings=false "
+        + "model.share_prompt_forward=false`)",
         (
             f"whole step {harness.fmt(ratios['cpu']['step'], 'x')} faster in CPU time, "
             f"{harness.fmt(ratios['wall']['step'], 'x')} in wall time; generation "

@@ -53,6 +53,9 @@ class ModelConfig:
     # Encode each distinct video once per step and reuse its vision-tower output in every
     # forward of the step (a trainable tower is recomputed with gradients in the update).
     reuse_visual_embeddings: bool = True
+    # Rows of one prompt run its forward once (log-prob passes and the update) and attend to
+    # its expanded KV cache; same values up to float order (models/shared_prompt.py).
+    share_prompt_forward: bool = True
 
 
 @dataclass(frozen=True)

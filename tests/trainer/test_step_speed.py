@@ -1,5 +1,5 @@
-"""A step with shared prefill and reused vision embeddings equals the old path, and encodes
-each distinct video (original or frame-shuffled) exactly once."""
+"""A step with shared prefill, reused vision embeddings and shared prompt forwards equals the
+old path, and encodes each distinct video (original or frame-shuffled) exactly once."""
 
 from __future__ import annotations
 
@@ -34,6 +34,7 @@ def test_fast_step_equals_old_step_and_encodes_each_video_once(make_config, tmp_
         *extra,
         "rollout.share_prefill=false",
         "model.reuse_visual_embeddings=false",
+        "model.share_prompt_forward=false",
         output=tmp_path / "old",
     )
     new_metrics, new_items, new_weights, state = _one_step(fast)

@@ -22,6 +22,7 @@ from torch.nn.utils.rnn import pad_sequence
 from videorl.models.inputs import PromptEncoding, collate
 from videorl.models.loading import LoadedModel
 from videorl.models.packing import pack_rows
+from videorl.models.shared_prompt import distinct_prompts, shared_prompt_logprobs, worth_sharing
 from videorl.models.visual_cache import cached_encoder_outputs, with_encoder_outputs
 
 
@@ -109,8 +110,18 @@ def rows_logprobs(
     temperature: float,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Log-probs, entropies and the response mask, each [B, R] on the model's device, of each
-    row's response; packed when `loaded.packing`, else padded."""
+    row's response: rows of a shared prompt run its forward once when `loaded.share_prompts`
+    (`models/shared_prompt.py`), otherwise packed when `loaded.packing`, else padded."""
     device = next(loaded.model.parameters()).device
+    if loaded.share_prompts and worth_sharing(prompts, responses):
+        return shared_prompt_logprobs(
+            loaded.model,
+            prompts,
+            responses,
+            loaded.pad_token_id,
+            logprobs_of=lambda logits, targets: _chunked(logits, targets, temperature, 1024),
+            encoder_outputs=cached_encoder_outputs(loaded, distinct_prompts(prompts)),
+        )
     vision = cached_encoder_outputs(loaded, prompts)
     if loaded.packing:
         logp, entropy = packed_logprobs(

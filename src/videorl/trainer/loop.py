@@ -27,6 +27,7 @@ from videorl.errors import ConfigError, MediaError
 from videorl.models.generate import SamplingParams
 from videorl.models.inputs import PromptEncoding
 from videorl.models.loading import LoadedModel, check_same_tokenizer, load_model
+from videorl.models.shared_prompt import enable_shared_prompts
 from videorl.models.visual_cache import clear_visual_caches, share_visual_cache
 from videorl.rewards.pool import ScoringPool
 from videorl.rollout.engine import HFEngine, RolloutEngine
@@ -181,6 +182,7 @@ def build_state(cfg: Config, resume: str | None, info: DistInfo | None = None) -
         reference.model.eval()
     if cfg.model.reuse_visual_embeddings:
         share_visual_cache(policy, rollout_model, teacher, reference)
+    enable_shared_prompts(cfg.model.share_prompt_forward, policy, rollout_model, teacher, reference)
     optimizer = torch.optim.AdamW(
         [p for p in policy.model.parameters() if p.requires_grad],
         lr=cfg.optim.lr,
