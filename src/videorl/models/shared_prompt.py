@@ -105,7 +105,8 @@ def shared_prompt_logprobs(
     slot = {id(p): i for i, p in enumerate(firsts)}
     rows = torch.tensor([slot[id(p)] for p in prompts], device=device)
     full, mask = collate(prompts, responses, pad_id)
-    full = {k: v.to(device) for k, v in full.items()}
+    pixels = ("pixel_values", "pixel_values_videos")  # every row's copy: not needed on device
+    full = {k: v.to(device) for k, v in full.items() if k not in pixels}
     prompt_len = full["input_ids"].shape[1] - mask.shape[1]
     positions = _positions(model, full)
     index = [next(i for i, q in enumerate(prompts) if q is p) for p in firsts]
