@@ -182,7 +182,9 @@ def build_state(cfg: Config, resume: str | None, info: DistInfo | None = None) -
         reference.model.eval()
     if cfg.model.reuse_visual_embeddings:
         share_visual_cache(policy, rollout_model, teacher, reference)
-    enable_shared_prompts(cfg.model.share_prompt_forward, policy, rollout_model, teacher, reference)
+    enable_shared_prompts(cfg.model.share_prompt_forward, rollout_model, teacher, reference)
+    if info.enabled:  # FSDP ranks must run matching forwards: one per update micro-batch
+        policy.share_prompts = False
     optimizer = torch.optim.AdamW(
         [p for p in policy.model.parameters() if p.requires_grad],
         lr=cfg.optim.lr,
