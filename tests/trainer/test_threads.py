@@ -26,16 +26,22 @@ def restore_threads():
 
 
 def test_cores_are_divided_among_local_ranks():
-    assert resolve_cpu_threads(0, {}, cores=8) == 8
-    assert resolve_cpu_threads(0, {"LOCAL_WORLD_SIZE": "4"}, cores=8) == 2
-    assert resolve_cpu_threads(0, {"LOCAL_WORLD_SIZE": "4"}, cores=2) == 1  # never 0
-    assert resolve_cpu_threads(0, {"LOCAL_WORLD_SIZE": "junk"}, cores=3) == 3
+    assert resolve_cpu_threads(0, {}, cores=8, load=0.0) == 8
+    assert resolve_cpu_threads(0, {"LOCAL_WORLD_SIZE": "4"}, cores=8, load=0.0) == 2
+    assert resolve_cpu_threads(0, {"LOCAL_WORLD_SIZE": "4"}, cores=2, load=0.0) == 1  # never 0
+    assert resolve_cpu_threads(0, {"LOCAL_WORLD_SIZE": "junk"}, cores=3, load=0.0) == 3
+
+
+def test_cores_busy_with_other_jobs_are_left_to_them():
+    assert resolve_cpu_threads(0, {}, cores=8, load=5.2) == 3
+    assert resolve_cpu_threads(0, {}, cores=2, load=15.0) == 1  # oversubscribed: one thread
+    assert resolve_cpu_threads(0, {"LOCAL_WORLD_SIZE": "2"}, cores=16, load=4.0) == 6
 
 
 def test_user_choices_win():
     assert resolve_cpu_threads(0, {"OMP_NUM_THREADS": "3"}, cores=8) is None
     assert resolve_cpu_threads(5, {"OMP_NUM_THREADS": "3", "LOCAL_WORLD_SIZE": "4"}, cores=8) == 5
-    assert resolve_cpu_threads(0, {"OMP_NUM_THREADS": ""}, cores=8) == 8  # empty: not set
+    assert resolve_cpu_threads(0, {"OMP_NUM_THREADS": ""}, cores=8, load=0.0) == 8  # empty: unset
 
 
 def test_available_cores_follow_affinity_and_cgroup_quota(tmp_path):
@@ -49,14 +55,14 @@ def test_available_cores_follow_affinity_and_cgroup_quota(tmp_path):
 
 
 def test_set_cpu_threads_applies_on_cpu_only(restore_threads):
-    cores = available_cores()
-    torch.set_num_threads(cores + 3)  # oversubscribed: lowered to the fair share
-    assert set_cpu_threads(0, "cpu", env={}) == cores
+    auto = resolve_cpu_threads(0, {})
+    torch.set_num_threads(available_cores() + 3)  # oversubscribed: lowered to the fair share
+    assert set_cpu_threads(0, "cpu", env={}) <= max(auto, resolve_cpu_threads(0, {}))
     torch.set_num_threads(1)  # a program's own lower choice is kept
     assert set_cpu_threads(0, "cpu", env={}) == 1
-    torch.set_num_threads(cores + 3)
-    assert set_cpu_threads(0, "cpu", env={"OMP_NUM_THREADS": "9"}) == cores + 3
-    assert set_cpu_threads(0, "cuda", env={}) == cores + 3
+    torch.set_num_threads(5)
+    assert set_cpu_threads(0, "cpu", env={"OMP_NUM_THREADS": "9"}) == 5
+    assert set_cpu_threads(0, "cuda", env={}) == 5
     assert set_cpu_threads(2, "cpu", env={"OMP_NUM_THREADS": "1"}) == 2
 
 
