@@ -1,7 +1,13 @@
-"""Step breakdown: where a training step's time goes on the bench model (issue 11).
+"""Step breakdown: where a training step's time goes on the bench model (issues 11, 19).
 
 Runs real `train_step`s of the quickstart recipe (OraRL with pruning) on the bench-size model
-(~28 M parameters) with two mini-batches, so old log-probs are really computed. Timers wrap
+(~28 M parameters) with two mini-batches, so old log-probs are really computed, for two paths
+side by side in one process: `old` (`rollout.share_prefill=false`,
+`model.reuse_visual_embeddings=false`, `model.share_prompt_forward=false`: every sampled row
+prefills its prompt, every forward re-encodes the video, every row of a log-prob pass or
+the update runs its prompt) and `new` (the defaults). Both take the same batches from the same
+seed, alternating which runs first; each phase and the whole step are reported as paired
+per-step ratios old / new, and their outputs (rewards, losses, weights) are compared. Timers wrap
 the step's calls from outside (no change to the trainer): video decoding (`VideoCache.get`),
 prompt encoding (the HF processor), generation (`engine.generate`), rewards (`score`), old
 log-probs (`row_logprobs` in the update) and the update (`update_policy` minus its old
@@ -11,7 +17,9 @@ phases, not added to them): the vision tower's time and how many videos it encod
 distinct video, generation split into prompt prefill and token-by-token decoding, and
 advantages + selection. Each is measured in wall-clock and in process CPU seconds (one torch
 thread: CPU time is the work done, which other jobs on shared cores cannot stretch). The
-first step is a warm-up, not counted. Target: overhead under 10% of the step.
+first step is a warm-up, not counted. Targets: overhead under 10% of the step; new path:
+prompt prefill under 8% of the step, whole step >= 1.4x faster than old, one vision-tower
+encoding per distinct video.
 
     python bench/step.py [--steps 3] [--prompts 2] [--mini-batches 2] [--quick]
 """
@@ -38,11 +46,22 @@ PHASES = {
 }
 DETAILS = {  # parts of the phases above, not added to them
     "vision_tower": "(vision tower, inside generation and all forwards)",
-    "generate_prefill": "(generation: prompt prefill, once per sampled row)",
+    "generate_prefill": "(generation: prompt prefill; old: once per sampled row, new: per prompt)",
     "generate_decode": "(generation: token-by-token decoding)",
     "advantage_and_selection": "(advantages and selection, inside overhead)",
 }
 TARGET_OVERHEAD = 0.10
+TARGET_PREFILL_SHARE = 0.08
+TARGET_SPEEDUP = 1.4
+PATHS = {  # name -> overrides
+    "old": [
+        "rollout.share_prefill=false",
+        "model.reuse_visual_embeddings=false",
+        "model.share_prompt_forward=false",
+    ],
+    "new": [],
+}
+COMPARED = ("reward/mean", "actor/loss", "response/length_mean", "rows/kept")
 
 
 CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
@@ -166,6 +185,108 @@ def breakdown(total: dict[str, float], watch: Stopwatch) -> dict[str, dict[str, 
     return out
 
 
+def measured_step(state: Any, indices: list[int], seed: int) -> tuple[dict, dict, Stopwatch]:
+    """One instrumented `train_step` from a fixed RNG state (so both paths sample alike)."""
+    import random
+
+    import torch
+
+    from videorl.trainer.loop import train_step
+
+    torch.manual_seed(seed)
+    random.seed(seed)
+    watch = Stopwatch()
+    with instrumented(state, watch):
+        start = watch.now()
+        metrics = train_step(state, indices)
+        total = {clock: read() - start[clock] for clock, read in CLOCKS.items()}
+    state.step += 1
+    return breakdown(total, watch), metrics, watch
+
+
+def summarize(steps: list[dict[str, Any]], keys: list[str]) -> dict[str, Any]:
+    """Seconds and shares of the step per phase (median and range over steps)."""
+    return {
+        "seconds": {
+            clock: {k: harness.spread([s[clock][k] for s in steps]) for k in [*keys, "step"]}
+            for clock in CLOCKS
+        },
+        "share": {
+            clock: {
+                k: harness.spread([s[clock][k] / s[clock]["step"] for s in steps]) for k in keys
+            }
+            for clock in CLOCKS
+        },
+        "vision_tower_videos_per_distinct_video": harness.spread(
+            [s["vision_tower_videos_per_distinct_video"] for s in steps], 2
+        ),
+    }
+
+
+def paired_ratios(old: list[dict], new: list[dict], keys: list[str]) -> dict[str, Any]:
+    """Per step old / new seconds of each phase (phases the new path removed are skipped)."""
+    out = {}
+    for clock in CLOCKS:
+        out[clock] = {
+            k: harness.spread([a[clock][k] / b[clock][k] for a, b in zip(old, new)], 3)
+            for k in [*keys, "step"]
+            if all(b[clock][k] > 1e-6 for b in new)
+        }
+    return out
+
+
+def _weights_gap(states: dict[str, Any]) -> float:
+    old = dict(states["old"].policy.model.named_parameters())
+    return max(
+        float((p.detach() - old[name].detach()).abs().max())
+        for name, p in states["new"].policy.model.named_parameters()
+    )
+
+
+def _report(result: dict[str, Any]) -> None:
+    new, ratios = result["paths"]["new"], result["ratios"]
+    rows = [
+        [
+            label,
+            harness.fmt(result["paths"]["old"]["seconds"]["cpu"][k], " s"),
+            harness.fmt(new["seconds"]["cpu"][k], " s"),
+            harness.fmt(ratios["cpu"][k], "x") if k in ratios["cpu"] else "-",
+            harness.fmt(new["share"]["cpu"][k], "", 3),
+        ]
+        for k, label in {**PHASES, **DETAILS}.items()
+    ]
+    rows.append(
+        [
+            "step",
+            harness.fmt(result["paths"]["old"]["seconds"]["cpu"]["step"], " s"),
+            harness.fmt(new["seconds"]["cpu"]["step"], " s"),
+            harness.fmt(ratios["cpu"]["step"], "x"),
+            f"1 (wall {harness.fmt(ratios['wall']['step'], 'x')} faster)",
+        ]
+    )
+    print()
+    print(
+        harness.markdown_table(
+            ["phase", "old: CPU s", "new: CPU s", "old / new (paired)", "new: share of step CPU"],
+            rows,
+        )
+    )
+    overhead = max(new["share"][clock]["other"]["median"] for clock in CLOCKS)
+    prefill = new["share"]["cpu"]["generate_prefill"]["median"]
+    speedup = ratios["cpu"]["step"]["median"]
+    towers = {
+        k: v["vision_tower_videos_per_distinct_video"]["median"] for k, v in result["paths"].items()
+    }
+    print(
+        f"new path: overhead {100 * overhead:.2f}% (target < {100 * TARGET_OVERHEAD:.0f}%), "
+        f"prompt prefill {100 * prefill:.1f}% of the step (target < {100 * TARGET_PREFILL_SHARE:.0f}%), "
+        f"step {speedup:.2f}x faster than old (target >= {TARGET_SPEEDUP}x); vision tower per "
+        f"distinct video: old {towers['old']:.0f}, new {towers['new']:.0f}; outputs: max |diff| "
+        f"{result['same_outputs']['max_metric_diff']:.2g} (metrics), "
+        f"{result['same_outputs']['max_weight_diff']:.2g} (weights)"
+    )
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -179,7 +300,7 @@ def main(argv: list[str] | None = None) -> None:
     args = harness.parse_args(parser, "step", argv)
     if args.quick:
         args.steps, args.prompts, args.response_tokens = 1, 2, 8
-    from videorl.trainer.loop import build_state, train_step
+    from videorl.trainer.loop import build_state
 
     started = time.perf_counter()
     machine = harness.machine()
@@ -191,105 +312,80 @@ def main(argv: list[str] | None = None) -> None:
         f"optim.mini_batches={args.mini_batches}",
         f"trainer.seed={args.seed}",
     ]
-    cfg = harness.recipe(harness.model_dir(args.work, size), train, args.work, *overrides)
-    state = build_state(cfg, None)
-    batches = harness.endless(state.sampler)
-    steps: list[dict[str, Any]] = []
+    model = harness.model_dir(args.work, size)
+    configs = {
+        name: harness.recipe(model, train, args.work, *overrides, *extra)
+        for name, extra in PATHS.items()
+    }
+    states = {name: build_state(cfg, None) for name, cfg in configs.items()}
+    batches = harness.endless(states["new"].sampler)
+    steps: dict[str, list[dict[str, Any]]] = {name: [] for name in PATHS}
+    gaps: list[float] = []
     for step in range(args.steps + 1):
-        watch = Stopwatch()
         indices = next(batches)
-        with instrumented(state, watch):
-            start = watch.now()
-            metrics = train_step(state, indices)
-            total = {clock: read() - start[clock] for clock, read in CLOCKS.items()}
-        state.step += 1
-        row = breakdown(total, watch)
-        print(
-            f"  step {step} {'(warm-up) ' if step == 0 else ''}wall {total['wall']:6.2f} s cpu {total['cpu']:6.2f} s  "
-            + "  ".join(f"{k} {row['cpu'][k]:.2f}" for k in PHASES),
-            flush=True,
-        )
-        if step > 0:
-            videos = len({str(state.records[i].media.path) for i in indices})
-            steps.append(
-                {
-                    **row,
-                    "rows_total": metrics["rows/total"],
-                    "rows_kept": metrics["rows/kept"],
-                    "vision_tower_videos_per_distinct_video": watch.counts["vision_tower_videos"]
-                    / videos,
-                }
+        videos = len({str(states["new"].records[i].media.path) for i in indices})
+        order = list(PATHS) if step % 2 == 0 else list(reversed(PATHS))
+        metrics = {}
+        for name in order:
+            row, metrics[name], watch = measured_step(states[name], indices, args.seed + step)
+            print(
+                f"  step {step} {name} {'(warm-up) ' if step == 0 else ''}wall {row['wall']['step']:6.2f} s "
+                f"cpu {row['cpu']['step']:6.2f} s  "
+                + "  ".join(f"{k} {row['cpu'][k]:.2f}" for k in PHASES),
+                flush=True,
             )
+            row["rows_total"], row["rows_kept"] = (
+                metrics[name]["rows/total"],
+                metrics[name]["rows/kept"],
+            )
+            row["vision_tower_videos_per_distinct_video"] = (
+                watch.counts["vision_tower_videos"] / videos
+            )
+            if step > 0:
+                steps[name].append(row)
+        gaps.append(max(abs(metrics["old"][k] - metrics["new"][k]) for k in COMPARED))
     keys = [*PHASES, *DETAILS]
+    paths = {name: summarize(rows, keys) for name, rows in steps.items()}
     result = {
         "benchmark": "step",
         "command": "python bench/step.py" + (" --quick" if args.quick else ""),
         "quick": args.quick,
-        "model": {"arch": harness.ARCH, "size": size, **harness.model_params(state.policy.model)},
+        "model": {
+            "arch": harness.ARCH,
+            "size": size,
+            **harness.model_params(states["new"].policy.model),
+        },
         "settings": {
             "recipe": "configs/quickstart.yaml (OraRL, pruning)",
             "overrides": overrides,
-            "rollout_n": cfg.rollout.n,
+            "paths": PATHS,
+            "rollout_n": configs["new"].rollout.n,
             "measured_steps": args.steps,
             "warmup_steps": 1,
             "torch_threads": args.threads,
         },
         "phases": PHASES,
         "details": DETAILS,
-        "seconds": {
-            clock: {k: harness.spread([s[clock][k] for s in steps]) for k in [*keys, "step"]}
-            for clock in CLOCKS
+        **paths["new"],  # the default path, as before this comparison
+        "paths": paths,
+        "ratios": paired_ratios(steps["old"], steps["new"], keys),
+        "same_outputs": {
+            "compared_metrics": list(COMPARED),
+            "max_metric_diff": max(gaps),
+            "max_weight_diff": _weights_gap(states),
         },
-        "share": {
-            clock: {
-                k: harness.spread([s[clock][k] / s[clock]["step"] for s in steps]) for k in keys
-            }
-            for clock in CLOCKS
+        "targets": {
+            "overhead_share": TARGET_OVERHEAD,
+            "prefill_share": TARGET_PREFILL_SHARE,
+            "step_speedup": TARGET_SPEEDUP,
         },
         "target_overhead_share": TARGET_OVERHEAD,
-        "rows": {"total": steps[-1]["rows_total"], "kept": steps[-1]["rows_kept"]},
-        "vision_tower_videos_per_distinct_video": harness.spread(
-            [s["vision_tower_videos_per_distinct_video"] for s in steps], 2
-        ),
+        "rows": {"total": steps["new"][-1]["rows_total"], "kept": steps["new"][-1]["rows_kept"]},
         "steps": steps,
         "machine": machine,
         "wall_s": round(time.perf_counter() - started, 1),
     }
-    rows = [
-        [
-            label,
-            harness.fmt(result["seconds"]["cpu"][k], " s"),
-            harness.fmt(result["share"]["cpu"][k], "", 3),
-            harness.fmt(result["share"]["wall"][k], "", 3),
-        ]
-        for k, label in {**PHASES, **DETAILS}.items()
-    ]
-    rows.append(
-        [
-            "step",
-            harness.fmt(result["seconds"]["cpu"]["step"], " s"),
-            "1",
-            f"1 (wall {harness.fmt(result['seconds']['wall']['step'], ' s')})",
-        ]
-    )
-    print()
-    print(
-        harness.markdown_table(
-            [
-                "phase",
-                "CPU seconds, median (range)",
-                "share of step CPU time",
-                "share of step wall time",
-            ],
-            rows,
-        )
-    )
-    overhead = max(result["share"][clock]["other"]["median"] for clock in CLOCKS)
-    print(
-        f"overhead {100 * overhead:.2f}% of the step (target < {100 * TARGET_OVERHEAD:.0f}%): "
-        f"{'met' if overhead < TARGET_OVERHEAD else 'NOT met'}; the vision tower encoded each video "
-        f"{result['vision_tower_videos_per_distinct_video']['median']:.0f} times per step"
-    )
+    _report(result)
     harness.write_results(args.out, result)
 
 

@@ -22,6 +22,30 @@ def _pct(value: float) -> str:
     return f"{100 * value:.0f}%"
 
 
+def _faster_steps_row(step: dict[str, Any]) -> list[str]:
+    """Issue 19: shared prefill + each video encoded once, against the old path."""
+    ratios, paths = step["ratios"], step["paths"]
+    old, new = paths["old"]["share"]["cpu"], paths["new"]["share"]["cpu"]
+    towers = {k: v["vision_tower_videos_per_distinct_video"]["median"] for k, v in paths.items()}
+    same = step["same_outputs"]
+    return [
+        "Shared prefill + each video encoded once + one prompt forward per group (vs "
+        + "`rollout.share_prefill=false model.reuse_visual_embeddings=false "
+        + "model.share_prompt_forward=false`)",
+        (
+            f"whole step {harness.fmt(ratios['cpu']['step'], 'x')} faster in CPU time, "
+            f"{harness.fmt(ratios['wall']['step'], 'x')} in wall time; generation "
+            f"{harness.fmt(ratios['cpu']['generate'], 'x')}, old log-probs "
+            f"{harness.fmt(ratios['cpu']['old_logprobs'], 'x')}, update "
+            f"{harness.fmt(ratios['cpu']['update'], 'x')}; prompt prefill {_pct(old['generate_prefill']['median'])} "
+            f"-> {_pct(new['generate_prefill']['median'])} of the step; vision tower "
+            f"{towers['old']:.0f} -> {towers['new']:.0f} encodings per distinct video; same outputs "
+            f"(max |diff| {same['max_metric_diff']:.1g} in rewards/losses, {same['max_weight_diff']:.1g} in weights)"
+        ),
+        "bench/step.py",
+    ]
+
+
 def rows(folder: Path) -> list[list[str]]:
     out = []
     pruning = _load(folder, "pruning")
@@ -91,6 +115,8 @@ def rows(folder: Path) -> list[list[str]]:
                 "bench/step.py",
             ]
         )
+        if "ratios" in step:
+            out.append(_faster_steps_row(step))
     video = _load(folder, "video")
     if video:
         once = video["decode_once"]

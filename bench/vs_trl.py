@@ -15,8 +15,12 @@ is a warm-up; each block gives one ratio of median step times.
 
 Video check: one step of each trainer on synthetic temporal-grounding videos, with a hook on
 the decoder (`model.model`) that records which inputs each forward gets. The loss forward is
-the one run with gradients on; it must get `pixel_values_videos` and `video_grid_thw`, or the
-policy is trained on placeholder tokens without the frames it saw in the rollout.
+the one run with gradients on; each must get the video with its placeholder tokens, as
+`pixel_values_videos` + `video_grid_thw` or as the vision tower's embeddings of those pixels
+(`mm_encoder_outputs` with a video entry: videorl encodes each video once per step with a
+frozen tower), or have no placeholder tokens and continue a cache (the responses of a
+shared prompt forward, which attend to the prompt's cached video); else the policy is
+trained on placeholder tokens without the frames it saw in the rollout.
 
 TRL is the optional `bench` extra (`pip install -e '.[bench]'`); without it the TRL columns
 record why.
@@ -340,6 +344,7 @@ class ForwardLog:
             {
                 "grad": torch.is_grad_enabled(),
                 "inputs": sorted(k for k, v in kwargs.items() if v is not None),
+                "video_features": (kwargs.get("mm_encoder_outputs") or {}).get("video") is not None,
                 "video_pad_tokens": int((ids == self.video_token_id).sum())
                 if isinstance(ids, torch.Tensor)
                 else 0,
@@ -351,8 +356,13 @@ class ForwardLog:
         rollout = [c for c in self.calls if not c["grad"]]
         loss = [c for c in self.calls if c["grad"]]
 
+        def has_video(call: dict[str, Any]) -> bool:  # the pixels, or their encoder embeddings
+            pixels = {"pixel_values_videos", "video_grid_thw"} <= set(call["inputs"])
+            return pixels or call["video_features"]
+
         def sees(call: dict[str, Any]) -> bool:
-            return {"pixel_values_videos", "video_grid_thw"} <= set(call["inputs"])
+            continues = call["video_pad_tokens"] == 0 and "cache" in call["inputs"]
+            return has_video(call) or continues
 
         def rollout_sees(call: dict[str, Any]) -> bool:  # generate may pass precomputed features
             return sees(call) or "mm_encoder_outputs" in call["inputs"]
@@ -360,7 +370,8 @@ class ForwardLog:
         return {
             "rollout_forward_gets_video": any(rollout_sees(c) for c in rollout),
             "loss_forwards": len(loss),
-            "loss_forward_gets_video": bool(loss) and all(sees(c) for c in loss),
+            "loss_forward_gets_video": any(has_video(c) for c in loss)
+            and all(sees(c) for c in loss),
             "video_pad_tokens_in_loss_inputs": sum(c["video_pad_tokens"] for c in loss),
             "loss_forward_inputs": loss[0]["inputs"] if loss else [],
         }

@@ -115,6 +115,12 @@ class ModelConfig:
     # LoRA adapters (peft): rank > 0 trains adapters only; the KL reference is the base
     # with the adapters off; runs save adapter folders (`videorl merge` makes full ones).
     lora: LoraSettings = field(default_factory=LoraSettings)
+    # Encode each distinct video once per step and reuse its vision-tower output in every
+    # forward of the step (a trainable tower is recomputed with gradients in the update).
+    reuse_visual_embeddings: bool = True
+    # Rows of one prompt run its forward once (log-prob passes and the update) and attend to
+    # its expanded KV cache; same values up to float order (models/shared_prompt.py).
+    share_prompt_forward: bool = True
 
 
 @dataclass(frozen=True)
@@ -194,6 +200,7 @@ class RolloutConfig:
     vllm_sleep_level: int = 0  # GPU: 1 offloads weights, 2 drops them, from rollout to sync
     vllm_enforce_eager: bool = False
     vllm_cpu_kv_cache_gb: float = 4.0  # KV cache size when vLLM runs on the CPU
+    share_prefill: bool = True  # HF engine: prefill each prompt once for its n samples
 
     def __post_init__(self) -> None:
         _positive(
@@ -323,6 +330,9 @@ class TrainerConfig:
     val_temperature: float | None = None
     val_top_p: float | None = None
     log_every: int = 1  # steps between log lines when stdout is not a terminal
+    # Intra-op torch threads on CPU; 0 = the process's cores / local ranks, unless
+    # OMP_NUM_THREADS is set (trainer/threads.py).
+    cpu_threads: int = 0
 
     def __post_init__(self) -> None:
         _positive(
@@ -352,6 +362,10 @@ class TrainerConfig:
             )
         if self.wandb_project:
             _require_module("wandb", f"trainer.wandb_project={self.wandb_project!r}", "wandb")
+        if self.cpu_threads < 0:
+            raise ConfigError(
+                f"trainer.cpu_threads={self.cpu_threads} must be >= 0 (0 = automatic)"
+            )
 
 
 @dataclass(frozen=True)

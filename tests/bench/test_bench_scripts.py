@@ -67,6 +67,22 @@ def test_step_phases_do_not_overlap(results):
 
 
 @pytest.mark.slow
+def test_step_compares_old_and_new_paths_side_by_side(results):
+    result = results["step"]
+    towers = {
+        name: path["vision_tower_videos_per_distinct_video"]["median"]
+        for name, path in result["paths"].items()
+    }
+    assert towers["new"] == 1.0 and towers["old"] > 1.0  # frozen tower: one encoding per video
+    assert result["ratios"]["cpu"]["step"]["median"] > 0
+    prefill = {
+        name: p["seconds"]["cpu"]["generate_prefill"]["median"]
+        for name, p in result["paths"].items()
+    }
+    assert 0 < prefill["new"] and result["same_outputs"]["max_metric_diff"] < 1e-4
+
+
+@pytest.mark.slow
 def test_each_video_is_decoded_once_per_step(results):
     once = results["video"]["decode_once"]
     for recipe in once.values():

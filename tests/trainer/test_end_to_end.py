@@ -53,10 +53,10 @@ def test_loss_forward_receives_the_rollout_video(make_config, monkeypatch, tmp_p
     seen = {"rollout": [], "update": []}
     real_generate = generate_module.generate
 
-    def spy_generate(loaded, prompts, params):
+    def spy_generate(loaded, prompts, params, **kwargs):
         for p in prompts:
             seen["rollout"].append(p.vision["pixel_values_videos"])
-        return real_generate(loaded, prompts, params)
+        return real_generate(loaded, prompts, params, **kwargs)
 
     from videorl.models import logprobs as logprobs_module
 
@@ -79,6 +79,7 @@ def test_loss_forward_receives_the_rollout_video(make_config, monkeypatch, tmp_p
     monkeypatch.setattr("videorl.rollout.engine.generate", spy_generate)
     monkeypatch.setattr(logprobs_module, "pack_rows", spy_pack)
     monkeypatch.setattr(logprobs_module, "collate", spy_collate)
+    monkeypatch.setattr("videorl.models.shared_prompt.collate", spy_collate)  # shared prompts
     for packing in ("true", "false"):
         seen["update"].clear()
         config, _ = make_config(

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
 from videorl.models.inputs import PromptEncoding, collate
 from videorl.models.loading import LoadedModel
+from videorl.models.visual_cache import cached_encoder_outputs, with_encoder_outputs
 
 
 @dataclass(frozen=True)
@@ -41,39 +43,110 @@ def trim_response(tokens: torch.Tensor, eos_ids: Sequence[int]) -> tuple[torch.T
     return tokens, True
 
 
+def _sample_kwargs(loaded: LoadedModel, params: SamplingParams) -> dict:
+    """`generate` arguments of the sampling itself (shared by both prefill paths)."""
+    greedy = params.temperature <= 0
+    kwargs = {
+        "do_sample": not greedy,
+        "max_new_tokens": params.max_new_tokens,
+        "suppress_tokens": loaded.banned_token_ids or None,
+        "eos_token_id": loaded.eos_token_ids,
+        "pad_token_id": loaded.pad_token_id,
+        "return_dict_in_generate": True,
+        "output_logits": params.logprobs,
+    }
+    if not greedy:
+        kwargs.update(
+            temperature=params.temperature, top_p=params.top_p, top_k=params.top_k or None
+        )
+    return kwargs
+
+
+def can_share_prefill(model: torch.nn.Module, inputs: dict[str, Any], n: int) -> bool:
+    """Shared prefill needs n > 1, a prompt of 2+ tokens, a decoder-only model and at least
+    one attention layer: `generate` continues a cache only where it can count the cached
+    tokens (a purely recurrent model has none; hybrids such as Qwen3.5 are fine). Every
+    transformers cache layer, linear-attention state included, expands along the batch
+    (`Cache.reorder_cache`)."""
+    config = model.config
+    layer_types = getattr(getattr(config, "text_config", None) or config, "layer_types", None)
+    return (
+        n > 1
+        and inputs["input_ids"].shape[1] > 1
+        and hasattr(model, "_prepare_position_ids_for_generation")
+        and not getattr(config, "is_encoder_decoder", False)
+        and not (layer_types and all(t == "linear_attention" for t in layer_types))
+    )
+
+
+def _shared_prefill_generate(
+    model: torch.nn.Module, inputs: dict[str, Any], n: int, kwargs: dict[str, Any]
+) -> Any:
+    """Prefill each prompt once, expand its cache to the n samples, then decode them together.
+
+    The prompt minus its last token is run once per prompt (with its video); the cache
+    (attention keys/values and, for hybrid models, the linear-attention conv and recurrent
+    state) is repeated n times per prompt (`reorder_cache` with `[0]*n + [1]*n + ...`, the
+    layout of `num_return_sequences`), and `generate` continues from it: it feeds the last
+    prompt token of each of the B*n rows, then samples exactly as the unshared path (the same
+    rows in the same order, so the same random draws). Positions (Qwen-VL's multimodal RoPE
+    positions included) are computed once for the whole prompt as `generate` itself does and
+    passed along, so no rope-delta state is needed in the decode steps.
+    """
+    ids, mask = inputs["input_ids"], inputs["attention_mask"]
+    extra = {k: v for k, v in inputs.items() if k not in ("input_ids", "attention_mask")}
+    position_ids = model._prepare_position_ids_for_generation(
+        ids, {"input_ids": ids, "attention_mask": mask, **extra}
+    )
+    batch_dim = 1 if position_ids.ndim == 3 else 0
+    prefill_inputs = {k: v for k, v in extra.items() if k != "mm_token_type_ids"}
+    if "mm_token_type_ids" in extra:
+        prefill_inputs["mm_token_type_ids"] = extra["mm_token_type_ids"][:, :-1]
+    prefill = model(
+        input_ids=ids[:, :-1],
+        attention_mask=mask[:, :-1],
+        position_ids=position_ids[..., :-1],
+        use_cache=True,
+        logits_to_keep=1,
+        **prefill_inputs,
+    )
+    cache = prefill.cache
+    cache.reorder_cache(torch.arange(ids.shape[0], device=ids.device).repeat_interleave(n))
+    return model.generate(
+        input_ids=ids.repeat_interleave(n, dim=0),
+        attention_mask=mask.repeat_interleave(n, dim=0),
+        position_ids=position_ids.repeat_interleave(n, dim=batch_dim),
+        cache=cache,
+        **kwargs,
+    )
+
+
 @torch.no_grad()
 def generate(
-    loaded: LoadedModel, prompts: Sequence[PromptEncoding], params: SamplingParams
+    loaded: LoadedModel,
+    prompts: Sequence[PromptEncoding],
+    params: SamplingParams,
+    *,
+    share_prefill: bool = False,
 ) -> list[Generation]:
-    """Sample `params.n` responses for each prompt in one batched `generate` call."""
+    """Sample `params.n` responses for each prompt in one batched `generate` call.
+
+    `share_prefill` prefills each prompt once for its n samples (`_shared_prefill_generate`);
+    otherwise `generate` prefills every one of the B*n rows. Both give the same responses.
+    """
     model = loaded.model
     device = next(model.parameters()).device
     inputs, _ = collate(prompts, None, loaded.pad_token_id)
     inputs = {k: v.to(device) for k, v in inputs.items()}
+    inputs = with_encoder_outputs(inputs, cached_encoder_outputs(loaded, prompts))
+    kwargs = _sample_kwargs(loaded, params)
     greedy = params.temperature <= 0
-    sample_kwargs = (
-        {}
-        if greedy
-        else {
-            "temperature": params.temperature,
-            "top_p": params.top_p,
-            "top_k": params.top_k or None,
-        }
-    )
     was_training = model.training
     model.eval()
-    out = model.generate(
-        **inputs,
-        do_sample=not greedy,
-        num_return_sequences=params.n,
-        max_new_tokens=params.max_new_tokens,
-        suppress_tokens=loaded.banned_token_ids or None,
-        eos_token_id=loaded.eos_token_ids,
-        pad_token_id=loaded.pad_token_id,
-        return_dict_in_generate=True,
-        output_logits=params.logprobs,
-        **sample_kwargs,
-    )
+    if share_prefill and can_share_prefill(model, inputs, params.n):
+        out = _shared_prefill_generate(model, inputs, params.n, kwargs)
+    else:
+        out = model.generate(**inputs, num_return_sequences=params.n, **kwargs)
     model.train(was_training)
     prompt_len = inputs["input_ids"].shape[1]
     new_tokens = out.sequences[:, prompt_len:].cpu()

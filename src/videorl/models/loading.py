@@ -35,6 +35,8 @@ class LoadedModel:
     processor: Any | None
     model_type: str
     packing: bool = False  # log-prob / training forwards use padding-free packed rows
+    visual_cache: Any = None  # VisualEmbeddingCache: encode each video once per step
+    share_prompts: bool = False  # rows of one prompt share its forward (models/shared_prompt.py)
 
     @property
     def is_vision(self) -> bool:

@@ -14,6 +14,7 @@ both return the same [B, R] layout.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 from torch.nn.utils.rnn import pad_sequence
@@ -21,6 +22,8 @@ from torch.nn.utils.rnn import pad_sequence
 from videorl.models.inputs import PromptEncoding, collate
 from videorl.models.loading import LoadedModel
 from videorl.models.packing import pack_rows
+from videorl.models.shared_prompt import distinct_prompts, shared_prompt_logprobs, worth_sharing
+from videorl.models.visual_cache import cached_encoder_outputs, with_encoder_outputs
 
 
 def _chunk_logprobs(
@@ -78,13 +81,17 @@ def packed_logprobs(
     *,
     temperature: float = 1.0,
     chunk: int = 1024,
+    encoder_outputs: dict[str, Any] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The same [B, R] values as `response_logprobs` on `collate`d rows, computed from one
-    padding-free packed sequence; logits only at the positions before response tokens."""
+    padding-free packed sequence; logits only at the positions before response tokens.
+    `encoder_outputs` (the rows' vision embeddings, `models/visual_cache.py`) replace the
+    pixels when given."""
     _check_temperature(temperature)
     device = next(model.parameters()).device
     packed = pack_rows(model, prompts, responses)
     inputs = {k: v.to(device) for k, v in packed.inputs.items()}
+    inputs = with_encoder_outputs(inputs, encoder_outputs)
     positions = packed.logit_positions.to(device)
     logits = model(**inputs, use_cache=False, logits_to_keep=positions).logits[0]
     logp, entropy = _chunked(logits, packed.targets.to(device), temperature, chunk)
@@ -103,15 +110,28 @@ def rows_logprobs(
     temperature: float,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Log-probs, entropies and the response mask, each [B, R] on the model's device, of each
-    row's response; packed when `loaded.packing`, else padded."""
+    row's response: rows of a shared prompt run its forward once when `loaded.share_prompts`
+    (`models/shared_prompt.py`), otherwise packed when `loaded.packing`, else padded."""
     device = next(loaded.model.parameters()).device
+    if loaded.share_prompts and worth_sharing(prompts, responses):
+        return shared_prompt_logprobs(
+            loaded.model,
+            prompts,
+            responses,
+            loaded.pad_token_id,
+            logprobs_of=lambda logits, targets: _chunked(logits, targets, temperature, 1024),
+            encoder_outputs=cached_encoder_outputs(loaded, distinct_prompts(prompts)),
+        )
+    vision = cached_encoder_outputs(loaded, prompts)
     if loaded.packing:
-        logp, entropy = packed_logprobs(loaded.model, prompts, responses, temperature=temperature)
+        logp, entropy = packed_logprobs(
+            loaded.model, prompts, responses, temperature=temperature, encoder_outputs=vision
+        )
         lengths = torch.tensor([int(r.numel()) for r in responses], device=device)
         mask = (torch.arange(logp.shape[1], device=device) < lengths[:, None]).float()
         return logp, entropy, mask
     inputs, mask = collate(prompts, responses, loaded.pad_token_id)
-    inputs = {k: v.to(device) for k, v in inputs.items()}
+    inputs = with_encoder_outputs({k: v.to(device) for k, v in inputs.items()}, vision)
     targets = inputs["input_ids"][:, -mask.shape[1] :]
     logp, entropy = response_logprobs(loaded.model, inputs, targets, temperature=temperature)
     return logp, entropy, mask.to(device)

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import math
 import multiprocessing as mp
+import os
 import pickle
 import signal
+import sys
 import time
 from collections import deque
 from collections.abc import Sequence
@@ -45,11 +47,23 @@ def _context() -> Any:
     return mp.get_context("spawn")
 
 
+def use_one_thread() -> None:
+    """Scoring workers run one thread each (many workers share the trainer's cores), unless
+    the user set `OMP_NUM_THREADS`: for libraries imported later, and for torch if loaded."""
+    if os.environ.get("OMP_NUM_THREADS", "").strip():
+        return
+    os.environ["OMP_NUM_THREADS"] = "1"
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.set_num_threads(1)
+
+
 def _serve(conn: Connection, config: RewardConfig) -> None:
     """Worker loop: receive a chunk `(items, records)` with items `(index, record key,
     response)` and pickled records by key; send back `(index, result)` per sample, so that
     the parent can time each sample."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the trainer's to handle
+    use_one_thread()
     conn.send(_READY)
     while True:
         try:

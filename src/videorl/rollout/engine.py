@@ -37,20 +37,26 @@ class RolloutEngine(Protocol):
 
 
 class HFEngine:
-    """Generation with the training model itself (`model.generate`), batched over prompts."""
+    """Generation with the training model itself (`model.generate`), batched over prompts.
 
-    def __init__(self, loaded: LoadedModel, max_prompts_per_call: int = 16) -> None:
+    `share_prefill` (`rollout.share_prefill`) prefills each prompt once for its n samples
+    instead of once per sampled row; the responses are the same (`models/generate.py`).
+    """
+
+    def __init__(
+        self, loaded: LoadedModel, max_prompts_per_call: int = 16, share_prefill: bool = True
+    ) -> None:
         self.loaded = loaded
         self.max_prompts_per_call = max_prompts_per_call
+        self.share_prefill = share_prefill
 
     def generate(
         self, prompts: Sequence[PromptEncoding], params: SamplingParams
     ) -> list[Generation]:
         out: list[Generation] = []
         for start in range(0, len(prompts), self.max_prompts_per_call):
-            out.extend(
-                generate(self.loaded, prompts[start : start + self.max_prompts_per_call], params)
-            )
+            chunk = prompts[start : start + self.max_prompts_per_call]
+            out.extend(generate(self.loaded, chunk, params, share_prefill=self.share_prefill))
         return out
 
     def continue_prefixes(

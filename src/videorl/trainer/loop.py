@@ -28,6 +28,8 @@ from videorl.models.generate import SamplingParams
 from videorl.models.inputs import PromptEncoding
 from videorl.models.loading import LoadedModel, check_same_tokenizer, load_model
 from videorl.models.lora import apply_lora, reference_view
+from videorl.models.shared_prompt import enable_shared_prompts
+from videorl.models.visual_cache import clear_visual_caches, share_visual_cache
 from videorl.rewards.batch import ANNOTATION_PREFIX, CONSTRUCTED_PREFIX, POLICY_PREFIX
 from videorl.rewards.pool import ScoringPool
 from videorl.rollout.engine import HFEngine, RolloutEngine
@@ -56,6 +58,7 @@ from videorl.trainer.stages import (
     score,
     select,
 )
+from videorl.trainer.threads import set_cpu_threads
 from videorl.trainer.update import UpdateContext, update_policy
 from videorl.trainer.validation import validate
 from videorl.video.cache import VideoCache
@@ -167,6 +170,7 @@ def build_state(cfg: Config, resume: str | None, info: DistInfo | None = None) -
         if cfg.trainer.device != "auto"
         else ("cuda" if torch.cuda.is_available() else "cpu")
     )
+    set_cpu_threads(cfg.trainer.cpu_threads, info.device)
     torch.manual_seed(cfg.trainer.seed)
     random.seed(cfg.trainer.seed)
     checkpoint = ckpt.resolve_resume(resume, cfg.trainer.output_dir)
@@ -207,6 +211,11 @@ def build_state(cfg: Config, resume: str | None, info: DistInfo | None = None) -
     elif cfg.model.reference_path:
         reference = load_model(cfg.model.reference_path, **model_kwargs)
         reference.model.eval()
+    if cfg.model.reuse_visual_embeddings:
+        share_visual_cache(policy, rollout_model, teacher, reference)
+    enable_shared_prompts(cfg.model.share_prompt_forward, rollout_model, teacher, reference)
+    if info.enabled:  # FSDP ranks must run matching forwards: one per update micro-batch
+        policy.share_prompts = False
     optimizer = torch.optim.AdamW(
         [p for p in policy.model.parameters() if p.requires_grad],
         lr=cfg.optim.lr,
@@ -221,7 +230,7 @@ def build_state(cfg: Config, resume: str | None, info: DistInfo | None = None) -
     state = TrainState(
         cfg=cfg,
         policy=policy,
-        engine=HFEngine(rollout_model)
+        engine=HFEngine(rollout_model, share_prefill=cfg.rollout.share_prefill)
         if rollout_engine(cfg.rollout.engine, cfg.model.path) == "hf"
         else build_vllm_engine(cfg, rollout_model, info),
         optimizer=optimizer,
@@ -316,6 +325,7 @@ def train_step(state: TrainState, indices: list[int]) -> dict[str, Any]:
     """decode -> rollout (+ constructed, + annotation rows) -> rewards -> advantages -> selection -> update."""
     cfg, timer = state.cfg, StageTimer()
     scorer = state.engine.loaded  # the policy itself, or its synced unsharded copy under FSDP
+    clear_visual_caches(state.policy, state.reference, state.teacher)  # e.g. validation's videos
     with timer("decode"):
         records, prompts, videos, skipped = decode_prompts(
             state, shard_indices(indices, state.info)
@@ -397,6 +407,7 @@ def train_step(state: TrainState, indices: list[int]) -> dict[str, Any]:
         batch = select(batch, cfg.algorithm.pruning, cfg.rollout.n)
     with timer("update"):
         update_metrics = update_policy(_update_context(state), batch)
+    clear_visual_caches(state.policy, state.reference, state.teacher)  # this step's videos only
     state.scheduler.step()
     state.engine.sync_weights(state.policy.model)
     tokens = float(batch.response_lengths.sum())

@@ -136,6 +136,9 @@ def add_sensitivity_bonus(
         )
         shuffled_prompts.append(encode(batch.records[g], replace(video, frames=video.frames[perm])))
     responses = [batch.responses[i] for i in rows]
+    # both passes in one forward layout (the shuffled prompts are one per row, so never
+    # share a prompt forward): where a shuffle moves no frame, d is exactly 0, not float noise
+    loaded = replace(loaded, share_prompts=False)
     original = row_logprobs(
         loaded,
         [batch.prompts[int(batch.group_ids[i])] for i in rows],

@@ -55,7 +55,11 @@ def validate(state: TrainState) -> dict[str, Any]:
     params = validation_sampling(cfg)
     # Only rank 0 validates; vLLM's data-parallel engines must all step together, so under
     # torchrun validation generates with the HF copy of the synced policy.
-    engine = HFEngine(state.engine.loaded) if state.info.enabled else state.engine
+    engine = (
+        HFEngine(state.engine.loaded, share_prefill=state.cfg.rollout.share_prefill)
+        if state.info.enabled
+        else state.engine
+    )
     generations = engine.generate(prompts, params)
     texts = [
         state.policy.tokenizer.decode(t, skip_special_tokens=True)

@@ -1,0 +1,176 @@
+"""Encode each video once per step: the vision tower's output per distinct prompt video, reused.
+
+A step runs the same prompt video through the model many times: generation, the old-,
+reference-, teacher- and sensitivity log-prob passes and the update forward, each in
+several micro-batches. With a frozen vision tower (`model.freeze_vision`) every one of
+those encodings is the same function of the same pixels, so `VisualEmbeddingCache` encodes
+each distinct video (and image) once and the forwards take the stored embeddings through
+transformers' `mm_encoder_outputs` (what `generate` itself uses to encode a prompt once)
+instead of `pixel_values[_videos]`. The vision tower output is
+
+    E(v) = visual(pixel_values(v), grid_thw(v))   (pooled tokens + Qwen3-VL deepstack features)
+
+and a forward given `E(v)` equals one given the pixels up to float reduction order. Keys
+are the prompt's pixel tensor (`PromptEncoding.vision`, shared by its n rows and all
+passes); frames shuffled for the sensitivity reward are other prompts, so they are encoded
+once each too. Entries are held for one step (`clear`). A trainable tower is recomputed
+(with gradients) wherever gradients are enabled, i.e. in the update forward; no-grad passes
+still share one encoding, taken before the step's first optimizer step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from videorl.models.inputs import PromptEncoding
+
+if TYPE_CHECKING:
+    from videorl.models.loading import LoadedModel
+
+# modality -> (pixel key, grid key, `get_*_features` of the backbone)
+MODALITIES = {
+    "image": ("pixel_values", "image_grid_thw", "get_image_features"),
+    "video": ("pixel_values_videos", "video_grid_thw", "get_video_features"),
+}
+
+
+@dataclass
+class _Encoded:
+    """The tower's output for one prompt's items (videos or images), one tensor per item."""
+
+    pixels: torch.Tensor  # the key, kept alive so that its id is not reused
+    pooled: list[torch.Tensor]
+    deepstack: list[list[torch.Tensor]] | None  # [layer][item]
+
+
+def vision_tower(model: torch.nn.Module) -> torch.nn.Module | None:
+    backbone = getattr(model, "model", model)
+    return getattr(backbone, "visual", None)
+
+
+def tower_trainable(model: torch.nn.Module) -> bool:
+    tower = vision_tower(model)
+    return tower is not None and any(p.requires_grad for p in tower.parameters())
+
+
+class VisualEmbeddingCache:
+    """Per-step store of `encoder`'s vision-tower outputs, by prompt pixel tensor."""
+
+    def __init__(self, encoder: torch.nn.Module) -> None:
+        self.encoder = encoder  # under FSDP: the unsharded rollout copy (same frozen tower)
+        self._store: dict[tuple[str, int], _Encoded] = {}
+        self._output_types: dict[str, type] = {}
+        self.encoded_items = 0  # videos + images run through the tower since construction
+
+    def clear(self) -> None:
+        self._store.clear()
+
+    def __len__(self) -> int:
+        return len(self._store)
+
+    @torch.no_grad()
+    def _encode(self, modality: str, prompts: Sequence[PromptEncoding]) -> None:
+        """Encode the prompts' items of `modality` in one tower call and store them."""
+        pixel_key, grid_key, method = MODALITIES[modality]
+        device = next(self.encoder.parameters()).device
+        pixels = torch.cat([p.vision[pixel_key] for p in prompts]).to(device)
+        grids = torch.cat([p.vision[grid_key] for p in prompts]).to(device)
+        backbone = getattr(self.encoder, "model", self.encoder)
+        was_training = self.encoder.training
+        self.encoder.eval()
+        out = getattr(backbone, method)(pixels, grids, return_dict=True)
+        self.encoder.train(was_training)
+        self._output_types[modality] = type(out)
+        deepstack = getattr(out, "deepstack_features", None)
+        start = 0
+        for prompt in prompts:
+            count = int(prompt.vision[grid_key].shape[0])
+            items = slice(start, start + count)
+            self._store[(modality, id(prompt.vision[pixel_key]))] = _Encoded(
+                pixels=prompt.vision[pixel_key],
+                pooled=list(out.pooler_output[items]),
+                deepstack=None if deepstack is None else [list(f[items]) for f in deepstack],
+            )
+            start += count
+        self.encoded_items += start
+
+    def _lookup(self, modality: str, prompt: PromptEncoding) -> _Encoded | None:
+        pixels = prompt.vision[MODALITIES[modality][0]]
+        entry = self._store.get((modality, id(pixels)))
+        return entry if entry is not None and entry.pixels is pixels else None
+
+    def encoder_outputs(self, prompts: Sequence[PromptEncoding]) -> dict[str, Any]:
+        """`mm_encoder_outputs` for rows `prompts` (items in row order, as `collate` lays out
+        the pixels), encoding the prompts not seen yet in one batch per modality."""
+        outputs: dict[str, Any] = {}
+        for modality, (pixel_key, _, _) in MODALITIES.items():
+            rows = [p for p in prompts if pixel_key in p.vision]
+            if not rows:
+                continue
+            missing = {
+                id(p.vision[pixel_key]): p for p in rows if self._lookup(modality, p) is None
+            }
+            if missing:
+                self._encode(modality, list(missing.values()))
+            entries = [self._lookup(modality, p) for p in rows]
+            pooled = tuple(t for e in entries for t in e.pooled)
+            fields: dict[str, Any] = {"pooler_output": pooled}
+            if entries[0].deepstack is not None:
+                layers = len(entries[0].deepstack)
+                fields["deepstack_features"] = [
+                    tuple(t for e in entries for t in e.deepstack[layer]) for layer in range(layers)
+                ]
+            outputs[modality] = self._output_types[modality](**fields)
+        return outputs
+
+
+def cached_encoder_outputs(
+    loaded: LoadedModel, prompts: Sequence[PromptEncoding]
+) -> dict[str, Any] | None:
+    """The rows' stored vision embeddings, or None to let the forward run the tower itself:
+    no cache, no vision input, or a trainable tower under gradients."""
+    cache = getattr(loaded, "visual_cache", None)
+    if cache is None or not any(
+        key in p.vision for p in prompts for key, _, _ in MODALITIES.values()
+    ):
+        return None
+    if torch.is_grad_enabled() and tower_trainable(loaded.model):
+        return None
+    return cache.encoder_outputs(prompts)
+
+
+def with_encoder_outputs(inputs: dict[str, Any], outputs: dict[str, Any] | None) -> dict[str, Any]:
+    """`inputs` with the pixel tensors replaced by `outputs` (grids stay: RoPE needs them)."""
+    if outputs is None:
+        return inputs
+    pixel_keys = {key for key, _, _ in MODALITIES.values()}
+    kept = {k: v for k, v in inputs.items() if k not in pixel_keys}
+    kept["mm_encoder_outputs"] = outputs
+    return kept
+
+
+def share_visual_cache(policy: LoadedModel, *others: LoadedModel | None) -> None:
+    """Give vision models a cache: the policy and its rollout copy share one (encoded by the
+    copy, which under FSDP is the unsharded one); a reference or teacher gets its own."""
+    if not policy.is_vision:
+        return
+    rollout = others[0] if others else None
+    encoder = rollout.model if rollout is not None else policy.model
+    policy.visual_cache = VisualEmbeddingCache(encoder)
+    if rollout is not None:
+        rollout.visual_cache = policy.visual_cache
+    for other in others[1:]:
+        if other is not None and other.is_vision:
+            other.visual_cache = VisualEmbeddingCache(other.model)
+
+
+def clear_visual_caches(*models: LoadedModel | None) -> None:
+    """Drop the stored embeddings (at the start and the end of a step)."""
+    for loaded in models:
+        cache = getattr(loaded, "visual_cache", None)
+        if cache is not None:
+            cache.clear()

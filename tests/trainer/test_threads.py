@@ -1,0 +1,83 @@
+"""CPU threads: cores / local ranks by default, OMP_NUM_THREADS and trainer.cpu_threads win."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+
+from videorl.config import TrainerConfig
+from videorl.errors import ConfigError
+from videorl.rewards.pool import use_one_thread
+from videorl.trainer.threads import (
+    available_cores,
+    cgroup_cpu_limit,
+    resolve_cpu_threads,
+    set_cpu_threads,
+)
+
+
+@pytest.fixture
+def restore_threads():
+    before = torch.get_num_threads()
+    yield
+    torch.set_num_threads(before)
+
+
+def test_cores_are_divided_among_local_ranks():
+    assert resolve_cpu_threads(0, {}, cores=8, load=0.0) == 8
+    assert resolve_cpu_threads(0, {"LOCAL_WORLD_SIZE": "4"}, cores=8, load=0.0) == 2
+    assert resolve_cpu_threads(0, {"LOCAL_WORLD_SIZE": "4"}, cores=2, load=0.0) == 1  # never 0
+    assert resolve_cpu_threads(0, {"LOCAL_WORLD_SIZE": "junk"}, cores=3, load=0.0) == 3
+
+
+def test_cores_busy_with_other_jobs_are_left_to_them():
+    assert resolve_cpu_threads(0, {}, cores=8, load=5.2) == 3
+    assert resolve_cpu_threads(0, {}, cores=2, load=15.0) == 1  # oversubscribed: one thread
+    assert resolve_cpu_threads(0, {"LOCAL_WORLD_SIZE": "2"}, cores=16, load=4.0) == 6
+
+
+def test_user_choices_win():
+    assert resolve_cpu_threads(0, {"OMP_NUM_THREADS": "3"}, cores=8) is None
+    assert resolve_cpu_threads(5, {"OMP_NUM_THREADS": "3", "LOCAL_WORLD_SIZE": "4"}, cores=8) == 5
+    assert resolve_cpu_threads(0, {"OMP_NUM_THREADS": ""}, cores=8, load=0.0) == 8  # empty: unset
+
+
+def test_available_cores_follow_affinity_and_cgroup_quota(tmp_path):
+    assert 1 <= available_cores() <= len(os.sched_getaffinity(0))
+    quota = tmp_path / "cpu.max"
+    quota.write_text("150000 100000\n")
+    assert cgroup_cpu_limit(quota) == 1
+    quota.write_text("max 100000\n")
+    assert cgroup_cpu_limit(quota) is None
+    assert cgroup_cpu_limit(tmp_path / "missing") is None
+
+
+def test_set_cpu_threads_applies_on_cpu_only(restore_threads):
+    auto = resolve_cpu_threads(0, {})
+    torch.set_num_threads(available_cores() + 3)  # oversubscribed: lowered to the fair share
+    assert set_cpu_threads(0, "cpu", env={}) <= max(auto, resolve_cpu_threads(0, {}))
+    torch.set_num_threads(1)  # a program's own lower choice is kept
+    assert set_cpu_threads(0, "cpu", env={}) == 1
+    torch.set_num_threads(5)
+    assert set_cpu_threads(0, "cpu", env={"OMP_NUM_THREADS": "9"}) == 5
+    assert set_cpu_threads(0, "cuda", env={}) == 5
+    assert set_cpu_threads(2, "cpu", env={"OMP_NUM_THREADS": "1"}) == 2
+
+
+def test_scoring_workers_use_one_thread(monkeypatch, restore_threads):
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    torch.set_num_threads(2)
+    use_one_thread()
+    assert torch.get_num_threads() == 1 and os.environ["OMP_NUM_THREADS"] == "1"
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
+    torch.set_num_threads(2)
+    use_one_thread()  # the user's setting is kept
+    assert torch.get_num_threads() == 2
+
+
+def test_cpu_threads_config_is_validated():
+    assert TrainerConfig(cpu_threads=3).cpu_threads == 3
+    with pytest.raises(ConfigError, match=r"trainer\.cpu_threads=-1"):
+        TrainerConfig(cpu_threads=-1)
