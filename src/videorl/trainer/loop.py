@@ -7,7 +7,7 @@ import logging
 import math
 import random
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -406,11 +406,28 @@ def _save(state: TrainState) -> Path:
     )
 
 
-def run_training(cfg: Config, resume: str | None = None) -> Path:
+def rl_status(metrics: dict[str, Any]) -> str:
+    """The progress bar's status text of an RL step."""
+    return f"reward {metrics.get('reward/mean', float('nan')):.3f}  loss {metrics.get('actor/loss', float('nan')):.4f}"
+
+
+@dataclass(frozen=True)
+class LoopHooks:
+    """What differs between jobs that share `run_training` (RL; `videorl sft`): the step, the
+    validation and the progress status. Data, models, checkpoints, resume, metric sinks,
+    best/ and final/ are the loop's."""
+
+    step: Callable[[TrainState, list[int]], dict[str, Any]] = train_step
+    validate: Callable[[TrainState], dict[str, Any]] = validate
+    status: Callable[[dict[str, Any]], str] = rl_status
+
+
+def run_training(cfg: Config, resume: str | None = None, hooks: LoopHooks | None = None) -> Path:
     """Train for `trainer.steps` steps; returns the final model folder (HF format).
 
     Under torchrun every rank runs this; rank 0 logs, validates and writes model folders.
     """
+    hooks = hooks or LoopHooks()
     info = init_distributed(cfg.trainer.device)
     if cfg.data.prompts_per_step % info.world_size:
         raise ConfigError(
@@ -446,7 +463,7 @@ def run_training(cfg: Config, resume: str | None = None) -> Path:
                 "train", total=cfg.trainer.steps, completed=state.step, status=""
             )
             while state.step < cfg.trainer.steps:
-                metrics = reduce_metrics(train_step(state, next(batches)), info)
+                metrics = reduce_metrics(hooks.step(state, next(batches)), info)
                 state.step += 1
                 if (
                     cfg.trainer.val_every
@@ -454,7 +471,7 @@ def run_training(cfg: Config, resume: str | None = None) -> Path:
                     and state.val_records
                 ):
                     if info.is_main:
-                        metrics.update(validate(state))
+                        metrics.update(hooks.validate(state))
                         if _record_best(state, metrics):
                             ckpt.write_atomically(
                                 out / "best",
@@ -465,8 +482,7 @@ def run_training(cfg: Config, resume: str | None = None) -> Path:
                     writer.write(state.step, metrics)
                 if cfg.trainer.save_every and state.step % cfg.trainer.save_every == 0:
                     _save(state)
-                status = f"reward {metrics.get('reward/mean', float('nan')):.3f}  loss {metrics.get('actor/loss', float('nan')):.4f}"
-                progress.update(task, completed=state.step, status=status)
+                progress.update(task, completed=state.step, status=hooks.status(metrics))
     except KeyboardInterrupt:
         path = _save(state)
         console.print(f"[yellow]interrupted:[/] saved {path}; resume with --resume auto")
