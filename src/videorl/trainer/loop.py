@@ -420,6 +420,7 @@ class LoopHooks:
     step: Callable[[TrainState, list[int]], dict[str, Any]] = train_step
     validate: Callable[[TrainState], dict[str, Any]] = validate
     status: Callable[[dict[str, Any]], str] = rl_status
+    curve_keys: tuple[str, ...] = ()  # what reward_curves.png plots (default: the rewards)
 
 
 def run_training(cfg: Config, resume: str | None = None, hooks: LoopHooks | None = None) -> Path:
@@ -497,7 +498,7 @@ def run_training(cfg: Config, resume: str | None = None, hooks: LoopHooks | None
     final = out / "final"
     if info.is_main:
         ckpt.write_atomically(final, lambda tmp: ckpt.save_model_folder(state.engine.loaded, tmp))
-        curves = plot_reward_curves(writer.path, out / "reward_curves.png")
+        curves = plot_reward_curves(writer.path, out / "reward_curves.png", hooks.curve_keys)
         console.print(f"final model: {final}\nmetrics: {writer.path}\ncurves: {curves}")
         if state.best:
             console.print(

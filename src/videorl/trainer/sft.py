@@ -34,6 +34,7 @@ from videorl.data.records import TaskRecord
 from videorl.models.batching import plan_microbatches
 from videorl.models.generate import SamplingParams
 from videorl.models.inputs import PromptEncoding
+from videorl.models.loading import LoadedModel
 from videorl.models.logprobs import rows_logprobs
 from videorl.rewards.annotation import serialize_annotation
 from videorl.rewards.batch import score_batch
@@ -74,6 +75,15 @@ def target_tokens(
     return torch.tensor((ids + [eos_id])[:budget], dtype=torch.long)
 
 
+def response_nll_sum(
+    policy: LoadedModel, prompts: list[PromptEncoding], responses: list[torch.Tensor]
+) -> tuple[torch.Tensor, float]:
+    """(sum over rows and response tokens of -log p(token | prompt, earlier tokens), number of
+    response tokens) for one micro-batch; prompt positions have no term."""
+    logp, _, mask = rows_logprobs(policy, prompts, responses, temperature=1.0)
+    return -(logp.float() * mask).sum(), float(mask.sum())
+
+
 def response_nll(
     state: TrainState,
     prompts: list[PromptEncoding],
@@ -99,9 +109,8 @@ def response_nll(
         if not micro:
             rows = tuple([x] for x in _dummy_micro(policy.pad_token_id))
         with torch.autocast(device.type, dtype=autocast, enabled=autocast is not None):
-            logp, _, mask = rows_logprobs(policy, *rows, temperature=1.0)
-        weight = 0.0 if not micro else 1.0
-        loss = -(logp.float() * mask).sum() * weight / max(total_tokens, 1.0)
+            nll, _ = response_nll_sum(policy, *rows)
+        loss = nll * (1.0 if micro else 0.0) / max(total_tokens, 1.0)
         (loss * state.info.world_size).backward()  # FSDP averages over ranks; we want the sum
         loss_sum += float(loss.detach())
     return all_reduce(loss_sum)
@@ -186,7 +195,9 @@ def sft_status(metrics: dict[str, Any]) -> str:
     return status
 
 
-SFT_HOOKS = LoopHooks(step=sft_step, validate=greedy_validate, status=sft_status)
+SFT_HOOKS = LoopHooks(
+    step=sft_step, validate=greedy_validate, status=sft_status, curve_keys=("sft/loss",)
+)
 
 
 def run_sft(cfg: Config, resume: str | None = None) -> Path:
