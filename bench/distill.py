@@ -1,11 +1,12 @@
-"""On-policy distillation on CPU: OPDVR vs OPD vs GRPO, curves side by side.
+"""On-policy distillation on CPU from a warm student: OPDVR vs OPD vs GRPD vs GRPO.
 
-The teacher is the OraRL-trained tiny model of bench/learning.py (trained here first if it
-is missing); the student is a fresh tiny model of the same family and tokenizer (another
-init seed). Same synthetic temporal-grounding task and seed for all three. Writes
-bench/results/distill.json and bench/results/distill.png.
+Student: the SFT-warmed tiny model of bench/learning.py (SFT stopped early: answers parse,
+boundaries imprecise). Teacher: the same SFT start trained further with OraRL for
+`--teacher-steps` (more than the students get), so it shares the tokenizer and is stronger.
+Each student trains `--steps` on the same synthetic temporal-grounding data, seed and
+learning rate. Writes bench/results/distill.json and bench/results/distill.png.
 
-    PYTHONPATH=src python bench/distill.py [--steps 150] [--teacher-steps 300] [--quick]
+    PYTHONPATH=src python bench/distill.py [--steps 100] [--teacher-steps 200] [--quick]
 """
 
 from __future__ import annotations
@@ -13,67 +14,103 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-from pathlib import Path
 
-from learning import RECIPES, RESULTS, WORK, plot, prepare, print_table, summarize, train_curve
+from learning import (
+    PLAIN,
+    RECIPES,
+    RESULTS,
+    WARM_LR,
+    WORK,
+    markdown,
+    plot,
+    prepare,
+    run_config,
+    summarize,
+    train_curve,
+    validation_before,
+    warm_start,
+)
 
 STUDENT_RECIPES: dict[str, list[str]] = {
-    "opdvr": ["algorithm.estimator=opdvr"],
-    "opd": ["algorithm.estimator=opd"],
-    "grpo": ["algorithm.estimator=grpo"],
+    "opdvr": ["algorithm.estimator=opdvr", *PLAIN],
+    "opd": ["algorithm.estimator=opd", *PLAIN],
+    "grpd": ["algorithm.estimator=grpd", *PLAIN],
+    "grpo": ["algorithm.estimator=grpo", *PLAIN],
 }
-PLAIN = ["algorithm.annotation_rows=false", "algorithm.pruning.enabled=false"]
 
 
 def main() -> None:
-    from videorl.models.tiny import build_tiny_model
-
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=150)
-    parser.add_argument("--teacher-steps", type=int, default=300)
+    parser.add_argument("--steps", type=int, default=100)
+    parser.add_argument("--teacher-steps", type=int, default=200)
     parser.add_argument("--window", type=int, default=25)
-    parser.add_argument(
-        "--quick", action="store_true", help="a 10-step smoke run (teacher 10 steps)"
-    )
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--lr", type=float, default=WARM_LR)
+    parser.add_argument("--sft-max-steps", type=int, default=100)
+    parser.add_argument("--sft-target", type=float, default=0.1)
+    parser.add_argument("--quick", action="store_true", help="a 10-step smoke run")
     args = parser.parse_args()
     steps, teacher_steps, window = (
         (10, 10, 3) if args.quick else (args.steps, args.teacher_steps, args.window)
     )
-    model, data = prepare(WORK, seed=0)
-    base = [f"data.train={data}"]
-    teacher = WORK / "orarl" / "final"
-    if args.quick or not (teacher / "config.json").is_file():
-        teacher = Path(
-            train_curve("orarl", [f"model.path={model}", *base, *RECIPES["orarl"]], teacher_steps)[
-                "final"
-            ]
-        )
-    student = WORK / "student"
-    if not (student / "config.json").is_file():
-        build_tiny_model("qwen2_5_vl", student, seed=1)
+    model, train, val = prepare(WORK, seed=args.seed)
+    sft = warm_start(
+        WORK,
+        model,
+        train,
+        val,
+        20 if args.quick else args.sft_max_steps,
+        args.sft_target,
+        args.quick,
+    )
+    base = [
+        f"data.train={train}",
+        f"data.seed={args.seed}",
+        f"trainer.seed={args.seed}",
+        f"model.path={sft['model']}",
+        f"optim.lr={args.lr}",
+    ]
+    teacher_run = train_curve("teacher-orarl", [*base, *RECIPES["orarl"]], teacher_steps, val)
+    teacher = teacher_run["final"]
+    before = validation_before(run_config("before", base + PLAIN, steps, val))
+    teacher_val = validation_before(
+        run_config("teacher-val", [*base, f"model.path={teacher}", *PLAIN], steps, val)
+    )
     curves = {
         name: train_curve(
-            f"distill-{name}",
-            [f"model.path={student}", f"model.teacher_path={teacher}", *base, *PLAIN, *overrides],
-            steps,
+            f"distill-{name}", [*base, f"model.teacher_path={teacher}", *overrides], steps, val
         )
         for name, overrides in STUDENT_RECIPES.items()
     }
     table = summarize(curves, window)
-    print_table(table, window)
+    print(markdown(table, window, before["val/reward_mean_at_k"]))
     suffix = "_quick" if args.quick else ""
     plot(
         curves,
         RESULTS / f"distill{suffix}.png",
-        "Student distilled from the OraRL-trained tiny teacher",
+        "Warm student distilled from an SFT + OraRL tiny teacher, CPU",
     )
     (RESULTS / f"distill{suffix}.json").write_text(
         json.dumps(
             {
                 "command": "PYTHONPATH=src python bench/distill.py"
-                + (" --quick" if args.quick else f" --steps {steps}"),
+                + (
+                    " --quick"
+                    if args.quick
+                    else f" --steps {steps} --teacher-steps {teacher_steps}"
+                ),
                 "machine": platform.platform(),
-                "teacher": str(teacher),
+                "student": sft,
+                "teacher": {
+                    "path": str(teacher),
+                    "orarl_steps": teacher_steps,
+                    "reward_first_window": sum(teacher_run["reward"][:window]) / window,
+                    "reward_last_window": sum(teacher_run["reward"][-window:]) / window,
+                    "val": teacher_val,
+                    "minutes": teacher_run["seconds"] / 60,
+                },
+                "lr": args.lr,
+                "val_before": before,
                 "steps": steps,
                 "window": window,
                 "table": table,
