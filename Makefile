@@ -1,4 +1,4 @@
-# Two commands: `make quickstart` (set up, train a tiny model on synthetic video, evaluate, report)
+# Two commands: `make quickstart` (set up, SFT then OraRL on a tiny model on synthetic video, evaluate, report)
 # and `make test` (set up, run the test suite). Everything runs on a CPU.
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -24,9 +24,12 @@ test: lint
 quickstart: setup
 	$(PY) -m videorl make-tiny $(QS)/model --arch qwen2_5_vl
 	$(PY) -m videorl synth --out $(QS)/data --families temporal_grounding --n 96 --seed 0 --val 16
+	$(PY) -m videorl sft sft_quickstart
 	$(PY) -m videorl train quickstart
+	$(PY) -m videorl eval --model $(QS)/sft/final --benchmark $(QS)/data/val.jsonl --out $(QS)/eval-sft
 	$(PY) -m videorl eval --model $(QS)/train/final --benchmark $(QS)/data/val.jsonl --out $(QS)/eval
-	@echo "checkpoint: $(QS)/train/final  metrics: $(QS)/train/metrics.jsonl  curves: $(QS)/train/reward_curves.png  report: $(QS)/eval/report.md"
+	$(PY) -m videorl eval --compare $(QS)/eval-sft $(QS)/eval
+	@echo "SFT: $(QS)/sft/final  OraRL: $(QS)/train/final  metrics: $(QS)/train/metrics.jsonl  curves: $(QS)/train/reward_curves.png  report: $(QS)/eval/report.md"
 
 BENCH_STAMP := $(VENV)/.bench-installed
 

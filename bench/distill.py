@@ -48,6 +48,7 @@ def main() -> None:
     parser.add_argument("--lr", type=float, default=WARM_LR)
     parser.add_argument("--sft-max-steps", type=int, default=100)
     parser.add_argument("--sft-target", type=float, default=0.1)
+    parser.add_argument("--students", default=",".join(STUDENT_RECIPES))
     parser.add_argument("--quick", action="store_true", help="a 10-step smoke run")
     args = parser.parse_args()
     steps, teacher_steps, window = (
@@ -70,40 +71,88 @@ def main() -> None:
         f"model.path={sft['model']}",
         f"optim.lr={args.lr}",
     ]
-    teacher_run = train_curve("teacher-orarl", [*base, *RECIPES["orarl"]], teacher_steps, val)
+    teacher_run = {
+        **teacher_curve([*base, *RECIPES["orarl"]], teacher_steps, val),
+        "steps": teacher_steps,
+    }
     teacher = teacher_run["final"]
     before = validation_before(run_config("before", base + PLAIN, steps, val))
     teacher_val = validation_before(
         run_config("teacher-val", [*base, f"model.path={teacher}", *PLAIN], steps, val)
     )
-    curves = {
-        name: train_curve(
-            f"distill-{name}", [*base, f"model.teacher_path={teacher}", *overrides], steps, val
-        )
-        for name, overrides in STUDENT_RECIPES.items()
-    }
-    table = summarize(curves, window)
-    print(markdown(table, window, before["val/reward_mean_at_k"]))
     suffix = "_quick" if args.quick else ""
+    path = RESULTS / f"distill{suffix}.json"
+    mine = {}
+    for name in args.students.split(","):  # results are rewritten after each student
+        overrides = [*base, f"model.teacher_path={teacher}", *STUDENT_RECIPES[name]]
+        mine[name] = train_curve(f"distill-{name}", overrides, steps, val)
+        curves = {**earlier_curves(path, steps), **mine}  # same steps, run before or in parallel
+        write_results(path, curves, args, sft, teacher_run, teacher_val, before, steps, window)
+    print(markdown(summarize(curves, window), window, before["val/reward_mean_at_k"]))
+
+
+def teacher_curve(overrides: list[str], steps: int, val) -> dict:
+    """SFT start + OraRL for `steps`; reused when a finished run of the same length exists."""
+    from videorl.trainer.metrics import read_metrics
+
+    out = WORK / "teacher-orarl"
+    metrics = out / "metrics.jsonl"
+    if (out / "final" / "config.json").is_file() and metrics.is_file():
+        rows = read_metrics(metrics)
+        if len(rows) == steps:
+            return {
+                "reward": [r["reward/mean"] for r in rows],
+                "seconds": _seconds(out),
+                "final": str(out / "final"),
+            }
+    run = train_curve("teacher-orarl", overrides, steps, val)
+    (out / "seconds.txt").write_text(f"{run['seconds']:.1f}\n")
+    return run
+
+
+def _seconds(out) -> float:
+    """A finished run's wall time: recorded, or from config.yaml (written at its start) to
+    final/ (written at its end)."""
+    if (out / "seconds.txt").is_file():
+        return float((out / "seconds.txt").read_text())
+    return (out / "final").stat().st_mtime - (out / "config.yaml").stat().st_mtime
+
+
+def earlier_curves(path, steps: int) -> dict:
+    """Students measured by an earlier (or parallel) warm-start run with the same steps."""
+    if not path.is_file():
+        return {}
+    saved = json.loads(path.read_text())
+    if saved.get("steps") != steps or "student" not in saved:
+        return {}
+    rows = {row["recipe"]: row for row in saved["table"]}
+    return {
+        k: {"reward": v, "seconds": 60 * rows[k]["minutes"], "val_after": rows[k].get("val_after")}
+        for k, v in saved["curves"].items()
+    }
+
+
+def write_results(path, curves, args, sft, teacher_run, teacher_val, before, steps, window):
+    table = summarize(curves, window)
     plot(
         curves,
-        RESULTS / f"distill{suffix}.png",
+        path.with_suffix(".png"),
         "Warm student distilled from an SFT + OraRL tiny teacher, CPU",
     )
-    (RESULTS / f"distill{suffix}.json").write_text(
+    path.write_text(
         json.dumps(
             {
                 "command": "PYTHONPATH=src python bench/distill.py"
                 + (
                     " --quick"
                     if args.quick
-                    else f" --steps {steps} --teacher-steps {teacher_steps}"
+                    else f" --steps {steps} --teacher-steps {teacher_run['steps']}"
                 ),
                 "machine": platform.platform(),
                 "student": sft,
                 "teacher": {
-                    "path": str(teacher),
-                    "orarl_steps": teacher_steps,
+                    "path": teacher_run["final"],
+                    "orarl_steps": teacher_run["steps"],
                     "reward_first_window": sum(teacher_run["reward"][:window]) / window,
                     "reward_last_window": sum(teacher_run["reward"][-window:]) / window,
                     "val": teacher_val,

@@ -254,7 +254,7 @@ def main() -> None:
         before = validation_before(run_config("before", base + RECIPES["grpo"], steps, val))
         payload.update(sft=sft, lr=args.lr, val_before=before)
     else:
-        base.append(f"model.path={model}")
+        base += [f"model.path={model}", "optim.lr=1e-2"]  # the cold recipe's rate
     suffix = ("" if warm else "_cold") + ("_quick" if args.quick else "")
     path = RESULTS / f"learning{suffix}.json"
     mine: dict[str, dict[str, Any]] = {}
