@@ -25,6 +25,7 @@ from learning import (
     plot,
     prepare,
     run_config,
+    saved_table,
     summarize,
     train_curve,
     validation_before,
@@ -50,7 +51,11 @@ def main() -> None:
     parser.add_argument("--sft-target", type=float, default=0.1)
     parser.add_argument("--students", default=",".join(STUDENT_RECIPES))
     parser.add_argument("--quick", action="store_true", help="a 10-step smoke run")
+    parser.add_argument("--table", action="store_true", help="print the saved results' table")
     args = parser.parse_args()
+    if args.table:
+        print(saved_table(RESULTS / f"distill{'_quick' if args.quick else ''}.json"))
+        return
     steps, teacher_steps, window = (
         (10, 10, 3) if args.quick else (args.steps, args.teacher_steps, args.window)
     )

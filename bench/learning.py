@@ -222,6 +222,13 @@ def markdown(table: list[dict[str, Any]], window: int, val_before: float | None 
     return "\n".join(lines)
 
 
+def saved_table(path: Path) -> str:
+    """The README table of a results file (learning*.json or distill*.json)."""
+    saved = json.loads(path.read_text())
+    before = saved.get("val_before", {}).get("val/reward_mean_at_k")
+    return markdown(saved["table"], saved["window"], before)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=150)
@@ -233,9 +240,15 @@ def main() -> None:
     parser.add_argument("--sft-max-steps", type=int, default=100)
     parser.add_argument("--sft-target", type=float, default=0.1)
     parser.add_argument("--quick", action="store_true", help="10 steps per recipe (a smoke run)")
+    parser.add_argument("--table", action="store_true", help="print the saved results' table")
     args = parser.parse_args()
     steps, window = (10, 3) if args.quick else (args.steps, args.window)
     warm = args.start == "warm"
+    suffix = ("" if warm else "_cold") + ("_quick" if args.quick else "")
+    path = RESULTS / f"learning{suffix}.json"
+    if args.table:
+        print(saved_table(path))
+        return
     names = (args.recipes or ",".join(RECIPES if warm else COLD_RECIPES)).split(",")
     model, train, val = prepare(WORK, args.seed)
     base = [f"data.train={train}", f"data.seed={args.seed}", f"trainer.seed={args.seed}"]
@@ -255,8 +268,6 @@ def main() -> None:
         payload.update(sft=sft, lr=args.lr, val_before=before)
     else:
         base += [f"model.path={model}", "optim.lr=1e-2"]  # the cold recipe's rate
-    suffix = ("" if warm else "_cold") + ("_quick" if args.quick else "")
-    path = RESULTS / f"learning{suffix}.json"
     mine: dict[str, dict[str, Any]] = {}
     for name in names:  # results are rewritten after each recipe
         overrides = RECIPES[name]

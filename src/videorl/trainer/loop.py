@@ -414,12 +414,13 @@ def rl_status(metrics: dict[str, Any]) -> str:
 @dataclass(frozen=True)
 class LoopHooks:
     """What differs between jobs that share `run_training` (RL; `videorl sft`): the step, the
-    validation and the progress status. Data, models, checkpoints, resume, metric sinks,
-    best/ and final/ are the loop's."""
+    validation and the progress status (None: RL's `train_step`, `validate`, `rl_status`,
+    looked up when the loop starts). Data, models, checkpoints, resume, metric sinks, best/
+    and final/ are the loop's."""
 
-    step: Callable[[TrainState, list[int]], dict[str, Any]] = train_step
-    validate: Callable[[TrainState], dict[str, Any]] = validate
-    status: Callable[[dict[str, Any]], str] = rl_status
+    step: Callable[[TrainState, list[int]], dict[str, Any]] | None = None
+    validate: Callable[[TrainState], dict[str, Any]] | None = None
+    status: Callable[[dict[str, Any]], str] | None = None
     curve_keys: tuple[str, ...] = ()  # what reward_curves.png plots (default: the rewards)
 
 
@@ -429,6 +430,9 @@ def run_training(cfg: Config, resume: str | None = None, hooks: LoopHooks | None
     Under torchrun every rank runs this; rank 0 logs, validates and writes model folders.
     """
     hooks = hooks or LoopHooks()
+    step_fn = hooks.step or train_step
+    validate_fn = hooks.validate or validate
+    status_fn = hooks.status or rl_status
     info = init_distributed(cfg.trainer.device)
     if cfg.data.prompts_per_step % info.world_size:
         raise ConfigError(
@@ -464,7 +468,7 @@ def run_training(cfg: Config, resume: str | None = None, hooks: LoopHooks | None
                 "train", total=cfg.trainer.steps, completed=state.step, status=""
             )
             while state.step < cfg.trainer.steps:
-                metrics = reduce_metrics(hooks.step(state, next(batches)), info)
+                metrics = reduce_metrics(step_fn(state, next(batches)), info)
                 state.step += 1
                 if (
                     cfg.trainer.val_every
@@ -472,7 +476,7 @@ def run_training(cfg: Config, resume: str | None = None, hooks: LoopHooks | None
                     and state.val_records
                 ):
                     if info.is_main:
-                        metrics.update(hooks.validate(state))
+                        metrics.update(validate_fn(state))
                         if _record_best(state, metrics):
                             ckpt.write_atomically(
                                 out / "best",
@@ -483,7 +487,7 @@ def run_training(cfg: Config, resume: str | None = None, hooks: LoopHooks | None
                     writer.write(state.step, metrics)
                 if cfg.trainer.save_every and state.step % cfg.trainer.save_every == 0:
                     _save(state)
-                progress.update(task, completed=state.step, status=hooks.status(metrics))
+                progress.update(task, completed=state.step, status=status_fn(metrics))
     except KeyboardInterrupt:
         path = _save(state)
         console.print(f"[yellow]interrupted:[/] saved {path}; resume with --resume auto")
