@@ -141,6 +141,18 @@ def test_targets_score_one_under_the_training_rewards(tg_data):
     assert score_batch(records, constructed, reward).overall == pytest.approx([1.0] * 3)
 
 
+def test_math_targets_score_one(tmp_path):
+    from videorl.data.synth import synthesize
+
+    records = load_records(synthesize(tmp_path, ["math"], n=3, seed=0)).records
+    for target in ("annotation", "constructed"):
+        for think in (False, True):
+            texts = [target_text(r, target, think, random.Random(0)) for r in records]
+            assert all("\\boxed" in t or "<answer>" in t for t in texts)
+            reward = RewardConfig(num_workers=1, think_required=think or target == "constructed")
+            assert score_batch(records, texts, reward).overall == pytest.approx([1.0] * 3)
+
+
 def test_crash_then_resume_auto_equals_an_uninterrupted_run(tiny_model_dir, tg_data, tmp_path):
     model = tiny_model_dir("qwen2_5_vl")
     steps = ["trainer.steps=4", "trainer.save_every=1", "trainer.keep_last=10"]
