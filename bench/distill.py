@@ -81,9 +81,10 @@ def main() -> None:
         "steps": teacher_steps,
     }
     teacher = teacher_run["final"]
-    before = validation_before(run_config("before", base + PLAIN, steps, val))
+    plain = STUDENT_RECIPES["grpo"]  # validation settings only; the estimator is not used
+    before = validation_before(run_config("before", base + plain, steps, val))
     teacher_val = validation_before(
-        run_config("teacher-val", [*base, f"model.path={teacher}", *PLAIN], steps, val)
+        run_config("teacher-val", [*base, f"model.path={teacher}", *plain], steps, val)
     )
     suffix = "_quick" if args.quick else ""
     path = RESULTS / f"distill{suffix}.json"
