@@ -47,10 +47,13 @@ bench: $(BENCH_STAMP)
 	$(PY) bench/vs_trl.py
 	$(PY) bench/table.py
 
-# Learning curves (GRPO / OraRL / TaRO) and distillation (OPDVR / OPD / GRPO) on CPU: ~1 h on 2 cores.
+# Learning curves on CPU: SFT warm start, then GRPO / Dr.GRPO / RLOO / OraRL / TaRO; the cold
+# start (random init); distillation from the warm student (OPDVR / OPD / GRPD / GRPO). ~25 min of
+# CPU time in all (one torch thread).
 bench-learning: setup
-	PYTHONPATH=src $(PY) bench/learning.py
-	PYTHONPATH=src $(PY) bench/distill.py
+	PYTHONPATH=src $(PY) bench/learning.py --steps 120
+	PYTHONPATH=src $(PY) bench/learning.py --start cold --steps 200
+	PYTHONPATH=src $(PY) bench/distill.py --steps 100 --teacher-steps 150
 
 VLLM_VENV ?= .venv-vllm
 VLLM_PY := $(VLLM_VENV)/bin/python
