@@ -48,8 +48,8 @@ bench: $(BENCH_STAMP)
 	$(PY) bench/table.py
 
 # Learning curves on CPU: SFT warm start, then GRPO / Dr.GRPO / RLOO / OraRL / TaRO; the cold
-# start (random init); distillation from the warm student (OPDVR / OPD / GRPD / GRPO). ~25 min of
-# CPU time in all (one torch thread).
+# start (random init); distillation from the warm student (OPDVR / OPD / GRPD / GRPO). The warm
+# and distillation runs took ~1 h of wall time on 2 shared cores (niced, several at once).
 bench-learning: setup
 	PYTHONPATH=src $(PY) bench/learning.py --steps 120
 	PYTHONPATH=src $(PY) bench/learning.py --start cold --steps 200
