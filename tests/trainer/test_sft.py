@@ -212,3 +212,50 @@ def test_cli_dry_run_constructed_target_and_bad_key(tiny_model_dir, tg_data, tmp
         load_config(resolve_config_path("sft_quickstart"), [*base, "sft.target=labels"])
     with pytest.raises(ConfigError, match="sft.max_response_tokens"):
         load_config(resolve_config_path("sft_quickstart"), [*base, "sft.max_response_tokens=0"])
+
+
+def test_two_fsdp_ranks_equal_one_process(tiny_model_dir, tg_data, tmp_path):
+    """`videorl sft` under torchrun (2 gloo ranks, FSDP2, several micro-batches per rank)
+    ends with the weights of one process."""
+    import os
+    import subprocess
+    import sys
+
+    model = tiny_model_dir("qwen2_5_vl")
+    # a small lr: Adam turns float noise in gradients that are zero in exact arithmetic (the
+    # key biases: softmax ignores a shift shared by all keys) into steps of size ~lr
+    steps = [
+        "trainer.steps=2",
+        "trainer.val_every=0",
+        "optim.micro_batch_tokens=300",
+        "optim.lr=1e-4",
+    ]
+    one = run_sft(sft_config(model, tg_data, tmp_path / "one", *steps))
+    root = str(Path(__file__).resolve().parents[2])
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([root + "/src", root]),
+        "OMP_NUM_THREADS": "1",
+    }
+    launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2"]
+    overrides = sft_overrides(model, tg_data, tmp_path / "two", *steps, "trainer.nproc=2")
+    subprocess.run(
+        [*launcher, "-m", "videorl", "sft", "sft_quickstart", *overrides],
+        check=True,
+        env=env,
+        timeout=600,
+        capture_output=True,
+    )
+    a = load_model(one).model.state_dict()
+    b = load_model(tmp_path / "two" / "final").model.state_dict()
+    for name, value in a.items():
+        torch.testing.assert_close(b[name], value, rtol=0, atol=1e-6)
+    losses = [
+        [r["sft/loss"] for r in read_rows(out / "metrics.jsonl")]
+        for out in (one.parent, tmp_path / "two")
+    ]
+    assert losses[0] == pytest.approx(losses[1], rel=1e-5)
+    assert any(
+        not torch.equal(value, load_model(model).model.state_dict()[name])
+        for name, value in a.items()
+    )
