@@ -77,7 +77,7 @@ def main() -> None:
         f"optim.lr={args.lr}",
     ]
     teacher_run = {
-        **teacher_curve([*base, *RECIPES["orarl"]], teacher_steps, val),
+        **teacher_curve([*base, *RECIPES["orarl"]], teacher_steps, val, args.quick),
         "steps": teacher_steps,
     }
     teacher = teacher_run["final"]
@@ -97,11 +97,12 @@ def main() -> None:
     print(markdown(summarize(curves, window), window, before["val/reward_mean_at_k"]))
 
 
-def teacher_curve(overrides: list[str], steps: int, val) -> dict:
+def teacher_curve(overrides: list[str], steps: int, val, quick: bool) -> dict:
     """SFT start + OraRL for `steps`; reused when a finished run of the same length exists."""
     from videorl.trainer.metrics import read_metrics
 
-    out = WORK / "teacher-orarl"
+    name = "teacher-orarl-quick" if quick else "teacher-orarl"
+    out = WORK / name
     metrics = out / "metrics.jsonl"
     if (out / "final" / "config.json").is_file() and metrics.is_file():
         rows = read_metrics(metrics)
@@ -111,7 +112,7 @@ def teacher_curve(overrides: list[str], steps: int, val) -> dict:
                 "seconds": _seconds(out),
                 "final": str(out / "final"),
             }
-    run = train_curve("teacher-orarl", overrides, steps, val)
+    run = train_curve(name, overrides, steps, val)
     (out / "seconds.txt").write_text(f"{run['seconds']:.1f}\n")
     return run
 
