@@ -1,4 +1,4 @@
-# Two commands: `make quickstart` (set up, train a tiny model on synthetic video, evaluate, report)
+# Two commands: `make quickstart` (set up, SFT then OraRL on a tiny model on synthetic video, evaluate, report)
 # and `make test` (set up, run the test suite). Everything runs on a CPU.
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -24,9 +24,12 @@ test: lint
 quickstart: setup
 	$(PY) -m videorl make-tiny $(QS)/model --arch qwen2_5_vl --overwrite
 	$(PY) -m videorl synth --out $(QS)/data --families temporal_grounding --n 96 --seed 0 --val 16 --overwrite
+	$(PY) -m videorl sft sft_quickstart --overwrite
 	$(PY) -m videorl train quickstart --overwrite
+	$(PY) -m videorl eval --model $(QS)/sft/final --benchmark $(QS)/data/val.jsonl --out $(QS)/eval-sft --overwrite
 	$(PY) -m videorl eval --model $(QS)/train/final --benchmark $(QS)/data/val.jsonl --out $(QS)/eval --overwrite
-	@echo "checkpoint: $(QS)/train/final  metrics: $(QS)/train/metrics.jsonl  curves: $(QS)/train/reward_curves.png  report: $(QS)/eval/report.md"
+	$(PY) -m videorl eval --compare $(QS)/eval-sft $(QS)/eval
+	@echo "SFT: $(QS)/sft/final  OraRL: $(QS)/train/final  metrics: $(QS)/train/metrics.jsonl  curves: $(QS)/train/reward_curves.png  report: $(QS)/eval/report.md"
 
 BENCH_STAMP := $(VENV)/.bench-installed
 
@@ -44,10 +47,13 @@ bench: $(BENCH_STAMP)
 	$(PY) bench/vs_trl.py
 	$(PY) bench/table.py
 
-# Learning curves (GRPO / OraRL / TaRO) and distillation (OPDVR / OPD / GRPO) on CPU: ~1 h on 2 cores.
+# Learning curves on CPU: SFT warm start, then GRPO / Dr.GRPO / RLOO / OraRL / TaRO; the cold
+# start (random init); distillation from the warm student (OPDVR / OPD / GRPD / GRPO). The warm
+# and distillation runs took ~1 h of wall time on 2 shared cores (niced, several at once).
 bench-learning: setup
-	PYTHONPATH=src $(PY) bench/learning.py
-	PYTHONPATH=src $(PY) bench/distill.py
+	PYTHONPATH=src $(PY) bench/learning.py --steps 120
+	PYTHONPATH=src $(PY) bench/learning.py --start cold --steps 200
+	PYTHONPATH=src $(PY) bench/distill.py --steps 100 --teacher-steps 150
 
 VLLM_VENV ?= .venv-vllm
 VLLM_PY := $(VLLM_VENV)/bin/python

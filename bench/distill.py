@@ -1,11 +1,12 @@
-"""On-policy distillation on CPU: OPDVR vs OPD vs GRPO, curves side by side.
+"""On-policy distillation on CPU from a warm student: OPDVR vs OPD vs GRPD vs GRPO.
 
-The teacher is the OraRL-trained tiny model of bench/learning.py (trained here first if it
-is missing); the student is a fresh tiny model of the same family and tokenizer (another
-init seed). Same synthetic temporal-grounding task and seed for all three. Writes
-bench/results/distill.json and bench/results/distill.png.
+Student: the SFT-warmed tiny model of bench/learning.py (SFT stopped early: answers parse,
+boundaries imprecise). Teacher: the same SFT start trained further with OraRL for
+`--teacher-steps` (more than the students get), so it shares the tokenizer and is stronger.
+Each student trains `--steps` on the same synthetic temporal-grounding data, seed and
+learning rate. Writes bench/results/distill.json and bench/results/distill.png.
 
-    PYTHONPATH=src python bench/distill.py [--steps 150] [--teacher-steps 300] [--quick]
+    PYTHONPATH=src python bench/distill.py [--steps 100] [--teacher-steps 200] [--quick]
 """
 
 from __future__ import annotations
@@ -13,67 +14,159 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-from pathlib import Path
 
-from learning import RECIPES, RESULTS, WORK, plot, prepare, print_table, summarize, train_curve
+from learning import (
+    PLAIN,
+    RECIPES,
+    RESULTS,
+    WARM_LR,
+    WORK,
+    markdown,
+    plot,
+    prepare,
+    run_config,
+    saved_table,
+    summarize,
+    train_curve,
+    validation_before,
+    warm_start,
+)
 
 STUDENT_RECIPES: dict[str, list[str]] = {
-    "opdvr": ["algorithm.estimator=opdvr"],
-    "opd": ["algorithm.estimator=opd"],
-    "grpo": ["algorithm.estimator=grpo"],
+    "opdvr": ["algorithm.estimator=opdvr", *PLAIN],
+    "opd": ["algorithm.estimator=opd", *PLAIN],
+    "grpd": ["algorithm.estimator=grpd", *PLAIN],
+    "grpo": ["algorithm.estimator=grpo", *PLAIN],
 }
-PLAIN = ["algorithm.annotation_rows=false", "algorithm.pruning.enabled=false"]
 
 
 def main() -> None:
-    from videorl.models.tiny import build_tiny_model
-
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=150)
-    parser.add_argument("--teacher-steps", type=int, default=300)
+    parser.add_argument("--steps", type=int, default=100)
+    parser.add_argument("--teacher-steps", type=int, default=200)
     parser.add_argument("--window", type=int, default=25)
-    parser.add_argument(
-        "--quick", action="store_true", help="a 10-step smoke run (teacher 10 steps)"
-    )
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--lr", type=float, default=WARM_LR)
+    parser.add_argument("--sft-max-steps", type=int, default=100)
+    parser.add_argument("--sft-target", type=float, default=0.1)
+    parser.add_argument("--students", default=",".join(STUDENT_RECIPES))
+    parser.add_argument("--quick", action="store_true", help="a 10-step smoke run")
+    parser.add_argument("--table", action="store_true", help="print the saved results' table")
     args = parser.parse_args()
+    if args.table:
+        print(saved_table(RESULTS / f"distill{'_quick' if args.quick else ''}.json"))
+        return
     steps, teacher_steps, window = (
         (10, 10, 3) if args.quick else (args.steps, args.teacher_steps, args.window)
     )
-    model, data = prepare(WORK, seed=0)
-    base = [f"data.train={data}"]
-    teacher = WORK / "orarl" / "final"
-    if args.quick or not (teacher / "config.json").is_file():
-        teacher = Path(
-            train_curve("orarl", [f"model.path={model}", *base, *RECIPES["orarl"]], teacher_steps)[
-                "final"
-            ]
-        )
-    student = WORK / "student"
-    if not (student / "config.json").is_file():
-        build_tiny_model("qwen2_5_vl", student, seed=1)
-    curves = {
-        name: train_curve(
-            f"distill-{name}",
-            [f"model.path={student}", f"model.teacher_path={teacher}", *base, *PLAIN, *overrides],
-            steps,
-        )
-        for name, overrides in STUDENT_RECIPES.items()
+    model, train, val = prepare(WORK, seed=args.seed)
+    sft = warm_start(
+        WORK,
+        model,
+        train,
+        val,
+        20 if args.quick else args.sft_max_steps,
+        args.sft_target,
+        args.quick,
+    )
+    base = [
+        f"data.train={train}",
+        f"data.seed={args.seed}",
+        f"trainer.seed={args.seed}",
+        f"model.path={sft['model']}",
+        f"optim.lr={args.lr}",
+    ]
+    teacher_run = {
+        **teacher_curve([*base, *RECIPES["orarl"]], teacher_steps, val, args.quick),
+        "steps": teacher_steps,
     }
-    table = summarize(curves, window)
-    print_table(table, window)
+    teacher = teacher_run["final"]
+    plain = STUDENT_RECIPES["grpo"]  # validation settings only; the estimator is not used
+    before = validation_before(run_config("before", base + plain, steps, val))
+    teacher_val = validation_before(
+        run_config("teacher-val", [*base, f"model.path={teacher}", *plain], steps, val)
+    )
     suffix = "_quick" if args.quick else ""
+    path = RESULTS / f"distill{suffix}.json"
+    mine = {}
+    for name in args.students.split(","):  # results are rewritten after each student
+        overrides = [*base, f"model.teacher_path={teacher}", *STUDENT_RECIPES[name]]
+        mine[name] = train_curve(f"distill-{name}", overrides, steps, val)
+        curves = {**earlier_curves(path, steps), **mine}  # same steps, run before or in parallel
+        write_results(path, curves, args, sft, teacher_run, teacher_val, before, steps, window)
+    print(markdown(summarize(curves, window), window, before["val/reward_mean_at_k"]))
+
+
+def teacher_curve(overrides: list[str], steps: int, val, quick: bool) -> dict:
+    """SFT start + OraRL for `steps`; reused when a finished run of the same length exists."""
+    from videorl.trainer.metrics import read_metrics
+
+    name = "teacher-orarl-quick" if quick else "teacher-orarl"
+    out = WORK / name
+    metrics = out / "metrics.jsonl"
+    if (out / "final" / "config.json").is_file() and metrics.is_file():
+        rows = read_metrics(metrics)
+        if len(rows) == steps:
+            return {
+                "reward": [r["reward/mean"] for r in rows],
+                "seconds": _seconds(out),
+                "final": str(out / "final"),
+            }
+    run = train_curve(name, overrides, steps, val)
+    (out / "seconds.txt").write_text(f"{run['seconds']:.1f}\n")
+    return run
+
+
+def _seconds(out) -> float:
+    """A finished run's wall time: recorded, or from config.yaml (written at its start) to
+    final/ (written at its end)."""
+    if (out / "seconds.txt").is_file():
+        return float((out / "seconds.txt").read_text())
+    return (out / "final").stat().st_mtime - (out / "config.yaml").stat().st_mtime
+
+
+def earlier_curves(path, steps: int) -> dict:
+    """Students measured by an earlier (or parallel) warm-start run with the same steps."""
+    if not path.is_file():
+        return {}
+    saved = json.loads(path.read_text())
+    if saved.get("steps") != steps or "student" not in saved:
+        return {}
+    rows = {row["recipe"]: row for row in saved["table"]}
+    return {
+        k: {"reward": v, "seconds": 60 * rows[k]["minutes"], "val_after": rows[k].get("val_after")}
+        for k, v in saved["curves"].items()
+    }
+
+
+def write_results(path, curves, args, sft, teacher_run, teacher_val, before, steps, window):
+    table = summarize(curves, window)
     plot(
         curves,
-        RESULTS / f"distill{suffix}.png",
-        "Student distilled from the OraRL-trained tiny teacher",
+        path.with_suffix(".png"),
+        "Warm student distilled from an SFT + OraRL tiny teacher, CPU",
     )
-    (RESULTS / f"distill{suffix}.json").write_text(
+    path.write_text(
         json.dumps(
             {
                 "command": "PYTHONPATH=src python bench/distill.py"
-                + (" --quick" if args.quick else f" --steps {steps}"),
+                + (
+                    " --quick"
+                    if args.quick
+                    else f" --steps {steps} --teacher-steps {teacher_run['steps']}"
+                ),
                 "machine": platform.platform(),
-                "teacher": str(teacher),
+                "student": sft,
+                "teacher": {
+                    "path": teacher_run["final"],
+                    "orarl_steps": teacher_run["steps"],
+                    "reward_first_window": sum(teacher_run["reward"][:window]) / window,
+                    "reward_last_window": sum(teacher_run["reward"][-window:]) / window,
+                    "val": teacher_val,
+                    "minutes": teacher_run["seconds"] / 60,
+                },
+                "lr": args.lr,
+                "val_before": before,
                 "steps": steps,
                 "window": window,
                 "table": table,

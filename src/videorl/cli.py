@@ -226,7 +226,9 @@ def train(
     run_training(cfg, resume=resume, overwrite=overwrite)
 
 
-def _relaunch_with_torchrun(nproc: int, args: list[str], resume: str | None) -> None:
+def _relaunch_with_torchrun(
+    nproc: int, args: list[str], resume: str | None, command_name: str = "train"
+) -> None:
     """`videorl train --nproc N ...` is `torchrun --nproc-per-node N -m videorl train ...`."""
     import os
     import shutil
@@ -238,12 +240,59 @@ def _relaunch_with_torchrun(nproc: int, args: list[str], resume: str | None) -> 
         f"--nproc-per-node={nproc}",
         "-m",
         "videorl",
-        "train",
+        command_name,
         *args,
     ]
     if resume:
         command += ["--resume", resume]
     os.execv(torchrun, command)
+
+
+@app.command("sft")
+def sft(
+    config: str = typer.Argument(
+        ..., help="Recipe YAML path or name in configs/ (e.g. sft_quickstart)."
+    ),
+    overrides: list[str] | None = typer.Argument(
+        None, help="Dotted overrides, e.g. sft.target=constructed trainer.steps=50"
+    ),
+    dry_run: bool = typer.Option(
+        False, "--dry-run", help="Print the resolved config and the step plan, then exit."
+    ),
+    resume: str | None = typer.Option(
+        None, help="auto (latest checkpoint in the output dir) or a checkpoint path."
+    ),
+    nproc: int = typer.Option(
+        0, help="Run data-parallel on this many local processes (torchrun shortcut)."
+    ),
+    overwrite: bool = typer.Option(
+        False, "--overwrite", help="Replace the run in trainer.output_dir (its files only)."
+    ),
+) -> None:
+    """Supervised warm start: response-only next-token loss on annotation (or TaRO constructed)
+    targets; final/ is a model folder that `videorl train` takes as model.path."""
+    import yaml
+
+    from videorl.config import load_config
+    from videorl.config_loader import to_dict
+    from videorl.plan import sft_plan_table
+
+    cfg = load_config(resolve_config_path(config), overrides or [])
+    if dry_run:
+        console.print(yaml.safe_dump(to_dict(cfg), sort_keys=False), end="")
+        console.print(sft_plan_table(cfg))
+        return
+    if nproc > 1:
+        _relaunch_with_torchrun(
+            nproc,
+            [config, *(overrides or []), f"trainer.nproc={nproc}"]
+            + (["--overwrite"] if overwrite else []),
+            resume,
+            "sft",
+        )
+    from videorl.trainer.sft import run_sft
+
+    run_sft(cfg, resume=resume, overwrite=overwrite)
 
 
 @app.command("score")

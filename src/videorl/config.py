@@ -2,7 +2,7 @@
 
     config = load_config("configs/quickstart.yaml", ["rollout.n=4", "trainer.steps=3"])
 
-Sections: model, data, video, rollout, reward, algorithm, optim, trainer, eval. Each
+Sections: model, data, video, rollout, reward, algorithm, optim, trainer, eval, sft. Each
 section validates itself in `__post_init__`; `Config.__post_init__` checks combinations
 (e.g. OraRL selection quotas against the group size).
 """
@@ -384,6 +384,23 @@ class EvalConfig:
 
 
 @dataclass(frozen=True)
+class SFTConfig:
+    """`videorl sft`: supervised warm start. Each trainer step is one optimizer step over
+    `data.prompts_per_step` records; the loss is the token-mean next-token NLL of the target
+    response only (the prompt is context, never a label).
+
+    target: `annotation` = the record's serialized ground truth (OraRL's annotation row);
+    `constructed` = TaRO's constructed reasoning (query + dense captions), then the answer.
+    """
+
+    target: Literal["annotation", "constructed"] = "annotation"
+    max_response_tokens: int = 256  # targets longer than this (EOS included) are cut
+
+    def __post_init__(self) -> None:
+        _positive("sft", max_response_tokens=self.max_response_tokens)
+
+
+@dataclass(frozen=True)
 class Config:
     """The whole job."""
 
@@ -396,6 +413,7 @@ class Config:
     optim: OptimConfig = field(default_factory=OptimConfig)
     trainer: TrainerConfig = field(default_factory=TrainerConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
+    sft: SFTConfig = field(default_factory=SFTConfig)
 
     def __post_init__(self) -> None:
         algo = self.algorithm

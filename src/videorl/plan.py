@@ -140,3 +140,40 @@ def sources_table(sources: list[ModelSource]) -> Table:
         )
         table.add_row(source.key, source.value, where)
     return table
+
+
+def sft_plan_table(config: Config) -> Table:
+    """What `videorl sft` does per step, derived from the config alone."""
+    world = config.trainer.nproc
+    table = Table(title="SFT step plan", show_header=True)
+    table.add_column("quantity")
+    table.add_column("value", justify="right")
+    val = (
+        f"greedy, {config.trainer.val_max_prompts} prompts max, every {config.trainer.val_every} steps"
+        if config.data.val and config.trainer.val_every
+        else "off"
+    )
+    rows = [
+        ("target", f"{config.sft.target} (loss on response tokens only)"),
+        ("world size (ranks)", world),
+        ("records per step", config.data.prompts_per_step),
+        ("records per rank", config.data.prompts_per_step // world),
+        ("max target tokens per record (EOS included)", config.sft.max_response_tokens),
+        (
+            "max target tokens per step",
+            config.data.prompts_per_step * config.sft.max_response_tokens,
+        ),
+        ("micro-batch token budget", config.optim.micro_batch_tokens),
+        (
+            "attention / padding-free packing",
+            f"{config.model.attn_implementation} / {str(config.model.packing).lower()}",
+        ),
+        (
+            "optimizer steps",
+            f"{config.trainer.steps} (lr {config.optim.lr:g}, {config.optim.schedule})",
+        ),
+        ("validation", val),
+    ]
+    for name, value in rows:
+        table.add_row(name, str(value))
+    return table

@@ -7,7 +7,7 @@ import logging
 import math
 import random
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -498,12 +498,34 @@ def _save(state: TrainState) -> Path:
     )
 
 
-def run_training(cfg: Config, resume: str | None = None, overwrite: bool = False) -> Path:
+@dataclass(frozen=True)
+class LoopHooks:
+    """What differs between jobs that share `run_training` (RL; `videorl sft`): the step, the
+    validation and what the progress shows (None: RL's `train_step` and `validate`, looked
+    up when the loop starts). Data, models, checkpoints, resume, metric sinks, best/ and
+    final/ are the loop's."""
+
+    step: Callable[[TrainState, list[int]], dict[str, Any]] | None = None
+    validate: Callable[[TrainState], dict[str, Any]] | None = None
+    reward_key: str = "reward/mean"  # the progress bar's and log line's reward and loss
+    loss_key: str = "actor/loss"
+    curve_keys: tuple[str, ...] = ()  # what reward_curves.png plots (default: the rewards)
+
+
+def run_training(
+    cfg: Config,
+    resume: str | None = None,
+    overwrite: bool = False,
+    hooks: LoopHooks | None = None,
+) -> Path:
     """Train for `trainer.steps` steps; returns the final model folder (HF format).
 
     Under torchrun every rank runs this; rank 0 logs, validates and writes model folders.
     An output folder holding another run is refused unless resumed or `overwrite`.
     """
+    hooks = hooks or LoopHooks()
+    step_fn = hooks.step or train_step
+    validate_fn = hooks.validate or validate
     info = init_distributed(cfg.trainer.device)
     if cfg.data.prompts_per_step % info.world_size:
         raise ConfigError(
@@ -543,9 +565,11 @@ def run_training(cfg: Config, resume: str | None = None, overwrite: bool = False
             state.step,
             log_every=cfg.trainer.log_every,
             enabled=info.is_main,
+            reward_key=hooks.reward_key,
+            loss_key=hooks.loss_key,
         ) as progress:
             while state.step < cfg.trainer.steps:
-                metrics = reduce_metrics(train_step(state, next(batches)), info)
+                metrics = reduce_metrics(step_fn(state, next(batches)), info)
                 state.step += 1
                 if (
                     cfg.trainer.val_every
@@ -553,7 +577,7 @@ def run_training(cfg: Config, resume: str | None = None, overwrite: bool = False
                     and state.val_records
                 ):
                     if info.is_main:
-                        metrics.update(validate(state))
+                        metrics.update(validate_fn(state))
                         if _record_best(state, metrics):
                             ckpt.write_atomically(
                                 out / "best",
@@ -582,7 +606,7 @@ def run_training(cfg: Config, resume: str | None = None, overwrite: bool = False
         ckpt.write_atomically(
             final, lambda tmp: ckpt.save_model_folder(state.engine.loaded, tmp), replace=True
         )
-        curves = plot_reward_curves(writer.path, out / "reward_curves.png")
+        curves = plot_reward_curves(writer.path, out / "reward_curves.png", hooks.curve_keys)
         console.print(f"final model: {final}\nmetrics: {writer.path}\ncurves: {curves}")
         if state.best:
             console.print(

@@ -58,11 +58,11 @@ def step_line(
     )
 
 
-def status_text(metrics: Mapping[str, Any]) -> str:
+def status_text(
+    metrics: Mapping[str, Any], reward_key: str = "reward/mean", loss_key: str = "actor/loss"
+) -> str:
     """The bar's status field: reward and loss."""
-    return (
-        f"reward {_number(metrics, 'reward/mean'):.3f}  loss {_number(metrics, 'actor/loss'):.4f}"
-    )
+    return f"reward {_number(metrics, reward_key):.3f}  loss {_number(metrics, loss_key):.4f}"
 
 
 class StepProgress:
@@ -76,8 +76,11 @@ class StepProgress:
         *,
         log_every: int = 1,
         enabled: bool = True,
+        reward_key: str = "reward/mean",
+        loss_key: str = "actor/loss",
     ) -> None:
         self.console = console
+        self.keys = {"reward_key": reward_key, "loss_key": loss_key}
         self.total = total
         self.start = start
         self.log_every = max(1, log_every)
@@ -112,13 +115,13 @@ class StepProgress:
         if not self.enabled:
             return
         if self._bar is not None:
-            self._bar.update(self._task, completed=step, status=status_text(metrics))
+            self._bar.update(self._task, completed=step, status=status_text(metrics, **self.keys))
             return
         if step % self.log_every and step != self.total:
             return
         mean = (time.monotonic() - self._began) / max(1, step - self.start)
         self.console.print(
-            step_line(step, self.total, metrics, mean_step_s=mean),
+            step_line(step, self.total, metrics, mean_step_s=mean, **self.keys),
             markup=False,
             highlight=False,
             soft_wrap=True,

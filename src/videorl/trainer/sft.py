@@ -1,0 +1,203 @@
+"""`videorl sft`: supervised fine-tuning, the warm start before RL.
+
+The loss of a step over records i with prompt x_i and target response y_i (EOS included) is
+the token-mean negative log-likelihood of the response only:
+
+    L = - sum_i sum_t log p(y_i,t | x_i, y_i,<t) / sum_i |y_i|
+
+The prompt is context, never a label: log-probs are taken at the response positions only
+(`rows_logprobs`, the same function the RL update uses), so prompt tokens get no loss and
+SFT and RL see byte-identical prompts (`decode_prompts` -> `encode_record`). Targets come
+from the record: its serialized annotation (`sft.target=annotation`, OraRL's annotation
+row) or TaRO's constructed reasoning then the answer (`sft.target=constructed`).
+
+Everything else is the RL loop's (`run_training` with `LoopHooks`): records and loaders,
+decode-once video, packed rows and token-budget micro-batches, FSDP2 under torchrun, atomic
+checkpoints and `--resume auto`, metric sinks, progress display, `best/` and `final/`.
+Validation is the mean reward of greedy answers to the validation prompts under the
+training rewards (`val/reward_mean_at_k` with k = 1, greedy).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from videorl.config import Config
+from videorl.data.records import TaskRecord
+from videorl.models.batching import plan_microbatches
+from videorl.models.generate import SamplingParams
+from videorl.models.inputs import PromptEncoding
+from videorl.models.loading import LoadedModel
+from videorl.models.logprobs import rows_logprobs
+from videorl.rewards.annotation import serialize_annotation
+from videorl.rewards.batch import score_batch
+from videorl.rewards.protocol import THINK_CLOSE
+from videorl.rewards.registry import FAMILY_REWARDS
+from videorl.rollout.engine import HFEngine
+from videorl.rollout.groups import constructed_prefix
+from videorl.trainer.distributed import all_reduce, shard_indices
+from videorl.trainer.loop import LoopHooks, TrainState, decode_prompts, run_training
+from videorl.trainer.update import _dummy_micro
+
+
+def target_text(record: TaskRecord, target: str, think: bool, rng: random.Random) -> str:
+    """The response SFT teaches for `record`.
+
+    annotation: `serialize_annotation(record, think)` (exactly what OraRL's annotation row
+    holds, reward 1). constructed: TaRO's constructed prefix (the query, then an
+    order-preserving random subset of the dense captions), `</think>`, then the answer.
+    """
+    if target == "annotation":
+        return serialize_annotation(record, think=think)
+    family = FAMILY_REWARDS[record.family]
+    answer = family.protocol.wrap(family.serialize(record), False)
+    return f"{constructed_prefix(record, rng)}{THINK_CLOSE}\n\n{answer}"
+
+
+def target_tokens(
+    record: TaskRecord,
+    tokenizer: Any,
+    eos_id: int,
+    budget: int,
+    target: str,
+    think: bool,
+    rng: random.Random,
+) -> torch.Tensor:
+    """`target_text` tokenized without special tokens, plus EOS, cut to `budget` tokens."""
+    ids = tokenizer.encode(target_text(record, target, think, rng), add_special_tokens=False)
+    return torch.tensor((ids + [eos_id])[:budget], dtype=torch.long)
+
+
+def response_nll_sum(
+    policy: LoadedModel, prompts: list[PromptEncoding], responses: list[torch.Tensor]
+) -> tuple[torch.Tensor, float]:
+    """(sum over rows and response tokens of -log p(token | prompt, earlier tokens), number of
+    response tokens) for one micro-batch; prompt positions have no term."""
+    logp, _, mask = rows_logprobs(policy, prompts, responses, temperature=1.0)
+    return -(logp.float() * mask).sum(), float(mask.sum())
+
+
+def response_nll(
+    state: TrainState,
+    prompts: list[PromptEncoding],
+    responses: list[torch.Tensor],
+    total_tokens: float,
+) -> float:
+    """Forward + backward of `sum NLL(response tokens) / total_tokens` over token-budget
+    micro-batches (packed when the model is); returns the loss. Every rank takes as many
+    micro-batches (zero-weight dummy rows pad), so FSDP's collectives stay matched."""
+    policy, cfg = state.policy, state.cfg
+    device = next(policy.model.parameters()).device
+    sizes = [p.length + int(r.numel()) for p, r in zip(prompts, responses)]
+    micros = (
+        plan_microbatches(sizes, cfg.optim.micro_batch_tokens, packed=policy.packing)
+        if prompts
+        else []
+    )
+    micros += [[]] * (int(all_reduce(float(len(micros)), "max")) - len(micros))
+    autocast = torch.bfloat16 if cfg.trainer.bf16 and torch.cuda.is_available() else None
+    loss_sum = 0.0
+    for micro in micros:
+        rows = ([prompts[i] for i in micro], [responses[i] for i in micro])
+        if not micro:
+            rows = tuple([x] for x in _dummy_micro(policy.pad_token_id))
+        with torch.autocast(device.type, dtype=autocast, enabled=autocast is not None):
+            nll, _ = response_nll_sum(policy, *rows)
+        loss = nll * (1.0 if micro else 0.0) / max(total_tokens, 1.0)
+        (loss * state.info.world_size).backward()  # FSDP averages over ranks; we want the sum
+        loss_sum += float(loss.detach())
+    return all_reduce(loss_sum)
+
+
+def sft_step(state: TrainState, indices: list[int]) -> dict[str, Any]:
+    """decode -> targets -> response-only NLL over micro-batches -> one clipped AdamW step."""
+    cfg, start = state.cfg, time.perf_counter()
+    records, prompts, _, skipped = decode_prompts(state, shard_indices(indices, state.info))
+    rng = random.Random(cfg.trainer.seed * 1_000_003 + state.step)  # same draw after a resume
+    tokenizer, eos = state.policy.tokenizer, state.policy.eos_token_ids[0]
+    responses = [
+        target_tokens(
+            r, tokenizer, eos, cfg.sft.max_response_tokens, cfg.sft.target, cfg.data.think, rng
+        )
+        for r in records
+    ]
+    tokens = all_reduce(float(sum(int(r.numel()) for r in responses)))
+    truncated = sum(int(r[-1]) != eos for r in responses)
+    state.policy.model.train()
+    state.optimizer.zero_grad(set_to_none=True)
+    loss = response_nll(state, prompts, responses, tokens)
+    params = [p for p in state.policy.model.parameters() if p.requires_grad]
+    grad_norm = torch.nn.utils.clip_grad_norm_(params, cfg.optim.grad_clip)
+    norm = float(grad_norm.full_tensor() if hasattr(grad_norm, "full_tensor") else grad_norm)
+    finite = math.isfinite(loss) and math.isfinite(norm)  # the same verdict on every rank
+    if finite:
+        state.optimizer.step()
+    state.optimizer.zero_grad(set_to_none=True)
+    state.scheduler.step()
+    state.engine.sync_weights(state.policy.model)
+    seconds = time.perf_counter() - start
+    return {
+        "sft/loss": loss,
+        "sft/target_tokens": tokens,
+        "sft/truncated_targets": float(truncated),
+        "sft/grad_norm": norm,
+        "sft/skipped_nonfinite_steps": float(not finite),
+        "data/skipped_media": float(skipped),
+        "lr": state.scheduler.get_last_lr()[0],
+        "perf/step_s": seconds,
+        "perf/tokens_per_s": tokens / max(seconds, 1e-9),
+        "batch_ids": [r.id for r in records],
+    }
+
+
+@torch.no_grad()
+def greedy_validate(state: TrainState) -> dict[str, Any]:
+    """Mean reward of one greedy answer per validation prompt, under the training rewards;
+    reported as `val/reward_mean_at_k` (k = 1) and per family `val/<family>/mean_at_k`."""
+    cfg = state.cfg
+    saved_records, state.records = state.records, state.val_records
+    try:
+        records, prompts, _, skipped = decode_prompts(state, list(range(len(state.val_records))))
+    finally:
+        state.records = saved_records
+    if not records:
+        return {"val/skipped_media": float(skipped)}
+    params = SamplingParams(n=1, max_new_tokens=cfg.rollout.max_new_tokens, temperature=0.0)
+    engine = HFEngine(state.engine.loaded) if state.info.enabled else state.engine
+    texts = [
+        state.policy.tokenizer.decode(g.token_ids[0], skip_special_tokens=True)
+        for g in engine.generate(prompts, params)
+    ]
+    rewards = score_batch(records, texts, cfg.reward, pool=state.pool).overall
+    metrics: dict[str, Any] = {
+        "val/reward_mean_at_k": float(sum(rewards) / len(rewards)),
+        "val/skipped_media": float(skipped),
+    }
+    by_family: dict[str, list[float]] = defaultdict(list)
+    for record, reward in zip(records, rewards):
+        by_family[record.family.short].append(float(reward))
+    for family, values in by_family.items():
+        metrics[f"val/{family}/mean_at_k"] = sum(values) / len(values)
+    return metrics
+
+
+SFT_HOOKS = LoopHooks(
+    step=sft_step,
+    validate=greedy_validate,
+    reward_key="val/reward_mean_at_k",  # shown on validation steps
+    loss_key="sft/loss",
+    curve_keys=("sft/loss",),
+)
+
+
+def run_sft(cfg: Config, resume: str | None = None, overwrite: bool = False) -> Path:
+    """Fine-tune for `trainer.steps` steps; returns `final/`, a Hugging Face folder that
+    `videorl train` takes as `model.path`."""
+    return run_training(cfg, resume=resume, overwrite=overwrite, hooks=SFT_HOOKS)
