@@ -42,6 +42,7 @@ from videorl.trainer.distributed import (
     reduce_metrics,
     shard_indices,
 )
+from videorl.trainer.interrupt import StepGuard, StopRequest
 from videorl.trainer.metrics import MetricsWriter, plot_reward_curves
 from videorl.trainer.stages import (
     add_sensitivity_bonus,
@@ -318,6 +319,7 @@ def train_step(state: TrainState, indices: list[int]) -> dict[str, Any]:
         batch = select(batch, cfg.algorithm.pruning, cfg.rollout.n)
     with timer("update"):
         update_metrics = update_policy(_update_context(state), batch)
+    lr = state.scheduler.get_last_lr()[0]  # the rate this step's update used
     state.scheduler.step()
     state.engine.sync_weights(state.policy.model)
     tokens = float(batch.response_lengths.sum())
@@ -331,7 +333,7 @@ def train_step(state: TrainState, indices: list[int]) -> dict[str, Any]:
         "rows/kept": float(batch.num_rows),
         "rows/dropped": float(rows_before - batch.num_rows),
         "data/skipped_media": float(skipped),
-        "lr": state.scheduler.get_last_lr()[0],
+        "lr": lr,
         "perf/tokens_per_s": tokens / max(total, 1e-9),
         "perf/step_s": total,
         "perf/peak_mem_gb": _peak_memory_gb(),
@@ -438,7 +440,10 @@ def run_training(cfg: Config, resume: str | None = None) -> Path:
         TimeRemainingColumn(),
         TextColumn("{task.fields[status]}"),
     )
+    stop, guard = StopRequest(), StepGuard(state)
+    saved = state.step if (out / f"step-{state.step:06d}" / "state.pt").is_file() else None
     try:
+        stop.install()
         with Progress(
             *columns, console=console, transient=False, disable=not info.is_main
         ) as progress:
@@ -446,6 +451,9 @@ def run_training(cfg: Config, resume: str | None = None) -> Path:
                 "train", total=cfg.trainer.steps, completed=state.step, status=""
             )
             while state.step < cfg.trainer.steps:
+                if stop.agreed():  # Ctrl-C: stop between steps, on every rank at once
+                    raise KeyboardInterrupt
+                guard.begin()
                 metrics = reduce_metrics(train_step(state, next(batches)), info)
                 state.step += 1
                 if (
@@ -465,13 +473,15 @@ def run_training(cfg: Config, resume: str | None = None) -> Path:
                     writer.write(state.step, metrics)
                 if cfg.trainer.save_every and state.step % cfg.trainer.save_every == 0:
                     _save(state)
+                    saved = state.step
                 status = f"reward {metrics.get('reward/mean', float('nan')):.3f}  loss {metrics.get('actor/loss', float('nan')):.4f}"
                 progress.update(task, completed=state.step, status=status)
+                guard.end()
     except KeyboardInterrupt:
-        path = _save(state)
-        console.print(f"[yellow]interrupted:[/] saved {path}; resume with --resume auto")
-        return path
+        return _save_interrupted(state, guard, saved)
     finally:
+        stop.uninstall()
+        guard.close()
         if writer is not None:
             writer.close()
         if state.pool is not None:
@@ -489,6 +499,22 @@ def run_training(cfg: Config, resume: str | None = None) -> Path:
             )
     barrier()
     return final
+
+
+def _save_interrupted(state: TrainState, guard: StepGuard, saved: int | None) -> Path:
+    """Ctrl-C: save the state after the last whole step (the step in flight is discarded;
+    see `trainer/interrupt.py`); a step already saved is not written again."""
+    out = Path(state.cfg.trainer.output_dir)
+    if guard.in_flight and (state.info.enabled or not guard.rollback()):
+        latest = ckpt.list_checkpoints(out)
+        console.print(
+            "[yellow]interrupted[/] during an update: that step is discarded and nothing was "
+            f"saved; resume with --resume auto (from {latest[-1] if latest else 'the start'})"
+        )
+        return latest[-1] if latest else out
+    path = out / f"step-{state.step:06d}" if saved == state.step else _save(state)
+    console.print(f"[yellow]interrupted:[/] saved {path}; resume with --resume auto")
+    return path
 
 
 def _record_best(state: TrainState, metrics: dict[str, Any]) -> bool:
