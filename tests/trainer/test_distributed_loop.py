@@ -17,10 +17,13 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from tests.trainer.loop_worker import seeded_generate
 from tests.trainer.runs import assert_same_checkpoint, metrics_by_step
 from tests.trainer.test_distributed import TORCHRUN, _env
 from videorl.models.loading import load_model
+from videorl.rollout.engine import HFEngine
 from videorl.trainer.checkpoint import list_checkpoints
+from videorl.trainer.loop import run_training
 
 WORKER = Path(__file__).with_name("loop_worker.py")
 STEPS = 4
@@ -48,10 +51,11 @@ def _run(overrides: list[str], ranks: int, *extra: str) -> None:
 @pytest.fixture(scope="module")
 def runs(build_config, tmp_path_factory):
     root = tmp_path_factory.mktemp("dist_loop")
-    out = {}
-    for ranks in (1, 2):
-        out[ranks] = root / f"ranks{ranks}"
-        _run(build_config("grpo", out[ranks], *RUN)[1], ranks)
+    out = {ranks: root / f"ranks{ranks}" for ranks in (1, 2)}
+    _run(build_config("grpo", out[2], *RUN)[1], 2)
+    with pytest.MonkeyPatch.context() as m:  # the one-process run needs no subprocess
+        m.setattr(HFEngine, "generate", seeded_generate)
+        run_training(build_config("grpo", out[1], *RUN)[0])
     return out, build_config
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
@@ -151,6 +152,7 @@ def build_state(cfg: Config, resume: str | None, info: DistInfo | None = None) -
     )
     torch.manual_seed(cfg.trainer.seed)
     random.seed(cfg.trainer.seed)
+    np.random.seed(cfg.trainer.seed)  # checkpoints restore it, so a fresh run seeds it too
     checkpoint = ckpt.resolve_resume(resume, cfg.trainer.output_dir)
     model_kwargs = {
         "dtype": getattr(torch, cfg.model.dtype),
