@@ -80,17 +80,17 @@ def teacher_dir(tmp_path_factory):
     return get
 
 
-@pytest.fixture
-def make_config(tiny_model_dir, teacher_dir, tg_data, tmp_path):
-    """Quickstart recipe shrunk for tests, for a named recipe, with extra overrides."""
+@pytest.fixture(scope="session")
+def build_config(tiny_model_dir, teacher_dir, tg_data):
+    """`make_config` for session-scoped fixtures: the output folder is always given."""
 
-    def make(recipe: str = "orarl", *extra: str, output: Path | None = None):
+    def make(recipe: str, output: Path, *extra: str):
         model = tiny_model_dir("qwen2_5_vl")
         overrides = [
             f"model.path={model}",
             f"data.train={tg_data / 'train.jsonl'}",
             f"data.val={tg_data / 'val.jsonl'}",
-            f"trainer.output_dir={output or tmp_path / recipe}",
+            f"trainer.output_dir={output}",
             *SMALL,
             *RECIPES[recipe],
             *extra,
@@ -104,3 +104,26 @@ def make_config(tiny_model_dir, teacher_dir, tg_data, tmp_path):
         return load_config(resolve_config_path("quickstart"), overrides), overrides
 
     return make
+
+
+@pytest.fixture
+def make_config(build_config, tmp_path):
+    """Quickstart recipe shrunk for tests, for a named recipe, with extra overrides."""
+
+    def make(recipe: str = "orarl", *extra: str, output: Path | None = None):
+        return build_config(recipe, output or tmp_path / recipe, *extra)
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def reference_run(build_config, tmp_path_factory):
+    """One uninterrupted 4-step GRPO run (`tests.trainer.runs.REFERENCE`), shared by the
+    resume, schedule, validation and TensorBoard tests. Returns (config, output folder)."""
+    from tests.trainer.runs import REFERENCE
+    from videorl.trainer.loop import run_training
+
+    out = tmp_path_factory.mktemp("reference") / "run"
+    config, _ = build_config("grpo", out, *REFERENCE, "trainer.tensorboard=true")
+    run_training(config)
+    return config, out

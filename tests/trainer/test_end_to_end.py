@@ -17,7 +17,7 @@ def _weights(path) -> dict[str, torch.Tensor]:
     return {k: v.clone() for k, v in load_model(path).model.state_dict().items()}
 
 
-@pytest.mark.parametrize("recipe", ["orarl", "grpo", "taro", "opdvr"])
+@pytest.mark.parametrize("recipe", ["orarl", "grpo", "taro", "opdvr", "grpd"])
 def test_recipe_trains_and_checkpoints(make_config, recipe):
     config, _ = make_config(
         recipe, "trainer.steps=2", "trainer.save_every=1", "trainer.keep_last=1"
@@ -35,15 +35,28 @@ def test_recipe_trains_and_checkpoints(make_config, recipe):
     assert all("reward/mean" in r and "actor/loss" in r and "time/update" in r for r in rows)
     checkpoints = sorted(p.name for p in final.parent.glob("step-*"))
     assert checkpoints == ["step-000002"]  # keep_last=1
-    assert (final.parent / "reward_curves.png").stat().st_size > 0
+    _assert_reward_curve_drawn(final.parent / "reward_curves.png")
     assert load_config(final.parent / "config.yaml") == config  # the run's resolved config
     if recipe == "orarl":
         assert rows[0]["rows/kept"] == 2 * 2 and rows[0]["rows/total"] == 2 * 5
     if recipe == "taro":
         assert rows[0]["rollout/constructed_rows"] > 0
         assert "sensitivity/d_mean" in rows[0]
-    if recipe == "opdvr":
+    if recipe in ("opdvr", "grpd"):
         assert "distill/frac_correct" in rows[0]
+    if recipe == "grpd":
+        assert "distill/scale_mean" in rows[0]
+
+
+def _assert_reward_curve_drawn(png) -> None:
+    """A 700 x 400 PNG (7 x 4 in at 100 dpi) with a drawn curve, not a blank canvas."""
+    import matplotlib.image
+
+    image = matplotlib.image.imread(png)
+    assert image.shape[:2] == (400, 700)
+    plot = image[60:340, 90:650, :3].reshape(-1, 3)  # inside the axes
+    colored = (plot.max(1) - plot.min(1)) > 0.2  # the curve's color, not white/grey/black
+    assert colored.sum() > 50, "no curve drawn"
 
 
 def test_loss_forward_receives_the_rollout_video(make_config, monkeypatch, tmp_path):

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 from rich.console import Console
 
@@ -47,6 +48,7 @@ from videorl.trainer.distributed import (
     reduce_metrics,
     shard_indices,
 )
+from videorl.trainer.interrupt import StepGuard, StopRequest
 from videorl.trainer.metrics import MetricsWriter, plot_reward_curves
 from videorl.trainer.progress import StepProgress
 from videorl.trainer.run_dir import claim_run_dir, run_inputs
@@ -173,6 +175,7 @@ def build_state(cfg: Config, resume: str | None, info: DistInfo | None = None) -
     set_cpu_threads(cfg.trainer.cpu_threads, info.device)
     torch.manual_seed(cfg.trainer.seed)
     random.seed(cfg.trainer.seed)
+    np.random.seed(cfg.trainer.seed)  # checkpoints restore it, so a fresh run seeds it too
     checkpoint = ckpt.resolve_resume(resume, cfg.trainer.output_dir)
     # data before models: a bad data file fails in seconds, not after the model loads
     records = _records(cfg, cfg.data.train, cfg.data.split)
@@ -407,6 +410,7 @@ def train_step(state: TrainState, indices: list[int]) -> dict[str, Any]:
         batch = select(batch, cfg.algorithm.pruning, cfg.rollout.n)
     with timer("update"):
         update_metrics = update_policy(_update_context(state), batch)
+    lr = state.scheduler.get_last_lr()[0]  # the rate this step's update used
     clear_visual_caches(state.policy, state.reference, state.teacher)  # this step's videos only
     state.scheduler.step()
     state.engine.sync_weights(state.policy.model)
@@ -422,7 +426,7 @@ def train_step(state: TrainState, indices: list[int]) -> dict[str, Any]:
         "rows/dropped": float(rows_before - batch.num_rows),
         "data/skipped_media": float(skipped),
         "data/skipped_long_prompts_total": float(state.skipped_long_prompts),
-        "lr": state.scheduler.get_last_lr()[0],
+        "lr": lr,
         "perf/tokens_per_s": tokens / max(total, 1e-9),
         "perf/step_s": total,
         "perf/peak_mem_gb": _peak_memory_gb(),
@@ -558,7 +562,10 @@ def run_training(
     if info.is_main:
         save_run_config(cfg, out)  # what `videorl eval` of this run's checkpoints reads
     batches = _endless(state.sampler)
+    stop, guard = StopRequest(), StepGuard(state)
+    saved = state.step if (out / f"step-{state.step:06d}" / "state.pt").is_file() else None
     try:
+        stop.install()
         with StepProgress(
             console,
             cfg.trainer.steps,
@@ -569,6 +576,9 @@ def run_training(
             loss_key=hooks.loss_key,
         ) as progress:
             while state.step < cfg.trainer.steps:
+                if stop.agreed():  # Ctrl-C: stop between steps, on every rank at once
+                    raise KeyboardInterrupt
+                guard.begin()
                 metrics = reduce_metrics(step_fn(state, next(batches)), info)
                 state.step += 1
                 if (
@@ -589,12 +599,14 @@ def run_training(
                     writer.write(state.step, metrics)
                 if cfg.trainer.save_every and state.step % cfg.trainer.save_every == 0:
                     _save(state)
+                    saved = state.step
                 progress.update(state.step, metrics)
+                guard.end()
     except KeyboardInterrupt:
-        path = _save(state)
-        console.print(f"[yellow]interrupted:[/] saved {path}; resume with --resume auto")
-        return path
+        return _save_interrupted(state, guard, saved)
     finally:
+        stop.uninstall()
+        guard.close()
         if writer is not None:
             writer.close()
         if state.pool is not None:
@@ -614,6 +626,22 @@ def run_training(
             )
     barrier()
     return final
+
+
+def _save_interrupted(state: TrainState, guard: StepGuard, saved: int | None) -> Path:
+    """Ctrl-C: save the state after the last whole step (the step in flight is discarded;
+    see `trainer/interrupt.py`); a step already saved is not written again."""
+    out = Path(state.cfg.trainer.output_dir)
+    if guard.in_flight and (state.info.enabled or not guard.rollback()):
+        latest = ckpt.list_checkpoints(out)
+        console.print(
+            "[yellow]interrupted[/] during an update: that step is discarded and nothing was "
+            f"saved; resume with --resume auto (from {latest[-1] if latest else 'the start'})"
+        )
+        return latest[-1] if latest else out
+    path = out / f"step-{state.step:06d}" if saved == state.step else _save(state)
+    console.print(f"[yellow]interrupted:[/] saved {path}; resume with --resume auto")
+    return path
 
 
 def _record_best(state: TrainState, metrics: dict[str, Any]) -> bool:

@@ -1,0 +1,127 @@
+"""Data parallelism at the loop level (2 CPU ranks, gloo): a whole `run_training` on 2 ranks
+equals one process on the same global batches, each rank trains on its own prompts, and a
+2-rank run killed with SIGKILL, then stopped with Ctrl-C, resumes to exactly the
+uninterrupted 2-rank run. Rollouts are seeded per prompt (`loop_worker.py`), so that they do
+not depend on which rank samples them."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from tests.trainer.loop_worker import seeded_generate
+from tests.trainer.runs import assert_same_checkpoint, metrics_by_step
+from tests.trainer.test_distributed import TORCHRUN, _env
+from videorl.models.loading import load_model
+from videorl.rollout.engine import HFEngine
+from videorl.trainer.checkpoint import list_checkpoints
+from videorl.trainer.loop import run_training
+
+WORKER = Path(__file__).with_name("loop_worker.py")
+STEPS = 4
+RUN = [
+    f"trainer.steps={STEPS}",
+    "trainer.save_every=1",
+    "trainer.keep_last=10",
+    "optim.lr=1e-3",  # Adam turns fp32 summation-order noise into ~lr-sized steps
+    "optim.warmup_steps=1",
+    "optim.schedule=cosine",
+]
+
+
+def _command(overrides: list[str], ranks: int, *extra: str) -> list[str]:
+    launcher = TORCHRUN if ranks == 2 else [sys.executable]
+    return [*launcher, str(WORKER), *overrides, *extra]
+
+
+def _run(overrides: list[str], ranks: int, *extra: str) -> None:
+    subprocess.run(
+        _command(overrides, ranks, *extra), check=True, env=_env(), timeout=900, capture_output=True
+    )
+
+
+@pytest.fixture(scope="module")
+def runs(build_config, tmp_path_factory):
+    root = tmp_path_factory.mktemp("dist_loop")
+    out = {ranks: root / f"ranks{ranks}" for ranks in (1, 2)}
+    _run(build_config("grpo", out[2], *RUN)[1], 2)
+    with pytest.MonkeyPatch.context() as m:  # the one-process run needs no subprocess
+        m.setattr(HFEngine, "generate", seeded_generate)
+        run_training(build_config("grpo", out[1], *RUN)[0])
+    return out, build_config
+
+
+def test_two_ranks_equal_one_process_over_a_whole_run(runs):
+    out, _ = runs
+    one, two = metrics_by_step(out[1]), metrics_by_step(out[2])
+    assert sorted(one) == sorted(two) == list(range(1, STEPS + 1))
+    for step in one:
+        ids = two[step]["batch_ids"]  # rank 0's prompts, then rank 1's
+        assert len(ids) == len(set(ids)) == 2, f"step {step}: ranks share prompts {ids}"
+        assert ids == one[step]["batch_ids"], f"step {step}: {ids} != {one[step]['batch_ids']}"
+        assert two[step]["lr"] == one[step]["lr"]
+    single = load_file(out[1] / "final" / "model.safetensors")
+    double = load_file(out[2] / "final" / "model.safetensors")
+    for key, value in single.items():
+        torch.testing.assert_close(double[key], value, atol=1e-5, rtol=0, msg=key)
+    model_path = runs[1]("grpo", out[1], *RUN)[0].model.path
+    initial = load_model(model_path).model.state_dict()
+    assert any(not torch.equal(initial[k], single[k]) for k in single), "nothing trained"
+
+
+def _wait_for_checkpoint(out: Path, step: int, proc: subprocess.Popen) -> None:
+    deadline = time.time() + 600
+    while step not in [int(p.name.split("-")[1]) for p in list_checkpoints(out)]:
+        assert proc.poll() is None, f"the run ended before step-{step:06d}"
+        assert time.time() < deadline, f"no step-{step:06d} after 600 s"
+        time.sleep(0.1)
+
+
+def test_two_ranks_killed_then_interrupted_resume_to_the_uninterrupted_run(runs):
+    """SIGKILL to the whole torchrun process group after step 1's checkpoint, resume; Ctrl-C
+    (SIGINT to the process group, as a terminal sends it: the agent forwards it again) after
+    step 2's checkpoint, resume: every checkpoint equals the uninterrupted 2-rank run's."""
+    out, build_config = runs
+    run = out[2].parent / "interrupted"
+    overrides = build_config("grpo", run, *RUN)[1]
+
+    def start(*extra: str) -> subprocess.Popen:
+        return subprocess.Popen(
+            _command(overrides, 2, *extra),
+            env=_env(),
+            start_new_session=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+
+    proc = start()
+    _wait_for_checkpoint(run, 1, proc)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=60)
+    killed_at = max(int(p.name.split("-")[1]) for p in list_checkpoints(run))
+    assert killed_at < STEPS
+
+    proc = start("--resume", "auto")
+    _wait_for_checkpoint(run, killed_at + 1, proc)
+    os.killpg(proc.pid, signal.SIGINT)
+    proc.wait(timeout=300)
+    stopped_at = max(int(p.name.split("-")[1]) for p in list_checkpoints(run))
+    assert stopped_at < STEPS and not (run / "final").exists(), "Ctrl-C did not stop the run"
+    for step in range(1, stopped_at + 1):
+        assert_same_checkpoint(run / f"step-{step:06d}", out[2] / f"step-{step:06d}")
+
+    _run(overrides, 2, "--resume", "auto")
+    got, expected = metrics_by_step(run), metrics_by_step(out[2])
+    for step in range(1, STEPS + 1):
+        assert got[step]["batch_ids"] == expected[step]["batch_ids"], f"step {step}"
+        assert got[step]["lr"] == expected[step]["lr"], f"step {step}"
+    for step in range(stopped_at + 1, STEPS + 1):
+        assert_same_checkpoint(run / f"step-{step:06d}", out[2] / f"step-{step:06d}")

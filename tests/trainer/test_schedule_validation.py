@@ -1,0 +1,128 @@
+"""What a run writes: the learning rate of every step (warm-up, cosine, constant) equals the
+formula, validation writes `val/*` metrics and `best/` follows the configured metric, and
+the loop's optional paths (KL to a reference model, the scoring pool, TensorBoard) run."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from tests.trainer.runs import metrics_by_step
+from videorl.models.loading import load_model
+from videorl.rewards.pool import ScoringPool
+from videorl.trainer import loop
+from videorl.trainer.loop import run_training
+
+LR = 1e-2  # tests/trainer/conftest.py SMALL
+
+
+def test_warmup_then_cosine_lr_per_step(reference_run):
+    """warm-up 2, cosine to 0.1 over 4 steps. Step k (from 1) uses factor(k - 1):
+    factor(s) = (s + 1) / (warmup + 1) while s < warmup, then
+    min + (1 - min) * (1 + cos(pi * (s - warmup) / (steps - warmup))) / 2."""
+    _, out = reference_run
+    rows = metrics_by_step(out)
+    cosine = [0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * p)) for p in (0.0, 0.5)]
+    expected = [LR * 1 / 3, LR * 2 / 3, LR * cosine[0], LR * cosine[1]]
+    assert [rows[k]["lr"] for k in (1, 2, 3, 4)] == pytest.approx(expected, rel=1e-9)
+
+
+def test_validation_runs_every_val_every_steps(reference_run):
+    _, out = reference_run
+    rows = metrics_by_step(out)
+    validated = sorted(k for k, row in rows.items() if "val/reward_mean_at_k" in row)
+    assert validated == [2, 4]
+    for k in validated:
+        row = rows[k]
+        assert 0.0 <= row["val/reward_mean_at_k"] <= row["val/reward_best_at_k"] <= 1.0
+        assert row["val/tg/mean_at_k"] == row["val/reward_mean_at_k"]  # one family
+    assert (out / "best" / "model.safetensors").is_file()
+
+
+def test_tensorboard_events_hold_the_step_scalars(reference_run):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    _, out = reference_run
+    events = EventAccumulator(str(out / "tensorboard"))
+    events.Reload()
+    tags = events.Tags()["scalars"]
+    assert {"reward/mean", "actor/loss", "lr", "val/reward_mean_at_k"} <= set(tags)
+    lr = {e.step: e.value for e in events.Scalars("lr")}
+    rows = metrics_by_step(out)
+    assert lr == {k: pytest.approx(rows[k]["lr"], rel=1e-6) for k in (1, 2, 3, 4)}
+
+
+# One 3-step run for the rest: constant LR after a 1-step warm-up, validation every step
+# with scripted results, best/ chosen by a non-default metric, KL to a reference model,
+# rewards scored by a pool of 2 worker processes.
+VALIDATIONS = [  # (default metric, configured metric) at steps 1, 2, 3
+    {"val/reward_mean_at_k": 0.9, "val/tg/best_at_k": 0.3},
+    {"val/reward_mean_at_k": 0.1, "val/tg/best_at_k": 0.5},
+    {"val/reward_mean_at_k": 0.95, "val/tg/best_at_k": 0.4},  # worse: must not replace best/
+]
+
+
+@pytest.fixture(scope="module")
+def paths_run(build_config, teacher_dir, tmp_path_factory):
+    out = tmp_path_factory.mktemp("paths") / "run"
+    config, _ = build_config(
+        "grpo",
+        out,
+        "trainer.steps=3",
+        "trainer.save_every=1",
+        "trainer.keep_last=5",
+        "trainer.val_every=1",
+        "trainer.best_metric=val/tg/best_at_k",
+        "optim.schedule=constant",
+        "optim.warmup_steps=1",
+        f"model.reference_path={teacher_dir()}",
+        "algorithm.loss.kl_coef=0.1",
+        "reward.num_workers=2",
+    )
+    seen = {"validate": 0, "pool": 0}
+    real_score = ScoringPool.score
+
+    def scripted_validate(state):
+        seen["validate"] += 1
+        return dict(VALIDATIONS[state.step - 1])
+
+    def counting_score(self, *args, **kwargs):
+        seen["pool"] += 1
+        return real_score(self, *args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(loop, "validate", scripted_validate)
+        m.setattr(ScoringPool, "score", counting_score)
+        run_training(config)
+    return out, seen
+
+
+def test_warmup_then_constant_lr_per_step(paths_run):
+    out, _ = paths_run
+    rows = metrics_by_step(out)
+    assert [rows[k]["lr"] for k in (1, 2, 3)] == pytest.approx([LR / 2, LR, LR], rel=1e-9)
+
+
+def test_best_checkpoint_follows_the_configured_metric(paths_run):
+    out, seen = paths_run
+    assert seen["validate"] == 3
+    rows = metrics_by_step(out)
+    assert [rows[k].get("val/best_step") for k in (1, 2, 3)] == [1, 2, None]
+    state = torch.load(out / "step-000003" / "state.pt", weights_only=False)
+    assert state["best"] == {"step": 2, "value": 0.5, "metric": "val/tg/best_at_k"}
+    best = load_model(out / "best").model.state_dict()
+    at_step_2 = load_model(out / "step-000002" / "model").model.state_dict()
+    at_step_3 = load_model(out / "step-000003" / "model").model.state_dict()
+    assert all(torch.equal(best[k], at_step_2[k]) for k in at_step_2)
+    assert any(not torch.equal(best[k], at_step_3[k]) for k in at_step_3)
+
+
+def test_kl_to_the_reference_model_and_the_scoring_pool_run_in_the_loop(paths_run):
+    out, seen = paths_run
+    rows = metrics_by_step(out)
+    assert seen["pool"] >= 3  # every step's rewards went through the worker pool
+    for k in (1, 2, 3):
+        assert rows[k]["actor/kl"] > 0  # the reference is another random model
+        assert 0.0 < rows[k]["reward/mean"] <= 1.0
