@@ -79,10 +79,14 @@ def test_compute_advantages_masks_constructed_rows_negative_advantages():
 
 
 def test_score_turns_non_finite_rewards_into_zero(monkeypatch):
+    from videorl.rewards.result import RewardResult
+
+    overall = [float("nan"), 0.5, float("inf")]
+    errors = [None, None, "crash: the worker died"]
     scores = types.SimpleNamespace(
-        overall=[float("nan"), 0.5, float("inf")],
-        results=[types.SimpleNamespace(components={"task": 0.5})] * 3,
-        metrics={"reward/failed_crash": 1.0},
+        overall=overall,
+        results=[RewardResult(o, {"task": 0.5}, e) for o, e in zip(overall, errors)],
+        metrics={"reward/seconds": 0.1},
     )
     monkeypatch.setattr(stages, "score_batch", lambda *a, **k: scores)
     out = stages.score(_batch([0.0] * 3, [0, 0, 0]), config=None)
@@ -125,7 +129,8 @@ def test_constructed_prefix_is_an_order_preserving_subset_of_the_captions():
         assert 1 <= len(lines) <= 5
         chosen = [int(line.rsplit(" ", 1)[1]) for line in lines]
         assert chosen == sorted(set(chosen))
-        assert lines[0] == f"From {chosen[0]:g} to {chosen[0] + 0.5:g}, caption {chosen[0]}"
+        # TaRO's caption form (rollout/groups.py): `From 0.0s to 5.2s, caption`
+        assert lines[0] == f"From {chosen[0]:.1f}s to {chosen[0] + 0.5:.1f}s, caption {chosen[0]}"
     assert constructed_prefix(_record(), random.Random(0)).count("\n") == 2  # no captions
 
 
@@ -151,7 +156,9 @@ class _FakeEngine:
 
 
 def test_generate_groups_replaces_constructed_rows_and_flags_them():
-    records = [_record(0), _record(1)]
+    # only records with dense captions get constructed rows (TaRO); others sample normally
+    captions = (DenseCaption(0.0, 1.0, "a person opens the door"),)
+    records = [_record(0, captions), _record(1, captions)]
     constructed = torch.tensor([[False, True, False], [True, False, False]])
     batch = generate_groups(
         _FakeEngine(),

@@ -111,7 +111,8 @@ def plot_reward_curves(
     for key in keys:
         points = [(r["step"], r[key]) for r in rows if r.get(key) is not None]
         if points:
-            ax.plot(*zip(*points), label=key, marker="." if len(points) < 50 else None)
+            short = len(points) < 50  # markers, so a curve of a few points (or one) still shows
+            ax.plot(*zip(*points), label=key, marker="o" if short else None, markersize=7)
     val = [
         (r["step"], r["val/reward_mean_at_k"])
         for r in rows
