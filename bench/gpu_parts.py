@@ -189,7 +189,7 @@ def group_batch(loaded: Any, settings: Settings, policy_rows: int = 8, seed: int
     """One OraRL group: `policy_rows` random responses of realistic lengths with mixed rewards
     and one annotation row (reward 1), behind one video prompt."""
     from videorl.models.inputs import encode_prompt
-    from videorl.trainer.batch import RolloutBatch
+    from videorl.rollout.batch import RolloutBatch
 
     generator = torch.Generator().manual_seed(seed)
     prompt = encode_prompt(loaded, PROMPT, video=fake_video(settings, seed))
@@ -322,7 +322,7 @@ def part_pruning(settings: Settings, work: Path, rec: Recorder) -> None:
 
 def update_flops(loaded: Any, batch: Any) -> dict[str, float]:
     """Model FLOPs of one update over `batch` (module docstring)."""
-    from videorl.trainer.distributed import decoder_layers
+    from videorl.distributed import decoder_layers
 
     model = loaded.model
     text = model.config.get_text_config()

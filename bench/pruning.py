@@ -79,11 +79,13 @@ def rollouts(state: Any, groups: int, seed: int) -> dict[str, Any]:
     from videorl.config import AlgorithmConfig
     from videorl.models.generate import SamplingParams
     from videorl.rollout.groups import add_annotation_rows, generate_groups
-    from videorl.trainer.loop import decode_prompts
+    from videorl.rollout.prompting import decode_prompts
     from videorl.trainer.stages import compute_advantages, score, select
 
     cfg = state.cfg
-    records, prompts, videos, _ = decode_prompts(state, list(range(groups)))
+    records, prompts, videos, _, _ = decode_prompts(
+        state.records[:groups], state.videos, state.policy, state.cfg.data
+    )
     params = SamplingParams(
         n=cfg.rollout.n,
         max_new_tokens=cfg.rollout.max_new_tokens,

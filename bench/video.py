@@ -104,6 +104,7 @@ def one_step(state: Any, indices: list[int]) -> dict[str, Any]:
     """One `train_step` with videorl's decodes and decode time, and the passes that fed each video."""
     import videorl.models.generate as generate_module
     import videorl.rollout.engine as engine_module
+    from videorl.rollout import prompting
     from videorl.trainer import loop, stages, update
     from videorl.video.decode import decode_video
 
@@ -123,6 +124,7 @@ def one_step(state: Any, indices: list[int]) -> dict[str, Any]:
         return prompt
 
     targets = [
+        (prompting, "encode_record", lambda _: encode),  # decode_prompts' encodings
         (loop, "encode_record", lambda _: encode),
         (engine_module, "generate", ledger.wrap_pass),
         (stages, "row_logprobs", ledger.wrap_pass),

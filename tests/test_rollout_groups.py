@@ -10,8 +10,8 @@ import torch
 from tests.rewards.factories import make
 from videorl.models.generate import Generation
 from videorl.models.inputs import PromptEncoding
+from videorl.rollout.batch import RolloutBatch
 from videorl.rollout.groups import add_annotation_rows, constructed_prefix, generate_groups
-from videorl.trainer.batch import RolloutBatch
 
 EOS = 99
 

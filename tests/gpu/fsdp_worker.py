@@ -19,11 +19,11 @@ import torch.distributed as dist
 
 from videorl.algorithms.loss import PolicyLossConfig
 from videorl.config import OptimConfig
+from videorl.distributed import DistInfo, apply_fsdp
 from videorl.models.inputs import encode_prompt
 from videorl.models.loading import load_model
+from videorl.rollout.batch import RolloutBatch
 from videorl.trainer import checkpoint as ckpt
-from videorl.trainer.batch import RolloutBatch
-from videorl.trainer.distributed import DistInfo, apply_fsdp
 from videorl.trainer.update import UpdateContext, update_policy
 
 

@@ -9,8 +9,9 @@ import torch
 
 from videorl.models.generate import SamplingParams, generate
 from videorl.models.inputs import collate, encode_prompt
+from videorl.models.loaded import VISION_TOKENS
 from videorl.models.loading import load_model
-from videorl.models.tiny import VISION_TOKENS, count_parameters
+from videorl.models.tiny import count_parameters
 
 VISION_ARCHS = ("qwen2_5_vl", "qwen3_vl", "qwen3_5")
 

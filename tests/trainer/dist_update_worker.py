@@ -11,10 +11,10 @@ import torch
 
 from videorl.algorithms.loss import PolicyLossConfig
 from videorl.config import OptimConfig
+from videorl.distributed import apply_fsdp, full_state_dict, init_distributed
 from videorl.models.inputs import encode_prompt
 from videorl.models.loading import load_model
-from videorl.trainer.batch import RolloutBatch
-from videorl.trainer.distributed import apply_fsdp, full_state_dict, init_distributed
+from videorl.rollout.batch import RolloutBatch
 from videorl.trainer.update import UpdateContext, update_policy
 
 GROUPS, ROWS = 4, 2

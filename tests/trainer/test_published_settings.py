@@ -33,25 +33,19 @@ def test_orarl_style_run_counts_epochs_and_validates_with_its_sampling(make_conf
 
 
 def test_overlong_prompts_are_skipped_and_counted(make_config):
-    import types
 
     from videorl.data.loaders import load_records
     from videorl.models.loading import load_model
-    from videorl.trainer.loop import decode_prompts
+    from videorl.rollout.prompting import decode_prompts
     from videorl.video.cache import VideoCache
 
     config, _ = make_config("orarl")
-    state = types.SimpleNamespace(
-        cfg=config,
-        records=load_records(config.data.train).records[:2],
-        videos=VideoCache(config.video),
-        policy=load_model(config.model.path),
-        skipped_long_prompts=0,
-    )
-    _, prompts, _, _ = decode_prompts(state, [0, 1])
-    assert len(prompts) == 2 and state.skipped_long_prompts == 0
+    records = load_records(config.data.train).records[:2]
+    videos, policy = VideoCache(config.video), load_model(config.model.path)
+    _, prompts, _, _, too_long = decode_prompts(records, videos, policy, config.data)
+    assert len(prompts) == 2 and too_long == 0
     limit = max(p.length for p in prompts) - 1  # the longest prompt no longer fits
-    state.cfg, _ = make_config("orarl", f"data.max_prompt_tokens={limit}")
-    records, kept, _, _ = decode_prompts(state, [0, 1])
+    config, _ = make_config("orarl", f"data.max_prompt_tokens={limit}")
+    kept_records, kept, _, _, too_long = decode_prompts(records, videos, policy, config.data)
     assert all(p.length <= limit for p in kept)
-    assert state.skipped_long_prompts == 2 - len(records) >= 1
+    assert too_long == 2 - len(kept_records) >= 1

@@ -10,17 +10,18 @@ import pytest
 import torch
 
 from tests.trainer.dist_update_worker import fixed_batch
+from videorl import distributed
 from videorl.algorithms.loss import PolicyLossConfig
 from videorl.config import AlgorithmConfig, ConstructedConfig, OptimConfig, PruningConfig
 from videorl.data.families import Family
 from videorl.data.records import DenseCaption, TaskRecord, TemporalAnswer
+from videorl.distributed import DistInfo, reduce_metrics, shard_indices
 from videorl.models.generate import Generation, SamplingParams
 from videorl.models.loading import load_model
+from videorl.rollout.batch import RolloutBatch, empty_batch, pad_rows
 from videorl.rollout.groups import add_annotation_rows, constructed_prefix, generate_groups
-from videorl.trainer import distributed, stages
+from videorl.trainer import stages
 from videorl.trainer import update as update_module
-from videorl.trainer.batch import RolloutBatch, empty_batch, pad_rows
-from videorl.trainer.distributed import DistInfo, reduce_metrics, shard_indices
 from videorl.trainer.update import UpdateContext, update_policy
 
 

@@ -20,7 +20,8 @@ import posixpath
 import re
 import unicodedata
 
-from videorl.data.records import MediaRef, TaskRecord
+from videorl.data.records import TaskRecord
+from videorl.video.media import MediaRef
 
 LEAK_RULES = ("identity", "path", "basename", "stem")
 LEAK_MATCH_LEVELS = LEAK_RULES[1:]  # `leak_match: stem` uses every rule up to `stem`

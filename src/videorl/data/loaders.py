@@ -27,9 +27,10 @@ from videorl.data.columns import (
 )
 from videorl.data.families import Family
 from videorl.data.formats import CONVERTERS, FORMATS, detect_format, resolve_family
-from videorl.data.records import MediaRef, TaskRecord
+from videorl.data.records import TaskRecord
 from videorl.data.sources import DATA_SUFFIXES, open_source
 from videorl.errors import ConfigError, DataError, MediaError, VideoRLError
+from videorl.video.media import MediaRef
 
 logger = logging.getLogger(__name__)
 

@@ -14,7 +14,8 @@ from pathlib import Path
 import numpy as np
 
 from videorl.data.families import Family
-from videorl.data.records import MediaRef, TaskRecord
+from videorl.data.records import TaskRecord
+from videorl.video.media import MediaRef
 
 EXAMPLE_SEED = 0
 EXAMPLES_PER_FAMILY = 2

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 if TYPE_CHECKING:
-    from videorl.models.loading import LoadedModel
+    from videorl.models.loaded import LoadedModel
 
 # Per-video / per-image tensors concatenated across rows (the processor's layout).
 VISION_KEYS = (

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -11,10 +10,10 @@ import torch
 
 from videorl.errors import ConfigError
 from videorl.models import varlen_attention
+from videorl.models.loaded import LoadedModel
 from videorl.models.lora import merge_adapter, read_adapter_config
 from videorl.models.mrope import use_reference_rope_index
 from videorl.models.packing import resolve_packing
-from videorl.models.tiny import VISION_TOKENS
 
 VISION_MODEL_TYPES = (
     "qwen2_5_vl",
@@ -24,40 +23,6 @@ VISION_MODEL_TYPES = (
     "qwen3_vl_moe",
     "qwen3_5_moe",
 )
-
-
-@dataclass
-class LoadedModel:
-    """A model with the objects that turn prompts into its inputs."""
-
-    model: torch.nn.Module
-    tokenizer: Any
-    processor: Any | None
-    model_type: str
-    packing: bool = False  # log-prob / training forwards use padding-free packed rows
-    visual_cache: Any = None  # VisualEmbeddingCache: encode each video once per step
-    share_prompts: bool = False  # rows of one prompt share its forward (models/shared_prompt.py)
-
-    @property
-    def is_vision(self) -> bool:
-        return self.processor is not None and hasattr(self.processor, "video_processor")
-
-    @property
-    def banned_token_ids(self) -> list[int]:
-        """Vision placeholder tokens: a random or drifting model may emit them; never sample them."""
-        vocab = self.tokenizer.get_vocab()
-        return [vocab[t] for t in VISION_TOKENS if t in vocab]
-
-    @property
-    def eos_token_ids(self) -> list[int]:
-        ids = self.model.generation_config.eos_token_id
-        ids = [ids] if isinstance(ids, int) else list(ids or [])
-        return ids or [self.tokenizer.eos_token_id]
-
-    @property
-    def pad_token_id(self) -> int:
-        pad = self.tokenizer.pad_token_id
-        return int(pad if pad is not None else self.eos_token_ids[0])
 
 
 def split_revision(path: str | Path, revision: str | None = None) -> tuple[str, str | None]:

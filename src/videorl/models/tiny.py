@@ -57,13 +57,6 @@ SPECIAL_TOKENS = (
     "<|video_pad|>",
 )
 THINK_TOKENS = ("<think>", "</think>")
-VISION_TOKENS = (
-    "<|vision_start|>",
-    "<|vision_end|>",
-    "<|vision_pad|>",
-    "<|image_pad|>",
-    "<|video_pad|>",
-)
 
 # The Qwen-VL chat template (images and videos as content parts), shared by all four archs.
 CHAT_TEMPLATE = (

@@ -86,7 +86,7 @@ class HFEngine:
         the engine generates with the policy module itself (one process, no sharding)."""
         if policy is self.loaded.model:
             return
-        from videorl.trainer.distributed import full_state_dict
+        from videorl.distributed import full_state_dict
 
         self.loaded.model.load_state_dict(full_state_dict(policy))
 

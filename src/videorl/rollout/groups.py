@@ -14,8 +14,8 @@ from videorl.data.records import TaskRecord
 from videorl.models.generate import Generation, SamplingParams
 from videorl.models.inputs import PromptEncoding
 from videorl.rewards.annotation import serialize_annotation
+from videorl.rollout.batch import RolloutBatch
 from videorl.rollout.engine import RolloutEngine
-from videorl.trainer.batch import RolloutBatch
 
 
 def constructed_prefix(record: TaskRecord, rng: random.Random) -> str:

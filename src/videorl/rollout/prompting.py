@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+import logging
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
 
+from videorl.data.coordinates import frame_size, model_convention, to_model_coordinates
 from videorl.data.prompts import build_prompt
 from videorl.data.records import TaskRecord
+from videorl.errors import MediaError
 from videorl.models.chat_template import template_kwargs
 from videorl.models.inputs import PromptEncoding, encode_prompt
 from videorl.models.loading import LoadedModel
+from videorl.video.cache import VideoCache
+
+if TYPE_CHECKING:
+    from videorl.config import DataConfig
+
+log = logging.getLogger(__name__)
 
 
 def encode_record(
@@ -31,3 +40,46 @@ def encode_record(
         image=media if is_image else None,
         template_kwargs=template_kwargs(think, chat_template_kwargs),
     )
+
+
+class DecodedPrompts(NamedTuple):
+    """The records of a step that decoded, their prompts and media; what was skipped."""
+
+    records: list[TaskRecord]
+    prompts: list[PromptEncoding]
+    media: list[Any]
+    skipped_media: int  # media that failed to decode
+    skipped_long: int  # prompts over data.max_prompt_tokens
+
+
+def decode_prompts(
+    records: Sequence[TaskRecord], videos: VideoCache, policy: LoadedModel, data: DataConfig
+) -> DecodedPrompts:
+    """Decode each record's media once (`videos` caches it) and encode its prompt in the
+    model family's coordinates; bad media and over-long prompts are skipped and counted."""
+    out = DecodedPrompts([], [], [], 0, 0)
+    convention = model_convention(policy.model_type, data.coordinates)
+    for record in records:
+        try:
+            video = videos.get(record.media) if record.media is not None else None
+        except MediaError as err:
+            log.warning("skipping sample %s: %s", record.id, err)
+            out = out._replace(skipped_media=out.skipped_media + 1)
+            continue
+        record = to_model_coordinates(record, convention, frame_size(video))
+        prompt = encode_record(
+            policy, record, video, data.think, data.chat_template_kwargs, style=data.prompt_style
+        )
+        if data.max_prompt_tokens is not None and prompt.length > data.max_prompt_tokens:
+            log.warning(
+                "skipping sample %s: its prompt has %d tokens > data.max_prompt_tokens=%d",
+                record.id,
+                prompt.length,
+                data.max_prompt_tokens,
+            )
+            out = out._replace(skipped_long=out.skipped_long + 1)
+            continue
+        out.records.append(record)
+        out.media.append(video)
+        out.prompts.append(prompt)
+    return out

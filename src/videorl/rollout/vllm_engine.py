@@ -40,7 +40,7 @@ from videorl.rollout.vllm_support import (
 
 if TYPE_CHECKING:
     from videorl.config import Config
-    from videorl.trainer.distributed import DistInfo
+    from videorl.distributed import DistInfo
 
 log = logging.getLogger(__name__)
 
@@ -224,8 +224,8 @@ class VLLMEngine:
 
     def sync_weights(self, policy: torch.nn.Module) -> None:
         """Push the policy's full (gathered, under FSDP) weights into vLLM and the scoring copy."""
+        from videorl.distributed import full_state_dict
         from videorl.models.lora import is_peft, merged_state_dict
-        from videorl.trainer.distributed import full_state_dict
 
         # LoRA: vLLM gets the merged weights W + scale * B A under the base model's names
         state = merged_state_dict(policy) if is_peft(policy) else full_state_dict(policy)

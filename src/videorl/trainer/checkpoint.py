@@ -32,9 +32,9 @@ from torch.distributed.checkpoint.state_dict import (
     set_optimizer_state_dict,
 )
 
+from videorl.distributed import DistInfo, barrier
 from videorl.errors import ConfigError
 from videorl.outputs import refuse_nonempty, refuse_own_inputs, stage_folder, swap_into_place
-from videorl.trainer.distributed import DistInfo, barrier
 
 _STEP_DIR = re.compile(r"^step-(\d+)$")
 

@@ -19,11 +19,11 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
+from videorl.distributed import all_reduce
 from videorl.trainer import checkpoint as ckpt
-from videorl.trainer.distributed import all_reduce
 
 if TYPE_CHECKING:
-    from videorl.trainer.loop import TrainState
+    from videorl.trainer.state import TrainState
 
 
 class StopRequest:

@@ -9,7 +9,7 @@ import random
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -20,27 +20,10 @@ from rich.console import Console
 from videorl.algorithms.taro import constructed_probability
 from videorl.config import Config, save_run_config
 from videorl.config_loader import to_dict
-from videorl.data.coordinates import frame_size, model_convention, to_model_coordinates
 from videorl.data.loaders import check_media, load_records, media_report
 from videorl.data.records import TaskRecord
 from videorl.data.sampler import TaskGroupedSampler
-from videorl.errors import ConfigError, MediaError
-from videorl.models.generate import SamplingParams
-from videorl.models.inputs import PromptEncoding
-from videorl.models.loading import LoadedModel, check_same_tokenizer, load_model
-from videorl.models.lora import apply_lora, reference_view
-from videorl.models.shared_prompt import enable_shared_prompts
-from videorl.models.visual_cache import clear_visual_caches, share_visual_cache
-from videorl.rewards.batch import ANNOTATION_PREFIX, CONSTRUCTED_PREFIX, POLICY_PREFIX
-from videorl.rewards.pool import ScoringPool
-from videorl.rollout.engine import HFEngine, RolloutEngine
-from videorl.rollout.groups import add_annotation_rows, generate_groups
-from videorl.rollout.prompting import encode_record
-from videorl.rollout.vllm_engine import build_vllm_engine
-from videorl.rollout.vllm_support import rollout_engine
-from videorl.trainer import checkpoint as ckpt
-from videorl.trainer.batch import RolloutBatch, empty_batch
-from videorl.trainer.distributed import (
+from videorl.distributed import (
     DistInfo,
     apply_fsdp,
     barrier,
@@ -48,6 +31,21 @@ from videorl.trainer.distributed import (
     reduce_metrics,
     shard_indices,
 )
+from videorl.errors import ConfigError, MediaError
+from videorl.models.generate import SamplingParams
+from videorl.models.loading import LoadedModel, check_same_tokenizer, load_model
+from videorl.models.lora import apply_lora, reference_view
+from videorl.models.shared_prompt import enable_shared_prompts
+from videorl.models.visual_cache import clear_visual_caches, share_visual_cache
+from videorl.rewards.batch import ANNOTATION_PREFIX, CONSTRUCTED_PREFIX, POLICY_PREFIX
+from videorl.rewards.pool import ScoringPool
+from videorl.rollout.batch import RolloutBatch, empty_batch
+from videorl.rollout.engine import HFEngine
+from videorl.rollout.groups import add_annotation_rows, generate_groups
+from videorl.rollout.prompting import decode_prompts, encode_record
+from videorl.rollout.vllm_engine import build_vllm_engine
+from videorl.rollout.vllm_support import rollout_engine
+from videorl.trainer import checkpoint as ckpt
 from videorl.trainer.interrupt import StepGuard, StopRequest
 from videorl.trainer.metrics import MetricsWriter, plot_reward_curves
 from videorl.trainer.progress import StepProgress
@@ -60,6 +58,7 @@ from videorl.trainer.stages import (
     score,
     select,
 )
+from videorl.trainer.state import TrainState
 from videorl.trainer.threads import set_cpu_threads
 from videorl.trainer.update import UpdateContext, update_policy
 from videorl.trainer.validation import validate
@@ -67,28 +66,6 @@ from videorl.video.cache import VideoCache
 
 log = logging.getLogger(__name__)
 console = Console()
-
-
-@dataclass
-class TrainState:
-    """Everything a step touches, built once by `build_state`."""
-
-    cfg: Config
-    policy: LoadedModel
-    engine: RolloutEngine
-    optimizer: torch.optim.Optimizer
-    scheduler: torch.optim.lr_scheduler.LambdaLR
-    videos: VideoCache
-    sampler: TaskGroupedSampler
-    records: list[TaskRecord]
-    val_records: list[TaskRecord]
-    reference: LoadedModel | None = None
-    teacher: LoadedModel | None = None
-    pool: ScoringPool | None = None
-    info: DistInfo = field(default_factory=DistInfo)
-    step: int = 0
-    best: dict[str, Any] = field(default_factory=dict)
-    skipped_long_prompts: int = 0  # prompts over data.max_prompt_tokens, skipped so far
 
 
 class StageTimer:
@@ -285,54 +262,17 @@ def _endless(sampler: TaskGroupedSampler) -> Iterator[list[int]]:
         yield from sampler
 
 
-def decode_prompts(
-    state: TrainState, indices: list[int]
-) -> tuple[list[TaskRecord], list[PromptEncoding], list[Any], int]:
-    """Decode each record's media once (cache) and encode its prompt; bad media is skipped."""
-    records, prompts, videos, skipped = [], [], [], 0
-    for index in indices:
-        record = state.records[index]
-        try:
-            video = state.videos.get(record.media) if record.media is not None else None
-        except MediaError as err:
-            log.warning("skipping sample %s: %s", record.id, err)
-            skipped += 1
-            continue
-        data = state.cfg.data
-        convention = model_convention(state.policy.model_type, data.coordinates)
-        record = to_model_coordinates(record, convention, frame_size(video))
-        prompt = encode_record(
-            state.policy,
-            record,
-            video,
-            data.think,
-            data.chat_template_kwargs,
-            style=data.prompt_style,
-        )
-        if data.max_prompt_tokens is not None and prompt.length > data.max_prompt_tokens:
-            log.warning(
-                "skipping sample %s: its prompt has %d tokens > data.max_prompt_tokens=%d",
-                record.id,
-                prompt.length,
-                data.max_prompt_tokens,
-            )
-            state.skipped_long_prompts += 1
-            continue
-        records.append(record)
-        videos.append(video)
-        prompts.append(prompt)
-    return records, prompts, videos, skipped
-
-
 def train_step(state: TrainState, indices: list[int]) -> dict[str, Any]:
     """decode -> rollout (+ constructed, + annotation rows) -> rewards -> advantages -> selection -> update."""
     cfg, timer = state.cfg, StageTimer()
     scorer = state.engine.loaded  # the policy itself, or its synced unsharded copy under FSDP
     clear_visual_caches(state.policy, state.reference, state.teacher)  # e.g. validation's videos
     with timer("decode"):
-        records, prompts, videos, skipped = decode_prompts(
-            state, shard_indices(indices, state.info)
+        mine = [state.records[i] for i in shard_indices(indices, state.info)]
+        records, prompts, videos, skipped, too_long = decode_prompts(
+            mine, state.videos, state.policy, cfg.data
         )
+        state.skipped_long_prompts += too_long
     if not records:  # every sample of this rank was bad: still join the update's collectives
         # and the rollout's: vLLM's data-parallel engines step in lockstep
         state.engine.generate([], SamplingParams())

@@ -31,6 +31,7 @@ import torch
 
 from videorl.config import Config
 from videorl.data.records import TaskRecord
+from videorl.distributed import all_reduce, shard_indices
 from videorl.models.batching import plan_microbatches
 from videorl.models.generate import SamplingParams
 from videorl.models.inputs import PromptEncoding
@@ -42,8 +43,9 @@ from videorl.rewards.protocol import THINK_CLOSE
 from videorl.rewards.registry import FAMILY_REWARDS
 from videorl.rollout.engine import HFEngine
 from videorl.rollout.groups import constructed_prefix
-from videorl.trainer.distributed import all_reduce, shard_indices
-from videorl.trainer.loop import LoopHooks, TrainState, decode_prompts, run_training
+from videorl.rollout.prompting import decode_prompts
+from videorl.trainer.loop import LoopHooks, run_training
+from videorl.trainer.state import TrainState
 from videorl.trainer.update import _dummy_micro
 
 
@@ -119,7 +121,8 @@ def response_nll(
 def sft_step(state: TrainState, indices: list[int]) -> dict[str, Any]:
     """decode -> targets -> response-only NLL over micro-batches -> one clipped AdamW step."""
     cfg, start = state.cfg, time.perf_counter()
-    records, prompts, _, skipped = decode_prompts(state, shard_indices(indices, state.info))
+    mine = [state.records[i] for i in shard_indices(indices, state.info)]
+    records, prompts, _, skipped, _ = decode_prompts(mine, state.videos, state.policy, cfg.data)
     rng = random.Random(cfg.trainer.seed * 1_000_003 + state.step)  # same draw after a resume
     tokenizer, eos = state.policy.tokenizer, state.policy.eos_token_ids[0]
     responses = [
@@ -162,11 +165,9 @@ def greedy_validate(state: TrainState) -> dict[str, Any]:
     """Mean reward of one greedy answer per validation prompt, under the training rewards;
     reported as `val/reward_mean_at_k` (k = 1) and per family `val/<family>/mean_at_k`."""
     cfg = state.cfg
-    saved_records, state.records = state.records, state.val_records
-    try:
-        records, prompts, _, skipped = decode_prompts(state, list(range(len(state.val_records))))
-    finally:
-        state.records = saved_records
+    records, prompts, _, skipped, _ = decode_prompts(
+        state.val_records, state.videos, state.policy, cfg.data
+    )
     if not records:
         return {"val/skipped_media": float(skipped)}
     params = SamplingParams(n=1, max_new_tokens=cfg.rollout.max_new_tokens, temperature=0.0)

@@ -38,7 +38,7 @@ from videorl.rewards.sensitivity import (
     shuffle_seed,
     token_mean_logp_gap,
 )
-from videorl.trainer.batch import RolloutBatch, pad_rows
+from videorl.rollout.batch import RolloutBatch, pad_rows
 
 
 def row_kinds(batch: RolloutBatch) -> dict[str, torch.Tensor]:

@@ -11,12 +11,12 @@ import torch
 
 from videorl.algorithms.loss import PolicyLossConfig, policy_loss
 from videorl.config import OptimConfig
+from videorl.distributed import all_reduce
 from videorl.models.batching import plan_microbatches
 from videorl.models.inputs import PromptEncoding
 from videorl.models.loading import LoadedModel
 from videorl.models.logprobs import rows_logprobs
-from videorl.trainer.batch import RolloutBatch
-from videorl.trainer.distributed import all_reduce
+from videorl.rollout.batch import RolloutBatch
 from videorl.trainer.stages import row_logprobs
 
 

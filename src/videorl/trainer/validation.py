@@ -11,9 +11,10 @@ import torch
 from videorl.models.generate import SamplingParams
 from videorl.rewards.batch import score_batch
 from videorl.rollout.engine import HFEngine
+from videorl.rollout.prompting import decode_prompts
 
 if TYPE_CHECKING:
-    from videorl.trainer.loop import TrainState
+    from videorl.trainer.state import TrainState
 
 
 def mean_and_best_at_k(rewards: torch.Tensor) -> tuple[float, float]:
@@ -40,16 +41,11 @@ def validation_sampling(cfg: Any) -> SamplingParams:
 @torch.no_grad()
 def validate(state: TrainState) -> dict[str, Any]:
     """Sample k responses per validation prompt (`validation_sampling`) and score them."""
-    from videorl.trainer.loop import decode_prompts
-
     cfg = state.cfg
     k = cfg.trainer.val_samples
-    saved_records = state.records
-    state.records = state.val_records
-    try:
-        records, prompts, _, skipped = decode_prompts(state, list(range(len(state.val_records))))
-    finally:
-        state.records = saved_records
+    records, prompts, _, skipped, _ = decode_prompts(
+        state.val_records, state.videos, state.policy, cfg.data
+    )
     if not records:
         return {"val/skipped_media": float(skipped)}
     params = validation_sampling(cfg)

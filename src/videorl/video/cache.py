@@ -22,7 +22,6 @@ from typing import Any
 import numpy as np
 import torch
 
-from videorl.data.records import MediaRef
 from videorl.errors import MediaError
 from videorl.video.decode import (
     DecodedVideo,
@@ -32,6 +31,7 @@ from videorl.video.decode import (
     is_image_path,
     load_image,
 )
+from videorl.video.media import MediaRef
 from videorl.video.meta import VideoMeta
 
 logger = logging.getLogger(__name__)

@@ -1,0 +1,39 @@
+"""What a training step touches: the models, optimizer, data and counters of a run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from videorl.config import Config
+from videorl.data.records import TaskRecord
+from videorl.data.sampler import TaskGroupedSampler
+from videorl.distributed import DistInfo
+from videorl.models.loading import LoadedModel
+from videorl.rewards.pool import ScoringPool
+from videorl.rollout.engine import RolloutEngine
+from videorl.video.cache import VideoCache
+
+
+@dataclass
+class TrainState:
+    """Everything a step touches, built once by `build_state`."""
+
+    cfg: Config
+    policy: LoadedModel
+    engine: RolloutEngine
+    optimizer: torch.optim.Optimizer
+    scheduler: torch.optim.lr_scheduler.LambdaLR
+    videos: VideoCache
+    sampler: TaskGroupedSampler
+    records: list[TaskRecord]
+    val_records: list[TaskRecord]
+    reference: LoadedModel | None = None
+    teacher: LoadedModel | None = None
+    pool: ScoringPool | None = None
+    info: DistInfo = field(default_factory=DistInfo)
+    step: int = 0
+    best: dict[str, Any] = field(default_factory=dict)
+    skipped_long_prompts: int = 0  # prompts over data.max_prompt_tokens, skipped so far

@@ -1,0 +1,116 @@
+"""The package's imports run one way: each module imports only from its own layer or below,
+and no modules import each other in a circle (DESIGN.md, "Layers").
+
+Checked statically over every `import` in `src/videorl`, function-level imports included.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "src" / "videorl"
+
+# Top to bottom. `config` composes the section configs that the lower packages own
+# (algorithms, rewards, video), so it sits above them and below their users.
+LAYERS: list[set[str]] = [
+    {"cli", "__main__", "doctor"},
+    {"trainer", "eval", "demo", "serve"},
+    {"rollout"},
+    {"config", "plan"},
+    {"models", "rewards", "algorithms"},
+    {"data"},
+    {"video"},
+    {"config_loader", "distributed", "errors", "outputs", "versions"},
+]
+
+
+def _layer(top: str) -> int:
+    for depth, names in enumerate(LAYERS):
+        if top in names:
+            return depth
+    raise AssertionError(f"src/videorl/{top} has no layer: add it to LAYERS in {__file__}")
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path) -> list[tuple[str, str]]:
+    """(module, fallback) per imported name: `from pkg import x` names `pkg.x` when x is a
+    submodule, else `pkg` itself."""
+    found: list[tuple[str, str]] = []
+    package = (
+        _module_name(path) if path.name == "__init__.py" else _module_name(path).rpartition(".")[0]
+    )
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found += [(alias.name, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(anchor + ([base] if base else []))
+            found += [(f"{base}.{alias.name}", base) for alias in node.names]
+    return [pair for pair in found if pair[1] == "videorl" or pair[1].startswith("videorl.")]
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        targets = set()
+        for preferred, fallback in _imports(path):
+            imported = preferred if preferred in modules else fallback
+            if imported in modules and imported not in (name, "videorl"):
+                targets.add(imported)
+        graph[name] = targets
+    return graph
+
+
+def _top(module: str) -> str:
+    return module.split(".")[1] if "." in module else module
+
+
+def test_imports_run_downward_only():
+    upward = [
+        f"{src} -> {dst}"
+        for src, targets in _graph().items()
+        if src != "videorl"
+        for dst in sorted(targets)
+        if _layer(_top(dst)) < _layer(_top(src))
+    ]
+    assert not upward, "imports that run upward:\n" + "\n".join(sorted(upward))
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return stack[stack.index(nxt) :] + [nxt]
+            if nxt not in state and (found := visit(nxt)):
+                return found
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (found := visit(node)):
+            return found
+    return None
+
+
+def test_no_import_circles():
+    cycle = _cycle({k: v for k, v in _graph().items() if k != "videorl"})
+    assert cycle is None, "import circle: " + " -> ".join(cycle or [])
+
+
+def test_test_model_builder_is_used_only_by_make_tiny():
+    users = [src for src, targets in _graph().items() if "videorl.models.tiny" in targets]
+    assert set(users) <= {"videorl.cli"}, f"only `videorl make-tiny` may build test models: {users}"
