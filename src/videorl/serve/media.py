@@ -276,18 +276,7 @@ def _image_file(path: Path, policy: MediaPolicy) -> DecodedVideo:
 
 
 def _timed_image(frame: torch.Tensor) -> DecodedVideo:
-    height, width = int(frame.shape[1]), int(frame.shape[2])
-    meta = VideoMeta(
-        source_fps=0.0,
-        duration=0.0,
-        frame_indices=(0,),
-        timestamps=(0.0,),
-        fps=0.0,
-        width=width,
-        height=height,
-        source_width=width,
-        source_height=height,
-    )
+    meta = VideoMeta.still(width=int(frame.shape[2]), height=int(frame.shape[1]))
     return DecodedVideo(frames=frame[None], meta=meta)
 
 

@@ -243,17 +243,7 @@ def _image_from_array(array: np.ndarray, config: VideoConfig) -> DecodedVideo:
         factor=config.factor,
     )
     frames = torch.from_numpy(np.array(array)).permute(2, 0, 1)[None]  # a writable copy
-    meta = VideoMeta(
-        source_fps=0.0,
-        duration=0.0,
-        frame_indices=(0,),
-        timestamps=(0.0,),
-        fps=0.0,
-        width=width,
-        height=height,
-        source_width=src_w,
-        source_height=src_h,
-    )
+    meta = VideoMeta.still(width, height, source_width=src_w, source_height=src_h)
     return DecodedVideo(frames=resize_frames(frames, height, width).contiguous(), meta=meta)
 
 

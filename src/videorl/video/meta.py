@@ -34,6 +34,27 @@ class VideoMeta:
     source_width: int = 0
     source_height: int = 0
 
+    @classmethod
+    def still(
+        cls,
+        width: int,
+        height: int,
+        source_width: int | None = None,
+        source_height: int | None = None,
+    ) -> VideoMeta:
+        """An image seen as one frame at time 0 (no frame rate, no duration)."""
+        return cls(
+            source_fps=0.0,
+            duration=0.0,
+            frame_indices=(0,),
+            timestamps=(0.0,),
+            fps=0.0,
+            width=width,
+            height=height,
+            source_width=width if source_width is None else source_width,
+            source_height=height if source_height is None else source_height,
+        )
+
     def __post_init__(self) -> None:
         if len(self.frame_indices) != len(self.timestamps):
             raise ValueError(
