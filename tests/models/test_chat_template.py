@@ -4,6 +4,7 @@ data.chat_template_kwargs), and a template that opens `<think>` still passes the
 from __future__ import annotations
 
 import pytest
+import torch
 
 from tests.models.test_tiny import fake_video
 from videorl.config import DataConfig
@@ -124,3 +125,21 @@ def test_serve_defaults_to_the_run_template_kwargs(tmp_path):
     (tmp_path / "final").mkdir()
     (tmp_path / "config.yaml").write_text("data:\n  think: false\n")
     assert run_template_kwargs(str(tmp_path / "final")) == {"enable_thinking": False}
+
+
+def test_variables_the_template_never_reads_are_not_passed(tiny_model_dir, monkeypatch):
+    """Our tiny Qwen-VL template has no `enable_thinking`: passing it anyway made transformers
+    take it for a processor argument and warn on every prompt (1376 lines per quickstart)."""
+    import transformers.processing_utils as processing
+
+    warnings: list[str] = []
+    monkeypatch.setattr(processing.logger, "warning", lambda msg, *a, **k: warnings.append(msg))
+    loaded = load_model(tiny_model_dir("qwen2_5_vl"))
+    assert "enable_thinking" not in loaded.processor.chat_template
+    plain = encode_record(loaded, RECORD, fake_video(), False)
+    assert warnings == []
+    loaded.processor.chat_template = QWEN35_LIKE  # a template that reads it still gets it
+    assert not torch.equal(
+        encode_record(loaded, RECORD, fake_video(), False).source.token_ids,
+        plain.source.token_ids,
+    )

@@ -39,3 +39,12 @@ def check_template_kwargs(value: Any, key: str = "data.chat_template_kwargs") ->
 def template_kwargs(think: bool, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """`{"enable_thinking": think}` updated with `extra` (which wins)."""
     return {"enable_thinking": bool(think), **(extra or {})}
+
+
+def used_by_template(kwargs: Mapping[str, Any], owner: Any) -> dict[str, Any]:
+    """The `kwargs` that `owner`'s (processor or tokenizer) chat template mentions. A variable
+    the template never reads changes nothing it renders, but a processor takes it for a
+    processor argument and transformers warns on every call."""
+    template = getattr(owner, "chat_template", None)
+    source = " ".join(template.values()) if isinstance(template, dict) else (template or "")
+    return {name: value for name, value in kwargs.items() if name in source}

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from videorl.models.chat_template import used_by_template
+
 if TYPE_CHECKING:
     from videorl.models.loaded import LoadedModel
 
@@ -111,7 +113,7 @@ def encode_prompt(
     """Encode one user prompt (with a decoded video/image: `.frames` uint8 [T,C,H,W], `.meta`).
     `template_kwargs` go to the chat template (`enable_thinking`, see `chat_template`)."""
     messages = chat_messages(text, video=video is not None, image=image is not None, system=system)
-    template_kwargs = template_kwargs or {}
+    template_kwargs = used_by_template(template_kwargs or {}, loaded.processor or loaded.tokenizer)
     if loaded.processor is None:
         if video is not None or image is not None:
             raise ValueError("this model is text-only; it cannot take a video or image prompt")
