@@ -272,7 +272,11 @@ class AlgorithmConfig:
 
     @property
     def is_distillation(self) -> bool:
-        return self.estimator in ("opd", "opdvr", "grpd")
+        """Token-level estimators (OPD, OPDVR, GRPD and any registered with kind="token")
+        need a teacher."""
+        from videorl.algorithms.advantages import get_estimator
+
+        return get_estimator(self.estimator).kind == "token"
 
 
 @dataclass(frozen=True)
