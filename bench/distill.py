@@ -29,7 +29,7 @@ from learning import (
     summarize,
     train_curve,
     validation_before,
-    warm_start,
+    warm_start_for,
 )
 
 STUDENT_RECIPES: dict[str, list[str]] = {
@@ -60,15 +60,7 @@ def main() -> None:
         (10, 10, 3) if args.quick else (args.steps, args.teacher_steps, args.window)
     )
     model, train, val = prepare(WORK, seed=args.seed)
-    sft = warm_start(
-        WORK,
-        model,
-        train,
-        val,
-        20 if args.quick else args.sft_max_steps,
-        args.sft_target,
-        args.quick,
-    )
+    sft = warm_start_for(args, model, train, val)
     base = [
         f"data.train={train}",
         f"data.seed={args.seed}",

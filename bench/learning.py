@@ -68,6 +68,12 @@ def prepare(work: Path, seed: int) -> tuple[Path, Path, Path]:
     return model, paths[0], paths[1]
 
 
+def warm_start_for(args: Any, model: Path, train: Path, val: Path) -> dict[str, Any]:
+    """`warm_start` with the benches' shared flags (`--quick`: at most 20 SFT steps)."""
+    max_steps = 20 if args.quick else args.sft_max_steps
+    return warm_start(WORK, model, train, val, max_steps, args.sft_target, args.quick)
+
+
 def warm_start(
     work: Path, model: Path, train: Path, val: Path, max_steps: int, target: float, quick: bool
 ) -> dict[str, Any]:
@@ -252,15 +258,7 @@ def main() -> None:
     base = [f"data.train={train}", f"data.seed={args.seed}", f"trainer.seed={args.seed}"]
     payload: dict[str, Any] = {"start": args.start}
     if warm:
-        sft = warm_start(
-            WORK,
-            model,
-            train,
-            val,
-            20 if args.quick else args.sft_max_steps,
-            args.sft_target,
-            args.quick,
-        )
+        sft = warm_start_for(args, model, train, val)
         base += [f"model.path={sft['model']}", f"optim.lr={args.lr}"]
         before = validation_before(run_config("before", base + RECIPES["grpo"], steps, val))
         payload.update(sft=sft, lr=args.lr, val_before=before)

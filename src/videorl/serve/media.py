@@ -55,6 +55,17 @@ def _too_large(what: str, size: int, limit: int, flag: str) -> RequestError:
     return RequestError(f"{what} is {size}, over the limit {limit} ({flag}); send less", status=413)
 
 
+def _check_frame_pixels(what: str, width: int, height: int, limits: ServeLimits) -> None:
+    """One frame's pixels within `--max-frame-pixels` (checked before decoding it)."""
+    if width * height > limits.max_frame_pixels:
+        raise _too_large(
+            f"the pixel count of {what} ({width}x{height})",
+            width * height,
+            limits.max_frame_pixels,
+            "--max-frame-pixels",
+        )
+
+
 def _data_url(url: str, kind: str) -> tuple[str, str]:
     """(mime type, base64 payload) of a data URL."""
     head, sep, payload = url[len("data:") :].partition(",")
@@ -105,14 +116,7 @@ def _open_image(data: bytes, where: str, limits: ServeLimits) -> Any:
         raise RequestError(f"{where} is not a JPEG, PNG or WebP image") from None
     if image.format not in IMAGE_FORMATS:
         raise RequestError(f"{where} is a {image.format} image; send JPEG, PNG or WebP")
-    width, height = image.size
-    if width * height > limits.max_frame_pixels:
-        raise _too_large(
-            f"the pixel count of {where} ({width}x{height})",
-            width * height,
-            limits.max_frame_pixels,
-            "--max-frame-pixels",
-        )
+    _check_frame_pixels(where, *image.size, limits)
     return image
 
 
@@ -188,13 +192,7 @@ def _probe(path: Path, config: VideoConfig, limits: ServeLimits) -> None:
             count, fps = int(stream.frames or 0), float(stream.average_rate or 0)
     except (av.FFmpegError, IndexError, ValueError, OSError):
         raise RequestError("video_url holds no decodable video stream; send an MP4") from None
-    if width * height > limits.max_frame_pixels:
-        raise _too_large(
-            f"the pixel count of a video_url frame ({width}x{height})",
-            width * height,
-            limits.max_frame_pixels,
-            "--max-frame-pixels",
-        )
+    _check_frame_pixels("a video_url frame", width, height, limits)
     if count and fps > 0:
         planned = len(
             plan_frame_indices(
