@@ -235,9 +235,9 @@ def pruning_variants(group: Any) -> dict[str, Any]:
     policy = group.subset(torch.nonzero(~group.is_annotation).flatten())
     grpo = compute_advantages(policy, AlgorithmConfig(estimator="grpo"))
     return {
-        "orarl_pruned": select(orarl, pruning, cfg.rollout.n),
-        "unpruned": select(orarl, replace(pruning, enabled=False), cfg.rollout.n),
-        "grpo": select(grpo, replace(pruning, enabled=False), cfg.rollout.n),
+        "orarl_pruned": select(orarl, cfg.selection, pruning.correction),
+        "unpruned": select(orarl, None, pruning.correction),
+        "grpo": select(grpo, None, pruning.correction),
     }
 
 

@@ -107,9 +107,9 @@ def rollouts(state: Any, groups: int, seed: int) -> dict[str, Any]:
     grpo_rows = annotated.subset(torch.nonzero(~annotated.is_annotation).flatten())
     grpo = compute_advantages(grpo_rows, AlgorithmConfig(estimator="grpo"))
     return {
-        "orarl_pruned": select(orarl, pruning, cfg.rollout.n),
-        "unpruned": select(orarl, replace(pruning, enabled=False), cfg.rollout.n),
-        "grpo": select(grpo, replace(pruning, enabled=False), cfg.rollout.n),
+        "orarl_pruned": select(orarl, cfg.selection, pruning.correction),
+        "unpruned": select(orarl, None, pruning.correction),
+        "grpo": select(grpo, None, pruning.correction),
     }
 
 

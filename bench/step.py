@@ -10,7 +10,7 @@ seed, alternating which runs first; each phase and the whole step are reported a
 per-step ratios old / new, and their outputs (rewards, losses, weights) are compared. Timers wrap
 the step's calls from outside (no change to the trainer): video decoding (`VideoCache.get`),
 prompt encoding (the HF processor), generation (`engine.generate`), rewards (`score`), old
-log-probs (`row_logprobs` in the update) and the update (`update_policy` minus its old
+log-probs (`logprobs_in_microbatches` in the update) and the update (`update_policy` minus its old
 log-probs). Everything else in the step is framework overhead: building groups and
 annotation rows, advantages, selection, collation, metrics. Detail lines (parts of those
 phases, not added to them): the vision tower's time and how many videos it encoded per
@@ -118,15 +118,16 @@ class Stopwatch:
 @contextmanager
 def instrumented(state: Any, watch: Stopwatch) -> Iterator[None]:
     """Wrap the step's calls with timers; undo on exit."""
+    from videorl.rollout import prompting
     from videorl.trainer import loop, update
 
     patches = {
         "decode": (state.videos, "get"),
         "generate": (state.engine, "generate"),
-        "encode": (loop, "encode_record"),
+        "encode": (prompting, "encode_record"),
         "reward": (loop, "score"),
         "update_total": (loop, "update_policy"),
-        "old_logprobs": (update, "row_logprobs"),
+        "old_logprobs": (update, "logprobs_in_microbatches"),
         "advantage": (loop, "compute_advantages"),
         "selection": (loop, "select"),
     }

@@ -109,7 +109,7 @@ def one_step(state: Any, indices: list[int]) -> dict[str, Any]:
     from videorl.video.decode import decode_video
 
     ledger, decode_s = PassLedger(), [0.0]
-    real_get, real_encode = state.videos.get, loop.encode_record
+    real_get, real_encode = state.videos.get, prompting.encode_record
 
     def timed_get(media: Any) -> Any:
         start = time.perf_counter()
@@ -125,10 +125,9 @@ def one_step(state: Any, indices: list[int]) -> dict[str, Any]:
 
     targets = [
         (prompting, "encode_record", lambda _: encode),  # decode_prompts' encodings
-        (loop, "encode_record", lambda _: encode),
         (engine_module, "generate", ledger.wrap_pass),
-        (stages, "row_logprobs", ledger.wrap_pass),
-        (update, "row_logprobs", ledger.wrap_pass),
+        (stages, "logprobs_in_microbatches", ledger.wrap_pass),
+        (update, "logprobs_in_microbatches", ledger.wrap_pass),
         (loop, "update_policy", ledger.wrap_pass),
         (generate_module, "collate", ledger.wrap_inputs),
         (stages, "rows_logprobs", lambda fn: ledger.wrap_inputs(fn, prompts_at=1)),

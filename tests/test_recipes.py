@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from videorl.cli import CONFIG_DIR, app, resolve_config_path
 from videorl.config import Config, load_config
 from videorl.rollout.vllm_support import rollout_engine
-from videorl.trainer.loop import steps_from_epochs
+from videorl.trainer.build import steps_from_epochs
 from videorl.trainer.validation import validation_sampling
 
 # (recipe, config key, published value, published source)

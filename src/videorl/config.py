@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from videorl.algorithms.advantages import GRPOConfig, get_estimator
 from videorl.algorithms.distill import DistillConfig
 from videorl.algorithms.loss import PolicyLossConfig
 from videorl.algorithms.orarl import OraRLConfig
@@ -24,6 +25,7 @@ from videorl.config_loader import build, merge_sources
 from videorl.data.columns import ColumnsConfig
 from videorl.data.families import parse_family
 from videorl.errors import ConfigError
+from videorl.models.generate import SamplingParams
 from videorl.models.lora import LoraSettings
 from videorl.rewards.config import RewardConfig
 from videorl.video.decode import VideoConfig
@@ -202,6 +204,18 @@ class RolloutConfig:
     vllm_cpu_kv_cache_gb: float = 4.0  # KV cache size when vLLM runs on the CPU
     share_prefill: bool = True  # HF engine: prefill each prompt once for its n samples
 
+    def sampling(self, **overrides: Any) -> SamplingParams:
+        """The rollout's sampling parameters (n, length, temperature, top-p/k); `overrides`
+        replace some (validation's k samples and temperature)."""
+        fields = {
+            "n": self.n,
+            "max_new_tokens": self.max_new_tokens,
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "top_k": self.top_k,
+        }
+        return SamplingParams(**{**fields, **overrides})
+
     def __post_init__(self) -> None:
         _positive(
             "rollout", n=self.n, temperature=self.temperature, max_new_tokens=self.max_new_tokens
@@ -259,23 +273,38 @@ class AlgorithmConfig:
 
     estimator: str = "grpo"
     annotation_rows: bool = False
+    grpo: GRPOConfig = field(default_factory=GRPOConfig)
     orarl: OraRLConfig = field(default_factory=OraRLConfig)
-    pruning: PruningConfig = field(default_factory=PruningConfig)
     distill: DistillConfig = field(default_factory=DistillConfig)
+    params: dict[str, Any] = field(default_factory=dict)  # a plugin estimator's config
+    pruning: PruningConfig = field(default_factory=PruningConfig)
     constructed: ConstructedConfig = field(default_factory=ConstructedConfig)
     loss: PolicyLossConfig = field(default_factory=PolicyLossConfig)
 
     def __post_init__(self) -> None:
-        from videorl.algorithms.advantages import get_estimator
+        estimator = get_estimator(self.estimator)
+        if estimator.config_key is not None and self.params:
+            raise ConfigError(
+                f"algorithm.params={sorted(self.params)} is for plugin estimators; "
+                f"algorithm.estimator={self.estimator!r} reads algorithm.{estimator.config_key}"
+            )
+        if estimator.config_key is None:
+            estimator.make_config(self.params)  # a plugin's params: unknown keys are errors
 
-        get_estimator(self.estimator)
+    @property
+    def estimator_config(self) -> Any:
+        """The estimator's config, as the registry says: its typed section
+        (`algorithm.grpo`, `.orarl`, `.distill`) or, for a plugin, `algorithm.params` built
+        by `Estimator.make_config`."""
+        estimator = get_estimator(self.estimator)
+        if estimator.config_key is not None:
+            return getattr(self, estimator.config_key)
+        return estimator.make_config(self.params)
 
     @property
     def is_distillation(self) -> bool:
         """Token-level estimators (OPD, OPDVR, GRPD and any registered with kind="token")
         need a teacher."""
-        from videorl.algorithms.advantages import get_estimator
-
         return get_estimator(self.estimator).kind == "token"
 
 
@@ -373,21 +402,6 @@ class TrainerConfig:
 
 
 @dataclass(frozen=True)
-class EvalConfig:
-    """Evaluation after (or without) training."""
-
-    benchmark: str | None = None
-    max_samples: int | None = None
-    batch_size: int = 8
-    max_new_tokens: int = 256
-
-    def __post_init__(self) -> None:
-        _positive("eval", batch_size=self.batch_size, max_new_tokens=self.max_new_tokens)
-        if self.max_samples is not None:
-            _positive("eval", max_samples=self.max_samples)
-
-
-@dataclass(frozen=True)
 class SFTConfig:
     """`videorl sft`: supervised warm start. Each trainer step is one optimizer step over
     `data.prompts_per_step` records; the loss is the token-mean next-token NLL of the target
@@ -416,7 +430,6 @@ class Config:
     algorithm: AlgorithmConfig = field(default_factory=AlgorithmConfig)
     optim: OptimConfig = field(default_factory=OptimConfig)
     trainer: TrainerConfig = field(default_factory=TrainerConfig)
-    eval: EvalConfig = field(default_factory=EvalConfig)
     sft: SFTConfig = field(default_factory=SFTConfig)
 
     def __post_init__(self) -> None:
@@ -427,7 +440,7 @@ class Config:
                     "algorithm.pruning.enabled=true needs algorithm.annotation_rows=true "
                     "(sign-balanced selection always keeps the annotation row)"
                 )
-            algo.pruning.selection(self.rollout.n)
+            algo.pruning.selection(self.rollout.n)  # validates the quotas against rollout.n
         if algo.estimator == "orarl" and not algo.annotation_rows:
             raise ConfigError("algorithm.estimator=orarl needs algorithm.annotation_rows=true")
         if algo.is_distillation and algo.distill.topk > 0:
@@ -450,18 +463,27 @@ class Config:
                 f"optim.mini_batches={self.optim.mini_batches} must divide the rows per step "
                 f"({self.data.prompts_per_step} prompts x {self.rollout.n + int(algo.annotation_rows)} rows = {rows_per_step})"
             )
-        if self.data.prompts_per_step % self.trainer.nproc:
-            raise ConfigError(
-                f"data.prompts_per_step={self.data.prompts_per_step} must be divisible by trainer.nproc={self.trainer.nproc} "
-                "(whole groups stay on one rank)"
-            )
+        check_world_size(self.data, self.trainer.nproc)
+
+    @property
+    def selection(self) -> SelectionConfig | None:
+        """OraRL stage D's config with n = `rollout.n`; None when pruning is off."""
+        pruning = self.algorithm.pruning
+        return pruning.selection(self.rollout.n) if pruning.enabled else None
 
     def rows_kept_per_group(self) -> int:
         """Rows per group that reach the backward pass."""
         group = self.rollout.n + int(self.algorithm.annotation_rows)
-        if not self.algorithm.pruning.enabled:
-            return group
-        return self.algorithm.pruning.selection(self.rollout.n).k
+        return group if self.selection is None else self.selection.k
+
+
+def check_world_size(data: DataConfig, world_size: int) -> None:
+    """Whole groups stay on one rank: `data.prompts_per_step` splits evenly over the ranks."""
+    if data.prompts_per_step % world_size:
+        raise ConfigError(
+            f"data.prompts_per_step={data.prompts_per_step} must be divisible by the "
+            f"{world_size} ranks (trainer.nproc; whole groups stay on one rank)"
+        )
 
 
 def load_config(path: str | Path | None, overrides: Sequence[str] = ()) -> Config:

@@ -16,9 +16,9 @@ from dataclasses import replace
 import pytest
 import torch
 
+from videorl.models.logprobs import logprobs_in_microbatches
 from videorl.trainer import loop
 from videorl.trainer.loop import build_state, train_step
-from videorl.trainer.stages import row_logprobs
 
 DIRECTION = ["optim.lr=1e-4", "rollout.n=4", "data.prompts_per_step=2"]
 
@@ -61,7 +61,7 @@ def run_one_update(state, monkeypatch) -> dict:
 
     def spy(ctx, batch):
         def logp():
-            values = row_logprobs(
+            values = logprobs_in_microbatches(
                 ctx.policy,
                 batch.row_prompts(),
                 batch.responses,

@@ -11,6 +11,7 @@ import signal
 
 from tests.trainer.runs import assert_same_checkpoint, metrics_by_step, with_output
 from videorl.trainer import loop
+from videorl.trainer.checkpoint import Checkpointer
 from videorl.trainer.interrupt import StopRequest
 from videorl.trainer.loop import run_training
 
@@ -40,10 +41,13 @@ def _sigint(times: int = 1) -> None:
         os.kill(os.getpid(), signal.SIGINT)
 
 
-def _interrupt_at(monkeypatch, name: str, *, call: int, times: int = 1, after: bool = False):
+def _interrupt_at(
+    monkeypatch, name: str, *, call: int, times: int = 1, after: bool = False, owner=loop
+):
     """Send SIGINT (`times` in a row) to this process at the `call`-th call of
-    `loop.<name>`, before the real function runs (or right after it with `after`)."""
-    real = getattr(loop, name)
+    `<owner>.<name>` (the loop module's by default), before the real function runs (or right
+    after it with `after`)."""
+    real = getattr(owner, name)
     calls = {"n": 0}
 
     def wrapped(*args, **kwargs):
@@ -55,7 +59,7 @@ def _interrupt_at(monkeypatch, name: str, *, call: int, times: int = 1, after: b
             _sigint(times)
         return result
 
-    monkeypatch.setattr(loop, name, wrapped)
+    monkeypatch.setattr(owner, name, wrapped)
     return calls
 
 
@@ -79,9 +83,9 @@ def test_ctrl_c_at_five_points_then_resume_equals_the_uninterrupted_run(
     config = with_output(config, out)
     monkeypatch.setattr(loop, "StopRequest", functools.partial(StopRequest, grace_s=0.0))
 
-    def resume(name, *, call, times=1, after=False, first=False):
+    def resume(name, *, call, times=1, after=False, first=False, owner=loop):
         with monkeypatch.context() as m:
-            calls = _interrupt_at(m, name, call=call, times=times, after=after)
+            calls = _interrupt_at(m, name, call=call, times=times, after=after, owner=owner)
             path = run_training(config, resume=None if first else "auto")
         assert calls["n"] >= call, f"{name} was not reached"
         return path
@@ -91,14 +95,14 @@ def test_ctrl_c_at_five_points_then_resume_equals_the_uninterrupted_run(
     assert_same_checkpoint(path, reference_out / "step-000001")
 
     saves = {"n": 0}
-    real_save = loop._save
+    real_save = Checkpointer.save
 
-    def counting_save(state):
+    def counting_save(self, state):
         saves["n"] += 1
-        return real_save(state)
+        return real_save(self, state)
 
-    monkeypatch.setattr(loop, "_save", counting_save)
-    path = resume("_save", call=1)  # resumed at step 1: the first save is step 2's
+    monkeypatch.setattr(Checkpointer, "save", counting_save)
+    path = resume("save", call=1, owner=Checkpointer)  # resumed at step 1: step 2 saves first
     assert path == out / "step-000002" and _steps(out) == [1, 2]
     assert saves["n"] == 1, "the Ctrl-C on a save step wrote the checkpoint again"
     assert_same_checkpoint(path, reference_out / "step-000002")

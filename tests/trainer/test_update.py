@@ -26,13 +26,13 @@ def test_old_logprobs_only_for_rows_updated_after_a_step(
     loaded = load_model(tiny_model_dir("qwen2_5_vl"))
     batch = fixed_batch(loaded)  # 8 rows
     calls: list[int] = []
-    real = update_module.row_logprobs
+    real = update_module.logprobs_in_microbatches
 
     def counting(model, prompts, responses, **kwargs):
         calls.append(len(responses))
         return real(model, prompts, responses, **kwargs)
 
-    monkeypatch.setattr(update_module, "row_logprobs", counting)
+    monkeypatch.setattr(update_module, "logprobs_in_microbatches", counting)
     ctx = UpdateContext(
         policy=loaded,
         optimizer=torch.optim.AdamW(loaded.model.parameters(), lr=1e-3),

@@ -59,12 +59,15 @@ class AdvantageResult:
 
 @dataclass(frozen=True)
 class Estimator:
-    """A registered estimator: its name, kind, function and config class (None: no knobs)."""
+    """A registered estimator: its name, kind, function, config class (None: no knobs) and
+    the `algorithm.<config_key>` YAML section its config is read from (None: the generic
+    `algorithm.params` mapping, built by `make_config`)."""
 
     name: str
     kind: EstimatorKind
     fn: Callable[..., AdvantageResult]
     config_cls: type | None
+    config_key: str | None = None
 
     def make_config(self, params: Mapping[str, Any] | None = None) -> Any:
         """Build this estimator's config from a mapping; unknown keys are a ConfigError."""
@@ -93,9 +96,10 @@ ADVANTAGES: dict[str, Estimator] = {}
 
 
 def register_advantage(
-    name: str, *, kind: EstimatorKind, config_cls: type | None = None
+    name: str, *, kind: EstimatorKind, config_cls: type | None = None, config_key: str | None = None
 ) -> Callable[[Callable[..., AdvantageResult]], Callable[..., AdvantageResult]]:
-    """Decorator that registers an estimator under `name`; the function is returned as is."""
+    """Decorator that registers an estimator under `name`; the function is returned as is.
+    `config_key` names the typed `algorithm.*` section of its config (built-ins only)."""
     if kind not in _KINDS:
         raise ConfigError(f"estimator {name!r} has kind={kind!r}; use one of {list(_KINDS)}")
 
@@ -105,7 +109,7 @@ def register_advantage(
                 f"advantage estimator {name!r} is already registered by "
                 f"{ADVANTAGES[name].fn.__module__}; pick another name"
             )
-        ADVANTAGES[name] = Estimator(name=name, kind=kind, fn=fn, config_cls=config_cls)
+        ADVANTAGES[name] = Estimator(name, kind, fn, config_cls, config_key)
         return fn
 
     return decorate
@@ -149,7 +153,7 @@ def _outcome_metrics(name: str, advantages: Tensor, stats: GroupStats) -> dict[s
     }
 
 
-@register_advantage("grpo", kind="outcome", config_cls=GRPOConfig)
+@register_advantage("grpo", kind="outcome", config_cls=GRPOConfig, config_key="grpo")
 @torch.no_grad()
 def grpo(
     rewards: Tensor,

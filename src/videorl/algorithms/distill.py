@@ -209,7 +209,9 @@ def _register_variant(
 
     estimator.__name__ = estimator.__qualname__ = name
     estimator.__doc__ = doc
-    return register_advantage(name, kind="token", config_cls=DistillConfig)(estimator)
+    return register_advantage(name, kind="token", config_cls=DistillConfig, config_key="distill")(
+        estimator
+    )
 
 
 opd = _register_variant(

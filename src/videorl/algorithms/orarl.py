@@ -228,7 +228,7 @@ def annotation_anchor(
     return AdvantageResult(out, metrics)
 
 
-@register_advantage("orarl", kind="outcome", config_cls=OraRLConfig)
+@register_advantage("orarl", kind="outcome", config_cls=OraRLConfig, config_key="orarl")
 @torch.no_grad()
 def orarl_advantages(
     rewards: Tensor,

@@ -128,8 +128,12 @@ def constructed_probability(step: int, epoch: int, config: CurriculumConfig) -> 
     return max(0.0, 1.0 - step / config.warmup_steps)
 
 
-def draw_constructed(num_rows: int, probability: float, generator: torch.Generator) -> Tensor:
-    """`[num_rows]` bool: each row is constructed independently with `probability`."""
+def draw_constructed(
+    shape: int | tuple[int, ...], probability: float, generator: torch.Generator | None = None
+) -> Tensor:
+    """`shape` bool (`[prompts, n]` in the loop): each row is constructed independently with
+    `probability` (the curriculum's p(step)); `generator` None draws from torch's global RNG,
+    which checkpoints save and restore."""
     if not 0.0 <= probability <= 1.0:
         raise ValueError(f"probability={probability} must be in [0, 1]")
-    return torch.rand(num_rows, generator=generator, dtype=torch.float64) < probability
+    return torch.rand(shape, generator=generator) < probability

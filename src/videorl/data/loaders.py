@@ -14,7 +14,7 @@ import dataclasses
 import json
 import logging
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -240,3 +240,32 @@ def write_records(path: str | os.PathLike, records: Iterable[TaskRecord]) -> Pat
         for row in rows:
             f.write(json.dumps(row, sort_keys=True) + "\n")
     return path
+
+
+def load_training_records(
+    path: str | os.PathLike,
+    *,
+    families: Iterable[str],
+    warn: Callable[[str], None],
+    **load_kwargs: Any,
+) -> list[TaskRecord]:
+    """The records of `path` (`load_records` with `load_kwargs`) in `families` (names or
+    short names; empty: all). No record left, or no media file found, is an error; some
+    missing media files are a warning (`warn`): those samples are skipped and counted."""
+    wanted = set(families)
+    records = [
+        r
+        for r in load_records(path, **load_kwargs).records
+        if not wanted or r.family.value in wanted or r.family.short in wanted
+    ]
+    if not records:
+        raise ConfigError(
+            f"data file {str(path)!r} has no records of data.families={sorted(wanted)}"
+        )
+    missing = check_media(records)
+    if missing:
+        total = len({r.media.path for r in records if r.media is not None and r.media.path})
+        if len(missing) == total:
+            raise MediaError(media_report(missing, total))
+        warn(f"{media_report(missing, total)}; those samples are skipped and counted")
+    return records

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from videorl.distributed import all_reduce
+
 
 def plan_microbatches(
     lengths: Sequence[int],
@@ -43,3 +45,12 @@ def plan_microbatches(
     if current:
         batches.append(current)
     return batches
+
+
+def plan_rank_microbatches(
+    lengths: Sequence[int], token_budget: int, *, packed: bool = False
+) -> list[list[int]]:
+    """`plan_microbatches`, then empty micro-batches (`[]`, padding) up to the most any rank
+    has: under FSDP every rank must run as many forwards and backwards."""
+    micros = plan_microbatches(lengths, token_budget, packed=packed) if lengths else []
+    return micros + [[]] * (int(all_reduce(float(len(micros)), "max")) - len(micros))

@@ -19,6 +19,7 @@ from typing import Any
 import torch
 from torch.nn.utils.rnn import pad_sequence
 
+from videorl.models.batching import plan_microbatches
 from videorl.models.inputs import PromptEncoding, collate
 from videorl.models.loading import LoadedModel
 from videorl.models.packing import pack_rows
@@ -135,3 +136,30 @@ def rows_logprobs(
     targets = inputs["input_ids"][:, -mask.shape[1] :]
     logp, entropy = response_logprobs(loaded.model, inputs, targets, temperature=temperature)
     return logp, entropy, mask.to(device)
+
+
+@torch.no_grad()
+def logprobs_in_microbatches(
+    loaded: LoadedModel,
+    prompts: Sequence[PromptEncoding],
+    responses: Sequence[torch.Tensor],
+    *,
+    temperature: float,
+    token_budget: int,
+) -> torch.Tensor:
+    """[B, R] float32 CPU log-probs of each row's response under `loaded`, without grad, in
+    micro-batches of at most `token_budget` prompt + response tokens (`rows_logprobs` each)."""
+    length = max(int(r.numel()) for r in responses)
+    out = torch.zeros(len(responses), length)
+    sizes = [p.length + int(r.numel()) for p, r in zip(prompts, responses)]
+    for micro in plan_microbatches(sizes, token_budget, packed=loaded.packing):
+        logp, _, _ = rows_logprobs(
+            loaded,
+            [prompts[i] for i in micro],
+            [responses[i] for i in micro],
+            temperature=temperature,
+        )
+        for j, i in enumerate(micro):
+            n = int(responses[i].numel())
+            out[i, :n] = logp[j, :n].float().cpu()
+    return out

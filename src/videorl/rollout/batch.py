@@ -34,7 +34,6 @@ class RolloutBatch:
     advantages: torch.Tensor | None = None  # [B, R] token advantages
     teacher_logp: torch.Tensor | None = None  # [B, R]
     student_logp: torch.Tensor | None = None  # [B, R]
-    kept: torch.Tensor | None = None  # [B] bool: rows that reach the backward pass
     metrics: dict[str, float] = field(default_factory=dict)
 
     @property
@@ -87,7 +86,6 @@ class RolloutBatch:
             advantages=rows_of(self.advantages),
             teacher_logp=rows_of(self.teacher_logp),
             student_logp=rows_of(self.student_logp),
-            kept=rows_of(self.kept),
         )
 
 

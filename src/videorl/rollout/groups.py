@@ -9,7 +9,6 @@ from typing import Any
 
 import torch
 
-from videorl.data.families import Family
 from videorl.data.records import TaskRecord
 from videorl.models.generate import Generation, SamplingParams
 from videorl.models.inputs import PromptEncoding
@@ -130,7 +129,3 @@ def add_annotation_rows(
             ]
         ),
     )
-
-
-def is_temporal(record: TaskRecord) -> bool:
-    return record.family is Family.TEMPORAL_GROUNDING

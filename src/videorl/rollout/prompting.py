@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from videorl.data.coordinates import frame_size, model_convention, to_model_coordinates
@@ -83,3 +83,17 @@ def decode_prompts(
         out.media.append(video)
         out.prompts.append(prompt)
     return out
+
+
+def record_encoder(
+    policy: LoadedModel, data: DataConfig
+) -> Callable[[TaskRecord, Any], PromptEncoding]:
+    """`encode_record` with the run's prompt settings (`data.think`, template kwargs, style):
+    what a stage calls to re-encode a record with other media (e.g. shuffled frames)."""
+
+    def encode(record: TaskRecord, media: Any) -> PromptEncoding:
+        return encode_record(
+            policy, record, media, data.think, data.chat_template_kwargs, style=data.prompt_style
+        )
+
+    return encode

@@ -20,7 +20,7 @@ import warnings
 from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -35,6 +35,9 @@ from torch.distributed.checkpoint.state_dict import (
 from videorl.distributed import DistInfo, barrier
 from videorl.errors import ConfigError
 from videorl.outputs import refuse_nonempty, refuse_own_inputs, stage_folder, swap_into_place
+
+if TYPE_CHECKING:
+    from videorl.trainer.state import TrainState
 
 _STEP_DIR = re.compile(r"^step-(\d+)$")
 
@@ -222,3 +225,43 @@ def merge_adapter_folder(adapter: Path, out: str | Path, *, overwrite: bool = Fa
     return write_atomically(
         Path(out), lambda tmp: save_model_folder(loaded, tmp), replace=overwrite
     )
+
+
+class Checkpointer:
+    """A run's checkpoints: every `trainer.save_every` steps (0: at the end only), keeping
+    the newest `trainer.keep_last`; remembers the last step it saved so that a final or
+    Ctrl-C save never writes the same step twice."""
+
+    def __init__(self, state: TrainState) -> None:
+        self.out = Path(state.cfg.trainer.output_dir)
+        self.every = state.cfg.trainer.save_every
+        exists = (self.out / f"step-{state.step:06d}" / "state.pt").is_file()
+        self.saved_step: int | None = state.step if exists else None
+
+    def should_save(self, step: int) -> bool:
+        return bool(self.every) and step % self.every == 0
+
+    def save(self, state: TrainState) -> Path:
+        """The checkpoint of `state.step` (model, optimizer, scheduler, sampler, best)."""
+        extras = {
+            "scheduler": state.scheduler.state_dict(),
+            "sampler": state.sampler.state_dict(),
+            "best": state.best,
+        }
+        path = save_checkpoint(
+            self.out,
+            state.step,
+            policy=state.policy,
+            optimizer=state.optimizer,
+            extras=extras,
+            info=state.info,
+            keep_last=state.cfg.trainer.keep_last,
+        )
+        self.saved_step = state.step
+        return path
+
+    def save_unsaved(self, state: TrainState) -> Path:
+        """The checkpoint of `state.step`, written unless it already was."""
+        if self.saved_step == state.step:
+            return self.out / f"step-{state.step:06d}"
+        return self.save(state)

@@ -1,12 +1,22 @@
-"""Metric sinks: JSONL always, TensorBoard and wandb when configured, and the reward-curve PNG."""
+"""A step's metrics: the sinks (JSONL always, TensorBoard and wandb when configured, the
+reward-curve PNG) and what a step reports (stage times, rollout and row statistics)."""
 
 from __future__ import annotations
 
 import json
 import logging
 import math
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+import torch
+
+from videorl.rewards.batch import ANNOTATION_PREFIX, CONSTRUCTED_PREFIX, POLICY_PREFIX
+from videorl.rollout.batch import RolloutBatch
+from videorl.trainer.stages import row_kinds
 
 log = logging.getLogger(__name__)
 
@@ -128,3 +138,74 @@ def plot_reward_curves(
     fig.savefig(out_png, dpi=100)
     plt.close(fig)
     return Path(out_png)
+
+
+class StageTimer:
+    """Wall time per named stage of a step (`time/<stage>` metrics)."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    @contextmanager
+    def __call__(self, name: str) -> Iterator[None]:
+        start = time.perf_counter()
+        yield
+        self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - start
+
+    def metrics(self) -> dict[str, float]:
+        return {f"time/{k}": v for k, v in self.seconds.items()}
+
+
+def rollout_metrics(batch: RolloutBatch, max_new_tokens: int) -> dict[str, Any]:
+    """Reward and length statistics of the policy rows, before selection; annotation and
+    constructed rows' rewards (sensitivity bonus included) under their own prefixes."""
+    kinds = row_kinds(batch)
+    policy_rows, annotation = kinds[POLICY_PREFIX], batch.is_annotation
+    metrics = {
+        "reward/mean": float(batch.rewards[policy_rows].mean()),
+        "response/length_mean": float(batch.response_lengths[policy_rows].float().mean()),
+        "response/truncated_frac": float(batch.truncated[policy_rows].float().mean()),
+        "rollout/constructed_rows": float(batch.off_policy.sum()),
+        "rollout/annotation_truncated": float(batch.truncated[annotation].sum()),
+    }
+    for prefix in (ANNOTATION_PREFIX, CONSTRUCTED_PREFIX):
+        if kinds[prefix].any():
+            metrics[f"{prefix}mean"] = float(batch.rewards[kinds[prefix]].mean())
+    if metrics["rollout/annotation_truncated"]:
+        log.warning(
+            "%d annotation rows were cut by rollout.max_new_tokens=%d and score below 1; raise it",
+            int(metrics["rollout/annotation_truncated"]),
+            max_new_tokens,
+        )
+    return metrics
+
+
+def step_metrics(
+    batch: RolloutBatch, rows_before: int, timer: StageTimer, skipped_media: int
+) -> dict[str, Any]:
+    """The step's row counts, throughput, memory and first samples (after selection)."""
+    tokens = float(batch.response_lengths.sum())
+    total = sum(timer.seconds.values())
+    return {
+        **timer.metrics(),
+        "rows/total": float(rows_before),
+        "rows/kept": float(batch.num_rows),
+        "rows/dropped": float(rows_before - batch.num_rows),
+        "data/skipped_media": float(skipped_media),
+        "perf/tokens_per_s": tokens / max(total, 1e-9),
+        "perf/step_s": total,
+        "perf/peak_mem_gb": peak_memory_gb(),
+        "samples": [
+            {"id": batch.records[int(g)].id, "text": t, "reward": float(r)}
+            for g, t, r in zip(batch.group_ids[:4], batch.texts[:4], batch.rewards[:4])
+        ],
+    }
+
+
+def peak_memory_gb() -> float:
+    """Peak accelerator memory allocated, else the process's peak resident set (Linux KiB)."""
+    if torch.cuda.is_available():
+        return torch.cuda.max_memory_allocated() / 2**30
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20

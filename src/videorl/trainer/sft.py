@@ -32,7 +32,7 @@ import torch
 from videorl.config import Config
 from videorl.data.records import TaskRecord
 from videorl.distributed import all_reduce, shard_indices
-from videorl.models.batching import plan_microbatches
+from videorl.models.batching import plan_rank_microbatches
 from videorl.models.generate import SamplingParams
 from videorl.models.inputs import PromptEncoding
 from videorl.models.loading import LoadedModel
@@ -46,7 +46,7 @@ from videorl.rollout.groups import constructed_prefix
 from videorl.rollout.prompting import decode_prompts
 from videorl.trainer.loop import LoopHooks, run_training
 from videorl.trainer.state import TrainState
-from videorl.trainer.update import _dummy_micro
+from videorl.trainer.update import MicroBatch
 
 
 def target_text(record: TaskRecord, target: str, think: bool, rng: random.Random) -> str:
@@ -98,21 +98,17 @@ def response_nll(
     policy, cfg = state.policy, state.cfg
     device = next(policy.model.parameters()).device
     sizes = [p.length + int(r.numel()) for p, r in zip(prompts, responses)]
-    micros = (
-        plan_microbatches(sizes, cfg.optim.micro_batch_tokens, packed=policy.packing)
-        if prompts
-        else []
-    )
-    micros += [[]] * (int(all_reduce(float(len(micros)), "max")) - len(micros))
+    plan = plan_rank_microbatches(sizes, cfg.optim.micro_batch_tokens, packed=policy.packing)
     autocast = torch.bfloat16 if cfg.trainer.bf16 and torch.cuda.is_available() else None
     loss_sum = 0.0
-    for micro in micros:
-        rows = ([prompts[i] for i in micro], [responses[i] for i in micro])
+    for micro in plan:
+        rows = ([prompts[i] for i in micro], [responses[i] for i in micro], 1.0)
         if not micro:
-            rows = tuple([x] for x in _dummy_micro(policy.pad_token_id))
+            padding = MicroBatch.padding(policy.pad_token_id)
+            rows = (padding.prompts, padding.responses, padding.weight)
         with torch.autocast(device.type, dtype=autocast, enabled=autocast is not None):
-            nll, _ = response_nll_sum(policy, *rows)
-        loss = nll * (1.0 if micro else 0.0) / max(total_tokens, 1.0)
+            nll, _ = response_nll_sum(policy, rows[0], rows[1])
+        loss = nll * rows[2] / max(total_tokens, 1.0)
         (loss * state.info.world_size).backward()  # FSDP averages over ranks; we want the sum
         loss_sum += float(loss.detach())
     return all_reduce(loss_sum)

@@ -5,7 +5,6 @@ score -> sensitivity (TaRO) -> teacher log-probs (OPD family) -> advantages -> s
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -13,17 +12,17 @@ import torch
 
 from videorl.algorithms.advantages import get_estimator
 from videorl.algorithms.selection import (
+    CorrectionConfig,
+    SelectionConfig,
     post_selection_correction,
     row_scores,
     select_rows,
     selection_reference,
 )
 from videorl.algorithms.taro import off_policy_advantages
-from videorl.config import AlgorithmConfig, PruningConfig
-from videorl.models.batching import plan_microbatches
-from videorl.models.inputs import PromptEncoding
+from videorl.config import AlgorithmConfig
 from videorl.models.loading import LoadedModel
-from videorl.models.logprobs import rows_logprobs
+from videorl.models.logprobs import logprobs_in_microbatches
 from videorl.rewards.batch import (
     ANNOTATION_PREFIX,
     CONSTRUCTED_PREFIX,
@@ -33,6 +32,7 @@ from videorl.rewards.batch import (
 )
 from videorl.rewards.config import RewardConfig
 from videorl.rewards.sensitivity import (
+    applies_to,
     boundary_shuffle,
     sensitivity_bonus,
     shuffle_seed,
@@ -75,32 +75,6 @@ def score(batch: RolloutBatch, config: RewardConfig, pool: Any = None) -> Rollou
     return replace(batch, rewards=rewards, components=components).with_metrics(**metrics)
 
 
-@torch.no_grad()
-def row_logprobs(
-    loaded: LoadedModel,
-    prompts: Sequence[PromptEncoding],
-    responses: Sequence[torch.Tensor],
-    *,
-    temperature: float,
-    token_budget: int,
-) -> torch.Tensor:
-    """[B, R] log-probs of each row's response under `loaded`, micro-batched by tokens."""
-    length = max(int(r.numel()) for r in responses)
-    out = torch.zeros(len(responses), length)
-    sizes = [p.length + int(r.numel()) for p, r in zip(prompts, responses)]
-    for micro in plan_microbatches(sizes, token_budget, packed=loaded.packing):
-        logp, _, _ = rows_logprobs(
-            loaded,
-            [prompts[i] for i in micro],
-            [responses[i] for i in micro],
-            temperature=temperature,
-        )
-        for j, i in enumerate(micro):
-            n = int(responses[i].numel())
-            out[i, :n] = logp[j, :n].float().cpu()
-    return out
-
-
 def add_sensitivity_bonus(
     batch: RolloutBatch,
     loaded: LoadedModel,
@@ -120,7 +94,7 @@ def add_sensitivity_bonus(
     rows = [
         i
         for i in range(batch.num_rows)
-        if batch.records[int(batch.group_ids[i])].family.value == "temporal_grounding"
+        if applies_to(batch.records[int(batch.group_ids[i])])
         and batch.videos[int(batch.group_ids[i])] is not None
         and not batch.is_annotation[i]
     ]
@@ -139,14 +113,14 @@ def add_sensitivity_bonus(
     # both passes in one forward layout (the shuffled prompts are one per row, so never
     # share a prompt forward): where a shuffle moves no frame, d is exactly 0, not float noise
     loaded = replace(loaded, share_prompts=False)
-    original = row_logprobs(
+    original = logprobs_in_microbatches(
         loaded,
         [batch.prompts[int(batch.group_ids[i])] for i in rows],
         responses,
         temperature=temperature,
         token_budget=token_budget,
     )
-    shuffled = row_logprobs(
+    shuffled = logprobs_in_microbatches(
         loaded, shuffled_prompts, responses, temperature=temperature, token_budget=token_budget
     )
     mask = pad_rows([torch.ones(r.numel()) for r in responses], original.shape[1])
@@ -176,21 +150,13 @@ def add_teacher_logprobs(
 ) -> RolloutBatch:
     """Teacher and student log-probs of the sampled tokens, for on-policy distillation."""
     prompts = batch.row_prompts()
-    teacher_logp = row_logprobs(
+    teacher_logp = logprobs_in_microbatches(
         teacher, prompts, batch.responses, temperature=temperature, token_budget=token_budget
     )
-    student_logp = row_logprobs(
+    student_logp = logprobs_in_microbatches(
         student, prompts, batch.responses, temperature=temperature, token_budget=token_budget
     )
     return replace(batch, teacher_logp=teacher_logp, student_logp=student_logp)
-
-
-def _estimator_config(config: AlgorithmConfig) -> Any:
-    if config.estimator == "orarl":
-        return config.orarl
-    if config.is_distillation:
-        return config.distill
-    return None
 
 
 def compute_advantages(batch: RolloutBatch, config: AlgorithmConfig) -> RolloutBatch:
@@ -198,7 +164,7 @@ def compute_advantages(batch: RolloutBatch, config: AlgorithmConfig) -> RolloutB
     tokens); constructed (off-policy) rows then get the TaRO transform."""
     estimator = get_estimator(config.estimator)
     mask = batch.response_mask()
-    est_config = _estimator_config(config)
+    est_config = config.estimator_config
     if estimator.kind == "token":
         result = estimator(
             batch.teacher_logp,
@@ -224,21 +190,24 @@ def compute_advantages(batch: RolloutBatch, config: AlgorithmConfig) -> RolloutB
     return replace(batch, advantages=token_adv).with_metrics(**result.metrics)
 
 
-def select(batch: RolloutBatch, pruning: PruningConfig, n: int) -> RolloutBatch:
-    """OraRL stage D (sign-balanced selection) then stage E (post-selection correction);
-    dropped rows leave the batch, so they take no part in the backward pass."""
-    if not pruning.enabled:
-        return replace(batch, kept=torch.ones(batch.num_rows, dtype=torch.bool))
+def select(
+    batch: RolloutBatch, selection: SelectionConfig | None, correction: CorrectionConfig
+) -> RolloutBatch:
+    """OraRL stage D (sign-balanced selection, `selection`; None keeps every row) then stage
+    E (post-selection correction); dropped rows leave the batch, so they take no part in the
+    backward pass."""
+    if selection is None:
+        return batch
     mask = batch.response_mask()
     scores = row_scores(batch.advantages, mask)
     reference = selection_reference(scores, batch.rewards, batch.group_ids, batch.is_annotation)
-    selection = select_rows(scores, batch.group_ids, batch.is_annotation, pruning.selection(n))
+    selected = select_rows(scores, batch.group_ids, batch.is_annotation, selection)
     corrected = post_selection_correction(
-        scores, batch.group_ids, batch.is_annotation, selection.kept, reference, pruning.correction
+        scores, batch.group_ids, batch.is_annotation, selected.kept, reference, correction
     )
     advantages = corrected.advantages.float()[:, None] * mask
-    kept_rows = torch.nonzero(selection.kept).flatten()
-    batch = replace(batch, advantages=advantages, kept=selection.kept).with_metrics(
-        **selection.metrics, **corrected.metrics
+    kept_rows = torch.nonzero(selected.kept).flatten()
+    batch = replace(batch, advantages=advantages).with_metrics(
+        **selected.metrics, **corrected.metrics
     )
     return batch.subset(kept_rows)

@@ -1,23 +1,24 @@
-"""The policy update: old log-probs, mini-batches, token-budget micro-batches, one
-optimizer step per mini-batch with global-norm clipping (METHODS.md section 3)."""
+"""The policy update (METHODS.md section 3) in three parts: plan each mini-batch's
+token-budget micro-batches (`plan_micro_batches`), the loss of one micro-batch
+(`micro_batch_loss`), and the optimizer step (`optimizer_step`: global-norm clipping, a
+non-finite step skipped). Old log-probs come first; one optimizer step per mini-batch."""
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
-from videorl.algorithms.loss import PolicyLossConfig, policy_loss
+from videorl.algorithms.loss import LossResult, PolicyLossConfig, policy_loss
 from videorl.config import OptimConfig
 from videorl.distributed import all_reduce
-from videorl.models.batching import plan_microbatches
+from videorl.models.batching import plan_rank_microbatches
 from videorl.models.inputs import PromptEncoding
 from videorl.models.loading import LoadedModel
-from videorl.models.logprobs import rows_logprobs
+from videorl.models.logprobs import logprobs_in_microbatches, rows_logprobs
 from videorl.rollout.batch import RolloutBatch
-from videorl.trainer.stages import row_logprobs
 
 
 @dataclass
@@ -35,26 +36,63 @@ class UpdateContext:
     world_size: int = 1
 
 
+@dataclass(frozen=True)
+class MicroBatch:
+    """One forward-backward: rows with their advantages and reference log-probs [b, R].
+    `old_logp` None: the old log-probs are this forward's own (detached, ratio 1).
+    `weight` 0: an FSDP padding micro-batch (one dummy token) that lets a rank with fewer
+    micro-batches join every collective while adding nothing to the loss or metrics."""
+
+    prompts: list[PromptEncoding]
+    responses: list[torch.Tensor]
+    advantages: torch.Tensor
+    off_policy: torch.Tensor
+    old_logp: torch.Tensor | None = None
+    ref_logp: torch.Tensor | None = None
+    weight: float = 1.0
+
+    @classmethod
+    def padding(cls, pad_id: int) -> MicroBatch:
+        one = torch.tensor([pad_id])
+        return cls(
+            [PromptEncoding(input_ids=one)],
+            [one],
+            advantages=torch.zeros(1, 1),
+            off_policy=torch.zeros(1, dtype=torch.bool),
+            weight=0.0,
+        )
+
+
+@dataclass
+class _Averages:
+    """Weighted running means of the update's metrics; skipped optimizer steps counted."""
+
+    sums: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    weights: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    skipped: int = 0
+
+    def add(self, metrics: dict[str, float], weight: float = 1.0) -> None:
+        for key, value in metrics.items():
+            self.sums[key] += value * weight
+            self.weights[key] += weight
+
+    def result(self) -> dict[str, float]:
+        return {k: self.sums[k] / self.weights[k] for k in self.sums if self.weights[k] > 0}
+
+
 def _split(rows: list[int], parts: int) -> list[list[int]]:
     """Exactly `parts` mini-batches (some may be empty), so every rank takes as many steps."""
     size = max(1, math.ceil(len(rows) / parts))
     return [rows[i * size : (i + 1) * size] for i in range(parts)]
 
 
-def _dummy_micro(pad_id: int) -> tuple[PromptEncoding, torch.Tensor]:
-    """A one-token row with zero weight: keeps FSDP collectives matched across ranks."""
-    return PromptEncoding(input_ids=torch.tensor([pad_id])), torch.tensor([pad_id])
-
-
-def _old_logprobs(
-    ctx: UpdateContext, batch: RolloutBatch, prompts: list[PromptEncoding], rows: list[int]
-) -> torch.Tensor:
-    """[B, R] log-probs of `rows` under the policy before the update (zeros elsewhere);
-    `prompts` are the batch's per-row prompts."""
+def _logprobs(ctx: UpdateContext, model: LoadedModel, batch: RolloutBatch, rows: list[int]):
+    """[B, R] no-grad log-probs of `rows` under `model` (zeros elsewhere)."""
     out = torch.zeros(batch.num_rows, max((int(r.numel()) for r in batch.responses), default=0))
     if rows:
-        logp = row_logprobs(
-            ctx.logprob_model or ctx.policy,
+        prompts = batch.row_prompts()
+        logp = logprobs_in_microbatches(
+            model,
             [prompts[i] for i in rows],
             [batch.responses[i] for i in rows],
             temperature=ctx.temperature,
@@ -64,111 +102,120 @@ def _old_logprobs(
     return out
 
 
+def plan_micro_batches(
+    ctx: UpdateContext,
+    batch: RolloutBatch,
+    mini: list[int],
+    old_logp: torch.Tensor,
+    ref_logp: torch.Tensor | None,
+    own_old: set[int],
+) -> list[MicroBatch]:
+    """The mini-batch's rows in micro-batches of at most `optim.micro_batch_tokens` tokens,
+    padded with zero-weight micro-batches to the most any rank has."""
+    prompts = batch.row_prompts()
+    sizes = [prompts[i].length + int(batch.responses[i].numel()) for i in mini]
+    plan = plan_rank_microbatches(sizes, ctx.optim.micro_batch_tokens, packed=ctx.policy.packing)
+    micros = []
+    for rows in ([mini[j] for j in m] for m in plan):
+        if not rows:
+            micros.append(MicroBatch.padding(ctx.policy.pad_token_id))
+            continue
+        width = max(int(batch.responses[i].numel()) for i in rows)
+        micros.append(
+            MicroBatch(
+                [prompts[i] for i in rows],
+                [batch.responses[i] for i in rows],
+                advantages=batch.advantages[rows, :width],
+                off_policy=batch.off_policy[rows],
+                old_logp=None if rows[0] in own_old else old_logp[rows, :width],
+                ref_logp=None if ref_logp is None else ref_logp[rows, :width],
+            )
+        )
+    return micros
+
+
+def micro_batch_loss(
+    ctx: UpdateContext, micro: MicroBatch, tokens: float, sequences: int
+) -> tuple[LossResult, float]:
+    """The policy loss of one micro-batch (normalised by the whole mini-batch's `tokens` and
+    `sequences`, summed over ranks) and its token weight."""
+    device = next(ctx.policy.model.parameters()).device
+    with torch.autocast(
+        device.type, dtype=ctx.autocast_dtype, enabled=ctx.autocast_dtype is not None
+    ):
+        logp, entropy, mask = rows_logprobs(
+            ctx.policy, micro.prompts, micro.responses, temperature=ctx.temperature
+        )
+    mask = (mask * micro.weight).to(device)
+    result = policy_loss(
+        logp.float(),
+        logp.detach() if micro.old_logp is None else micro.old_logp.to(device),
+        micro.advantages.to(device),
+        mask,
+        config=ctx.loss,
+        global_token_count=max(tokens, 1.0),
+        num_sequences_global=max(sequences, 1),
+        ref_logp=None if micro.ref_logp is None else micro.ref_logp.to(device),
+        entropy=entropy.float(),
+        off_policy=micro.off_policy.to(device),
+    )
+    return result, float(mask.sum())
+
+
+def optimizer_step(ctx: UpdateContext, step_loss: float) -> float | None:
+    """Clip the gradients to `optim.grad_clip` global norm and step; returns the norm, or
+    None when the loss or norm is non-finite (the same verdict on every rank: the step is
+    skipped and its gradients dropped)."""
+    params = [p for p in ctx.policy.model.parameters() if p.requires_grad]
+    grad_norm = torch.nn.utils.clip_grad_norm_(params, ctx.optim.grad_clip)
+    norm = float(grad_norm.full_tensor() if hasattr(grad_norm, "full_tensor") else grad_norm)
+    if not (math.isfinite(step_loss) and math.isfinite(norm)):
+        ctx.optimizer.zero_grad(set_to_none=True)
+        return None
+    ctx.optimizer.step()
+    return norm
+
+
 def update_policy(ctx: UpdateContext, batch: RolloutBatch) -> dict[str, float]:
-    """PPO-style update over the kept rows of `batch`; returns averaged metrics.
+    """PPO-style update over the rows of `batch`; returns averaged metrics.
 
     The token-mean loss divides by the response-token count of the whole mini-batch
     (summed over ranks), so the result does not depend on micro-batching or world size.
-    A non-finite loss or gradient norm skips that optimizer step (counted).
-
     Old log-probs: until the first optimizer step the policy *is* the old policy, so with
     one epoch the first mini-batch takes them from its own forward (detached: ratio 1) and
-    only the later mini-batches' rows get a separate no-grad pass.
+    only the later mini-batches' rows get a separate no-grad pass. An empty batch (a rank
+    whose samples all failed) runs the same stages with padding micro-batches only.
     """
-    model = ctx.policy.model
-    device = next(model.parameters()).device
     mask = batch.response_mask()
-    prompts = batch.row_prompts()
     minis = _split(list(range(batch.num_rows)), ctx.optim.mini_batches)
-    own_old = set(minis[0]) if ctx.optim.epochs == 1 else set()  # rows whose old = own forward
-    old_logp = _old_logprobs(
-        ctx, batch, prompts, [i for i in range(batch.num_rows) if i not in own_old]
+    own_old = set(minis[0]) if ctx.optim.epochs == 1 else set()
+    others = [i for i in range(batch.num_rows) if i not in own_old]
+    old_logp = _logprobs(ctx, ctx.logprob_model or ctx.policy, batch, others)
+    use_ref = ctx.reference is not None and ctx.loss.kl_coef > 0 and batch.num_rows
+    ref_logp = (
+        _logprobs(ctx, ctx.reference, batch, list(range(batch.num_rows))) if use_ref else None
     )
-    ref_logp = None
-    if ctx.reference is not None and ctx.loss.kl_coef > 0 and batch.num_rows:
-        ref_logp = row_logprobs(
-            ctx.reference,
-            prompts,
-            batch.responses,
-            temperature=ctx.temperature,
-            token_budget=ctx.optim.micro_batch_tokens,
-        )
-    params = [p for p in model.parameters() if p.requires_grad]
-    sums: dict[str, float] = defaultdict(float)
-    weights: dict[str, float] = defaultdict(float)
-    skipped = 0
-    model.train()
+    averages = _Averages()
+    ctx.policy.model.train()
     for epoch in range(ctx.optim.epochs):
         for mini in minis:
             tokens = all_reduce(float(mask[mini].sum()))
             sequences = int(all_reduce(float((mask[mini].sum(1) > 0).sum())))
             ctx.optimizer.zero_grad(set_to_none=True)
-            sizes = [prompts[i].length + int(batch.responses[i].numel()) for i in mini]
-            micros = (
-                plan_microbatches(sizes, ctx.optim.micro_batch_tokens, packed=ctx.policy.packing)
-                if mini
-                else []
-            )
-            micros += [[]] * (int(all_reduce(float(len(micros)), "max")) - len(micros))
+            own = own_old if epoch == 0 else set()
             step_loss = 0.0
-            for micro_local in micros:
-                micro = [mini[j] for j in micro_local]
-                rows = ([prompts[i] for i in micro], [batch.responses[i] for i in micro])
-                if not micro:
-                    rows = tuple([x] for x in _dummy_micro(ctx.policy.pad_token_id))
-                with torch.autocast(
-                    device.type, dtype=ctx.autocast_dtype, enabled=ctx.autocast_dtype is not None
-                ):
-                    logp, entropy, micro_mask = rows_logprobs(
-                        ctx.policy, *rows, temperature=ctx.temperature
-                    )
-                if not micro:
-                    micro_mask.zero_()
-                width = micro_mask.shape[1]
-                zeros = torch.zeros_like(micro_mask)
-                own = not micro or (epoch == 0 and micro[0] in own_old)
-                old = logp.detach() if own else old_logp[micro, :width].to(device)
-                result = policy_loss(
-                    logp.float(),
-                    old,
-                    batch.advantages[micro, :width].to(device) if micro else zeros.to(device),
-                    micro_mask.to(device),
-                    config=ctx.loss,
-                    global_token_count=max(tokens, 1.0),
-                    num_sequences_global=max(sequences, 1),
-                    ref_logp=None
-                    if ref_logp is None or not micro
-                    else ref_logp[micro, :width].to(device),
-                    entropy=entropy.float(),
-                    off_policy=batch.off_policy[micro].to(device)
-                    if micro
-                    else zeros[:, 0].bool().to(device),
-                )
-                (
-                    result.loss * ctx.world_size
-                ).backward()  # FSDP averages over ranks; we want the sum
+            for micro in plan_micro_batches(ctx, batch, mini, old_logp, ref_logp, own):
+                result, weight = micro_batch_loss(ctx, micro, tokens, sequences)
+                (result.loss * ctx.world_size).backward()  # FSDP averages ranks; we want the sum
                 step_loss += float(result.loss.detach())
-                weight = float(micro_mask.sum())
-                for key, value in result.metrics.items():
-                    sums[key] += value * weight
-                    weights[key] += weight
+                averages.add(result.metrics, weight)
             step_loss = all_reduce(step_loss)
-            grad_norm = torch.nn.utils.clip_grad_norm_(params, ctx.optim.grad_clip)
-            norm = float(
-                grad_norm.full_tensor() if hasattr(grad_norm, "full_tensor") else grad_norm
-            )
-            if not (
-                math.isfinite(step_loss) and math.isfinite(norm)
-            ):  # the same verdict on every rank
-                skipped += 1
-                ctx.optimizer.zero_grad(set_to_none=True)
+            norm = optimizer_step(ctx, step_loss)
+            if norm is None:
+                averages.skipped += 1
                 continue
-            ctx.optimizer.step()
-            sums["actor/loss"] += step_loss
-            weights["actor/loss"] += 1
-            sums["actor/grad_norm"] += norm
-            weights["actor/grad_norm"] += 1
-    metrics = {key: sums[key] / weights[key] for key in sums if weights[key] > 0}
-    metrics["actor/skipped_nonfinite_steps"] = float(skipped)
+            averages.add({"actor/loss": step_loss, "actor/grad_norm": norm})
+    metrics = averages.result()
+    metrics["actor/skipped_nonfinite_steps"] = float(averages.skipped)
     metrics["actor/rows"] = float(batch.num_rows)
     return metrics

@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
 
-from videorl.models.generate import SamplingParams
+from videorl.distributed import barrier
 from videorl.rewards.batch import score_batch
 from videorl.rollout.engine import HFEngine
 from videorl.rollout.prompting import decode_prompts
+from videorl.trainer.checkpoint import save_model_folder, write_atomically
 
 if TYPE_CHECKING:
+    from videorl.config import Config
+    from videorl.models.generate import SamplingParams
     from videorl.trainer.state import TrainState
 
 
@@ -22,19 +27,16 @@ def mean_and_best_at_k(rewards: torch.Tensor) -> tuple[float, float]:
     return float(rewards.mean()), float(rewards.max(dim=1).values.mean())
 
 
-def validation_sampling(cfg: Any) -> SamplingParams:
+def validation_sampling(cfg: Config) -> SamplingParams:
     """k = `trainer.val_samples` samples per prompt at `trainer.val_temperature` /
     `trainer.val_top_p` (the rollout's values when null; temperature 0 = greedy)."""
     trainer, rollout = cfg.trainer, cfg.rollout
-    temperature = (
-        rollout.temperature if trainer.val_temperature is None else trainer.val_temperature
-    )
-    return SamplingParams(
+    return rollout.sampling(
         n=trainer.val_samples,
-        max_new_tokens=rollout.max_new_tokens,
-        temperature=temperature,
+        temperature=rollout.temperature
+        if trainer.val_temperature is None
+        else trainer.val_temperature,
         top_p=rollout.top_p if trainer.val_top_p is None else trainer.val_top_p,
-        top_k=rollout.top_k,
     )
 
 
@@ -83,3 +85,41 @@ def validate(state: TrainState) -> dict[str, Any]:
         metrics[f"val/{family}/mean_at_k"] = mean_f
         metrics[f"val/{family}/best_at_k"] = best_f
     return metrics
+
+
+class Validator:
+    """Validation inside the loop: every `trainer.val_every` steps when there are
+    validation records, on rank 0 (the others wait); tracks the best step by
+    `trainer.best_metric` (in `state.best`) and writes that model to `best/`."""
+
+    def __init__(self, state: TrainState, run: Callable[[TrainState], dict[str, Any]]):
+        self.every = state.cfg.trainer.val_every if state.val_records else 0
+        self.run = run
+        self.best_dir = Path(state.cfg.trainer.output_dir) / "best"
+
+    def should_validate(self, step: int) -> bool:
+        return bool(self.every) and step % self.every == 0
+
+    def __call__(self, state: TrainState) -> dict[str, Any]:
+        metrics: dict[str, Any] = {}
+        if state.info.is_main:
+            metrics = self.run(state)
+            if self._improved(state, metrics):
+                metrics["val/best_step"] = state.step
+                write_atomically(
+                    self.best_dir,
+                    lambda tmp: save_model_folder(state.engine.loaded, tmp),
+                    replace=True,
+                )
+        barrier()
+        return metrics
+
+    @staticmethod
+    def _improved(state: TrainState, metrics: dict[str, Any]) -> bool:
+        """Remember the best validation step by `trainer.best_metric`; True when it improved."""
+        name = state.cfg.trainer.best_metric
+        value = metrics.get(name)
+        if value is None or (state.best and value <= state.best["value"]):
+            return False
+        state.best = {"step": state.step, "value": float(value), "metric": name}
+        return True

@@ -1,0 +1,203 @@
+"""Everything a run needs before its first step: data, models, engine, optimizer, restore."""
+
+from __future__ import annotations
+
+import copy
+import random
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+import torch
+from rich.console import Console
+
+from videorl.config import Config
+from videorl.data.loaders import load_training_records
+from videorl.data.records import TaskRecord
+from videorl.data.sampler import TaskGroupedSampler
+from videorl.distributed import DistInfo, apply_fsdp
+from videorl.errors import ConfigError
+from videorl.models.loading import LoadedModel, check_same_tokenizer, load_model
+from videorl.models.lora import apply_lora, reference_view
+from videorl.models.shared_prompt import enable_shared_prompts
+from videorl.models.visual_cache import share_visual_cache
+from videorl.rewards.pool import ScoringPool
+from videorl.rollout.engine import HFEngine, RolloutEngine
+from videorl.rollout.vllm_engine import build_vllm_engine
+from videorl.rollout.vllm_support import rollout_engine
+from videorl.trainer import checkpoint as ckpt
+from videorl.trainer.optim import build_optimizer
+from videorl.trainer.state import TrainState
+from videorl.trainer.threads import set_cpu_threads
+from videorl.video.cache import VideoCache
+
+console = Console()
+
+
+def steps_from_epochs(cfg: Config, batches_per_epoch: int) -> Config:
+    """`trainer.steps = trainer.epochs * batches_per_epoch` when `trainer.epochs` is set."""
+    if cfg.trainer.epochs is None:
+        return cfg
+    steps = cfg.trainer.epochs * batches_per_epoch
+    return replace(cfg, trainer=replace(cfg.trainer, steps=steps))
+
+
+def build_state(cfg: Config, resume: str | None, info: DistInfo | None = None) -> TrainState:
+    """Load data, models and optimizer (FSDP2-sharded under torchrun); restore a checkpoint."""
+    info = info or DistInfo(device=_device(cfg))
+    set_cpu_threads(cfg.trainer.cpu_threads, info.device)
+    torch.manual_seed(cfg.trainer.seed)
+    random.seed(cfg.trainer.seed)
+    np.random.seed(cfg.trainer.seed)  # checkpoints restore it, so a fresh run seeds it too
+    checkpoint = ckpt.resolve_resume(resume, cfg.trainer.output_dir)
+    # data before models: a bad data file fails in seconds, not after the model loads
+    records = _records(cfg, cfg.data.train, cfg.data.split)
+    val_records = (
+        _records(cfg, cfg.data.val, cfg.data.val_split)[: cfg.trainer.val_max_prompts]
+        if cfg.data.val
+        else []
+    )
+    models = _Models.load(cfg, info)
+    sampler = TaskGroupedSampler(
+        records, cfg.data.prompts_per_step, seed=cfg.data.seed, shuffle=cfg.data.shuffle
+    )
+    cfg = steps_from_epochs(cfg, len(sampler))
+    optimizer, scheduler = build_optimizer(cfg, models.policy.model)
+    state = TrainState(
+        cfg=cfg,
+        policy=models.policy,
+        engine=_engine(cfg, models.rollout, info),
+        optimizer=optimizer,
+        scheduler=scheduler,
+        videos=VideoCache(cfg.video),
+        sampler=sampler,
+        records=records,
+        val_records=val_records,
+        reference=models.reference,
+        teacher=models.teacher,
+        info=info,
+        pool=ScoringPool(cfg.reward) if cfg.reward.workers > 1 else None,
+    )
+    if checkpoint is not None:
+        _restore(state, checkpoint)
+    return state
+
+
+def _device(cfg: Config) -> str:
+    if cfg.trainer.device != "auto":
+        return cfg.trainer.device
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def _records(cfg: Config, path: str, split: str) -> list[TaskRecord]:
+    data = cfg.data
+    return load_training_records(
+        path,
+        families=data.families,
+        warn=lambda message: console.print(f"[yellow]warning:[/] {message}"),
+        format=data.format,
+        family=data.family,
+        video_root=data.video_root,
+        skip_invalid=data.skip_invalid,
+        columns=data.columns,
+        split=split,
+        streaming=data.streaming,
+        max_rows=data.max_rows,
+    )
+
+
+@dataclass
+class _Models:
+    """The policy, its rollout copy (itself on one process), the teacher and reference."""
+
+    policy: LoadedModel
+    rollout: LoadedModel
+    teacher: LoadedModel | None = None
+    reference: LoadedModel | None = None
+
+    @classmethod
+    def load(cls, cfg: Config, info: DistInfo) -> _Models:
+        kwargs = {
+            "dtype": getattr(torch, cfg.model.dtype),
+            "device": info.device,
+            "attn_implementation": cfg.model.attn_implementation,
+            "packing": cfg.model.packing,
+        }
+        policy = _policy(
+            cfg, info, load_model(cfg.model.path, revision=cfg.model.revision, **kwargs)
+        )
+        models = cls(policy, policy)
+        if info.enabled:  # generation and no-grad passes use an unsharded copy, synced each step
+            models.rollout = replace(
+                policy, model=copy.deepcopy(policy.model).requires_grad_(False)
+            )
+            apply_fsdp(policy.model, bf16=cfg.trainer.bf16 and "cuda" in info.device)
+        if cfg.algorithm.is_distillation:
+            models.teacher = load_model(cfg.model.teacher_path, **kwargs)
+            check_same_tokenizer(policy, models.teacher)
+            models.teacher.model.eval()
+        if cfg.model.lora.enabled and cfg.model.reference_path in (None, cfg.model.path):
+            models.reference = reference_view(policy)  # the base: the same weights, adapters off
+        elif cfg.model.reference_path:
+            models.reference = load_model(cfg.model.reference_path, **kwargs)
+            models.reference.model.eval()
+        frozen = (models.rollout, models.teacher, models.reference)
+        if cfg.model.reuse_visual_embeddings:
+            share_visual_cache(policy, *frozen)
+        enable_shared_prompts(cfg.model.share_prompt_forward, *frozen)
+        if info.enabled:  # FSDP ranks must run matching forwards: one per update micro-batch
+            policy.share_prompts = False
+        return models
+
+
+def _policy(cfg: Config, info: DistInfo, policy: LoadedModel) -> LoadedModel:
+    """The loaded policy set up to train: vision frozen, checkpointing, LoRA adapters."""
+    if cfg.model.freeze_vision:
+        for name, param in policy.model.named_parameters():
+            if "visual" in name:
+                param.requires_grad_(False)
+    if cfg.model.gradient_checkpointing:  # transformers' current name, else the pre-5.2x one
+        model = policy.model
+        getattr(model, "activation_checkpointing_enable", model.gradient_checkpointing_enable)()
+    return _with_lora(cfg, policy, info) if cfg.model.lora.enabled else policy
+
+
+def _with_lora(cfg: Config, policy: LoadedModel, info: DistInfo) -> LoadedModel:
+    """The policy with fresh LoRA adapters (model.lora); only the adapters train."""
+    if info.enabled:
+        raise ConfigError(
+            f"model.lora.rank={cfg.model.lora.rank} with {info.world_size} ranks: sharding "
+            "PEFT adapters with FSDP is not supported yet; train LoRA on one process "
+            "(trainer.nproc=1) or set model.lora.rank=0"
+        )
+    if cfg.model.gradient_checkpointing:  # frozen embeddings: checkpointed blocks need grads
+        policy.model.enable_input_require_grads()
+    model = apply_lora(
+        policy.model,
+        cfg.model.lora,
+        base=cfg.model.path,
+        revision=cfg.model.revision,
+        adapt_vision=not cfg.model.freeze_vision,
+    )
+    return replace(policy, model=model)
+
+
+def _engine(cfg: Config, rollout_model: LoadedModel, info: DistInfo) -> RolloutEngine:
+    if rollout_engine(cfg.rollout.engine, cfg.model.path) == "hf":
+        return HFEngine(rollout_model, share_prefill=cfg.rollout.share_prefill)
+    return build_vllm_engine(cfg, rollout_model, info)
+
+
+def _restore(state: TrainState, checkpoint: Path) -> None:
+    """Model, optimizer, scheduler, sampler, step and best record from `checkpoint`."""
+    saved = ckpt.load_checkpoint(
+        checkpoint, policy=state.policy, optimizer=state.optimizer, info=state.info
+    )
+    state.scheduler.load_state_dict(saved["scheduler"])
+    state.sampler.load_state_dict(saved["sampler"])
+    state.step, state.best = int(saved["step"]), dict(saved.get("best", {}))
+    state.engine.sync_weights(state.policy.model)
+    if state.info.is_main:
+        console.print(
+            f"resumed from {checkpoint} (saved by {saved.get('world_size', 1)} ranks) at step {state.step}"
+        )
