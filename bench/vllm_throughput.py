@@ -73,6 +73,7 @@ def main(argv: list[str] | None = None) -> None:
 
     import torch
 
+    from videorl.config import RolloutConfig
     from videorl.models.generate import SamplingParams
     from videorl.models.loading import load_model
     from videorl.rollout.engine import HFEngine
@@ -84,15 +85,13 @@ def main(argv: list[str] | None = None) -> None:
     path = harness.model_dir(args.work, args.size, args.arch)
     loaded = load_model(path, dtype=getattr(torch, dtype), device="cuda" if on_gpu else "cpu")
     prompts = video_prompts(loaded, args.prompts, args.arch, args.seed)
-    settings = VLLMSettings(
-        model_path=str(path),
-        dtype=dtype,
+    rollout = RolloutConfig(
         max_model_len=4096,
         gpu_memory_utilization=args.gpu_memory_utilization,
-        enforce_eager=not on_gpu,
-        cpu_kv_cache_gb=2,
-        seed=args.seed,
+        vllm_enforce_eager=not on_gpu,
+        vllm_cpu_kv_cache_gb=2,
     )
+    settings = VLLMSettings(model_path=str(path), rollout=rollout, dtype=dtype, seed=args.seed)
     hf, vllm = HFEngine(loaded, max_prompts_per_call=args.prompts), VLLMEngine(loaded, settings)
 
     sampled = SamplingParams(n=args.n, max_new_tokens=args.max_new_tokens, temperature=1.0)

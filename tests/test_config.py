@@ -89,3 +89,47 @@ def test_cli_config_error_exits_2_with_one_line():
     assert result.returncode == 2
     assert result.stdout.strip().count("\n") == 0
     assert "rollout.nn" in result.stdout
+
+
+def test_every_estimator_reads_its_config_from_yaml_through_the_registry():
+    """`algorithm.grpo` reaches GRPO (std_eps changes its advantages); a plugin estimator's
+    `algorithm.params` is built by its registered config class; unknown keys are errors."""
+    from dataclasses import dataclass
+
+    import torch
+
+    from videorl.algorithms.advantages import ADVANTAGES, AdvantageResult, register_advantage
+
+    rewards, groups = torch.tensor([1.0, 0.0]), torch.tensor([0, 0])
+    wide = load_config(None, ["algorithm.grpo.std_eps=1.0"]).algorithm
+    assert wide.estimator_config.std_eps == 1.0
+    advantage = ADVANTAGES["grpo"](rewards, groups, config=wide.estimator_config).advantages
+    # std of [1, 0] is 0.7071: (1 - 0.5) / (0.7071 + 1.0) = 0.2929
+    assert abs(float(advantage[0]) - 0.5 / (2**-0.5 + 1.0)) < 1e-6
+
+    @dataclass(frozen=True)
+    class ShiftConfig:
+        shift: float = 0.0
+
+    @register_advantage("test_shift", kind="outcome", config_cls=ShiftConfig)
+    def shift(rewards, group_ids, *, is_annotation=None, config=None):
+        return AdvantageResult(rewards + config.shift, {})
+
+    try:
+        algo = load_config(
+            None, ["algorithm.estimator=test_shift", "algorithm.params.shift=0.5"]
+        ).algorithm
+        assert algo.estimator_config == ShiftConfig(shift=0.5)
+        with pytest.raises(ConfigError, match="has no parameter"):
+            load_config(None, ["algorithm.estimator=test_shift", "algorithm.params.size=1"])
+        with pytest.raises(ConfigError, match="reads algorithm.grpo"):
+            load_config(None, ["algorithm.params.shift=1"])
+    finally:
+        del ADVANTAGES["test_shift"]
+
+
+def test_a_run_config_with_the_retired_eval_section_still_loads(tmp_path):
+    """Runs written before `eval:` was dropped from the config tree keep loading."""
+    path = tmp_path / "config.yaml"
+    path.write_text("eval:\n  batch_size: 8\nrollout:\n  n: 4\n")
+    assert load_config(path).rollout.n == 4

@@ -114,3 +114,15 @@ def test_no_import_circles():
 def test_test_model_builder_is_used_only_by_make_tiny():
     users = [src for src, targets in _graph().items() if "videorl.models.tiny" in targets]
     assert set(users) <= {"videorl.cli"}, f"only `videorl make-tiny` may build test models: {users}"
+
+
+def test_trainer_functions_fit_one_screen():
+    """The orchestration layer reads at a glance: no function in `trainer/` over 60 lines."""
+    long = []
+    for path in sorted((PACKAGE / "trainer").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                lines = node.end_lineno - node.lineno + 1
+                if lines > 60:
+                    long.append(f"{path.name}:{node.name} ({lines} lines)")
+    assert not long, f"split these into stages: {long}"

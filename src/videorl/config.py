@@ -486,9 +486,16 @@ def check_world_size(data: DataConfig, world_size: int) -> None:
         )
 
 
+# Sections that run folders written by earlier versions hold but nothing reads any more.
+RETIRED_SECTIONS = ("eval",)
+
+
 def load_config(path: str | Path | None, overrides: Sequence[str] = ()) -> Config:
     """Load a YAML recipe and apply dotted overrides; raise a one-line `ConfigError`."""
-    return build(Config, merge_sources(path, overrides))
+    source = merge_sources(path, overrides)
+    for section in RETIRED_SECTIONS:
+        source.pop(section, None)
+    return build(Config, source)
 
 
 RUN_CONFIG = "config.yaml"  # the resolved config, written into each training run's output_dir

@@ -1,13 +1,13 @@
 """OPD, OPDVR and GRPD token advantages (METHODS.md section 2.2)."""
 
 import math
+import types
 
 import pytest
 import torch
 
 from videorl.algorithms import (
     DistillConfig,
-    check_shared_vocab,
     get_estimator,
     grpd,
     grpd_scale,
@@ -17,6 +17,7 @@ from videorl.algorithms import (
     verifier_gate,
 )
 from videorl.errors import ConfigError
+from videorl.models.loading import check_same_tokenizer
 
 F64 = torch.float64
 
@@ -155,6 +156,9 @@ def test_config_validation(kwargs, match):
 
 
 def test_teacher_must_share_the_tokenizer():
-    check_shared_vocab({"a": 0, "b": 1}, {"b": 1, "a": 0})
-    with pytest.raises(ConfigError, match="tokenizers differ"):
-        check_shared_vocab({"a": 0, "b": 1}, {"a": 0, "c": 1})
+    def model(vocab):
+        return types.SimpleNamespace(tokenizer=types.SimpleNamespace(get_vocab=lambda: vocab))
+
+    check_same_tokenizer(model({"a": 0, "b": 1}), model({"b": 1, "a": 0}))
+    with pytest.raises(ConfigError, match="tokenizer differs"):
+        check_same_tokenizer(model({"a": 0, "b": 1}), model({"a": 0, "c": 1}))

@@ -19,6 +19,7 @@ from dataclasses import replace
 import torch
 
 from tests.vllm.test_support import decoded_image, decoded_video
+from videorl.config import RolloutConfig
 from videorl.models.generate import SamplingParams
 from videorl.models.inputs import collate, encode_prompt
 from videorl.models.loading import load_model
@@ -44,9 +45,8 @@ def case(request, tiny_model_dir):
         ),
         encode_prompt(loaded, "What is in the image?", image=decoded_image()),
     ]
-    settings = VLLMSettings(
-        model_path=path, dtype="float32", max_model_len=4096, enforce_eager=True, cpu_kv_cache_gb=1
-    )
+    rollout = RolloutConfig(max_model_len=4096, vllm_enforce_eager=True, vllm_cpu_kv_cache_gb=1)
+    settings = VLLMSettings(model_path=path, rollout=rollout, dtype="float32")
     engine = VLLMEngine(loaded, settings)
     yield loaded, HFEngine(loaded), engine, prompts
     engine.close()

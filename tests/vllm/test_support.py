@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+from videorl.config import RolloutConfig
 from videorl.errors import ConfigError
 from videorl.models.inputs import encode_prompt, hf_video_metadata, with_prefix
 from videorl.models.loading import load_model
@@ -96,22 +97,20 @@ def test_refuses_a_head_size_the_cpu_kernels_lack(tmp_path):
             VLLMSettings(model_path=_model_with_head_size(tmp_path, 48)),
             on_cpu=True,
             world_size=1,
-            max_new_tokens=64,
         )
-    check_vllm_support(
-        VLLMSettings(model_path=str(tmp_path)), on_cpu=False, world_size=1, max_new_tokens=64
-    )
+    check_vllm_support(VLLMSettings(model_path=str(tmp_path)), on_cpu=False, world_size=1)
 
 
 @pytest.mark.parametrize(
     ("change", "message"),
     [
         ({"tensor_parallel_size": 3}, "divide the 4 training ranks"),
-        ({"sleep_level": 1}, "needs a GPU"),
+        ({"vllm_sleep_level": 1}, "needs a GPU"),
         ({"max_model_len": 64}, "leaves no room"),
     ],
 )
 def test_refuses_settings_it_cannot_honour(tmp_path, change, message):
-    settings = VLLMSettings(model_path=_model_with_head_size(tmp_path, 32), **change)
+    rollout = RolloutConfig(max_new_tokens=64, **change)
+    settings = VLLMSettings(model_path=_model_with_head_size(tmp_path, 32), rollout=rollout)
     with pytest.raises(ConfigError, match=message):
-        check_vllm_support(settings, on_cpu=True, world_size=4, max_new_tokens=64)
+        check_vllm_support(settings, on_cpu=True, world_size=4)

@@ -14,7 +14,6 @@ from videorl.algorithms.advantages import (
 )
 from videorl.algorithms.distill import (
     DistillConfig,
-    check_shared_vocab,
     grpd,
     grpd_scale,
     opd,
@@ -72,7 +71,6 @@ __all__ = [
     "SelectionResult",
     "annotation_anchor",
     "check_divisible",
-    "check_shared_vocab",
     "constructed_probability",
     "directional_gain",
     "dr_grpo",

@@ -13,7 +13,7 @@ top-k ids at each position, the reward of id j is
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -54,18 +54,6 @@ class DistillConfig:
             raise ConfigError(f"algorithm.distill.baseline={self.baseline} (GRPD u) must be >= 0")
         if not self.std_eps > 0:
             raise ConfigError(f"algorithm.distill.std_eps={self.std_eps} must be > 0; use 1e-6")
-
-
-def check_shared_vocab(student_vocab: Mapping[str, int], teacher_vocab: Mapping[str, int]) -> None:
-    """Refuse a teacher whose tokenizer differs from the student's (METHODS.md 2.2): the
-    token log-ratio is only defined when both score the same token ids."""
-    if dict(student_vocab) != dict(teacher_vocab):
-        differing = sorted(set(student_vocab.items()) ^ set(teacher_vocab.items()))[:3]
-        raise ConfigError(
-            f"teacher and student tokenizers differ (student {len(student_vocab)} tokens, "
-            f"teacher {len(teacher_vocab)}; e.g. {differing}); distillation needs a teacher "
-            "with the student's tokenizer"
-        )
 
 
 def _per_row(values: Tensor, like: Tensor) -> Tensor:

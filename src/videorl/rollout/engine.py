@@ -1,9 +1,11 @@
 """The rollout-engine interface and its Hugging Face implementation.
 
-An engine samples responses for encoded prompts (optionally continuing a forced prefix)
-and receives the policy's new weights after each optimizer step. The HF engine shares the
-training model, so `sync_weights` has nothing to copy; a vLLM engine will implement the
-same three methods.
+An engine samples responses for encoded prompts (optionally continuing a forced prefix),
+frees its memory between rollout and update (`sleep`) and receives the policy's new weights
+after each optimizer step (`sync_weights`). Its `loaded` model is the HF model that scores
+the rollouts (no-grad log-probs): the policy itself on one process, its unsharded synced
+copy under FSDP. `HFEngine` (here) shares the training model, so `sync_weights` has
+nothing to copy; `VLLMEngine` (`rollout/vllm_engine.py`) pushes the weights into vLLM.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from videorl.models.loading import LoadedModel
 
 
 class RolloutEngine(Protocol):
+    loaded: LoadedModel  # the HF model that scores the rollouts
+
     def generate(
         self, prompts: Sequence[PromptEncoding], params: SamplingParams
     ) -> list[Generation]: ...

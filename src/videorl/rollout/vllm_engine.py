@@ -60,7 +60,9 @@ class VLLMEngine:
         # in-process engine core: weights are pushed to it directly, and torchrun's
         # external launcher requires it
         os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
-        os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", f"{settings.cpu_kv_cache_gb:g}")
+        os.environ.setdefault(
+            "VLLM_CPU_KVCACHE_SPACE", f"{settings.rollout.vllm_cpu_kv_cache_gb:g}"
+        )
         from vllm.platforms import current_platform
 
         from vllm import LLM
@@ -74,7 +76,7 @@ class VLLMEngine:
             and torch.distributed.is_initialized()
             and torch.distributed.get_world_size() > 1
         ):
-            world, tp = torch.distributed.get_world_size(), settings.tensor_parallel_size
+            world, tp = torch.distributed.get_world_size(), settings.rollout.tensor_parallel_size
             extra = {
                 "distributed_executor_backend": "external_launcher",
                 "data_parallel_size": world // tp,
@@ -94,19 +96,7 @@ class VLLMEngine:
             extra["mm_device_do_normalize"] = False
         self.settings = settings
         on_gpu = current_platform.is_sleep_mode_available()
-        self.llm = LLM(
-            model=settings.model_path,
-            dtype=settings.dtype,
-            seed=settings.seed,
-            tensor_parallel_size=settings.tensor_parallel_size,
-            gpu_memory_utilization=settings.gpu_memory_utilization,
-            max_model_len=settings.max_model_len,
-            limit_mm_per_prompt=settings.limit_mm_per_prompt,
-            enable_sleep_mode=on_gpu and settings.sleep_level > 0,
-            enforce_eager=settings.enforce_eager,
-            logprobs_mode=settings.logprobs_mode,
-            **extra,
-        )
+        self.llm = LLM(**settings.engine_args(sleep_mode_available=on_gpu), **extra)
         vocab = self.llm.llm_engine.model_config.get_vocab_size()
         self._allowed = allowed_token_ids(vocab, loaded.banned_token_ids)
         self._eos = list(loaded.eos_token_ids)
@@ -256,26 +246,12 @@ class VLLMEngine:
 
 def build_vllm_engine(cfg: Config, loaded: LoadedModel, info: DistInfo) -> VLLMEngine:
     """The engine for `rollout.engine: vllm`, after refusing what it cannot honour."""
-    rollout = cfg.rollout
     on_gpu = "cuda" in info.device
     settings = VLLMSettings(
         model_path=str(local_snapshot(cfg.model.path, cfg.model.revision)),
+        rollout=cfg.rollout,
         dtype="bfloat16" if on_gpu and cfg.trainer.bf16 else cfg.model.dtype,
-        tensor_parallel_size=rollout.tensor_parallel_size,
-        gpu_memory_utilization=rollout.gpu_memory_utilization,
-        max_model_len=rollout.max_model_len,
-        videos_per_prompt=rollout.videos_per_prompt,
-        images_per_prompt=rollout.images_per_prompt,
-        sleep_level=rollout.vllm_sleep_level,
-        enforce_eager=rollout.vllm_enforce_eager,
-        cpu_kv_cache_gb=rollout.vllm_cpu_kv_cache_gb,
-        temperature=rollout.temperature,
         seed=cfg.trainer.seed,
     )
-    check_vllm_support(
-        settings,
-        on_cpu=not on_gpu,
-        world_size=info.world_size,
-        max_new_tokens=rollout.max_new_tokens,
-    )
+    check_vllm_support(settings, on_cpu=not on_gpu, world_size=info.world_size)
     return VLLMEngine(loaded, settings)

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from videorl.config import RolloutConfig
 from videorl.errors import ConfigError
 from videorl.models.inputs import PromptEncoding, hf_video_metadata
 
@@ -34,36 +35,48 @@ LOGPROB_NOTE = (
 
 @dataclass(frozen=True)
 class VLLMSettings:
-    """How the colocated vLLM engine is built (`rollout.*` keys in the config).
+    """How the colocated vLLM engine is built: the run's `rollout.*` keys (`RolloutConfig`,
+    the one source of them) plus what the run decides: the model folder, dtype and seed.
 
-    `sleep_level`: 0 keeps weights and KV cache resident; 1 offloads weights to CPU and frees
-    the KV cache between rollout and the next weight sync; 2 frees both (the sync reloads the
-    weights anyway). Sleep needs a GPU; on CPU it is refused by `check_vllm_support`.
-    `cpu_kv_cache_gb` sizes the KV cache when vLLM runs on the CPU (its
-    `VLLM_CPU_KVCACHE_SPACE`); `gpu_memory_utilization` is the GPU share vLLM may take.
+    `rollout.vllm_sleep_level`: 0 keeps weights and KV cache resident; 1 offloads weights to
+    CPU and frees the KV cache between rollout and the next weight sync; 2 frees both (the
+    sync reloads the weights anyway). Sleep needs a GPU; on CPU `check_vllm_support` refuses
+    it. `rollout.vllm_cpu_kv_cache_gb` sizes the KV cache when vLLM runs on the CPU (its
+    `VLLM_CPU_KVCACHE_SPACE`).
     """
 
     model_path: str
+    rollout: RolloutConfig = field(default_factory=RolloutConfig)
     dtype: str = "bfloat16"
-    tensor_parallel_size: int = 1
-    gpu_memory_utilization: float = 0.5
-    max_model_len: int = 8192
-    videos_per_prompt: int = 1
-    images_per_prompt: int = 1
-    sleep_level: int = 0
-    enforce_eager: bool = False
-    cpu_kv_cache_gb: float = 4.0
-    temperature: float = 1.0
     seed: int = 0
 
     @property
-    def limit_mm_per_prompt(self) -> dict[str, int]:
-        return {"video": self.videos_per_prompt, "image": self.images_per_prompt}
+    def sleep_level(self) -> int:
+        return self.rollout.vllm_sleep_level
 
     @property
     def logprobs_mode(self) -> str:
         """`raw_logprobs` equals the HF engine's log-probs at temperature 1 (see LOGPROB_NOTE)."""
-        return "raw_logprobs" if self.temperature == 1.0 else "processed_logprobs"
+        return "raw_logprobs" if self.rollout.temperature == 1.0 else "processed_logprobs"
+
+    def engine_args(self, *, sleep_mode_available: bool) -> dict[str, Any]:
+        """The keyword arguments of `vllm.LLM` these settings decide."""
+        rollout = self.rollout
+        return {
+            "model": self.model_path,
+            "dtype": self.dtype,
+            "seed": self.seed,
+            "tensor_parallel_size": rollout.tensor_parallel_size,
+            "gpu_memory_utilization": rollout.gpu_memory_utilization,
+            "max_model_len": rollout.max_model_len,
+            "limit_mm_per_prompt": {
+                "video": rollout.videos_per_prompt,
+                "image": rollout.images_per_prompt,
+            },
+            "enable_sleep_mode": sleep_mode_available and self.sleep_level > 0,
+            "enforce_eager": rollout.vllm_enforce_eager,
+            "logprobs_mode": self.logprobs_mode,
+        }
 
 
 def video_item(video: Any) -> tuple[torch.Tensor, dict[str, Any]]:
@@ -139,9 +152,7 @@ def device_normalization_safe(model_path: str | Path) -> bool:
     return all(image.get(k) == video.get(k) for k in NORMALIZATION_KEYS if k in image or k in video)
 
 
-def check_vllm_support(
-    settings: VLLMSettings, *, on_cpu: bool, world_size: int, max_new_tokens: int
-) -> None:
+def check_vllm_support(settings: VLLMSettings, *, on_cpu: bool, world_size: int) -> None:
     """Refuse settings the vLLM engine cannot honour, naming the key and the fix."""
     config = text_config(settings.model_path)
     model_type = json.loads((Path(settings.model_path) / "config.json").read_text())["model_type"]
@@ -158,7 +169,7 @@ def check_vllm_support(
             f"attention kernels lack (they support {', '.join(map(str, CPU_HEAD_SIZES))}); use a model "
             "with a supported head size (`videorl make-tiny` builds head size 32) or set rollout.engine=hf"
         )
-    tp = settings.tensor_parallel_size
+    tp = settings.rollout.tensor_parallel_size
     if tp < 1 or world_size % tp:
         raise ConfigError(
             f"rollout.tensor_parallel_size={tp} must be >= 1 and divide the {world_size} training ranks "
@@ -172,18 +183,11 @@ def check_vllm_support(
         raise ConfigError(
             f"rollout.vllm_sleep_level={settings.sleep_level}: vLLM's sleep mode needs a GPU; set it to 0 on CPU"
         )
-    if settings.sleep_level not in (0, 1, 2):
+    if settings.rollout.max_model_len <= settings.rollout.max_new_tokens:
         raise ConfigError(
-            f"rollout.vllm_sleep_level={settings.sleep_level} must be 0 (off), 1 or 2"
-        )
-    if not 0 < settings.gpu_memory_utilization <= 1:
-        raise ConfigError(
-            f"rollout.gpu_memory_utilization={settings.gpu_memory_utilization} must be in (0, 1]"
-        )
-    if settings.max_model_len <= max_new_tokens:
-        raise ConfigError(
-            f"rollout.max_model_len={settings.max_model_len} leaves no room for the prompt with "
-            f"rollout.max_new_tokens={max_new_tokens}; raise it above prompt length + max_new_tokens"
+            f"rollout.max_model_len={settings.rollout.max_model_len} leaves no room for the prompt "
+            f"with rollout.max_new_tokens={settings.rollout.max_new_tokens}; raise it above "
+            "prompt length + max_new_tokens"
         )
 
 

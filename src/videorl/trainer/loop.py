@@ -50,7 +50,7 @@ def train_step(state: TrainState, indices: list[int]) -> dict[str, Any]:
     """decode -> rollout (+ constructed, + annotation rows) -> rewards (+ sensitivity) ->
     teacher log-probs -> advantages -> selection -> update -> weight sync."""
     cfg, timer = state.cfg, StageTimer()
-    scorer = state.engine.loaded  # the policy itself, or its synced unsharded copy under FSDP
+    no_grad = {"temperature": cfg.rollout.temperature, "token_budget": cfg.optim.micro_batch_tokens}
     clear_visual_caches(state.policy, state.reference, state.teacher)  # e.g. validation's videos
     with timer("decode"):
         mine = [state.records[i] for i in shard_indices(indices, state.info)]
@@ -64,25 +64,14 @@ def train_step(state: TrainState, indices: list[int]) -> dict[str, Any]:
     with timer("reward"):
         batch = score(batch, cfg.reward, state.pool)
         if cfg.reward.sensitivity.enabled:
+            encode = record_encoder(state.logprob_model, cfg.data)
             batch = add_sensitivity_bonus(
-                batch,
-                scorer,
-                record_encoder(scorer, cfg.data),
-                cfg.reward,
-                step=state.step,
-                temperature=cfg.rollout.temperature,
-                token_budget=cfg.optim.micro_batch_tokens,
+                batch, state.logprob_model, encode, cfg.reward, step=state.step, **no_grad
             )
     rollout_stats = rollout_metrics(batch, cfg.rollout.max_new_tokens)
     with timer("teacher"):
         if cfg.algorithm.is_distillation:
-            batch = add_teacher_logprobs(
-                batch,
-                scorer,
-                state.teacher,
-                temperature=cfg.rollout.temperature,
-                token_budget=cfg.optim.micro_batch_tokens,
-            )
+            batch = add_teacher_logprobs(batch, state.logprob_model, state.teacher, **no_grad)
     with timer("advantage"):
         batch = compute_advantages(batch, cfg.algorithm)
         rows_before = batch.num_rows
@@ -153,7 +142,7 @@ def _update_context(state: TrainState) -> UpdateContext:
         loss=cfg.algorithm.loss,
         temperature=cfg.rollout.temperature,
         reference=state.reference,
-        logprob_model=state.engine.loaded,
+        logprob_model=state.logprob_model,
         world_size=state.info.world_size,
         autocast_dtype=torch.bfloat16 if cfg.trainer.bf16 and torch.cuda.is_available() else None,
     )
@@ -281,7 +270,7 @@ def _finish(
     final = Path(state.cfg.trainer.output_dir) / "final"
     if state.info.is_main:
         ckpt.write_atomically(
-            final, lambda tmp: ckpt.save_model_folder(state.engine.loaded, tmp), replace=True
+            final, lambda tmp: ckpt.save_model_folder(state.logprob_model, tmp), replace=True
         )
         curves = plot_reward_curves(
             writer.path, final.parent / "reward_curves.png", hooks.curve_keys

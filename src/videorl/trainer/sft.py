@@ -167,7 +167,7 @@ def greedy_validate(state: TrainState) -> dict[str, Any]:
     if not records:
         return {"val/skipped_media": float(skipped)}
     params = SamplingParams(n=1, max_new_tokens=cfg.rollout.max_new_tokens, temperature=0.0)
-    engine = HFEngine(state.engine.loaded) if state.info.enabled else state.engine
+    engine = HFEngine(state.logprob_model) if state.info.enabled else state.engine
     texts = [
         state.policy.tokenizer.decode(g.token_ids[0], skip_special_tokens=True)
         for g in engine.generate(prompts, params)

@@ -21,6 +21,7 @@ from videorl.algorithms.selection import (
 )
 from videorl.algorithms.taro import off_policy_advantages
 from videorl.config import AlgorithmConfig
+from videorl.models.inputs import PromptEncoding
 from videorl.models.loading import LoadedModel
 from videorl.models.logprobs import logprobs_in_microbatches
 from videorl.rewards.batch import (
@@ -100,15 +101,7 @@ def add_sensitivity_bonus(
     ]
     if not rows:
         return batch
-    shuffled_prompts = []
-    for i in rows:
-        g = int(batch.group_ids[i])
-        video = batch.videos[g]
-        window = batch.records[g].answer.windows[0]
-        perm = boundary_shuffle(
-            video.meta.timestamps, window, config.sensitivity.radius, shuffle_seed(step, i)
-        )
-        shuffled_prompts.append(encode(batch.records[g], replace(video, frames=video.frames[perm])))
+    shuffled_prompts = [_boundary_shuffled_prompt(batch, i, encode, config, step) for i in rows]
     responses = [batch.responses[i] for i in rows]
     # both passes in one forward layout (the shuffled prompts are one per row, so never
     # share a prompt forward): where a shuffle moves no frame, d is exactly 0, not float noise
@@ -138,6 +131,21 @@ def add_sensitivity_bonus(
             "sensitivity/bonus_frac": float((bonus > 0).float().mean()),
         }
     )
+
+
+def _boundary_shuffled_prompt(
+    batch: RolloutBatch, row: int, encode: Any, config: RewardConfig, step: int
+) -> PromptEncoding:
+    """Row `row`'s prompt with its frames shuffled near the ground-truth boundaries."""
+    group = int(batch.group_ids[row])
+    video, record = batch.videos[group], batch.records[group]
+    perm = boundary_shuffle(
+        video.meta.timestamps,
+        record.answer.windows[0],
+        config.sensitivity.radius,
+        shuffle_seed(step, row),
+    )
+    return encode(record, replace(video, frames=video.frames[perm]))
 
 
 def add_teacher_logprobs(

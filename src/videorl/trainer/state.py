@@ -37,3 +37,9 @@ class TrainState:
     step: int = 0
     best: dict[str, Any] = field(default_factory=dict)
     skipped_long_prompts: int = 0  # prompts over data.max_prompt_tokens, skipped so far
+
+    @property
+    def logprob_model(self) -> LoadedModel:
+        """The model of no-grad passes (old, sensitivity and student log-probs, best/ and
+        final/): the policy itself, or its synced unsharded copy under FSDP."""
+        return self.engine.loaded

@@ -54,7 +54,7 @@ def validate(state: TrainState) -> dict[str, Any]:
     # Only rank 0 validates; vLLM's data-parallel engines must all step together, so under
     # torchrun validation generates with the HF copy of the synced policy.
     engine = (
-        HFEngine(state.engine.loaded, share_prefill=state.cfg.rollout.share_prefill)
+        HFEngine(state.logprob_model, share_prefill=state.cfg.rollout.share_prefill)
         if state.info.enabled
         else state.engine
     )
@@ -108,7 +108,7 @@ class Validator:
                 metrics["val/best_step"] = state.step
                 write_atomically(
                     self.best_dir,
-                    lambda tmp: save_model_folder(state.engine.loaded, tmp),
+                    lambda tmp: save_model_folder(state.logprob_model, tmp),
                     replace=True,
                 )
         barrier()
