@@ -455,6 +455,7 @@ class Config:
                 f"data.prompts_per_step={self.data.prompts_per_step} must be divisible by trainer.nproc={self.trainer.nproc} "
                 "(whole groups stay on one rank)"
             )
+        _check_length_terms(self.reward, self.rollout.max_new_tokens)
 
     def rows_kept_per_group(self) -> int:
         """Rows per group that reach the backward pass."""
@@ -462,6 +463,21 @@ class Config:
         if not self.algorithm.pruning.enabled:
             return group
         return self.algorithm.pruning.selection(self.rollout.n).k
+
+
+def _check_length_terms(reward: RewardConfig, budget: int) -> None:
+    """The length reward terms must fit the response budget (verl's DAPO reward manager
+    asserts max_resp_len >= overlong_buffer.len)."""
+    if reward.overlong.enabled and reward.overlong.buffer_len > budget:
+        raise ConfigError(
+            f"reward.overlong.buffer_len={reward.overlong.buffer_len} exceeds "
+            f"rollout.max_new_tokens={budget}; set a buffer within the budget (DAPO: 4096 of 20480)"
+        )
+    if reward.length_band.enabled and reward.length_band.min > budget:
+        raise ConfigError(
+            f"reward.length_band.min={reward.length_band.min} exceeds rollout.max_new_tokens="
+            f"{budget}, so no response can earn the bonus; lower it or raise the budget"
+        )
 
 
 def load_config(path: str | Path | None, overrides: Sequence[str] = ()) -> Config:

@@ -51,6 +51,7 @@ from videorl.trainer.metrics import MetricsWriter, plot_reward_curves
 from videorl.trainer.progress import StepProgress
 from videorl.trainer.run_dir import claim_run_dir, run_inputs
 from videorl.trainer.stages import (
+    add_length_rewards,
     add_sensitivity_bonus,
     add_teacher_logprobs,
     compute_advantages,
@@ -317,6 +318,7 @@ def train_step(state: TrainState, indices: list[int]) -> dict[str, Any]:
     state.engine.sleep()  # free the rollout engine's KV cache (and weights) until the weight sync
     with timer("reward"):
         batch = score(batch, cfg.reward, state.pool)
+        batch = add_length_rewards(batch, cfg.reward, max_new_tokens=cfg.rollout.max_new_tokens)
         if cfg.reward.sensitivity.enabled:
             batch = add_sensitivity_bonus(
                 batch,
