@@ -120,3 +120,26 @@ def test_reward_config_from_dict_builds_the_length_sections():
     assert cfg.overlong == OverlongConfig(enabled=True, buffer_len=8)
     with pytest.raises(ConfigError, match=r"reward.length_band: unknown key\(s\) \['width'\]"):
         RewardConfig.from_dict({"length_band": {"width": 3}})
+
+
+def test_dry_run_plan_names_the_length_terms_and_the_loss():
+    from videorl.plan import plan_step
+
+    plan = plan_step(
+        load_config(
+            None,
+            [
+                "rollout.max_new_tokens=1024",
+                "reward.overlong.enabled=true",
+                "reward.overlong.buffer_len=256",
+                "reward.length_band.enabled=true",
+                "algorithm.loss.name=gspo",
+            ],
+        )
+    )
+    assert plan.length_terms == "overlong 768..1024 to -1; +0.2 at 320..512 if task > 0.1"
+    assert (plan.policy_loss, plan.loss_aggregation) == (
+        "gspo (clip 0.0003 / 0.0004)",
+        "seq-mean-token-mean",
+    )
+    assert plan_step(load_config(None)).length_terms == "none"
