@@ -157,3 +157,10 @@ def test_registering_a_taken_name_fails_and_a_new_loss_is_dispatched():
         assert abs(result.loss.item() - 3.0 * 1.5) < 1e-12
     finally:
         POLICY_LOSSES.pop("vanilla_pg")
+
+
+def test_resolved_defaults_survive_the_run_config_round_trip(tmp_path):
+    from videorl.config import save_run_config
+
+    config = load_config(None, ["algorithm.loss.name=gspo", "reward.overlong.enabled=true"])
+    assert load_config(save_run_config(config, tmp_path)) == config
