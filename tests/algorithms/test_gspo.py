@@ -162,5 +162,10 @@ def test_registering_a_taken_name_fails_and_a_new_loss_is_dispatched():
 def test_resolved_defaults_survive_the_run_config_round_trip(tmp_path):
     from videorl.config import save_run_config
 
-    config = load_config(None, ["algorithm.loss.name=gspo", "reward.overlong.enabled=true"])
+    overrides = [
+        "algorithm.loss.name=gspo",
+        "reward.overlong.enabled=true",
+        "reward.overlong.buffer_len=64",
+    ]
+    config = load_config(None, overrides)
     assert load_config(save_run_config(config, tmp_path)) == config
