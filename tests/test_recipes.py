@@ -26,6 +26,8 @@ TARO_DATA = "oceanflowlab/TaRO src/vtg_dataset.py"
 TARO_REWARD = "oceanflowlab/TaRO src/rewards.py"
 OPDVR = "LeapLabTHU/OPDVR opdvr.sh"
 GRPD = "LeapLabTHU/OPDVR grpd.sh"
+DAPO = "volcengine/verl@4f80e46 recipe/dapo/run_dapo_qwen2.5_32b.sh"
+GSPO = "volcengine/verl examples/gspo_trainer/test_gspo_3b_math.sh"
 ORARL_COMMON = [
     ("data.think", False, "data.enable_thinking false"),
     ("data.chat_template_kwargs", {"enable_thinking": False}, "data.enable_thinking false"),
@@ -133,6 +135,56 @@ PUBLISHED = {
         ("algorithm.distill.baseline", 0.0, "GRPO_SCALE_BASELINE 0.0"),
     ],
 }
+PUBLISHED["dapo"] = [
+    ("algorithm.estimator", "grpo", "adv_estimator=grpo"),
+    ("algorithm.loss.name", "ppo", "verl policy_loss vanilla"),
+    ("algorithm.loss.clip_low", 0.2, "clip_ratio_low=0.2"),
+    ("algorithm.loss.clip_high", 0.28, "clip_ratio_high=0.28"),
+    ("algorithm.loss.dual_clip", 10.0, "clip_ratio_c=10.0"),
+    ("algorithm.loss.aggregation", "token-mean", "loss_agg_mode=token-mean"),
+    ("algorithm.loss.kl_coef", 0.0, "use_kl_loss=False"),
+    ("algorithm.loss.entropy_coef", 0.0, "entropy_coeff=0"),
+    ("reward.overlong.enabled", True, "enable_overlong_buffer=True"),
+    ("reward.overlong.buffer_len", 4096, "overlong_buffer_len=1024*4"),
+    ("reward.overlong.penalty_factor", 1.0, "overlong_penalty_factor=1.0"),
+    ("rollout.n", 16, "n_resp_per_prompt=16"),
+    ("rollout.temperature", 1.0, "temperature=1.0"),
+    ("rollout.top_p", 1.0, "top_p=1.0"),
+    ("rollout.max_new_tokens", 20480, "max_response_length=1024*20"),
+    ("data.prompts_per_step", 512, "train_prompt_bsz=512"),
+    ("optim.mini_batches", 16, "train_prompt_mini_bsz=32"),
+    ("optim.lr", 1e-6, "optim.lr=1e-6"),
+    ("optim.warmup_steps", 10, "optim.lr_warmup_steps=10"),
+    ("optim.weight_decay", 0.1, "optim.weight_decay=0.1"),
+    ("optim.grad_clip", 1.0, "grad_clip=1.0"),
+    ("trainer.epochs", 1, "trainer.total_epochs=1"),
+    ("trainer.val_every", 5, "trainer.test_freq=5"),
+    ("trainer.save_every", 5, "trainer.save_freq=5"),
+    ("trainer.val_top_p", 0.7, "val_top_p=0.7"),
+    ("trainer.val_samples", 1, "val_kwargs.n=1"),
+]
+PUBLISHED["gspo"] = [
+    ("algorithm.estimator", "grpo", "adv_estimator=grpo"),
+    ("algorithm.loss.name", "gspo", "loss_mode=gspo"),
+    ("algorithm.loss.clip_low", 3e-4, "clip_ratio_low=0.0003 (paper 5.1)"),
+    ("algorithm.loss.clip_high", 4e-4, "clip_ratio_high=0.0004 (paper 5.1)"),
+    ("algorithm.loss.aggregation", "seq-mean-token-mean", "loss_agg_mode=seq-mean-token-mean"),
+    ("algorithm.loss.kl_coef", 0.0, "use_kl_loss=false"),
+    ("reward.overlong.enabled", False, "enable_overlong_buffer=false"),
+    ("rollout.n", 16, "n_resp_per_prompt=16"),
+    ("rollout.temperature", 1.0, "temperature=1.0"),
+    ("rollout.max_new_tokens", 8192, "max_response_length=1024*8"),
+    ("data.prompts_per_step", 512, "train_batch_size=512"),
+    ("optim.mini_batches", 4, "ppo_mini_batch_size=128 (paper: four mini-batches)"),
+    ("optim.lr", 1e-6, "optim.lr=1e-6"),
+    ("optim.warmup_steps", 25, "lr_warmup_steps_ratio=0.05 x 500 steps"),
+    ("optim.weight_decay", 0.1, "optim.weight_decay=0.1"),
+    ("optim.grad_clip", 1.0, "grad_clip=1.0"),
+    ("trainer.steps", 500, "total_training_steps=500"),
+    ("trainer.val_every", 10, "test_freq=10"),
+    ("trainer.save_every", 10, "save_freq=10"),
+    ("trainer.val_top_p", 0.7, "val_top_p=0.7"),
+]
 for _recipe, _source in (("opdvr", OPDVR), ("grpd", GRPD)):
     PUBLISHED[_recipe] += [
         ("data.prompts_per_step", 256, "MINI_BATCH_SIZE 256"),
@@ -186,6 +238,8 @@ def test_every_block_names_its_published_source(recipe):
         ("taro", ["kl_coef: 0.01", "composition: sum", "prompts_per_step: 16", "epochs: 3"]),
         ("opdvr", ["prompts_per_step: 256", "enable_thinking: false", "n: 1"]),
         ("grpd", ["group_std: true", "n: 8", "val_samples: 16"]),
+        ("dapo", ["clip_high: 0.28", "ppo (clip 0.2 / 0.28)", "overlong 16384..20480 to -1"]),
+        ("gspo", ["name: gspo", "gspo (clip 0.0003 / 0.0004)", "seq-mean-token-mean"]),
     ],
 )
 def test_dry_run_prints_the_published_values(recipe, expected):
@@ -195,7 +249,7 @@ def test_dry_run_prints_the_published_values(recipe, expected):
     assert result.exit_code == 0, result.output
     for text in expected:
         assert text in result.output, f"{recipe} --dry-run lacks {text!r}"
-    assert "3 epochs x batches per epoch" in result.output or recipe == "orarl"
+    assert "3 epochs x batches per epoch" in result.output or recipe in ("orarl", "dapo", "gspo")
 
 
 def test_epochs_set_the_step_count(recipes):

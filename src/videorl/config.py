@@ -464,6 +464,7 @@ class Config:
                 f"({self.data.prompts_per_step} prompts x {self.rollout.n + int(algo.annotation_rows)} rows = {rows_per_step})"
             )
         check_world_size(self.data, self.trainer.nproc)
+        _check_length_terms(self.reward, self.rollout.max_new_tokens)
 
     @property
     def selection(self) -> SelectionConfig | None:
@@ -488,6 +489,21 @@ def check_world_size(data: DataConfig, world_size: int) -> None:
 
 # Sections that run folders written by earlier versions hold but nothing reads any more.
 RETIRED_SECTIONS = ("eval",)
+
+
+def _check_length_terms(reward: RewardConfig, budget: int) -> None:
+    """The length reward terms must fit the response budget (verl's DAPO reward manager
+    asserts max_resp_len >= overlong_buffer.len)."""
+    if reward.overlong.enabled and reward.overlong.buffer_len > budget:
+        raise ConfigError(
+            f"reward.overlong.buffer_len={reward.overlong.buffer_len} exceeds "
+            f"rollout.max_new_tokens={budget}; set a buffer within the budget (DAPO: 4096 of 20480)"
+        )
+    if reward.length_band.enabled and reward.length_band.min > budget:
+        raise ConfigError(
+            f"reward.length_band.min={reward.length_band.min} exceeds rollout.max_new_tokens="
+            f"{budget}, so no response can earn the bonus; lower it or raise the budget"
+        )
 
 
 def load_config(path: str | Path | None, overrides: Sequence[str] = ()) -> Config:

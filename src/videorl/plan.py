@@ -31,6 +31,9 @@ class StepPlan:
     attention: str = "sdpa_varlen"
     packing: str = "auto"
     data_epochs: int | None = None  # trainer.epochs: steps = epochs x batches per epoch
+    policy_loss: str = "ppo"  # algorithm.loss.name and its clip range
+    loss_aggregation: str = "token-mean"
+    length_terms: str = "none"  # reward.overlong / reward.length_band when enabled
 
 
 def plan_step(config: Config) -> StepPlan:
@@ -55,7 +58,31 @@ def plan_step(config: Config) -> StepPlan:
         attention=config.model.attn_implementation,
         packing=str(config.model.packing).lower(),
         data_epochs=config.trainer.epochs,
+        policy_loss=_policy_loss_summary(config),
+        loss_aggregation=config.algorithm.loss.aggregation,
+        length_terms=_length_terms_summary(config),
     )
+
+
+def _policy_loss_summary(config: Config) -> str:
+    loss = config.algorithm.loss
+    return f"{loss.name} (clip {loss.clip_low:g} / {loss.clip_high:g})"
+
+
+def _length_terms_summary(config: Config) -> str:
+    """The length reward terms a step adds (rewards/length.py), or `none`."""
+    terms = []
+    overlong, band = config.reward.overlong, config.reward.length_band
+    if overlong.enabled:
+        start = config.rollout.max_new_tokens - overlong.buffer_len
+        terms.append(
+            f"overlong {start}..{config.rollout.max_new_tokens} to -{overlong.penalty_factor:g}"
+        )
+    if band.enabled:
+        terms.append(
+            f"+{band.bonus:g} at {band.min}..{band.max} if task > {band.correct_threshold:g}"
+        )
+    return "; ".join(terms) or "none"
 
 
 def plan_table(plan: StepPlan) -> Table:
@@ -64,6 +91,9 @@ def plan_table(plan: StepPlan) -> Table:
     table.add_column("value", justify="right")
     rows = [
         ("estimator", plan.estimator),
+        ("policy loss", plan.policy_loss),
+        ("loss aggregation", plan.loss_aggregation),
+        ("length reward terms (tokens)", plan.length_terms),
         ("world size (ranks)", plan.world_size),
         ("prompts per step", plan.prompts_per_step),
         ("prompts per rank", plan.prompts_per_rank),

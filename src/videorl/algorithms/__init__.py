@@ -1,5 +1,5 @@
 """videorl.algorithms: pure tensor functions for advantages, OraRL selection, distillation
-gating, TaRO off-policy rows and the policy loss (METHODS.md sections 2 and 3)."""
+gating, TaRO off-policy rows and the policy losses (METHODS.md sections 2 and 3)."""
 
 from videorl.algorithms.advantages import (
     ADVANTAGES,
@@ -32,6 +32,12 @@ from videorl.algorithms.orarl import (
     on_policy_baseline,
     orarl_advantages,
 )
+from videorl.algorithms.policy_losses import (
+    POLICY_LOSSES,
+    PolicyTerms,
+    get_policy_loss,
+    register_policy_loss,
+)
 from videorl.algorithms.selection import (
     CorrectionConfig,
     SelectionConfig,
@@ -53,6 +59,7 @@ from videorl.algorithms.taro import (
 
 __all__ = [
     "ADVANTAGES",
+    "POLICY_LOSSES",
     "AdvantageResult",
     "AnchorConfig",
     "CorrectionConfig",
@@ -66,6 +73,7 @@ __all__ = [
     "OffPolicyConfig",
     "OraRLConfig",
     "PolicyLossConfig",
+    "PolicyTerms",
     "SelectionConfig",
     "SelectionReference",
     "SelectionResult",
@@ -76,6 +84,7 @@ __all__ = [
     "dr_grpo",
     "draw_constructed",
     "get_estimator",
+    "get_policy_loss",
     "group_stats",
     "grpd",
     "grpd_scale",
@@ -89,6 +98,7 @@ __all__ = [
     "policy_loss",
     "post_selection_correction",
     "register_advantage",
+    "register_policy_loss",
     "rloo",
     "row_scores",
     "select_rows",

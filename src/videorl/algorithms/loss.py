@@ -1,7 +1,9 @@
 """The policy loss: PPO clip with dual clip, off-policy rows, KL and entropy terms, and the
 four aggregation modes (METHODS.md section 3).
 
-Per response token, with `rho = exp(logp - old_logp)`:
+`algorithm.loss.name` picks the surrogate from the policy-loss registry
+(`policy_losses.py`): `ppo` (here) or `gspo` (`gspo.py`, sequence-level ratio). For `ppo`,
+per response token, with `rho = exp(logp - old_logp)`:
 
     l = max(-A * rho, -A * clip(rho, 1 - eps_low, 1 + eps_high))
     l = min(l, -A * c)                     for A < 0 (dual clip, c = 3)
@@ -25,6 +27,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from videorl.algorithms.policy_losses import PolicyTerms, get_policy_loss, register_policy_loss
 from videorl.errors import ConfigError
 
 AGGREGATIONS = (
@@ -41,18 +44,27 @@ K3_CLIP = 10.0  # verl / EasyR1 clamp the low-variance KL estimate to [-10, 10]
 @dataclass(frozen=True)
 class PolicyLossConfig:
     """`dual_clip` None disables the dual clip; `max_length` is the constant divisor of
-    `seq-mean-token-sum-norm`; `kl_type` is `k1` or `k3`."""
+    `seq-mean-token-sum-norm`; `kl_type` is `k1` or `k3`; `name` the registered surrogate
+    (`ppo`, `gspo`). `clip_low`, `clip_high` and `aggregation` left unset (null) take the
+    named loss's published defaults: ppo 0.2 / 0.2, `token-mean`; gspo 3e-4 / 4e-4,
+    `seq-mean-token-mean` (GSPO paper section 5.1; verl `compute_policy_loss_gspo`).
+    `gspo` has no dual clip (verl's has none), so `dual_clip` applies to `ppo` only."""
 
-    clip_low: float = 0.2
-    clip_high: float = 0.2
+    clip_low: float | None = None
+    clip_high: float | None = None
     dual_clip: float | None = 3.0
-    aggregation: str = "token-mean"
+    aggregation: str | None = None
     max_length: int | None = None
     kl_coef: float = 0.0
     kl_type: str = "k3"
     entropy_coef: float = 0.0
+    name: str = "ppo"
 
     def __post_init__(self) -> None:
+        registered = get_policy_loss(self.name)
+        for key in ("clip_low", "clip_high", "aggregation"):
+            if getattr(self, key) is None:
+                object.__setattr__(self, key, getattr(registered, key))
         if not (0 <= self.clip_low < 1 and self.clip_high >= 0):
             raise ConfigError(
                 f"algorithm.loss.clip_low={self.clip_low} must be in [0, 1) and algorithm.loss."
@@ -135,17 +147,12 @@ def _aggregate(
     return per_sequence.sum() / max(sequences, 1)
 
 
-@dataclass(frozen=True)
-class _PPOTerms:
-    loss: Tensor
-    ratio: Tensor
-    clipped: Tensor
-    dual: Tensor
-
-
-def _ppo_terms(
-    logp: Tensor, old_logp: Tensor, advantages: Tensor, config: PolicyLossConfig
-) -> _PPOTerms:
+@register_policy_loss("ppo", clip_low=0.2, clip_high=0.2, aggregation="token-mean")
+def ppo_terms(
+    logp: Tensor, old_logp: Tensor, advantages: Tensor, mask: Tensor, config: PolicyLossConfig
+) -> PolicyTerms:
+    """PPO's token-level clipped surrogate with dual clip (module docstring); `mask` is
+    unused (every token is its own sample)."""
     ratio = (logp - old_logp).clamp(-_MAX_LOG_RATIO, _MAX_LOG_RATIO).exp()
     unclipped = -advantages * ratio
     clipped = -advantages * ratio.clamp(1 - config.clip_low, 1 + config.clip_high)
@@ -155,7 +162,7 @@ def _ppo_terms(
         bound = -advantages * config.dual_clip
         dual = (advantages < 0) & (loss > bound)
         loss = torch.where(dual, bound, loss)
-    return _PPOTerms(
+    return PolicyTerms(
         loss=loss, ratio=ratio.detach(), clipped=(clipped > unclipped).detach(), dual=dual
     )
 
@@ -193,11 +200,11 @@ def policy_loss(
         ref_logp = torch.where(valid, ref_logp, 0.0)
     if entropy is not None:
         entropy = torch.where(mask.bool(), entropy, 0.0)
-    ppo = _ppo_terms(logp, old_logp, advantages, config)
+    terms = get_policy_loss(config.name)(logp, old_logp, advantages, mask, config)
     off_rows = torch.zeros(logp.shape[0], dtype=torch.bool, device=logp.device)
     if off_policy is not None:
         off_rows = off_policy.bool()
-    loss = torch.where(_per_row(off_rows, logp), -advantages * logp, ppo.loss)
+    loss = torch.where(_per_row(off_rows, logp), -advantages * logp, terms.loss)
     kl = None if ref_logp is None else kl_penalty(logp, ref_logp, config.kl_type)
     if kl is not None and config.kl_coef > 0:
         loss = loss + config.kl_coef * kl
@@ -206,16 +213,27 @@ def policy_loss(
     if entropy is not None and config.entropy_coef > 0:
         loss = loss - config.entropy_coef * entropy
     total = _aggregate(loss, mask, config, global_token_count, num_sequences_global)
-    return LossResult(total, _metrics(ppo, off_rows, mask, kl, entropy))
+    return LossResult(total, _metrics(terms, off_rows, mask, kl, entropy))
 
 
 @torch.no_grad()
 def _metrics(
-    ppo: _PPOTerms, off_rows: Tensor, mask: Tensor, kl: Tensor | None, entropy: Tensor | None
+    terms: PolicyTerms,
+    off_rows: Tensor,
+    mask: Tensor,
+    kl: Tensor | None,
+    entropy: Tensor | None,
 ) -> dict[str, float]:
+    """Clip, dual-clip and ratio statistics over the sampled (not off-policy) tokens, or
+    over the sampled sequences for a sequence-level loss (gspo)."""
     token_mask = mask.bool()
-    id_mask = token_mask if ppo.loss.dim() == 2 else token_mask.unsqueeze(-1).expand_as(ppo.loss)
-    sampled = id_mask & ~_per_row(off_rows, id_mask)
+    id_mask = (
+        token_mask if terms.loss.dim() == 2 else token_mask.unsqueeze(-1).expand_as(terms.loss)
+    )
+    if terms.sequence_level:
+        sampled = token_mask.any(-1) & ~off_rows
+    else:
+        sampled = id_mask & ~_per_row(off_rows, id_mask)
 
     def mean(values: Tensor, where: Tensor) -> float:
         count = int(where.sum())
@@ -224,10 +242,10 @@ def _metrics(
     metrics = {
         "actor/tokens": float(token_mask.sum()),
         "actor/off_policy_tokens": float((token_mask & off_rows.unsqueeze(-1)).sum()),
-        "actor/clip_frac": mean(ppo.clipped.double(), sampled),
-        "actor/dual_clip_frac": mean(ppo.dual.double(), sampled),
-        "actor/ratio_mean": mean(ppo.ratio, sampled),
-        "actor/approx_kl": mean(ppo.ratio - 1 - ppo.ratio.log(), sampled),
+        "actor/clip_frac": mean(terms.clipped.double(), sampled),
+        "actor/dual_clip_frac": mean(terms.dual.double(), sampled),
+        "actor/ratio_mean": mean(terms.ratio, sampled),
+        "actor/approx_kl": mean(terms.ratio - 1 - terms.ratio.log(), sampled),
     }
     if kl is not None:
         metrics["actor/kl"] = mean(kl, id_mask)

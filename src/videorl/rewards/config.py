@@ -67,6 +67,57 @@ class SensitivityConfig:
             object.__setattr__(self, "threshold", float(threshold))
 
 
+def _count(key: str, value: Any, low: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < low:
+        raise ConfigError(f"{key}={value!r} is invalid; set an integer >= {low}")
+
+
+@dataclass(frozen=True)
+class OverlongConfig:
+    """DAPO's overlong reward shaping (`rewards/length.py`): over the last `buffer_len`
+    tokens of the `rollout.max_new_tokens` budget the penalty grows linearly from 0 to
+    `-penalty_factor` (DAPO `recipe/dapo`: `overlong_buffer.len` 4096, `penalty_factor` 1.0)."""
+
+    enabled: bool = False
+    buffer_len: int = 4096
+    penalty_factor: float = 1.0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.enabled, bool):
+            raise ConfigError(f"reward.overlong.enabled={self.enabled!r}; set true or false")
+        _count("reward.overlong.buffer_len", self.buffer_len, 1)
+        _number("reward.overlong.penalty_factor", self.penalty_factor, 0.0)
+
+
+@dataclass(frozen=True)
+class LengthBandConfig:
+    """Video-R1's length reward (`rewards/length.py`): `+bonus` for a correct row (task
+    component > `correct_threshold`) whose response has `min <= tokens <= max`, in a group
+    with at least `min_correct` correct rows (Video-R1 `grpo_trainer.py`, `len_control`:
+    accuracy > 0.1, 320..512 tokens, +0.2, `len(selected_indices) > 1`)."""
+
+    enabled: bool = False
+    min: int = 320
+    max: int = 512
+    bonus: float = 0.2
+    correct_threshold: float = 0.1
+    min_correct: int = 2
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.enabled, bool):
+            raise ConfigError(f"reward.length_band.enabled={self.enabled!r}; set true or false")
+        _count("reward.length_band.min", self.min, 0)
+        _count("reward.length_band.max", self.max, 0)
+        if self.max < self.min:
+            raise ConfigError(
+                f"reward.length_band.max={self.max} is below reward.length_band.min={self.min}; "
+                "set max >= min (Video-R1: 320 and 512 tokens)"
+            )
+        _number("reward.length_band.bonus", self.bonus, -math.inf)
+        _number("reward.length_band.correct_threshold", self.correct_threshold, -math.inf)
+        _count("reward.length_band.min_correct", self.min_correct, 1)
+
+
 @dataclass(frozen=True)
 class RewardConfig:
     """How responses are scored.
@@ -84,6 +135,9 @@ class RewardConfig:
     - `tg_parser`: `strict` (the whole answer is `S to E`) or `taro` (the last `Xs to Ys`
       inside the answer, `s` suffix required, text around it allowed: TaRO's
       `parse_timestamp_output`).
+    - `overlong`: DAPO's soft penalty over the last tokens of the budget; `length_band`:
+      Video-R1's bonus for correct rows of a length in a band (`rewards/length.py`; both are
+      added to the generated rows' rewards after scoring, annotation rows excluded).
     """
 
     think_required: bool = False
@@ -96,6 +150,8 @@ class RewardConfig:
     sensitivity: SensitivityConfig = field(default_factory=SensitivityConfig)
     composition: str = "product"
     tg_parser: str = "strict"
+    overlong: OverlongConfig = field(default_factory=OverlongConfig)
+    length_band: LengthBandConfig = field(default_factory=LengthBandConfig)
 
     def __post_init__(self) -> None:
         if self.composition not in COMPOSITIONS:
@@ -133,6 +189,12 @@ class RewardConfig:
                 f"reward.sensitivity={self.sensitivity!r}; give a SensitivityConfig "
                 "(RewardConfig.from_dict accepts a mapping)"
             )
+        for name, section in (("overlong", OverlongConfig), ("length_band", LengthBandConfig)):
+            if not isinstance(getattr(self, name), section):
+                raise ConfigError(
+                    f"reward.{name}={getattr(self, name)!r}; give a {section.__name__} "
+                    "(RewardConfig.from_dict accepts a mapping)"
+                )
         if not isinstance(self.plugins, dict):
             raise ConfigError(
                 f"reward.plugins={self.plugins!r}; give a mapping family -> 'module:function'"
@@ -173,13 +235,18 @@ class RewardConfig:
                 f"reward: unknown key(s) {unknown}; valid keys: {', '.join(sorted(valid))}"
             )
         values = dict(data)
-        if isinstance(values.get("sensitivity"), dict):
-            sensitivity = values["sensitivity"]
-            known = {f.name for f in fields(SensitivityConfig)}
-            extra = sorted(set(sensitivity) - known)
-            if extra:
-                raise ConfigError(
-                    f"reward.sensitivity: unknown key(s) {extra}; valid keys: {', '.join(sorted(known))}"
-                )
-            values["sensitivity"] = SensitivityConfig(**sensitivity)
+        sections = {
+            "sensitivity": SensitivityConfig,
+            "overlong": OverlongConfig,
+            "length_band": LengthBandConfig,
+        }
+        for name, section in sections.items():
+            if isinstance(values.get(name), dict):
+                known = {f.name for f in fields(section)}
+                extra = sorted(set(values[name]) - known)
+                if extra:
+                    raise ConfigError(
+                        f"reward.{name}: unknown key(s) {extra}; valid keys: {', '.join(sorted(known))}"
+                    )
+                values[name] = section(**values[name])
         return cls(**values)

@@ -33,6 +33,7 @@ from videorl.trainer.metrics import (
 from videorl.trainer.progress import StepProgress
 from videorl.trainer.run_dir import claim_run_dir, run_inputs
 from videorl.trainer.stages import (
+    add_length_rewards,
     add_sensitivity_bonus,
     add_teacher_logprobs,
     compute_advantages,
@@ -63,6 +64,7 @@ def train_step(state: TrainState, indices: list[int]) -> dict[str, Any]:
     state.engine.sleep()  # free the rollout engine's KV cache (and weights) until the weight sync
     with timer("reward"):
         batch = score(batch, cfg.reward, state.pool)
+        batch = add_length_rewards(batch, cfg.reward, max_new_tokens=cfg.rollout.max_new_tokens)
         if cfg.reward.sensitivity.enabled:
             encode = record_encoder(state.logprob_model, cfg.data)
             batch = add_sensitivity_bonus(

@@ -219,3 +219,35 @@ def select(
         **selected.metrics, **corrected.metrics
     )
     return batch.subset(kept_rows)
+
+
+def add_length_rewards(
+    batch: RolloutBatch, config: RewardConfig, *, max_new_tokens: int
+) -> RolloutBatch:
+    """DAPO's overlong penalty and Video-R1's length-band bonus (`rewards/length.py`),
+    added to the rewards of the generated rows (OraRL annotation rows keep theirs).
+
+    Metrics: `reward/overlong_penalty_mean` and `reward/overlong_frac` (rows penalised),
+    `reward/length_bonus_frac` (rows given the bonus), over the generated rows.
+    """
+    from videorl.rewards.length import length_bonus, overlong_penalty
+
+    if not (config.overlong.enabled or config.length_band.enabled) or not batch.num_rows:
+        return batch
+    generated = ~batch.is_annotation
+    lengths = batch.response_lengths
+    count = max(int(generated.sum()), 1)
+    rewards, metrics = batch.rewards.clone(), {}
+    if config.overlong.enabled:
+        penalty = torch.where(
+            generated, overlong_penalty(lengths, max_new_tokens, config.overlong), 0.0
+        )
+        rewards += penalty
+        metrics["reward/overlong_penalty_mean"] = float(penalty.sum()) / count
+        metrics["reward/overlong_frac"] = float((penalty < 0).sum()) / count
+    if config.length_band.enabled:
+        task = torch.tensor([c.get("task", 0.0) for c in batch.components], dtype=torch.float32)
+        bonus = length_bonus(task, lengths, batch.group_ids, generated, config.length_band)
+        rewards += bonus
+        metrics["reward/length_bonus_frac"] = float((bonus != 0).sum()) / count
+    return replace(batch, rewards=rewards).with_metrics(**metrics)

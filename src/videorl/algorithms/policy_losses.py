@@ -1,0 +1,118 @@
+"""The policy-loss registry: how the per-token surrogate of sampled rows is formed
+(METHODS.md section 3), selected by `algorithm.loss.name`.
+
+A registered loss maps the micro-batch's log-probs to its per-token surrogate and the
+statistics the metrics report:
+`fn(logp [B,T], old_logp [B,T], advantages [B,T], mask [B,T], config) -> PolicyTerms`.
+`policy_loss` (`loss.py`) does everything around it the same way for every entry: padding,
+the off-policy (TaRO constructed) rows' `-A * logp`, the KL and entropy terms, and the
+aggregation. Each entry carries its published defaults for the clip range and the
+aggregation, applied when the config leaves them unset.
+
+Built in: `ppo` (`loss.py`: token ratio, clip, dual clip) and `gspo` (`gspo.py`: sequence
+ratio, sequence clipping). Register your own with `@register_policy_loss("name", ...)`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from torch import Tensor
+
+from videorl.errors import ConfigError
+
+__all__ = [
+    "POLICY_LOSSES",
+    "PolicyLoss",
+    "PolicyTerms",
+    "get_policy_loss",
+    "policy_loss_names",
+    "register_policy_loss",
+]
+
+_BUILTIN_MODULES = ("videorl.algorithms.loss", "videorl.algorithms.gspo")
+
+
+@dataclass(frozen=True)
+class PolicyTerms:
+    """A loss's surrogate and statistics (detached except `loss`).
+
+    `loss`: per-token surrogate, shaped like `logp`. `ratio`, `clipped`, `dual`: the
+    importance ratio, whether the clip binds and whether the dual clip binds, either per
+    token (shaped like `logp`) or per sequence (`[B]`); the metrics average them over the
+    sampled tokens or the sampled sequences accordingly.
+    """
+
+    loss: Tensor
+    ratio: Tensor
+    clipped: Tensor
+    dual: Tensor
+
+    @property
+    def sequence_level(self) -> bool:
+        return self.ratio.dim() == 1
+
+
+@dataclass(frozen=True)
+class PolicyLoss:
+    """A registered loss: its name, function and the published clip range and aggregation
+    it defaults to."""
+
+    name: str
+    fn: Callable[..., PolicyTerms]
+    clip_low: float
+    clip_high: float
+    aggregation: str
+
+    def __call__(self, *args: Any, **kwargs: Any) -> PolicyTerms:
+        return self.fn(*args, **kwargs)
+
+
+POLICY_LOSSES: dict[str, PolicyLoss] = {}
+
+
+def register_policy_loss(
+    name: str, *, clip_low: float, clip_high: float, aggregation: str
+) -> Callable[[Callable[..., PolicyTerms]], Callable[..., PolicyTerms]]:
+    """Decorator that registers a loss under `name` with its default clip range and
+    aggregation; the function is returned as is."""
+
+    def decorate(fn: Callable[..., PolicyTerms]) -> Callable[..., PolicyTerms]:
+        if name in POLICY_LOSSES and POLICY_LOSSES[name].fn is not fn:
+            raise ConfigError(
+                f"policy loss {name!r} is already registered by "
+                f"{POLICY_LOSSES[name].fn.__module__}; pick another name"
+            )
+        POLICY_LOSSES[name] = PolicyLoss(name, fn, clip_low, clip_high, aggregation)
+        return fn
+
+    return decorate
+
+
+def _load_builtins() -> None:
+    for module in _BUILTIN_MODULES:
+        importlib.import_module(module)
+
+
+def policy_loss_names() -> list[str]:
+    """The registered loss names, sorted."""
+    _load_builtins()
+    return sorted(POLICY_LOSSES)
+
+
+def get_policy_loss(name: str) -> PolicyLoss:
+    """The loss registered under `name`; an unknown name is a ConfigError listing the
+    valid ones."""
+    _load_builtins()
+    if name not in POLICY_LOSSES:
+        close = difflib.get_close_matches(name, POLICY_LOSSES, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ConfigError(
+            f"algorithm.loss.name={name!r} is not a registered policy loss{hint}; "
+            f"valid: {sorted(POLICY_LOSSES)}"
+        )
+    return POLICY_LOSSES[name]
