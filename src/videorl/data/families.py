@@ -1,9 +1,15 @@
-"""Task family names and their aliases (METHODS.md section 1)."""
+"""Task families (METHODS.md section 1): their names, aliases and `FamilySpec`s, the one
+table saying what each family uses: prompt template, reward (scorer and serializer of a
+perfect answer), answer protocol, evaluation scorer and benchmark summary."""
 
 from __future__ import annotations
 
 import difflib
+import functools
+import importlib
+from dataclasses import dataclass
 from enum import Enum
+from typing import Any
 
 from videorl.errors import ConfigError
 
@@ -22,22 +28,80 @@ class Family(str, Enum):
 
     @property
     def short(self) -> str:
-        return _SHORT[self]
+        return FAMILY_SPECS[self].short
+
+    @property
+    def spec(self) -> FamilySpec:
+        return FAMILY_SPECS[self]
 
     @property
     def uses_video(self) -> bool:
         return self is not Family.MATH
 
 
-_SHORT = {
-    Family.TEMPORAL_GROUNDING: "tg",
-    Family.SPATIAL_GROUNDING: "sg",
-    Family.SEGMENTATION: "seg",
-    Family.TRACKING: "trk",
-    Family.SPATIO_TEMPORAL_GROUNDING: "stg",
-    Family.VIDEO_QA: "qa",
-    Family.SPATIAL_INTELLIGENCE: "si",
-    Family.MATH: "math",
+@dataclass(frozen=True)
+class FamilySpec:
+    """What one family declares. Each callable is named `"module:attribute"` and imported
+    on first use (`resolve`), so this bottom-layer table can name the prompt (`data`),
+    reward (`rewards`) and evaluation (`eval`) functions without importing upward.
+
+    prompt(record) -> str: videorl's task instruction (published styles: `published_prompts`)
+    reward: a module with `score(record, payload, config)` and `serialize(record)`
+    protocol: the `Protocol` placing the payload in a response
+    eval_score(record, text) -> (prediction, values incl. "score")
+    summary(samples) -> benchmark metrics
+    """
+
+    short: str
+    prompt: str
+    reward: str
+    eval_score: str
+    summary: str
+    protocol: str = "videorl.rewards.protocol:TAGGED"
+
+    def resolve(self, part: str) -> Any:
+        return _resolve(getattr(self, part))
+
+
+@functools.cache
+def _resolve(reference: str) -> Any:
+    module, _, attribute = reference.partition(":")
+    target = importlib.import_module(module)
+    return getattr(target, attribute) if attribute else target
+
+
+def _spec(short: str, prompt: str, reward: str, scored: str, **kwargs: str) -> FamilySpec:
+    return FamilySpec(
+        short,
+        prompt=f"videorl.data.prompts:{prompt}",
+        reward=f"videorl.rewards.{reward}",
+        eval_score=f"videorl.eval.scoring:score_{scored}",
+        summary=f"videorl.eval.scoring:summarize_{scored}",
+        **kwargs,
+    )
+
+
+FAMILY_SPECS: dict[Family, FamilySpec] = {
+    Family.TEMPORAL_GROUNDING: _spec("tg", "temporal", "temporal_grounding", "temporal"),
+    Family.SPATIAL_GROUNDING: _spec(
+        "sg",
+        "spatial",
+        "spatial_grounding",
+        "spatial",
+        protocol="videorl.rewards.spatial_grounding:NATIVE_OR_TAGGED",
+    ),
+    Family.SEGMENTATION: _spec("seg", "segmentation", "segmentation", "segmentation"),
+    Family.TRACKING: _spec("trk", "tracking", "tracking", "tracking"),
+    Family.SPATIO_TEMPORAL_GROUNDING: _spec(
+        "stg", "spatio_temporal", "spatio_temporal_grounding", "spatio_temporal"
+    ),
+    Family.VIDEO_QA: _spec("qa", "choice_or_number", "video_qa", "video_qa"),
+    Family.SPATIAL_INTELLIGENCE: _spec(
+        "si", "choice_or_number", "spatial_intelligence", "spatial_intelligence"
+    ),
+    Family.MATH: _spec(
+        "math", "math", "math_answer", "math", protocol="videorl.rewards.math_answer:BOXED_PROTOCOL"
+    ),
 }
 
 FAMILY_ALIASES: dict[str, Family] = {

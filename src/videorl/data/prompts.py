@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import itertools
 
-from videorl.data.families import Family
 from videorl.data.published_prompts import published_prompt
 from videorl.data.records import NumericAnswer, SpatioTemporalAnswer, TaskRecord, TrackingAnswer
 from videorl.errors import ConfigError
@@ -55,7 +54,7 @@ def _duration(record: TaskRecord) -> str:
     return f"The video lasts {_num(record.duration)} seconds. " if record.duration else ""
 
 
-def _temporal(record: TaskRecord) -> str:
+def temporal(record: TaskRecord) -> str:
     return (
         f"{_duration(record)}Find the start and end of the moment described by: "
         f'"{record.problem}". Answer with the start and end time in seconds as '
@@ -63,7 +62,7 @@ def _temporal(record: TaskRecord) -> str:
     )
 
 
-def _spatial(record: TaskRecord) -> str:
+def spatial(record: TaskRecord) -> str:
     medium = "image" if record.video is None else "video frame"
     return (
         f"Locate {record.problem} in the {medium}. Answer with its bounding box as "
@@ -71,7 +70,7 @@ def _spatial(record: TaskRecord) -> str:
     )
 
 
-def _segmentation(record: TaskRecord) -> str:
+def segmentation(record: TaskRecord) -> str:
     is_video = record.video is not None
     medium = "video frame" if is_video else "image"
     time_field = ', "time": t' if is_video else ""
@@ -89,7 +88,7 @@ def _segmentation(record: TaskRecord) -> str:
     )
 
 
-def _tracking(record: TaskRecord) -> str:
+def tracking(record: TaskRecord) -> str:
     assert isinstance(record.answer, TrackingAnswer)
     frames = sorted(record.answer.boxes, key=float)
     fps = record.extra.get("source_fps")
@@ -116,7 +115,7 @@ def _grid_step(record: TaskRecord) -> float:
     return min(steps) if steps else 1.0
 
 
-def _spatio_temporal(record: TaskRecord) -> str:
+def spatio_temporal(record: TaskRecord) -> str:
     step = _grid_step(record)
     grid = ", ".join(_num(k * step) for k in range(3))
     return (
@@ -128,29 +127,17 @@ def _spatio_temporal(record: TaskRecord) -> str:
     )
 
 
-def _choice_or_number(record: TaskRecord) -> str:
+def choice_or_number(record: TaskRecord) -> str:
     if isinstance(record.answer, NumericAnswer) or not record.options:
         return f"{record.problem}\nAnswer with a single number as <answer>N</answer>."
     return f"{record.problem}\n{_options(record)}"
 
 
-def _math(record: TaskRecord) -> str:
+def math(record: TaskRecord) -> str:
     return (
         f"{record.problem}\nGive the final answer in \\boxed{{}} inside the answer tags, "
         "as <answer>\\boxed{N}</answer>."
     )
-
-
-_TEMPLATES = {
-    Family.TEMPORAL_GROUNDING: _temporal,
-    Family.SPATIAL_GROUNDING: _spatial,
-    Family.SEGMENTATION: _segmentation,
-    Family.TRACKING: _tracking,
-    Family.SPATIO_TEMPORAL_GROUNDING: _spatio_temporal,
-    Family.VIDEO_QA: _choice_or_number,
-    Family.SPATIAL_INTELLIGENCE: _choice_or_number,
-    Family.MATH: _math,
-}
 
 
 PROMPT_STYLES = ("videorl", "orarl", "taro")
@@ -175,7 +162,8 @@ def build_prompt(record: TaskRecord, *, think: bool, style: str = "videorl") -> 
     videorl's template."""
     published = None if style == "videorl" else published_prompt(record, check_prompt_style(style))
     if published is None:
-        return f"{_TEMPLATES[record.family](record)}\n{THINK if think else NO_THINK}"
+        template = record.family.spec.resolve("prompt")
+        return f"{template(record)}\n{THINK if think else NO_THINK}"
     if style == "orarl" and think:
         return f"{published}\n{THINK}"
     return published

@@ -70,21 +70,21 @@ class SampleResult:
 Scored = tuple[Any, dict[str, float]]  # (JSON-able prediction or None, values incl. "score")
 
 
-def _temporal(record: TaskRecord, text: str) -> Scored:
+def score_temporal(record: TaskRecord, text: str) -> Scored:
     assert isinstance(record.answer, TemporalAnswer)
     window = parsing.parse_window(text)
     iou = temporal.query_iou(window, record.answer.windows, record.duration)
     return (None if window is None else list(window)), {"score": iou, "iou": iou}
 
 
-def _spatial(record: TaskRecord, text: str) -> Scored:
+def score_spatial(record: TaskRecord, text: str) -> Scored:
     assert isinstance(record.answer, BoxAnswer)
     box = parsing.parse_box(text)
     iou = boxes.sample_box_iou(box, record.answer.box)
     return (None if box is None else list(box)), {"score": iou, "iou": iou}
 
 
-def _segmentation(record: TaskRecord, text: str) -> Scored:
+def score_segmentation(record: TaskRecord, text: str) -> Scored:
     answer = record.answer
     assert isinstance(answer, SegmentationAnswer)
     pred = parsing.parse_segmentation(text)
@@ -96,7 +96,7 @@ def _segmentation(record: TaskRecord, text: str) -> Scored:
     return prediction, {"score": values["j"], **values}
 
 
-def _tracking(record: TaskRecord, text: str) -> Scored:
+def score_tracking(record: TaskRecord, text: str) -> Scored:
     assert isinstance(record.answer, TrackingAnswer)
     pred = parsing.parse_tracking(text)
     values = boxes.sequence_scores(boxes.frame_ious(pred, record.answer.boxes))
@@ -104,7 +104,7 @@ def _tracking(record: TaskRecord, text: str) -> Scored:
     return prediction, {"score": values["ao"], **values}
 
 
-def _spatio_temporal(record: TaskRecord, text: str) -> Scored:
+def score_spatio_temporal(record: TaskRecord, text: str) -> Scored:
     answer = record.answer
     assert isinstance(answer, SpatioTemporalAnswer)
     pred = parsing.parse_spatio_temporal(text)
@@ -123,7 +123,7 @@ def _spatio_temporal(record: TaskRecord, text: str) -> Scored:
     return prediction, {"score": (values["tiou"] + values["siou"]) / 2, **values}
 
 
-def _choice_or_number(record: TaskRecord, text: str) -> Scored:
+def score_choice_or_number(record: TaskRecord, text: str) -> Scored:
     answer = record.answer
     if isinstance(answer, ChoiceAnswer):
         letter = parsing.parse_choice(text, record.options)
@@ -135,7 +135,7 @@ def _choice_or_number(record: TaskRecord, text: str) -> Scored:
     return value, {"score": mra, "mra": mra, "numeric": 1.0}
 
 
-def _math(record: TaskRecord, text: str) -> Scored:
+def score_math(record: TaskRecord, text: str) -> Scored:
     final = last_boxed(text) or text.strip()
     if not final:
         return None, {"score": 0.0, "correct": 0.0}
@@ -143,16 +143,7 @@ def _math(record: TaskRecord, text: str) -> Scored:
     return final, {"score": correct, "correct": correct}
 
 
-SCORERS: dict[Family, Callable[[TaskRecord, str], Scored]] = {
-    Family.TEMPORAL_GROUNDING: _temporal,
-    Family.SPATIAL_GROUNDING: _spatial,
-    Family.SEGMENTATION: _segmentation,
-    Family.TRACKING: _tracking,
-    Family.SPATIO_TEMPORAL_GROUNDING: _spatio_temporal,
-    Family.VIDEO_QA: _choice_or_number,
-    Family.SPATIAL_INTELLIGENCE: _choice_or_number,
-    Family.MATH: _math,
-}
+score_video_qa = score_spatial_intelligence = score_choice_or_number
 
 
 def ground_truth(record: TaskRecord) -> dict[str, Any]:
@@ -168,7 +159,7 @@ def score_record(
     """Parse `response` leniently and score it. `response=None` (no prediction) scores like
     an unparseable answer; `status` overrides the parse status (e.g. `missing_media`)."""
     text = parsing.answer_text(response)
-    prediction, values = SCORERS[record.family](record, text)
+    prediction, values = record.family.spec.resolve("eval_score")(record, text)
     if status is None:
         status = NO_PREDICTION if response is None else (OK if prediction is not None else UNPARSED)
     return SampleResult(
@@ -194,7 +185,15 @@ def _values(samples: Sequence[SampleResult], key: str) -> list[float]:
     return [s.values[key] for s in samples]
 
 
-def _segmentation_summary(samples: Sequence[SampleResult]) -> dict[str, float]:
+def summarize_temporal(samples: Sequence[SampleResult]) -> dict[str, float]:
+    return temporal.summarize(_values(samples, "iou"))
+
+
+def summarize_spatial(samples: Sequence[SampleResult]) -> dict[str, float]:
+    return boxes.summarize_grounding(_values(samples, "iou"))
+
+
+def summarize_segmentation(samples: Sequence[SampleResult]) -> dict[str, float]:
     video = [s for s in samples if s.values["video"]]
     image = [s for s in samples if not s.values["video"]]
     out: dict[str, float] = {}
@@ -209,22 +208,31 @@ def _segmentation_summary(samples: Sequence[SampleResult]) -> dict[str, float]:
     return out
 
 
-SUMMARIES: dict[Family, Callable[[Sequence[SampleResult]], dict[str, float]]] = {
-    Family.TEMPORAL_GROUNDING: lambda s: temporal.summarize(_values(s, "iou")),
-    Family.SPATIAL_GROUNDING: lambda s: boxes.summarize_grounding(_values(s, "iou")),
-    Family.SEGMENTATION: _segmentation_summary,
-    Family.TRACKING: lambda s: boxes.summarize_tracking(_values(s, "ao"), _values(s, "sr")),
-    Family.SPATIO_TEMPORAL_GROUNDING: lambda s: boxes.summarize_spatio_temporal(
-        _values(s, "tiou"), _values(s, "siou")
-    ),
-    Family.VIDEO_QA: lambda s: choice.summarize_choice(
-        _values(s, "correct"), [x.subtype for x in s]
-    ),
-    Family.SPATIAL_INTELLIGENCE: lambda s: choice.summarize_spatial(
-        [x.score for x in s], [bool(x.values["numeric"]) for x in s], [x.subtype for x in s]
-    ),
-    Family.MATH: lambda s: {"accuracy": choice.mean_percent(_values(s, "correct"))},
-}
+def summarize_tracking(samples: Sequence[SampleResult]) -> dict[str, float]:
+    return boxes.summarize_tracking(_values(samples, "ao"), _values(samples, "sr"))
+
+
+def summarize_spatio_temporal(samples: Sequence[SampleResult]) -> dict[str, float]:
+    return boxes.summarize_spatio_temporal(_values(samples, "tiou"), _values(samples, "siou"))
+
+
+def summarize_video_qa(samples: Sequence[SampleResult]) -> dict[str, float]:
+    return choice.summarize_choice(_values(samples, "correct"), [x.subtype for x in samples])
+
+
+def summarize_spatial_intelligence(samples: Sequence[SampleResult]) -> dict[str, float]:
+    numeric = [bool(x.values["numeric"]) for x in samples]
+    return choice.summarize_spatial(
+        [x.score for x in samples], numeric, [x.subtype for x in samples]
+    )
+
+
+def summarize_math(samples: Sequence[SampleResult]) -> dict[str, float]:
+    return {"accuracy": choice.mean_percent(_values(samples, "correct"))}
+
+
+def _summary(family: Family, samples: Sequence[SampleResult]) -> dict[str, float]:
+    return family.spec.resolve("summary")(samples)
 
 
 def _grouped(
@@ -263,7 +271,7 @@ def _breakdown(
     family: Family, groups: dict[str, list[SampleResult]]
 ) -> dict[str, dict[str, float]]:
     return {
-        name: {"n": float(len(group)), **SUMMARIES[family](group)} for name, group in groups.items()
+        name: {"n": float(len(group)), **_summary(family, group)} for name, group in groups.items()
     }
 
 
@@ -282,7 +290,7 @@ def summarize_family(family: Family, samples: Sequence[SampleResult]) -> FamilyS
     return FamilySummary(
         family=family,
         n=len(samples),
-        metrics=SUMMARIES[family](samples),
+        metrics=_summary(family, samples),
         counts={status: counts.get(status, 0) for status in STATUSES},
         breakdowns=breakdowns,
     )

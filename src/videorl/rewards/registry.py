@@ -1,23 +1,13 @@
-"""Which parser, scorer, serializer and answer protocol each family uses (METHODS.md 1)."""
+"""Each family's reward (scorer, serializer, answer protocol; METHODS.md 1), as its
+`FamilySpec` (`data/families.py`) names them."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from types import ModuleType
 
-from videorl.data.families import Family
+from videorl.data.families import FAMILY_SPECS, Family
 from videorl.data.records import TaskRecord
-from videorl.rewards import (
-    math_answer,
-    segmentation,
-    spatial_grounding,
-    spatial_intelligence,
-    spatio_temporal_grounding,
-    temporal_grounding,
-    tracking,
-    video_qa,
-)
 from videorl.rewards.config import RewardConfig
 from videorl.rewards.protocol import TAGGED, Protocol
 
@@ -33,17 +23,11 @@ class FamilyReward:
     protocol: Protocol = TAGGED
 
 
-def _from(module: ModuleType, protocol: Protocol = TAGGED) -> FamilyReward:
-    return FamilyReward(score=module.score, serialize=module.serialize, protocol=protocol)
-
-
 FAMILY_REWARDS: dict[Family, FamilyReward] = {
-    Family.TEMPORAL_GROUNDING: _from(temporal_grounding),
-    Family.SPATIAL_GROUNDING: _from(spatial_grounding, spatial_grounding.NATIVE_OR_TAGGED),
-    Family.SEGMENTATION: _from(segmentation),
-    Family.TRACKING: _from(tracking),
-    Family.SPATIO_TEMPORAL_GROUNDING: _from(spatio_temporal_grounding),
-    Family.VIDEO_QA: _from(video_qa),
-    Family.SPATIAL_INTELLIGENCE: _from(spatial_intelligence),
-    Family.MATH: _from(math_answer, math_answer.BOXED_PROTOCOL),
+    family: FamilyReward(
+        score=spec.resolve("reward").score,
+        serialize=spec.resolve("reward").serialize,
+        protocol=spec.resolve("protocol"),
+    )
+    for family, spec in FAMILY_SPECS.items()
 }
