@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -173,37 +174,41 @@ def prepare(
     )
 
 
+# The options `videorl train` and `videorl sft` share.
+Overrides = Annotated[
+    list[str] | None, typer.Argument(help="Dotted overrides, e.g. rollout.n=4 trainer.steps=3")
+]
+DryRun = Annotated[
+    bool, typer.Option("--dry-run", help="Print the resolved config and the step plan, then exit.")
+]
+Resume = Annotated[
+    str | None,
+    typer.Option(help="auto (latest checkpoint in the output dir) or a checkpoint path."),
+]
+Nproc = Annotated[
+    int, typer.Option(help="Run data-parallel on this many local processes (torchrun shortcut).")
+]
+Overwrite = Annotated[
+    bool,
+    typer.Option("--overwrite", help="Replace the run in trainer.output_dir (its files only)."),
+]
+
+
 @app.command("train")
 def train(
-    config: str = typer.Argument(
-        ..., help="Recipe YAML path or name in configs/ (e.g. quickstart)."
-    ),
-    overrides: list[str] | None = typer.Argument(
-        None, help="Dotted overrides, e.g. rollout.n=4 trainer.steps=3"
-    ),
-    dry_run: bool = typer.Option(
-        False, "--dry-run", help="Print the resolved config and the step plan, then exit."
-    ),
-    resume: str | None = typer.Option(
-        None, help="auto (latest checkpoint in the output dir) or a checkpoint path."
-    ),
-    nproc: int = typer.Option(
-        0, help="Run data-parallel on this many local processes (torchrun shortcut)."
-    ),
-    overwrite: bool = typer.Option(
-        False, "--overwrite", help="Replace the run already in trainer.output_dir (its files only)."
-    ),
+    config: Annotated[
+        str, typer.Argument(help="Recipe YAML path or name in configs/ (e.g. quickstart).")
+    ],
+    overrides: Overrides = None,
+    dry_run: DryRun = False,
+    resume: Resume = None,
+    nproc: Nproc = 0,
+    overwrite: Overwrite = False,
 ) -> None:
     """Train a policy with the recipe's algorithm (GRPO, OraRL, TaRO, OPDVR, ...)."""
-    import yaml
-
-    from videorl.config import load_config
-    from videorl.config_loader import to_dict
     from videorl.plan import model_sources, plan_step, plan_table, sources_table
 
-    cfg = load_config(resolve_config_path(config), overrides or [])
-    if dry_run:
-        console.print(yaml.safe_dump(to_dict(cfg), sort_keys=False), end="")
+    def show_plan(cfg) -> None:
         console.print(plan_table(plan_step(cfg)))
         sources = model_sources(cfg)
         console.print(sources_table(sources))
@@ -212,18 +217,42 @@ def train(
                 console.print(
                     f"[yellow]warning:[/] {source.error}", highlight=False, soft_wrap=True
                 )
-        return
-    from videorl.config import check_device_available
 
+    cfg = _training_job("train", config, overrides, dry_run, resume, nproc, overwrite, show_plan)
+    if cfg is not None:
+        from videorl.trainer.loop import run_training
+
+        run_training(cfg, resume=resume, overwrite=overwrite)
+
+
+def _training_job(
+    command: str,
+    config: str,
+    overrides: list[str] | None,
+    dry_run: bool,
+    resume: str | None,
+    nproc: int,
+    overwrite: bool,
+    show_plan,
+):
+    """The config of a `train`/`sft` run in this process, or None when done here: printed
+    (`--dry-run`) or relaunched under torchrun (`--nproc N`)."""
+    import yaml
+
+    from videorl.config import check_device_available, load_config
+    from videorl.config_loader import to_dict
+
+    cfg = load_config(resolve_config_path(config), overrides or [])
+    if dry_run:
+        console.print(yaml.safe_dump(to_dict(cfg), sort_keys=False), end="")
+        show_plan(cfg)
+        return None
     check_device_available("trainer.device", cfg.trainer.device)
     if nproc > 1:
         extra = ["--overwrite"] if overwrite else []
-        _relaunch_with_torchrun(
-            nproc, [config, *(overrides or []), f"trainer.nproc={nproc}", *extra], resume
-        )
-    from videorl.trainer.loop import run_training
-
-    run_training(cfg, resume=resume, overwrite=overwrite)
+        args = [config, *(overrides or []), f"trainer.nproc={nproc}", *extra]
+        _relaunch_with_torchrun(nproc, args, resume, command)
+    return cfg
 
 
 def _relaunch_with_torchrun(
@@ -250,49 +279,27 @@ def _relaunch_with_torchrun(
 
 @app.command("sft")
 def sft(
-    config: str = typer.Argument(
-        ..., help="Recipe YAML path or name in configs/ (e.g. sft_quickstart)."
-    ),
-    overrides: list[str] | None = typer.Argument(
-        None, help="Dotted overrides, e.g. sft.target=constructed trainer.steps=50"
-    ),
-    dry_run: bool = typer.Option(
-        False, "--dry-run", help="Print the resolved config and the step plan, then exit."
-    ),
-    resume: str | None = typer.Option(
-        None, help="auto (latest checkpoint in the output dir) or a checkpoint path."
-    ),
-    nproc: int = typer.Option(
-        0, help="Run data-parallel on this many local processes (torchrun shortcut)."
-    ),
-    overwrite: bool = typer.Option(
-        False, "--overwrite", help="Replace the run in trainer.output_dir (its files only)."
-    ),
+    config: Annotated[
+        str, typer.Argument(help="Recipe YAML path or name in configs/ (e.g. sft_quickstart).")
+    ],
+    overrides: Overrides = None,
+    dry_run: DryRun = False,
+    resume: Resume = None,
+    nproc: Nproc = 0,
+    overwrite: Overwrite = False,
 ) -> None:
     """Supervised warm start: response-only next-token loss on annotation (or TaRO constructed)
     targets; final/ is a model folder that `videorl train` takes as model.path."""
-    import yaml
-
-    from videorl.config import load_config
-    from videorl.config_loader import to_dict
     from videorl.plan import sft_plan_table
 
-    cfg = load_config(resolve_config_path(config), overrides or [])
-    if dry_run:
-        console.print(yaml.safe_dump(to_dict(cfg), sort_keys=False), end="")
+    def show_plan(cfg) -> None:
         console.print(sft_plan_table(cfg))
-        return
-    if nproc > 1:
-        _relaunch_with_torchrun(
-            nproc,
-            [config, *(overrides or []), f"trainer.nproc={nproc}"]
-            + (["--overwrite"] if overwrite else []),
-            resume,
-            "sft",
-        )
-    from videorl.trainer.sft import run_sft
 
-    run_sft(cfg, resume=resume, overwrite=overwrite)
+    cfg = _training_job("sft", config, overrides, dry_run, resume, nproc, overwrite, show_plan)
+    if cfg is not None:
+        from videorl.trainer.sft import run_sft
+
+        run_sft(cfg, resume=resume, overwrite=overwrite)
 
 
 @app.command("score")

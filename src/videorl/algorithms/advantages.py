@@ -18,8 +18,6 @@ OraRL keeps the annotation row out of the baseline.
 from __future__ import annotations
 
 import dataclasses
-import difflib
-import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -28,6 +26,7 @@ import torch
 from torch import Tensor
 
 from videorl.algorithms.groups import GroupStats, check_rows, group_stats
+from videorl.algorithms.registry import Registry
 from videorl.errors import ConfigError
 
 __all__ = [
@@ -92,7 +91,9 @@ class Estimator:
         return self.fn(*args, **kwargs)
 
 
-ADVANTAGES: dict[str, Estimator] = {}
+ADVANTAGES: Registry[Estimator] = Registry(
+    "advantage estimator", "algorithm.estimator", _BUILTIN_MODULES
+)
 
 
 def register_advantage(
@@ -104,12 +105,7 @@ def register_advantage(
         raise ConfigError(f"estimator {name!r} has kind={kind!r}; use one of {list(_KINDS)}")
 
     def decorate(fn: Callable[..., AdvantageResult]) -> Callable[..., AdvantageResult]:
-        if name in ADVANTAGES and ADVANTAGES[name].fn is not fn:
-            raise ConfigError(
-                f"advantage estimator {name!r} is already registered by "
-                f"{ADVANTAGES[name].fn.__module__}; pick another name"
-            )
-        ADVANTAGES[name] = Estimator(name, kind, fn, config_cls, config_key)
+        ADVANTAGES.add(name, Estimator(name, kind, fn, config_cls, config_key), fn)
         return fn
 
     return decorate
@@ -118,16 +114,7 @@ def register_advantage(
 def get_estimator(name: str) -> Estimator:
     """The estimator registered under `name`; an unknown name is a ConfigError that lists
     the valid names."""
-    for module in _BUILTIN_MODULES:
-        importlib.import_module(module)
-    if name not in ADVANTAGES:
-        close = difflib.get_close_matches(name, ADVANTAGES, n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise ConfigError(
-            f"algorithm.estimator={name!r} is not a registered advantage estimator{hint}; "
-            f"valid: {sorted(ADVANTAGES)}"
-        )
-    return ADVANTAGES[name]
+    return ADVANTAGES.lookup(name)
 
 
 @dataclass(frozen=True)

@@ -15,15 +15,13 @@ ratio, sequence clipping). Register your own with `@register_policy_loss("name",
 
 from __future__ import annotations
 
-import difflib
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from torch import Tensor
 
-from videorl.errors import ConfigError
+from videorl.algorithms.registry import Registry
 
 __all__ = [
     "POLICY_LOSSES",
@@ -72,7 +70,9 @@ class PolicyLoss:
         return self.fn(*args, **kwargs)
 
 
-POLICY_LOSSES: dict[str, PolicyLoss] = {}
+POLICY_LOSSES: Registry[PolicyLoss] = Registry(
+    "policy loss", "algorithm.loss.name", _BUILTIN_MODULES
+)
 
 
 def register_policy_loss(
@@ -82,37 +82,18 @@ def register_policy_loss(
     aggregation; the function is returned as is."""
 
     def decorate(fn: Callable[..., PolicyTerms]) -> Callable[..., PolicyTerms]:
-        if name in POLICY_LOSSES and POLICY_LOSSES[name].fn is not fn:
-            raise ConfigError(
-                f"policy loss {name!r} is already registered by "
-                f"{POLICY_LOSSES[name].fn.__module__}; pick another name"
-            )
-        POLICY_LOSSES[name] = PolicyLoss(name, fn, clip_low, clip_high, aggregation)
+        POLICY_LOSSES.add(name, PolicyLoss(name, fn, clip_low, clip_high, aggregation), fn)
         return fn
 
     return decorate
 
 
-def _load_builtins() -> None:
-    for module in _BUILTIN_MODULES:
-        importlib.import_module(module)
-
-
 def policy_loss_names() -> list[str]:
     """The registered loss names, sorted."""
-    _load_builtins()
-    return sorted(POLICY_LOSSES)
+    return POLICY_LOSSES.names()
 
 
 def get_policy_loss(name: str) -> PolicyLoss:
     """The loss registered under `name`; an unknown name is a ConfigError listing the
     valid ones."""
-    _load_builtins()
-    if name not in POLICY_LOSSES:
-        close = difflib.get_close_matches(name, POLICY_LOSSES, n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise ConfigError(
-            f"algorithm.loss.name={name!r} is not a registered policy loss{hint}; "
-            f"valid: {sorted(POLICY_LOSSES)}"
-        )
-    return POLICY_LOSSES[name]
+    return POLICY_LOSSES.lookup(name)

@@ -1,0 +1,48 @@
+"""A named registry of algorithm pieces (advantage estimators, policy losses): entries
+added by decorators, the built-in modules imported on first lookup, unknown names refused
+with the valid ones listed."""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+from typing import Any, TypeVar
+
+from videorl.errors import ConfigError
+
+Entry = TypeVar("Entry")
+
+
+class Registry(dict[str, Entry]):
+    """`name -> entry`; `what` ("advantage estimator") and `key` ("algorithm.estimator")
+    word the errors; `builtins` are the modules whose decorators fill it."""
+
+    def __init__(self, what: str, key: str, builtins: tuple[str, ...]) -> None:
+        super().__init__()
+        self.what, self.key, self.builtins = what, key, builtins
+
+    def add(self, name: str, entry: Entry, fn: Any) -> None:
+        """Register `entry` (wrapping `fn`); another function under a taken name is refused."""
+        if name in self and getattr(self[name], "fn", None) is not fn:
+            raise ConfigError(
+                f"{self.what} {name!r} is already registered by "
+                f"{self[name].fn.__module__}; pick another name"
+            )
+        self[name] = entry
+
+    def lookup(self, name: str) -> Entry:
+        """The entry under `name`; an unknown name is a ConfigError listing the valid ones."""
+        for module in self.builtins:
+            importlib.import_module(module)
+        if name not in self:
+            close = difflib.get_close_matches(name, self, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ConfigError(
+                f"{self.key}={name!r} is not a registered {self.what}{hint}; valid: {sorted(self)}"
+            )
+        return self[name]
+
+    def names(self) -> list[str]:
+        for module in self.builtins:
+            importlib.import_module(module)
+        return sorted(self)
