@@ -103,6 +103,7 @@ def patched(targets: list[tuple[Any, str, Callable[[Any], Any]]]) -> Iterator[No
 def one_step(state: Any, indices: list[int]) -> dict[str, Any]:
     """One `train_step` with videorl's decodes and decode time, and the passes that fed each video."""
     import videorl.models.generate as generate_module
+    import videorl.models.logprobs as logprobs_module
     import videorl.rollout.engine as engine_module
     from videorl.rollout import prompting
     from videorl.trainer import loop, stages, update
@@ -130,7 +131,7 @@ def one_step(state: Any, indices: list[int]) -> dict[str, Any]:
         (update, "logprobs_in_microbatches", ledger.wrap_pass),
         (loop, "update_policy", ledger.wrap_pass),
         (generate_module, "collate", ledger.wrap_inputs),
-        (stages, "rows_logprobs", lambda fn: ledger.wrap_inputs(fn, prompts_at=1)),
+        (logprobs_module, "rows_logprobs", lambda fn: ledger.wrap_inputs(fn, prompts_at=1)),
         (update, "rows_logprobs", lambda fn: ledger.wrap_inputs(fn, prompts_at=1)),
     ]
     distinct = {str(state.records[i].media.path) for i in indices}
