@@ -25,6 +25,9 @@ TARO = "oceanflowlab/TaRO scripts/run_qwen2_5_vl_7b.sh"
 TARO_DATA = "oceanflowlab/TaRO src/vtg_dataset.py"
 TARO_REWARD = "oceanflowlab/TaRO src/rewards.py"
 OPDVR = "LeapLabTHU/OPDVR opdvr.sh"
+VIDEO_R1 = "tulerfeng/Video-R1 src/scripts/run_grpo_vllm_qwen25vl.sh"
+VIDEO_R1_TRAINER = "tulerfeng/Video-R1 src/r1-v/src/open_r1/trainer/grpo_trainer.py"
+VIDEO_R1_VISION = "tulerfeng/Video-R1 src/qwen-vl-utils/src/qwen_vl_utils/vision_process.py"
 GRPD = "LeapLabTHU/OPDVR grpd.sh"
 ORARL_COMMON = [
     ("data.think", False, "data.enable_thinking false"),
@@ -121,6 +124,36 @@ PUBLISHED = {
         ("reward.sensitivity.radius", 3.0, "shuffle_boundary_frames(time_radius=3)"),
         ("reward.sensitivity.threshold", "group_mean", "temp_diff_thresh=mean"),
     ],
+    "tgrpo": [
+        ("model.path", "Video-R1/Qwen2.5-VL-7B-COT-SFT", "README: the released SFT model"),
+        ("model.freeze_vision", False, VIDEO_R1_TRAINER),
+        ("algorithm.estimator", "grpo", VIDEO_R1_TRAINER),
+        ("algorithm.temporal_contrast.enabled", True, "--temporal true"),
+        ("algorithm.temporal_contrast.margin", 0.8, "acc_mean >= 0.8 * shuffled_acc_mean"),
+        ("algorithm.temporal_contrast.bonus", 0.3, "temporal_rewards_per_func[mask, 0] + 0.3"),
+        ("algorithm.temporal_contrast.n_shuffled", 4, "num_generations // 2"),
+        ("algorithm.temporal_contrast.correct_threshold", 0.1, "rewards_per_func[:, 0] > 0.1"),
+        ("algorithm.loss.kl_coef", 0.04, "--beta 0.04"),
+        ("algorithm.loss.kl_type", "k3", VIDEO_R1_TRAINER),
+        ("algorithm.loss.aggregation", "seq-mean-token-mean", VIDEO_R1_TRAINER),
+        ("rollout.n", 8, "--num_generations 8"),
+        ("rollout.temperature", 1.0, "--temperature 1.0"),
+        ("rollout.top_p", 0.95, "SamplingParams top_p 0.95"),
+        ("rollout.max_new_tokens", 768, "--max_completion_length 768"),
+        ("data.max_prompt_tokens", 16384, "--max_prompt_length 16384"),
+        ("data.prompts_per_step", 4, "per_device_train_batch_size 1 x 4 ranks"),
+        ("optim.lr", 1e-6, "--learning_rate 1e-6"),
+        ("optim.schedule", "cosine", "--lr_scheduler_type cosine"),
+        ("optim.weight_decay", 0.01, "--weight_decay 0.01"),
+        ("optim.grad_clip", 5.0, "--max_grad_norm 5"),
+        ("reward.composition", "sum", "rewards_per_func.sum(dim=1)"),
+        ("video.fps", 2.0, VIDEO_R1_VISION),
+        ("video.max_frames", 16, "FPS_MAX_FRAMES 16"),
+        ("video.max_pixels", 128 * 28 * 28, "VIDEO_MAX_PIXELS 128*28*28"),
+        ("trainer.steps", 1200, "README: 1.2k RL steps"),
+        ("trainer.save_every", 100, "--save_steps 100"),
+        ("trainer.nproc", 4, "--nproc_per_node 4"),
+    ],
     "opdvr": [
         ("algorithm.estimator", "opdvr", OPDVR),
         ("rollout.n", 1, "N_RESPONSES 1"),
@@ -186,6 +219,7 @@ def test_every_block_names_its_published_source(recipe):
         ("taro", ["kl_coef: 0.01", "composition: sum", "prompts_per_step: 16", "epochs: 3"]),
         ("opdvr", ["prompts_per_step: 256", "enable_thinking: false", "n: 1"]),
         ("grpd", ["group_std: true", "n: 8", "val_samples: 16"]),
+        ("tgrpo", ["temporal_contrast:", "margin: 0.8", "T-GRPO: 4 shuffled-frame", "0.8 * p~"]),
     ],
 )
 def test_dry_run_prints_the_published_values(recipe, expected):
@@ -195,7 +229,7 @@ def test_dry_run_prints_the_published_values(recipe, expected):
     assert result.exit_code == 0, result.output
     for text in expected:
         assert text in result.output, f"{recipe} --dry-run lacks {text!r}"
-    assert "3 epochs x batches per epoch" in result.output or recipe == "orarl"
+    assert "3 epochs x batches per epoch" in result.output or recipe in ("orarl", "tgrpo")
 
 
 def test_epochs_set_the_step_count(recipes):

@@ -20,6 +20,7 @@ from videorl.algorithms.loss import PolicyLossConfig
 from videorl.algorithms.orarl import OraRLConfig
 from videorl.algorithms.selection import CorrectionConfig, SelectionConfig
 from videorl.algorithms.taro import CurriculumConfig, OffPolicyConfig
+from videorl.algorithms.tgrpo import TemporalContrastConfig
 from videorl.config_loader import build, merge_sources
 from videorl.data.columns import ColumnsConfig
 from videorl.data.families import parse_family
@@ -264,6 +265,9 @@ class AlgorithmConfig:
     distill: DistillConfig = field(default_factory=DistillConfig)
     constructed: ConstructedConfig = field(default_factory=ConstructedConfig)
     loss: PolicyLossConfig = field(default_factory=PolicyLossConfig)
+    # T-GRPO (Video-R1): shuffled-frame rollouts per video prompt, a bonus for correct
+    # ordered rows when the ordered group beats the shuffled one (algorithms/tgrpo.py).
+    temporal_contrast: TemporalContrastConfig = field(default_factory=TemporalContrastConfig)
 
     def __post_init__(self) -> None:
         from videorl.algorithms.advantages import get_estimator

@@ -31,6 +31,7 @@ class StepPlan:
     attention: str = "sdpa_varlen"
     packing: str = "auto"
     data_epochs: int | None = None  # trainer.epochs: steps = epochs x batches per epoch
+    temporal_contrast: str | None = None  # T-GRPO's shuffled rollouts and bonus, when on
 
 
 def plan_step(config: Config) -> StepPlan:
@@ -55,6 +56,18 @@ def plan_step(config: Config) -> StepPlan:
         attention=config.model.attn_implementation,
         packing=str(config.model.packing).lower(),
         data_epochs=config.trainer.epochs,
+        temporal_contrast=_temporal_contrast(config),
+    )
+
+
+def _temporal_contrast(config: Config) -> str | None:
+    tc = config.algorithm.temporal_contrast
+    if not tc.enabled:
+        return None
+    return (
+        f"T-GRPO: {tc.shuffled_rollouts(config.rollout.n)} shuffled-frame rollouts per video "
+        f"prompt (no gradient); +{tc.bonus:g} to correct rows (task > {tc.correct_threshold:g}) "
+        f"when p >= {tc.margin:g} * p~"
     )
 
 
@@ -85,6 +98,8 @@ def plan_table(plan: StepPlan) -> Table:
             else f"{plan.data_epochs} epoch{'s' * (plan.data_epochs != 1)} x batches per epoch",
         ),
     ]
+    if plan.temporal_contrast:
+        rows.insert(1, ("temporal contrast", plan.temporal_contrast))
     for name, value in rows:
         table.add_row(name, str(value))
     return table

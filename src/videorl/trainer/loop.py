@@ -59,6 +59,7 @@ from videorl.trainer.stages import (
     select,
 )
 from videorl.trainer.state import TrainState
+from videorl.trainer.tgrpo import add_temporal_contrast_bonus, shuffled_rollouts
 from videorl.trainer.threads import set_cpu_threads
 from videorl.trainer.update import UpdateContext, update_policy
 from videorl.trainer.validation import validate
@@ -314,9 +315,13 @@ def train_step(state: TrainState, indices: list[int]) -> dict[str, Any]:
                 cfg.rollout.max_new_tokens,
                 think=cfg.data.think,
             )
+        tgrpo = cfg.algorithm.temporal_contrast  # T-GRPO: shuffled rows stay out of `batch`
+        shuffled = shuffled_rollouts(state, batch, params) if tgrpo.enabled else None
     state.engine.sleep()  # free the rollout engine's KV cache (and weights) until the weight sync
     with timer("reward"):
         batch = score(batch, cfg.reward, state.pool)
+        if shuffled is not None:
+            batch = add_temporal_contrast_bonus(batch, shuffled, cfg.reward, tgrpo, state.pool)
         if cfg.reward.sensitivity.enabled:
             batch = add_sensitivity_bonus(
                 batch,
