@@ -142,6 +142,11 @@ PUBLISHED = {
         ("rollout.max_new_tokens", 768, "--max_completion_length 768"),
         ("data.max_prompt_tokens", 16384, "--max_prompt_length 16384"),
         ("data.prompts_per_step", 4, "per_device_train_batch_size 1 x 4 ranks"),
+        (
+            "data.group_by_family",
+            False,
+            "transformers Trainer RandomSampler (grpo_trainer.py: Trainer)",
+        ),
         ("optim.lr", 1e-6, "--learning_rate 1e-6"),
         ("optim.schedule", "cosine", "--lr_scheduler_type cosine"),
         ("optim.weight_decay", 0.01, "--weight_decay 0.01"),

@@ -161,6 +161,9 @@ class DataConfig:
     # Longest prompt (tokens, video included); a longer one is skipped and counted
     # (data/skipped_long_prompts_total). null = no limit.
     max_prompt_tokens: int | None = None
+    # false: batches draw from all records, not one family at a time, so images and videos
+    # of different tasks share a step (Video-R1 samples its mixed 260k set this way).
+    group_by_family: bool = True
 
     def __post_init__(self) -> None:
         from videorl.data.coordinates import check_coordinates

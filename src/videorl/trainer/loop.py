@@ -204,7 +204,11 @@ def build_state(cfg: Config, resume: str | None, info: DistInfo | None = None) -
         weight_decay=cfg.optim.weight_decay,
     )
     sampler = TaskGroupedSampler(
-        records, cfg.data.prompts_per_step, seed=cfg.data.seed, shuffle=cfg.data.shuffle
+        records,
+        cfg.data.prompts_per_step,
+        seed=cfg.data.seed,
+        shuffle=cfg.data.shuffle,
+        group_by_family=cfg.data.group_by_family,
     )
     cfg = steps_from_epochs(cfg, len(sampler))
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda(cfg))
