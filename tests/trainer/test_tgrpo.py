@@ -29,20 +29,26 @@ from videorl.trainer.tgrpo import ShuffledRollouts, add_temporal_contrast_bonus,
 from videorl.video.cache import VideoCache
 
 TINY_VIDEO = ["video.max_frames=4", "video.min_pixels=3136", "video.max_pixels=12544"]
-RIGHT = RewardConfig(plugins={"segmentation": "tests.trainer.tgrpo_reward:reward"})
+RIGHT = RewardConfig(
+    plugins={
+        "spatial_grounding": "tests.trainer.tgrpo_reward:reward",
+        "video_qa": "tests.trainer.tgrpo_reward:reward",
+    }
+)
 CONFIG = TemporalContrastConfig(enabled=True, n_shuffled=2)
 
 
 @pytest.fixture(scope="module")
 def mixed_data(tmp_path_factory) -> Path:
-    """Segmentation records, image and video alternating (Video-R1-260k mixes both)."""
+    """Spatial-grounding images and video-QA videos alternating, in one file (Video-R1-260k
+    mixes image and video tasks)."""
     from videorl.data.synth import synthesize
 
     out = tmp_path_factory.mktemp("mixed")
-    records = load_records(synthesize(out, ["segmentation"], n=12, seed=5)).records
-    images = [r for r in records if r.video is None][:3]
-    videos = [r for r in records if r.video is not None][:3]
-    assert len(images) == len(videos) == 3
+    records = load_records(synthesize(out, ["spatial_grounding", "video_qa"], n=3, seed=5)).records
+    images = [r for r in records if r.video is None]
+    videos = [r for r in records if r.video is not None]
+    assert len(images) == len(videos) == 3 and images[0].image is not None
     write_records(out / "train.jsonl", [r for pair in zip(images, videos) for r in pair])
     return out
 
@@ -146,12 +152,15 @@ def tgrpo_run(tiny_model_dir, mixed_data, tmp_path_factory):
         "model.dtype=float32",
         f"data.train={mixed_data / 'train.jsonl'}",
         "data.prompts_per_step=2",
-        "data.shuffle=false",  # file order: one image and one video record per step
+        "data.shuffle=false",  # file order, one pool (the recipe's data.group_by_family
+        # false): one image and one video record, of different families, per step
         *TINY_VIDEO,
         "rollout.engine=hf",
         "rollout.n=4",
-        "rollout.max_new_tokens=12",
-        "reward.plugins={segmentation: 'tests.trainer.length_reward:reward'}",
+        "rollout.max_new_tokens=8",
+        "model.gradient_checkpointing=false",  # the tiny model: speed over memory
+        "reward.plugins={spatial_grounding: 'tests.trainer.length_reward:reward', "
+        "video_qa: 'tests.trainer.length_reward:reward'}",
         "reward.num_workers=1",
         "algorithm.temporal_contrast.n_shuffled=2",
         "optim.lr=1e-2",
