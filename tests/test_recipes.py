@@ -224,7 +224,10 @@ def test_every_block_names_its_published_source(recipe):
         ("taro", ["kl_coef: 0.01", "composition: sum", "prompts_per_step: 16", "epochs: 3"]),
         ("opdvr", ["prompts_per_step: 256", "enable_thinking: false", "n: 1"]),
         ("grpd", ["group_std: true", "n: 8", "val_samples: 16"]),
-        ("tgrpo", ["temporal_contrast:", "margin: 0.8", "T-GRPO: 4 shuffled-frame", "0.8 * p~"]),
+        (
+            "tgrpo",
+            ["temporal_contrast:", "margin: 0.8", "T-GRPO: 4 shuffled-frame", "families pooled"],
+        ),
     ],
 )
 def test_dry_run_prints_the_published_values(recipe, expected):

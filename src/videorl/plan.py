@@ -32,6 +32,7 @@ class StepPlan:
     packing: str = "auto"
     data_epochs: int | None = None  # trainer.epochs: steps = epochs x batches per epoch
     temporal_contrast: str | None = None  # T-GRPO's shuffled rollouts and bonus, when on
+    group_by_family: bool = True  # false: a step's prompts come from all families at once
 
 
 def plan_step(config: Config) -> StepPlan:
@@ -57,6 +58,7 @@ def plan_step(config: Config) -> StepPlan:
         packing=str(config.model.packing).lower(),
         data_epochs=config.trainer.epochs,
         temporal_contrast=_temporal_contrast(config),
+        group_by_family=config.data.group_by_family,
     )
 
 
@@ -100,6 +102,8 @@ def plan_table(plan: StepPlan) -> Table:
     ]
     if plan.temporal_contrast:
         rows.insert(1, ("temporal contrast", plan.temporal_contrast))
+    if not plan.group_by_family:
+        rows.insert(4, ("prompt mix", "all families pooled: images and videos share a step"))
     for name, value in rows:
         table.add_row(name, str(value))
     return table
