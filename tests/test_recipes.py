@@ -142,6 +142,7 @@ PUBLISHED = {
         ("rollout.max_new_tokens", 768, "--max_completion_length 768"),
         ("data.max_prompt_tokens", 16384, "--max_prompt_length 16384"),
         ("data.prompts_per_step", 4, "per_device_train_batch_size 1 x 4 ranks"),
+        ("data.prompt_style", "video_r1", "grpo.py QUESTION_TEMPLATE, TYPE_TEMPLATE"),
         (
             "data.group_by_family",
             False,

@@ -152,7 +152,8 @@ class DataConfig:
     # Extra chat-template variables; `enable_thinking` follows `think` unless set here
     # (OPDVR/GRPD: {enable_thinking: false}, as their data.apply_chat_template_kwargs).
     chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
-    # Prompt templates: videorl (ours), orarl or taro (the published ones, data.published_prompts).
+    # Prompt templates: videorl (ours), orarl, taro or video_r1 (the published ones,
+    # data.published_prompts).
     prompt_style: str = "videorl"
     shuffle: bool = True  # False: records in file order each epoch (OPDVR: data.shuffle=False)
     # Box coordinates: auto = the model family's (Qwen2.5-VL pixels of the resized input,

@@ -36,6 +36,7 @@ RIGHT = RewardConfig(
     }
 )
 CONFIG = TemporalContrastConfig(enabled=True, n_shuffled=2)
+LENGTH = "tests.trainer.length_reward:reward"  # rewards that vary across a random model's rows
 
 
 @pytest.fixture(scope="module")
@@ -159,8 +160,7 @@ def tgrpo_run(tiny_model_dir, mixed_data, tmp_path_factory):
         "rollout.n=4",
         "rollout.max_new_tokens=8",
         "model.gradient_checkpointing=false",  # the tiny model: speed over memory
-        "reward.plugins={spatial_grounding: 'tests.trainer.length_reward:reward', "
-        "video_qa: 'tests.trainer.length_reward:reward'}",
+        f"reward.plugins={{spatial_grounding: '{LENGTH}', video_qa: '{LENGTH}'}}",
         "reward.num_workers=1",
         "algorithm.temporal_contrast.n_shuffled=2",
         "optim.lr=1e-2",
