@@ -143,6 +143,8 @@ PUBLISHED = {
         ("data.max_prompt_tokens", 16384, "--max_prompt_length 16384"),
         ("data.prompts_per_step", 4, "per_device_train_batch_size 1 x 4 ranks"),
         ("data.prompt_style", "video_r1", "grpo.py QUESTION_TEMPLATE, TYPE_TEMPLATE"),
+        ("data.train", "Video-R1-data/Video-R1-260k.json", "--dataset_name"),
+        ("data.format", "video_r1", "grpo.py: problem_type, data_type, solution, path"),
         (
             "data.group_by_family",
             False,

@@ -132,7 +132,17 @@ class DataConfig:
     val: str | None = None
     # columns/easyr1/verl/orarl: column-mapped rows with media lists (data/columns.py)
     format: Literal[
-        "auto", "records", "vtg", "timer1", "mcq", "math", "columns", "easyr1", "verl", "orarl"
+        "auto",
+        "records",
+        "vtg",
+        "timer1",
+        "mcq",
+        "math",
+        "columns",
+        "easyr1",
+        "verl",
+        "orarl",
+        "video_r1",
     ] = "auto"
     family: str | None = None
     video_root: str | None = None

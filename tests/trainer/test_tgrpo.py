@@ -152,6 +152,8 @@ def tgrpo_run(tiny_model_dir, mixed_data, tmp_path_factory):
         f"model.reference_path={model}",
         "model.dtype=float32",
         f"data.train={mixed_data / 'train.jsonl'}",
+        "data.format=records",  # videorl's records (the recipe reads Video-R1's JSON)
+        "data.skip_invalid=false",
         "data.prompts_per_step=2",
         "data.shuffle=false",  # file order, one pool (the recipe's data.group_by_family
         # false): one image and one video record, of different families, per step
