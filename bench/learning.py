@@ -1,4 +1,4 @@
-"""Learning curves on CPU: GRPO, Dr.GRPO, RLOO, OraRL and TaRO side by side on synthetic
+"""Learning curves on CPU: GRPO, Dr.GRPO, RLOO, OraRL, TaRO and T-GRPO side by side on synthetic
 temporal grounding, from one SFT-warmed tiny model (`--start warm`, the default) or from the
 random init (`--start cold`).
 
@@ -45,6 +45,8 @@ RECIPES: dict[str, list[str]] = {
         "algorithm.constructed.curriculum.schedule=linear",
         "reward.sensitivity.enabled=true",
     ],
+    # T-GRPO (Video-R1): GRPO + the temporal contrast bonus (shuffled rows: no gradient)
+    "tgrpo": ["algorithm.estimator=grpo", *PLAIN, "algorithm.temporal_contrast.enabled=true"],
 }
 COLD_RECIPES = ("orarl", "taro", "grpo")
 

@@ -25,6 +25,9 @@ TARO = "oceanflowlab/TaRO scripts/run_qwen2_5_vl_7b.sh"
 TARO_DATA = "oceanflowlab/TaRO src/vtg_dataset.py"
 TARO_REWARD = "oceanflowlab/TaRO src/rewards.py"
 OPDVR = "LeapLabTHU/OPDVR opdvr.sh"
+VIDEO_R1 = "tulerfeng/Video-R1 src/scripts/run_grpo_vllm_qwen25vl.sh"
+VIDEO_R1_TRAINER = "tulerfeng/Video-R1 src/r1-v/src/open_r1/trainer/grpo_trainer.py"
+VIDEO_R1_VISION = "tulerfeng/Video-R1 src/qwen-vl-utils/src/qwen_vl_utils/vision_process.py"
 GRPD = "LeapLabTHU/OPDVR grpd.sh"
 DAPO = "volcengine/verl@4f80e46 recipe/dapo/run_dapo_qwen2.5_32b.sh"
 GSPO = "volcengine/verl examples/gspo_trainer/test_gspo_3b_math.sh"
@@ -122,6 +125,49 @@ PUBLISHED = {
         ("reward.sensitivity.gate", 0.7, "temp_iou_thresh=0.7"),
         ("reward.sensitivity.radius", 3.0, "shuffle_boundary_frames(time_radius=3)"),
         ("reward.sensitivity.threshold", "group_mean", "temp_diff_thresh=mean"),
+    ],
+    "tgrpo": [
+        ("model.path", "Video-R1/Qwen2.5-VL-7B-COT-SFT", "README: the released SFT model"),
+        ("model.freeze_vision", False, VIDEO_R1_TRAINER),
+        ("algorithm.estimator", "grpo", VIDEO_R1_TRAINER),
+        ("algorithm.temporal_contrast.enabled", True, "--temporal true"),
+        ("algorithm.temporal_contrast.margin", 0.8, "acc_mean >= 0.8 * shuffled_acc_mean"),
+        ("algorithm.temporal_contrast.bonus", 0.3, "temporal_rewards_per_func[mask, 0] + 0.3"),
+        ("algorithm.temporal_contrast.n_shuffled", 4, "num_generations // 2"),
+        ("algorithm.temporal_contrast.correct_threshold", 0.1, "rewards_per_func[:, 0] > 0.1"),
+        ("algorithm.grpo.std_eps", 1e-4, "(rewards - mean) / (std + 1e-4)"),
+        ("reward.length_band.enabled", True, "--len_control true"),
+        ("reward.length_band.min", 320, "320 <= lenth_list[idx] <= 512"),
+        ("reward.length_band.max", 512, "320 <= lenth_list[idx] <= 512"),
+        ("reward.length_band.bonus", 0.2, "rewards[idx] += 0.2"),
+        ("algorithm.loss.kl_coef", 0.04, "--beta 0.04"),
+        ("algorithm.loss.kl_type", "k3", VIDEO_R1_TRAINER),
+        ("algorithm.loss.aggregation", "seq-mean-token-mean", VIDEO_R1_TRAINER),
+        ("rollout.n", 8, "--num_generations 8"),
+        ("rollout.temperature", 1.0, "--temperature 1.0"),
+        ("rollout.top_p", 0.95, "SamplingParams top_p 0.95"),
+        ("rollout.max_new_tokens", 768, "--max_completion_length 768"),
+        ("data.max_prompt_tokens", 16384, "--max_prompt_length 16384"),
+        ("data.prompts_per_step", 4, "per_device_train_batch_size 1 x 4 ranks"),
+        ("data.prompt_style", "video_r1", "grpo.py QUESTION_TEMPLATE, TYPE_TEMPLATE"),
+        ("data.train", "Video-R1-data/Video-R1-260k.json", "--dataset_name"),
+        ("data.format", "video_r1", "grpo.py: problem_type, data_type, solution, path"),
+        (
+            "data.group_by_family",
+            False,
+            "transformers Trainer RandomSampler (grpo_trainer.py: Trainer)",
+        ),
+        ("optim.lr", 1e-6, "--learning_rate 1e-6"),
+        ("optim.schedule", "cosine", "--lr_scheduler_type cosine"),
+        ("optim.weight_decay", 0.01, "--weight_decay 0.01"),
+        ("optim.grad_clip", 5.0, "--max_grad_norm 5"),
+        ("reward.composition", "sum", "rewards_per_func.sum(dim=1)"),
+        ("video.fps", 2.0, VIDEO_R1_VISION),
+        ("video.max_frames", 16, "FPS_MAX_FRAMES 16"),
+        ("video.max_pixels", 128 * 28 * 28, "VIDEO_MAX_PIXELS 128*28*28"),
+        ("trainer.steps", 1200, "README: 1.2k RL steps"),
+        ("trainer.save_every", 100, "--save_steps 100"),
+        ("trainer.nproc", 4, "--nproc_per_node 4"),
     ],
     "opdvr": [
         ("algorithm.estimator", "opdvr", OPDVR),
@@ -240,6 +286,10 @@ def test_every_block_names_its_published_source(recipe):
         ("grpd", ["group_std: true", "n: 8", "val_samples: 16"]),
         ("dapo", ["clip_high: 0.28", "ppo (clip 0.2 / 0.28)", "overlong 16384..20480 to -1"]),
         ("gspo", ["name: gspo", "gspo (clip 0.0003 / 0.0004)", "seq-mean-token-mean"]),
+        (
+            "tgrpo",
+            ["temporal_contrast:", "margin: 0.8", "T-GRPO: 4 shuffled-frame", "families pooled"],
+        ),
     ],
 )
 def test_dry_run_prints_the_published_values(recipe, expected):
@@ -249,7 +299,12 @@ def test_dry_run_prints_the_published_values(recipe, expected):
     assert result.exit_code == 0, result.output
     for text in expected:
         assert text in result.output, f"{recipe} --dry-run lacks {text!r}"
-    assert "3 epochs x batches per epoch" in result.output or recipe in ("orarl", "dapo", "gspo")
+    assert "3 epochs x batches per epoch" in result.output or recipe in (
+        "orarl",
+        "dapo",
+        "gspo",
+        "tgrpo",
+    )
 
 
 def test_epochs_set_the_step_count(recipes):

@@ -21,6 +21,7 @@ from videorl.algorithms.loss import PolicyLossConfig
 from videorl.algorithms.orarl import OraRLConfig
 from videorl.algorithms.selection import CorrectionConfig, SelectionConfig
 from videorl.algorithms.taro import CurriculumConfig, OffPolicyConfig
+from videorl.algorithms.tgrpo import TemporalContrastConfig
 from videorl.config_loader import build, merge_sources
 from videorl.data.columns import ColumnsConfig
 from videorl.data.families import parse_family
@@ -133,7 +134,17 @@ class DataConfig:
     val: str | None = None
     # columns/easyr1/verl/orarl: column-mapped rows with media lists (data/columns.py)
     format: Literal[
-        "auto", "records", "vtg", "timer1", "mcq", "math", "columns", "easyr1", "verl", "orarl"
+        "auto",
+        "records",
+        "vtg",
+        "timer1",
+        "mcq",
+        "math",
+        "columns",
+        "easyr1",
+        "verl",
+        "orarl",
+        "video_r1",
     ] = "auto"
     family: str | None = None
     video_root: str | None = None
@@ -153,7 +164,8 @@ class DataConfig:
     # Extra chat-template variables; `enable_thinking` follows `think` unless set here
     # (OPDVR/GRPD: {enable_thinking: false}, as their data.apply_chat_template_kwargs).
     chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
-    # Prompt templates: videorl (ours), orarl or taro (the published ones, data.published_prompts).
+    # Prompt templates: videorl (ours), orarl, taro or video_r1 (the published ones,
+    # data.published_prompts).
     prompt_style: str = "videorl"
     shuffle: bool = True  # False: records in file order each epoch (OPDVR: data.shuffle=False)
     # Box coordinates: auto = the model family's (Qwen2.5-VL pixels of the resized input,
@@ -162,6 +174,9 @@ class DataConfig:
     # Longest prompt (tokens, video included); a longer one is skipped and counted
     # (data/skipped_long_prompts_total). null = no limit.
     max_prompt_tokens: int | None = None
+    # false: batches draw from all records, not one family at a time, so images and videos
+    # of different tasks share a step (Video-R1 samples its mixed 260k set this way).
+    group_by_family: bool = True
 
     def __post_init__(self) -> None:
         from videorl.data.coordinates import check_coordinates
@@ -280,6 +295,9 @@ class AlgorithmConfig:
     pruning: PruningConfig = field(default_factory=PruningConfig)
     constructed: ConstructedConfig = field(default_factory=ConstructedConfig)
     loss: PolicyLossConfig = field(default_factory=PolicyLossConfig)
+    # T-GRPO (Video-R1): shuffled-frame rollouts per video prompt, a bonus for correct
+    # ordered rows when the ordered group beats the shuffled one (algorithms/tgrpo.py).
+    temporal_contrast: TemporalContrastConfig = field(default_factory=TemporalContrastConfig)
 
     def __post_init__(self) -> None:
         estimator = get_estimator(self.estimator)

@@ -34,6 +34,8 @@ class StepPlan:
     policy_loss: str = "ppo"  # algorithm.loss.name and its clip range
     loss_aggregation: str = "token-mean"
     length_terms: str = "none"  # reward.overlong / reward.length_band when enabled
+    temporal_contrast: str | None = None  # T-GRPO's shuffled rollouts and bonus, when on
+    group_by_family: bool = True  # false: a step's prompts come from all families at once
 
 
 def plan_step(config: Config) -> StepPlan:
@@ -61,6 +63,19 @@ def plan_step(config: Config) -> StepPlan:
         policy_loss=_policy_loss_summary(config),
         loss_aggregation=config.algorithm.loss.aggregation,
         length_terms=_length_terms_summary(config),
+        temporal_contrast=_temporal_contrast(config),
+        group_by_family=config.data.group_by_family,
+    )
+
+
+def _temporal_contrast(config: Config) -> str | None:
+    tc = config.algorithm.temporal_contrast
+    if not tc.enabled:
+        return None
+    return (
+        f"T-GRPO: {tc.shuffled_rollouts(config.rollout.n)} shuffled-frame rollouts per video "
+        f"prompt (no gradient); +{tc.bonus:g} to correct rows (task > {tc.correct_threshold:g}) "
+        f"when p >= {tc.margin:g} * p~"
     )
 
 
@@ -115,6 +130,10 @@ def plan_table(plan: StepPlan) -> Table:
             else f"{plan.data_epochs} epoch{'s' * (plan.data_epochs != 1)} x batches per epoch",
         ),
     ]
+    if plan.temporal_contrast:
+        rows.insert(1, ("temporal contrast", plan.temporal_contrast))
+    if not plan.group_by_family:
+        rows.insert(4, ("prompt mix", "all families pooled: images and videos share a step"))
     for name, value in rows:
         table.add_row(name, str(value))
     return table

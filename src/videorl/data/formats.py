@@ -18,6 +18,12 @@ Formats:
 - `math`: `{prompt|problem|question, answer|solution|reward_model.ground_truth}`; a chat
   prompt (list of messages) keeps its user text; `\\boxed{...}` and GSM8K `#### x` answers
   are reduced to the final answer.
+- `video_r1`: Video-R1-260k / Video-R1-COT rows `{problem_id, problem, data_type, problem_type,
+  options, solution: "<answer>X</answer>", path}` (tulerfeng/Video-R1
+  `src/r1-v/src/open_r1/grpo.py`): `multiple choice` -> video QA (image or video),
+  `numerical` / `regression` -> numeric spatial intelligence (scored by MRA, where Video-R1
+  scores numerical exactly to 2 decimals and regression by 1 - relative error); `OCR` and
+  `free-form` have no family here (a one-line error; `data.skip_invalid=true` skips them).
 """
 
 from __future__ import annotations
@@ -40,7 +46,7 @@ from videorl.data.records import (
 )
 from videorl.errors import DataError
 
-FORMATS = ("records", "vtg", "timer1", "mcq", "math")
+FORMATS = ("records", "vtg", "timer1", "mcq", "math", "video_r1")
 LETTERS = "ABCDEFGH"
 _OPTION_PREFIX = re.compile(r"^\s*\(?([A-H])\s*[.):]\s*")
 # "B", "(B)", "B.", "B)", "B. option text"
@@ -298,12 +304,57 @@ def from_math(row: dict[str, Any], default_id: str, family: Family | None) -> Ta
     )
 
 
+_VIDEO_R1_ANSWER = re.compile(r"<answer>\s*(.*?)\s*</answer>", re.DOTALL)
+VIDEO_R1_TYPES = {
+    "multiple choice": Family.VIDEO_QA,
+    "numerical": Family.SPATIAL_INTELLIGENCE,
+    "regression": Family.SPATIAL_INTELLIGENCE,
+}
+
+
+def from_video_r1(row: dict[str, Any], default_id: str, family: Family | None) -> TaskRecord:
+    """A Video-R1 row; the answer is the `solution`'s `<answer>` text (Video-R1's
+    `extract_answer`), the media `path` an image or a video by `data_type`."""
+    problem_type = str(_field(row, "problem_type")).strip()
+    resolved = family or VIDEO_R1_TYPES.get(problem_type)
+    if resolved is None:
+        raise DataError(
+            f"field 'problem_type': {problem_type!r} has no videorl family (known: "
+            f"{', '.join(VIDEO_R1_TYPES)}); set data.skip_invalid=true to skip such rows"
+        )
+    solution = str(_field(row, "solution"))
+    match = _VIDEO_R1_ANSWER.search(solution)
+    value = match.group(1) if match else solution.strip()
+    options: tuple[str, ...] = ()
+    if problem_type == "multiple choice":
+        options = _options(_field(row, "options"))
+        answer: Any = ChoiceAnswer(_choice_letter(value, options))
+    else:
+        answer = NumericAnswer(_number(value.replace(",", ""), "solution"))
+    data_type = str(_field(row, "data_type")).strip()
+    if data_type not in ("image", "video"):
+        raise DataError(f"field 'data_type': expected image or video, got {data_type!r}")
+    media = MediaRef(path=str(_field(row, "path")))
+    return TaskRecord(
+        id=str(row.get("problem_id", default_id)),
+        family=resolved,
+        problem=str(_field(row, "problem")).strip(),
+        answer=answer,
+        video=media if data_type == "video" else None,
+        image=media if data_type == "image" else None,
+        subtype=problem_type if resolved is Family.SPATIAL_INTELLIGENCE else None,
+        source=row.get("data_source"),
+        options=options,
+    )
+
+
 CONVERTERS: dict[str, Callable[[dict[str, Any], str, Family | None], TaskRecord]] = {
     "records": from_records,
     "vtg": from_vtg,
     "timer1": from_timer1,
     "mcq": from_mcq,
     "math": from_math,
+    "video_r1": from_video_r1,
 }
 
 
@@ -318,6 +369,8 @@ def detect_format(row: dict[str, Any]) -> str | None:
         return "timer1"
     if "question" in keys and keys & {"options", "choices", "question_type"}:
         return "mcq"
+    if {"problem", "problem_type", "data_type", "solution"} <= keys:
+        return "video_r1"
     if keys & {"prompt", "problem", "question"} and keys & {"answer", "solution", "reward_model"}:
         return "math"
     return None

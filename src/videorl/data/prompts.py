@@ -140,7 +140,7 @@ def math(record: TaskRecord) -> str:
     )
 
 
-PROMPT_STYLES = ("videorl", "orarl", "taro")
+PROMPT_STYLES = ("videorl", "orarl", "taro", "video_r1")
 
 
 def check_prompt_style(style: str, key: str = "data.prompt_style") -> str:
@@ -156,10 +156,10 @@ def build_prompt(record: TaskRecord, *, think: bool, style: str = "videorl") -> 
     """The user text for `record`: its family's task instruction and answer format, then
     the answer protocol (`<think>` + `<answer>` or `<answer>` only).
 
-    `style` `orarl` / `taro` use the published templates (`published_prompts`) where they
-    have one for the family: OraRL's ask for the answer alone (a `<think>` instruction is
-    appended only with `think`), TaRO's asks for reasoning itself. Other families keep
-    videorl's template."""
+    `style` `orarl` / `taro` / `video_r1` use the published templates (`published_prompts`)
+    where they have one for the family: OraRL's ask for the answer alone (a `<think>`
+    instruction is appended only with `think`), TaRO's and Video-R1's ask for reasoning
+    themselves. Other families keep videorl's template."""
     published = None if style == "videorl" else published_prompt(record, check_prompt_style(style))
     if published is None:
         template = record.family.spec.resolve("prompt")

@@ -1,6 +1,7 @@
 """The published prompt templates, per family: `orarl` (OraRL's `eval/task/eval_prompt.py`,
-byte-aligned with its training data) and `taro` (TaRO's temporal-grounding prompt, its
-`data/train.json` / `data/test.json`).
+byte-aligned with its training data), `taro` (TaRO's temporal-grounding prompt, its
+`data/train.json` / `data/test.json`) and `video_r1` (Video-R1's `QUESTION_TEMPLATE` +
+`TYPE_TEMPLATE`, `src/r1-v/src/open_r1/grpo.py`, for multiple-choice and numeric questions).
 
 `published_prompt(record, style)` returns the user text, or None where the style has no
 template for the family (the caller then uses videorl's own). OraRL's prompts ask for the
@@ -153,7 +154,37 @@ def _taro(record: TaskRecord) -> str | None:
     return None
 
 
-_STYLES = {"orarl": _orarl, "taro": _taro}
+VIDEO_R1_QUESTION = (
+    "{}\n"
+    "Please think about this question as if you were a human pondering deeply. "
+    "Engage in an internal dialogue using expressions such as 'let me think', 'wait', 'Hmm', "
+    "'oh, I see', 'let's break it down', etc, or other natural language thought expressions "
+    "It's encouraged to include self-reflection or verification in the reasoning process. "
+    "Provide your detailed reasoning between the <think> </think> tags, and then give your "
+    "final answer between the <answer> </answer> tags."
+)
+VIDEO_R1_CHOICE_TAIL = (
+    " Please provide only the single option letter (e.g., A, B, C, D, etc.) within the "
+    "<answer> </answer> tags."
+)
+# Video-R1's "numerical" and "regression" tails are the same text
+VIDEO_R1_NUMBER_TAIL = (
+    " Please provide the numerical value (e.g., 42 or 3.14) within the <answer> </answer> tags."
+)
+
+
+def _video_r1(record: TaskRecord) -> str | None:
+    """`make_conversation_image_and_video`: a multiple-choice question is the problem, then
+    `Options:` and one `X. option` line each (no separator before `Options:`, as there)."""
+    if record.family not in (Family.VIDEO_QA, Family.SPATIAL_INTELLIGENCE):
+        return None
+    if isinstance(record.answer, NumericAnswer) or not record.options:
+        return VIDEO_R1_QUESTION.format(record.problem) + VIDEO_R1_NUMBER_TAIL
+    question = f"{record.problem}Options:\n{_options(record)}\n"
+    return VIDEO_R1_QUESTION.format(question) + VIDEO_R1_CHOICE_TAIL
+
+
+_STYLES = {"orarl": _orarl, "taro": _taro, "video_r1": _video_r1}
 
 
 def published_prompt(record: TaskRecord, style: str) -> str | None:

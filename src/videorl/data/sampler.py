@@ -1,4 +1,5 @@
 """Task-grouped batches: each batch from one family, families in rotation (resumable).
+With `group_by_family=False` all records form one pool, so a batch mixes families.
 
 Epoch e: each family's record indices are shuffled by `rng(seed, e, family)` (kept in file
 order with `shuffle=False`) and cut into
@@ -28,7 +29,12 @@ class TaskGroupedSampler:
     """Iterates one epoch of batches (lists of record indices) from the saved position."""
 
     def __init__(
-        self, records: Sequence[TaskRecord], batch_size: int, seed: int = 0, shuffle: bool = True
+        self,
+        records: Sequence[TaskRecord],
+        batch_size: int,
+        seed: int = 0,
+        shuffle: bool = True,
+        group_by_family: bool = True,
     ) -> None:
         if batch_size < 1:
             raise ConfigError(f"data.batch_size={batch_size} must be at least 1")
@@ -37,22 +43,30 @@ class TaskGroupedSampler:
         self.batch_size = batch_size
         self.seed = seed
         self.shuffle = shuffle  # False: each family in file order (OPDVR's data.shuffle=False)
+        # False: one pool of all records, so a batch mixes families (images and videos alike)
+        self.group_by_family = group_by_family
         self.epoch = 0
         self.position = 0  # batches of the current epoch already handed out
         groups: dict[Family, list[int]] = {}
         for index, record in enumerate(records):
             groups.setdefault(record.family, []).append(index)
-        self._groups = {f: groups[f] for f in _FAMILY_ORDER if f in groups}
+        self._families = tuple(f for f in _FAMILY_ORDER if f in groups)
+        self._groups: dict[Family | None, list[int]] = (
+            {f: groups[f] for f in self._families}
+            if group_by_family
+            else {None: list(range(len(records)))}
+        )
 
     @property
     def families(self) -> tuple[Family, ...]:
-        return tuple(self._groups)
+        return self._families
 
     def epoch_batches(self, epoch: int) -> list[list[int]]:
         """All batches of `epoch`, in order."""
         per_family: list[list[list[int]]] = []
         for family, indices in self._groups.items():
-            rng = np.random.default_rng([self.seed, epoch, _FAMILY_ORDER.index(family)])
+            stream = len(_FAMILY_ORDER) if family is None else _FAMILY_ORDER.index(family)
+            rng = np.random.default_rng([self.seed, epoch, stream])
             permutation = rng.permutation(len(indices)) if self.shuffle else range(len(indices))
             order = [indices[i] for i in permutation]
             count = -(-len(order) // self.batch_size)  # ceil
@@ -83,17 +97,21 @@ class TaskGroupedSampler:
         self.epoch, self.position = epoch, 0
 
     def state_dict(self) -> dict[str, Any]:
-        return {
+        state: dict[str, Any] = {
             "epoch": self.epoch,
             "position": self.position,
             "seed": self.seed,
             "batch_size": self.batch_size,
         }
+        if not self.group_by_family:  # absent (as in older checkpoints): grouped
+            state["group_by_family"] = False
+        return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Resume at `state`; refuses a state made with another seed or batch size, since
-        the saved position would then point into a different order."""
-        for key in ("seed", "batch_size"):
+        """Resume at `state`; refuses a state made with another seed, batch size or
+        grouping, since the saved position would then point into a different order."""
+        state = {"group_by_family": True, **state}
+        for key in ("seed", "batch_size", "group_by_family"):
             if key in state and state[key] != getattr(self, key):
                 raise ConfigError(
                     f"sampler checkpoint has {key}={state[key]} but this run uses "

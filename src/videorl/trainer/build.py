@@ -59,7 +59,11 @@ def build_state(cfg: Config, resume: str | None, info: DistInfo | None = None) -
     )
     models = _Models.load(cfg, info)
     sampler = TaskGroupedSampler(
-        records, cfg.data.prompts_per_step, seed=cfg.data.seed, shuffle=cfg.data.shuffle
+        records,
+        cfg.data.prompts_per_step,
+        seed=cfg.data.seed,
+        shuffle=cfg.data.shuffle,
+        group_by_family=cfg.data.group_by_family,
     )
     cfg = steps_from_epochs(cfg, len(sampler))
     optimizer, scheduler = build_optimizer(cfg, models.policy.model)

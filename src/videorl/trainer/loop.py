@@ -17,6 +17,7 @@ from videorl.config import Config, check_world_size, save_run_config
 from videorl.config_loader import to_dict
 from videorl.distributed import barrier, init_distributed, reduce_metrics, shard_indices
 from videorl.models.visual_cache import clear_visual_caches
+from videorl.rollout.batch import RolloutBatch
 from videorl.rollout.groups import add_annotation_rows, generate_groups
 from videorl.rollout.prompting import DecodedPrompts, decode_prompts, record_encoder
 from videorl.trainer import checkpoint as ckpt
@@ -41,6 +42,11 @@ from videorl.trainer.stages import (
     select,
 )
 from videorl.trainer.state import TrainState
+from videorl.trainer.tgrpo import (
+    ShuffledRollouts,
+    add_temporal_contrast_bonus,
+    shuffled_rollouts,
+)
 from videorl.trainer.update import UpdateContext, update_policy
 from videorl.trainer.validation import Validator, validate
 
@@ -48,7 +54,8 @@ console = Console()
 
 
 def train_step(state: TrainState, indices: list[int]) -> dict[str, Any]:
-    """decode -> rollout (+ constructed, + annotation rows) -> rewards (+ sensitivity) ->
+    """decode -> rollout (+ constructed, + annotation, + T-GRPO shuffled rows) -> rewards (+
+    temporal contrast, length terms, sensitivity) ->
     teacher log-probs -> advantages -> selection -> update -> weight sync."""
     cfg, timer = state.cfg, StageTimer()
     no_grad = {"temperature": cfg.rollout.temperature, "token_budget": cfg.optim.micro_batch_tokens}
@@ -61,9 +68,13 @@ def train_step(state: TrainState, indices: list[int]) -> dict[str, Any]:
         return _empty_step(state, decoded)
     with timer("rollout"):
         batch = _rollout(state, decoded)
+        shuffled = _shuffled_rollouts(state, batch)  # T-GRPO's; they stay out of `batch`
     state.engine.sleep()  # free the rollout engine's KV cache (and weights) until the weight sync
     with timer("reward"):
         batch = score(batch, cfg.reward, state.pool)
+        if shuffled is not None:
+            tgrpo = cfg.algorithm.temporal_contrast
+            batch = add_temporal_contrast_bonus(batch, shuffled, cfg.reward, tgrpo, state.pool)
         batch = add_length_rewards(batch, cfg.reward, max_new_tokens=cfg.rollout.max_new_tokens)
         if cfg.reward.sensitivity.enabled:
             encode = record_encoder(state.logprob_model, cfg.data)
@@ -119,9 +130,18 @@ def _rollout(state: TrainState, decoded: DecodedPrompts):
     return add_annotation_rows(batch, tokenizer, eos, budget, think=cfg.data.think)
 
 
+def _shuffled_rollouts(state: TrainState, batch: RolloutBatch) -> ShuffledRollouts | None:
+    """T-GRPO: rollouts of each video prompt on its frames shuffled (no gradient); every rank
+    calls the engine, with no prompts too, so vLLM's data-parallel engines stay in lockstep."""
+    if not state.cfg.algorithm.temporal_contrast.enabled:
+        return None
+    return shuffled_rollouts(state, batch, state.cfg.rollout.sampling())
+
+
 def _empty_step(state: TrainState, decoded: DecodedPrompts) -> dict[str, Any]:
     """A rank with no usable sample still joins the rollout's and the update's collectives."""
     batch = _rollout(state, decoded)
+    _shuffled_rollouts(state, batch)
     state.engine.sleep()
     update_policy(_update_context(state), batch)
     _end_step(state)
