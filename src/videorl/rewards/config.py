@@ -113,8 +113,8 @@ class LengthBandConfig:
                 f"reward.length_band.max={self.max} is below reward.length_band.min={self.min}; "
                 "set max >= min (Video-R1: 320 and 512 tokens)"
             )
-        _number("reward.length_band.bonus", self.bonus, -math.inf)
-        _number("reward.length_band.correct_threshold", self.correct_threshold, -math.inf)
+        _number("reward.length_band.bonus", self.bonus, 0.0)
+        _number("reward.length_band.correct_threshold", self.correct_threshold, 0.0, 1.0)
         _count("reward.length_band.min_correct", self.min_correct, 1)
 
 
