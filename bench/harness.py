@@ -158,6 +158,26 @@ def machine() -> dict[str, Any]:
     }
 
 
+def selection_variants(group: Any, cfg: Any) -> dict[str, Any]:
+    """A scored group (policy rows + annotation rows) selected three ways, each with the
+    recipe's post-selection correction: `cfg`'s OraRL selection, OraRL unpruned, and GRPO
+    over the policy rows alone."""
+    import torch
+
+    from videorl.config import AlgorithmConfig
+    from videorl.trainer.stages import compute_advantages, select
+
+    orarl = compute_advantages(group, cfg.algorithm)
+    correction = cfg.algorithm.pruning.correction
+    policy = group.subset(torch.nonzero(~group.is_annotation).flatten())
+    grpo = compute_advantages(policy, AlgorithmConfig(estimator="grpo"))
+    return {
+        "orarl_pruned": select(orarl, cfg.selection, correction),
+        "unpruned": select(orarl, None, correction),
+        "grpo": select(grpo, None, correction),
+    }
+
+
 def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
     lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]

@@ -76,11 +76,10 @@ def bench_recipe(args: argparse.Namespace) -> Any:
 
 def rollouts(state: Any, groups: int, seed: int) -> dict[str, Any]:
     """The three row sets of one fixed-seed rollout: pruned, unpruned, GRPO."""
-    from videorl.config import AlgorithmConfig
     from videorl.models.generate import SamplingParams
     from videorl.rollout.groups import add_annotation_rows, generate_groups
     from videorl.rollout.prompting import decode_prompts
-    from videorl.trainer.stages import compute_advantages, score, select
+    from videorl.trainer.stages import score
 
     cfg = state.cfg
     records, prompts, videos, _, _ = decode_prompts(
@@ -102,15 +101,7 @@ def rollouts(state: Any, groups: int, seed: int) -> dict[str, Any]:
         ),
         cfg.reward,
     )
-    orarl = compute_advantages(annotated, cfg.algorithm)
-    pruning = cfg.algorithm.pruning
-    grpo_rows = annotated.subset(torch.nonzero(~annotated.is_annotation).flatten())
-    grpo = compute_advantages(grpo_rows, AlgorithmConfig(estimator="grpo"))
-    return {
-        "orarl_pruned": select(orarl, cfg.selection, pruning.correction),
-        "unpruned": select(orarl, None, pruning.correction),
-        "grpo": select(grpo, None, pruning.correction),
-    }
+    return harness.selection_variants(annotated, cfg)
 
 
 def shape(batch: Any) -> dict[str, int]:
