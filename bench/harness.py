@@ -50,6 +50,12 @@ def parse_args(
     return args
 
 
+def model_options(parser: argparse.ArgumentParser) -> None:
+    """`--size` (tiny | bench, default bench) and `--arch` of the bench model."""
+    parser.add_argument("--size", default="bench", choices=("tiny", "bench"))
+    parser.add_argument("--arch", default=ARCH, choices=("qwen2_5_vl", "qwen3_vl"))
+
+
 def quiet(threads: int) -> None:
     """Fixed thread count, no tokenizer threads, no progress bars or library warnings."""
     os.environ["TOKENIZERS_PARALLELISM"] = "false"
@@ -112,6 +118,18 @@ class Elapsed:
     def __exit__(self, *_: object) -> None:
         self.wall = time.perf_counter() - self._start[0]
         self.cpu = time.process_time() - self._start[1]
+
+
+class RunFacts:
+    """What every results file ends with: the machine as the run started and the run's wall
+    seconds (`facts()`, taken when the results are assembled)."""
+
+    def __init__(self) -> None:
+        self.started = time.perf_counter()
+        self.machine = machine()
+
+    def facts(self) -> dict[str, Any]:
+        return {"machine": self.machine, "wall_s": round(time.perf_counter() - self.started, 1)}
 
 
 def endless(sampler: Iterable[list[int]]) -> Iterator[list[int]]:

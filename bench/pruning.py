@@ -36,7 +36,6 @@ import re
 import resource
 import subprocess
 import sys
-import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -405,8 +404,7 @@ def main(argv: list[str] | None = None) -> None:
         args.groups, args.response_tokens, args.repeats, args.memory_repeats = 1, 8, 1, 1
     from videorl.trainer.loop import build_state
 
-    started = time.perf_counter()
-    machine = harness.machine()
+    run = harness.RunFacts()
     state = build_state(bench_recipe(args), None)
     params, n = harness.model_params(state.policy.model), state.cfg.rollout.n
     batches = rollouts(state, args.groups, args.seed)
@@ -437,8 +435,7 @@ def main(argv: list[str] | None = None) -> None:
         "memory": memory,
         "published": PUBLISHED,
         "target_update_speedup": TARGET_UPDATE_SPEEDUP,
-        "machine": machine,
-        "wall_s": round(time.perf_counter() - started, 1),
+        **run.facts(),
     }
     report(result)
     harness.write_results(args.out, result)

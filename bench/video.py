@@ -103,6 +103,7 @@ def patched(targets: list[tuple[Any, str, Callable[[Any], Any]]]) -> Iterator[No
 def one_step(state: Any, indices: list[int]) -> dict[str, Any]:
     """One `train_step` with videorl's decodes and decode time, and the passes that fed each video."""
     import videorl.models.generate as generate_module
+    import videorl.models.logprobs as logprobs_module
     import videorl.rollout.engine as engine_module
     from videorl.rollout import prompting
     from videorl.trainer import loop, stages, update
@@ -130,7 +131,7 @@ def one_step(state: Any, indices: list[int]) -> dict[str, Any]:
         (update, "logprobs_in_microbatches", ledger.wrap_pass),
         (loop, "update_policy", ledger.wrap_pass),
         (generate_module, "collate", ledger.wrap_inputs),
-        (stages, "rows_logprobs", lambda fn: ledger.wrap_inputs(fn, prompts_at=1)),
+        (logprobs_module, "rows_logprobs", lambda fn: ledger.wrap_inputs(fn, prompts_at=1)),
         (update, "rows_logprobs", lambda fn: ledger.wrap_inputs(fn, prompts_at=1)),
     ]
     distinct = {str(state.records[i].media.path) for i in indices}
@@ -269,8 +270,7 @@ def main(argv: list[str] | None = None) -> None:
     args = harness.parse_args(parser, "video", argv)
     if args.quick:
         args.steps, args.prompts, args.response_tokens, args.repeats = 1, 2, 4, 1
-    started = time.perf_counter()
-    machine = harness.machine()
+    run = harness.RunFacts()
     train = harness.synth_data(args.work, "temporal_grounding", n=16, seed=args.seed)
     model = harness.model_dir(args.work, "tiny")
     once = {name: decode_once(args, name, train, model) for name in RECIPES}
@@ -289,8 +289,7 @@ def main(argv: list[str] | None = None) -> None:
         "files": {
             name: [str(p.relative_to(args.work)) for p in paths] for name, paths in files.items()
         },
-        "machine": machine,
-        "wall_s": round(time.perf_counter() - started, 1),
+        **run.facts(),
     }
     rows = [
         [
