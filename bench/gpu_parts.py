@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import harness
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -226,19 +227,7 @@ def recipe(name: str) -> Any:
 
 def pruning_variants(group: Any) -> dict[str, Any]:
     """The OraRL recipe's selection (4 of 9), the same group unpruned (9 of 9), GRPO (8)."""
-    from videorl.config import AlgorithmConfig
-    from videorl.trainer.stages import compute_advantages, select
-
-    cfg = recipe("orarl")
-    orarl = compute_advantages(group, cfg.algorithm)
-    pruning = cfg.algorithm.pruning
-    policy = group.subset(torch.nonzero(~group.is_annotation).flatten())
-    grpo = compute_advantages(policy, AlgorithmConfig(estimator="grpo"))
-    return {
-        "orarl_pruned": select(orarl, cfg.selection, pruning.correction),
-        "unpruned": select(orarl, None, pruning.correction),
-        "grpo": select(grpo, None, pruning.correction),
-    }
+    return harness.selection_variants(group, recipe("orarl"))
 
 
 def timed_update(loaded: Any, optimizer: Any, batch: Any, settings: Settings, budget: int):

@@ -50,6 +50,12 @@ def parse_args(
     return args
 
 
+def model_options(parser: argparse.ArgumentParser) -> None:
+    """`--size` (tiny | bench, default bench) and `--arch` of the bench model."""
+    parser.add_argument("--size", default="bench", choices=("tiny", "bench"))
+    parser.add_argument("--arch", default=ARCH, choices=("qwen2_5_vl", "qwen3_vl"))
+
+
 def quiet(threads: int) -> None:
     """Fixed thread count, no tokenizer threads, no progress bars or library warnings."""
     os.environ["TOKENIZERS_PARALLELISM"] = "false"
@@ -114,6 +120,18 @@ class Elapsed:
         self.cpu = time.process_time() - self._start[1]
 
 
+class RunFacts:
+    """What every results file ends with: the machine as the run started and the run's wall
+    seconds (`facts()`, taken when the results are assembled)."""
+
+    def __init__(self) -> None:
+        self.started = time.perf_counter()
+        self.machine = machine()
+
+    def facts(self) -> dict[str, Any]:
+        return {"machine": self.machine, "wall_s": round(time.perf_counter() - self.started, 1)}
+
+
 def endless(sampler: Iterable[list[int]]) -> Iterator[list[int]]:
     """Batches of record indices, epoch after epoch."""
     while True:
@@ -155,6 +173,26 @@ def machine() -> dict[str, Any]:
         "torch": torch.__version__,
         "transformers": transformers.__version__,
         "platform": platform.platform(),
+    }
+
+
+def selection_variants(group: Any, cfg: Any) -> dict[str, Any]:
+    """A scored group (policy rows + annotation rows) selected three ways, each with the
+    recipe's post-selection correction: `cfg`'s OraRL selection, OraRL unpruned, and GRPO
+    over the policy rows alone."""
+    import torch
+
+    from videorl.config import AlgorithmConfig
+    from videorl.trainer.stages import compute_advantages, select
+
+    orarl = compute_advantages(group, cfg.algorithm)
+    correction = cfg.algorithm.pruning.correction
+    policy = group.subset(torch.nonzero(~group.is_annotation).flatten())
+    grpo = compute_advantages(policy, AlgorithmConfig(estimator="grpo"))
+    return {
+        "orarl_pruned": select(orarl, cfg.selection, correction),
+        "unpruned": select(orarl, None, correction),
+        "grpo": select(grpo, None, correction),
     }
 
 

@@ -100,8 +100,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--size", default="bench", choices=("tiny", "bench"))
-    parser.add_argument("--arch", default=harness.ARCH, choices=("qwen2_5_vl", "qwen3_vl"))
+    harness.model_options(parser)
     parser.add_argument("--rows", type=int, default=32)
     parser.add_argument("--budget", type=int, default=4096, help="micro-batch token budget")
     parser.add_argument("--max-response", type=int, default=128)

@@ -36,7 +36,6 @@ import re
 import resource
 import subprocess
 import sys
-import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -76,11 +75,10 @@ def bench_recipe(args: argparse.Namespace) -> Any:
 
 def rollouts(state: Any, groups: int, seed: int) -> dict[str, Any]:
     """The three row sets of one fixed-seed rollout: pruned, unpruned, GRPO."""
-    from videorl.config import AlgorithmConfig
     from videorl.models.generate import SamplingParams
     from videorl.rollout.groups import add_annotation_rows, generate_groups
     from videorl.rollout.prompting import decode_prompts
-    from videorl.trainer.stages import compute_advantages, score, select
+    from videorl.trainer.stages import score
 
     cfg = state.cfg
     records, prompts, videos, _, _ = decode_prompts(
@@ -102,15 +100,7 @@ def rollouts(state: Any, groups: int, seed: int) -> dict[str, Any]:
         ),
         cfg.reward,
     )
-    orarl = compute_advantages(annotated, cfg.algorithm)
-    pruning = cfg.algorithm.pruning
-    grpo_rows = annotated.subset(torch.nonzero(~annotated.is_annotation).flatten())
-    grpo = compute_advantages(grpo_rows, AlgorithmConfig(estimator="grpo"))
-    return {
-        "orarl_pruned": select(orarl, cfg.selection, pruning.correction),
-        "unpruned": select(orarl, None, pruning.correction),
-        "grpo": select(grpo, None, pruning.correction),
-    }
+    return harness.selection_variants(annotated, cfg)
 
 
 def shape(batch: Any) -> dict[str, int]:
@@ -414,8 +404,7 @@ def main(argv: list[str] | None = None) -> None:
         args.groups, args.response_tokens, args.repeats, args.memory_repeats = 1, 8, 1, 1
     from videorl.trainer.loop import build_state
 
-    started = time.perf_counter()
-    machine = harness.machine()
+    run = harness.RunFacts()
     state = build_state(bench_recipe(args), None)
     params, n = harness.model_params(state.policy.model), state.cfg.rollout.n
     batches = rollouts(state, args.groups, args.seed)
@@ -446,8 +435,7 @@ def main(argv: list[str] | None = None) -> None:
         "memory": memory,
         "published": PUBLISHED,
         "target_update_speedup": TARGET_UPDATE_SPEEDUP,
-        "machine": machine,
-        "wall_s": round(time.perf_counter() - started, 1),
+        **run.facts(),
     }
     report(result)
     harness.write_results(args.out, result)

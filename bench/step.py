@@ -303,8 +303,7 @@ def main(argv: list[str] | None = None) -> None:
         args.steps, args.prompts, args.response_tokens = 1, 2, 8
     from videorl.trainer.loop import build_state
 
-    started = time.perf_counter()
-    machine = harness.machine()
+    run = harness.RunFacts()
     size = "tiny" if args.quick else "bench"
     train = harness.synth_data(args.work, "temporal_grounding", n=16, seed=args.seed)
     overrides = [
@@ -383,8 +382,7 @@ def main(argv: list[str] | None = None) -> None:
         "target_overhead_share": TARGET_OVERHEAD,
         "rows": {"total": steps["new"][-1]["rows_total"], "kept": steps["new"][-1]["rows_kept"]},
         "steps": steps,
-        "machine": machine,
-        "wall_s": round(time.perf_counter() - started, 1),
+        **run.facts(),
     }
     _report(result)
     harness.write_results(args.out, result)

@@ -270,8 +270,7 @@ def main(argv: list[str] | None = None) -> None:
     args = harness.parse_args(parser, "video", argv)
     if args.quick:
         args.steps, args.prompts, args.response_tokens, args.repeats = 1, 2, 4, 1
-    started = time.perf_counter()
-    machine = harness.machine()
+    run = harness.RunFacts()
     train = harness.synth_data(args.work, "temporal_grounding", n=16, seed=args.seed)
     model = harness.model_dir(args.work, "tiny")
     once = {name: decode_once(args, name, train, model) for name in RECIPES}
@@ -290,8 +289,7 @@ def main(argv: list[str] | None = None) -> None:
         "files": {
             name: [str(p.relative_to(args.work)) for p in paths] for name, paths in files.items()
         },
-        "machine": machine,
-        "wall_s": round(time.perf_counter() - started, 1),
+        **run.facts(),
     }
     rows = [
         [

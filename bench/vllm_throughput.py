@@ -60,8 +60,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--size", default="bench", choices=("tiny", "bench"))
-    parser.add_argument("--arch", default=harness.ARCH, choices=("qwen2_5_vl", "qwen3_vl"))
+    harness.model_options(parser)
     parser.add_argument("--prompts", type=int, default=16)
     parser.add_argument("--n", type=int, default=8)
     parser.add_argument("--max-new-tokens", type=int, default=128)

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.metadata
-import time
 from pathlib import Path
 from statistics import median
 from typing import Any
@@ -430,8 +429,7 @@ def main(argv: list[str] | None = None) -> None:
             8,
             "tiny",
         )
-    started = time.perf_counter()
-    machine = harness.machine()
+    run = harness.RunFacts()
     versions = package_versions()
     have_trl = versions["trl_error"] is None
     model = harness.model_dir(args.work, args.size)
@@ -456,8 +454,7 @@ def main(argv: list[str] | None = None) -> None:
         },
         "speed": race,
         "video_in_loss": video,
-        "machine": machine,
-        "wall_s": round(time.perf_counter() - started, 1),
+        **run.facts(),
     }
     rows = []
     for name in ("videorl", "trl"):

@@ -38,26 +38,15 @@ def _type_name(hint: Any) -> str:
 
 
 def _coerce(hint: Any, value: Any, key: str) -> Any:
+    """`value` as the field type `hint`, recursively (unions, literals, sections, lists,
+    tuples, mappings, scalars); a mismatch is a one-line error naming `key`."""
     origin = typing.get_origin(hint)
-    args = typing.get_args(hint)
     if hint is Any:
         return value
     if origin in (Union, types.UnionType):
-        if value is None and type(None) in args:
-            return None
-        options = [a for a in args if a is not type(None)]
-        sections = [a for a in options if dataclasses.is_dataclass(a)]
-        if isinstance(value, dict) and len(sections) == 1:
-            return _coerce(sections[0], value, key)  # its own, more precise error
-        for option in options:
-            try:
-                return _coerce(option, value, key)
-            except ConfigError:
-                continue
-        raise ConfigError(
-            f"config key {key!r} = {value!r} has the wrong type: expected {_type_name(hint)}"
-        )
+        return _coerce_union(hint, value, key)
     if origin is Literal:
+        args = typing.get_args(hint)
         if value not in args:
             raise ConfigError(
                 f"config key {key!r} = {value!r} is not allowed; allowed values: {', '.join(repr(a) for a in args)}"
@@ -68,43 +57,73 @@ def _coerce(hint: Any, value: Any, key: str) -> Any:
             raise ConfigError(f"config key {key!r} must be a section (mapping), got {value!r}")
         return build(hint, value, prefix=f"{key}.")
     if origin in (tuple, list):
-        if not isinstance(value, (list, tuple)):
-            raise ConfigError(f"config key {key!r} = {value!r} has the wrong type: expected a list")
-        if origin is tuple and args and args[-1] is not Ellipsis:
-            if len(args) != len(value):
-                raise ConfigError(f"config key {key!r} = {value!r} must have {len(args)} items")
-            return tuple(_coerce(a, v, f"{key}[{i}]") for i, (a, v) in enumerate(zip(args, value)))
-        item = args[0] if args else Any
-        items = [_coerce(item, v, f"{key}[{i}]") for i, v in enumerate(value)]
-        return tuple(items) if origin is tuple else items
+        return _coerce_sequence(hint, value, key)
     if origin is dict:
         if not isinstance(value, dict):
             raise ConfigError(
                 f"config key {key!r} = {value!r} has the wrong type: expected a mapping"
             )
+        args = typing.get_args(hint)
         value_hint = args[1] if args else Any
         return {str(k): _coerce(value_hint, v, f"{key}.{k}") for k, v in value.items()}
-    if hint is bool:
-        if isinstance(value, bool):
-            return value
-    elif hint is int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-    elif hint is float:
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            if not math.isfinite(value):
-                raise ConfigError(f"config key {key!r} = {value!r} must be a finite number")
-            return float(value)
-    elif hint is str:
-        if isinstance(value, str):
-            return value
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return str(value)
-    elif isinstance(value, hint):
-        return value
-    raise ConfigError(
+    return _coerce_scalar(hint, value, key)
+
+
+def _wrong_type(hint: Any, value: Any, key: str) -> ConfigError:
+    return ConfigError(
         f"config key {key!r} = {value!r} has the wrong type: expected {_type_name(hint)}"
     )
+
+
+def _coerce_union(hint: Any, value: Any, key: str) -> Any:
+    """The first member type `value` coerces to (a mapping goes to the one section type, for
+    its more precise error); None where the union allows it."""
+    args = typing.get_args(hint)
+    if value is None and type(None) in args:
+        return None
+    options = [a for a in args if a is not type(None)]
+    sections = [a for a in options if dataclasses.is_dataclass(a)]
+    if isinstance(value, dict) and len(sections) == 1:
+        return _coerce(sections[0], value, key)  # its own, more precise error
+    for option in options:
+        try:
+            return _coerce(option, value, key)
+        except ConfigError:
+            continue
+    raise _wrong_type(hint, value, key)
+
+
+def _coerce_sequence(hint: Any, value: Any, key: str) -> list[Any] | tuple[Any, ...]:
+    """A list or tuple item by item; a fixed-length tuple needs exactly its items."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if not isinstance(value, (list, tuple)):
+        raise ConfigError(f"config key {key!r} = {value!r} has the wrong type: expected a list")
+    if origin is tuple and args and args[-1] is not Ellipsis:
+        if len(args) != len(value):
+            raise ConfigError(f"config key {key!r} = {value!r} must have {len(args)} items")
+        return tuple(_coerce(a, v, f"{key}[{i}]") for i, (a, v) in enumerate(zip(args, value)))
+    item = args[0] if args else Any
+    items = [_coerce(item, v, f"{key}[{i}]") for i, v in enumerate(value)]
+    return tuple(items) if origin is tuple else items
+
+
+def _coerce_scalar(hint: Any, value: Any, key: str) -> Any:
+    """bool, int, float (finite; an int widens), str (a number is written out) or any other
+    class by isinstance; YAML's booleans are never numbers."""
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if hint is bool and isinstance(value, bool):
+        return value
+    if hint is int and number and isinstance(value, int):
+        return value
+    if hint is float and number:
+        if not math.isfinite(value):
+            raise ConfigError(f"config key {key!r} = {value!r} must be a finite number")
+        return float(value)
+    if hint is str and (isinstance(value, str) or number):
+        return value if isinstance(value, str) else str(value)
+    if hint not in (bool, int, float, str) and isinstance(value, hint):
+        return value
+    raise _wrong_type(hint, value, key)
 
 
 def build(cls: type[T], data: dict[str, Any] | None, prefix: str = "") -> T:

@@ -4,24 +4,12 @@ import math
 
 import pytest
 import torch
+from tests.algorithms.tensors import close, ids, t
 
-from videorl.algorithms import ADVANTAGES, dr_grpo, get_estimator, group_stats, grpo, rloo
-from videorl.algorithms.advantages import AdvantageResult, register_advantage
+from videorl.algorithms import ADVANTAGES, AdvantageResult, get_estimator, register_advantage
+from videorl.algorithms.advantages import dr_grpo, grpo, rloo
+from videorl.algorithms.groups import group_stats
 from videorl.errors import ConfigError
-
-F64 = torch.float64
-
-
-def t(values, dtype=F64):
-    return torch.tensor(values, dtype=dtype)
-
-
-def ids(values):
-    return torch.tensor(values, dtype=torch.long)
-
-
-def close(actual, expected, atol=1e-6):
-    torch.testing.assert_close(actual, t(expected), atol=atol, rtol=0)
 
 
 def test_worked_example_grpo_and_dr_grpo():

@@ -5,10 +5,11 @@ import types
 
 import pytest
 import torch
+from tests.algorithms.tensors import F64, ids, t
 
-from videorl.algorithms import (
+from videorl.algorithms import get_estimator
+from videorl.algorithms.distill import (
     DistillConfig,
-    get_estimator,
     grpd,
     grpd_scale,
     opd,
@@ -18,17 +19,6 @@ from videorl.algorithms import (
 )
 from videorl.errors import ConfigError
 from videorl.models.loading import check_same_tokenizer
-
-F64 = torch.float64
-
-
-def t(values):
-    return torch.tensor(values, dtype=F64)
-
-
-def ids(values):
-    return torch.tensor(values, dtype=torch.long)
-
 
 TEACHER = t([[-0.5, -2.0, -1.0], [-1.0, -0.1, -3.0], [-0.2, -0.2, -0.2]])
 STUDENT = t([[-1.0, -1.0, -1.0], [-0.5, -0.6, -1.0], [-0.7, -0.1, -9.0]])

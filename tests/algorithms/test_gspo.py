@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 
-from videorl.algorithms import PolicyLossConfig, policy_loss
+from videorl.algorithms.loss import PolicyLossConfig, policy_loss
 from videorl.algorithms.policy_losses import (
     POLICY_LOSSES,
     PolicyTerms,

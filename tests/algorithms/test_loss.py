@@ -5,8 +5,7 @@ import math
 import pytest
 import torch
 
-from videorl.algorithms import PolicyLossConfig, kl_penalty, policy_loss
-from videorl.algorithms.loss import AGGREGATIONS
+from videorl.algorithms.loss import AGGREGATIONS, PolicyLossConfig, kl_penalty, policy_loss
 from videorl.errors import ConfigError
 
 F64 = torch.float64

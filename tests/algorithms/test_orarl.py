@@ -4,8 +4,10 @@ import math
 
 import pytest
 import torch
+from tests.algorithms.tensors import close, flags, ids, t
 
-from videorl.algorithms import dr_grpo, get_estimator
+from videorl.algorithms import get_estimator
+from videorl.algorithms.advantages import dr_grpo
 from videorl.algorithms.orarl import (
     AnchorConfig,
     DirectionalGainConfig,
@@ -16,24 +18,6 @@ from videorl.algorithms.orarl import (
     orarl_advantages,
 )
 from videorl.errors import ConfigError
-
-F64 = torch.float64
-
-
-def t(values):
-    return torch.tensor(values, dtype=F64)
-
-
-def ids(values):
-    return torch.tensor(values, dtype=torch.long)
-
-
-def flags(values):
-    return torch.tensor(values, dtype=torch.bool)
-
-
-def close(actual, expected, atol=1e-6):
-    torch.testing.assert_close(actual, t(expected), atol=atol, rtol=0)
 
 
 def group(policy, annotation):

@@ -5,13 +5,14 @@ import math
 
 import pytest
 import torch
+from tests.algorithms.tensors import F64, flags, ids, t
 
-from videorl.algorithms import (
+from videorl.algorithms.orarl import orarl_advantages
+from videorl.algorithms.selection import (
     CorrectionConfig,
     SelectionConfig,
     SelectionReference,
     check_divisible,
-    orarl_advantages,
     post_selection_correction,
     row_scores,
     select_rows,
@@ -19,20 +20,7 @@ from videorl.algorithms import (
 )
 from videorl.errors import ConfigError
 
-F64 = torch.float64
 DEFAULT = SelectionConfig()  # n = 8, prune_ratio = 0.5 -> k = 4, quotas 1 + 2 + 1
-
-
-def t(values):
-    return torch.tensor(values, dtype=F64)
-
-
-def ids(values):
-    return torch.tensor(values, dtype=torch.long)
-
-
-def flags(values):
-    return torch.tensor(values, dtype=torch.bool)
 
 
 def kept_rows(advantages, annotation_row=None, groups=None, config=DEFAULT):

@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from videorl.algorithms import (
+from videorl.algorithms.taro import (
     CurriculumConfig,
     OffPolicyConfig,
     constructed_probability,

@@ -22,12 +22,12 @@ from videorl.data.records import (
     BoxAnswer,
     ChoiceAnswer,
     MathAnswer,
-    MediaRef,
     NumericAnswer,
     TaskRecord,
     TemporalAnswer,
 )
 from videorl.errors import ConfigError, DataError, MediaError
+from videorl.video.media import MediaRef
 
 
 def jsonl(path: Path, rows: list) -> Path:
@@ -152,17 +152,21 @@ def test_final_answer_keeps_nested_braces():
     assert final_answer("no box") == "no box"
 
 
+def box_record(rid: str, problem: str, box: tuple, image: str, **fields) -> TaskRecord:
+    """A spatial grounding record of an image."""
+    return TaskRecord(
+        id=rid,
+        family=Family.SPATIAL_GROUNDING,
+        problem=problem,
+        answer=BoxAnswer(box),
+        image=MediaRef(path=image),
+        **fields,
+    )
+
+
 def test_generic_records_round_trip_jsonl_and_parquet(tmp_path):
     records = [
-        TaskRecord(
-            id="a",
-            family=Family.SPATIAL_GROUNDING,
-            problem="the cat",
-            answer=BoxAnswer((1.0, 2.0, 3.0, 4.0)),
-            image=MediaRef(path="img/a.png"),
-            width=64,
-            height=48,
-        ),
+        box_record("a", "the cat", (1.0, 2.0, 3.0, 4.0), "img/a.png", width=64, height=48),
         TaskRecord(
             id="b",
             family=Family.TEMPORAL_GROUNDING,
@@ -171,12 +175,11 @@ def test_generic_records_round_trip_jsonl_and_parquet(tmp_path):
             video=MediaRef(path="/abs/b.mp4", start=1.0, end=9.0),
             duration=8.0,
         ),
-        TaskRecord(
-            id="c",
-            family=Family.SPATIAL_GROUNDING,
-            problem="the dog",
-            answer=BoxAnswer((0.0, 0.0, 500.0, 1000.0)),
-            image=MediaRef(path="/abs/c.jpg"),
+        box_record(
+            "c",
+            "the dog",
+            (0.0, 0.0, 500.0, 1000.0),
+            "/abs/c.jpg",
             box_format="norm1000",
             extra={"split": "val"},
         ),

@@ -43,6 +43,20 @@ def vtg(qid: int, query: str, vid: str, window=(1.0, 3.0)) -> dict:
     }
 
 
+def timer(video: str, sentence: str, window: tuple[float, float]) -> dict:
+    return {"video": video, "duration": 30.0, "timestamp": list(window), "sentence": sentence}
+
+
+def mcq(question: str, options: list[str], answer: str, video: str, subtype: str) -> dict:
+    return {
+        "question": question,
+        "options": options,
+        "answer": answer,
+        "video": video,
+        "question_type": subtype,
+    }
+
+
 @pytest.fixture
 def planted(tmp_path: Path) -> Path:
     """Three sources, two benchmarks; every duplicate and leak below is planted on purpose.
@@ -71,63 +85,19 @@ def planted(tmp_path: Path) -> Path:
     jsonl(
         tmp_path / "timer.jsonl",
         [
-            {
-                "video": "v2.mp4",
-                "duration": 30.0,
-                "timestamp": [2.0, 4.0],
-                "sentence": "A person sits down",
-            },
-            {
-                "video": "v9.mp4",
-                "duration": 30.0,
-                "timestamp": [2.0, 4.0],
-                "sentence": "a dog runs",
-            },
-            {
-                "video": "v10.mp4",
-                "duration": 30.0,
-                "timestamp": [0.0, 1.0],
-                "sentence": "a cat jumps",
-            },
-            {
-                "video": "sub/shared_name.mp4",
-                "duration": 30.0,
-                "timestamp": [0.0, 1.0],
-                "sentence": "a bird sings",
-            },
+            timer("v2.mp4", "A person sits down", (2.0, 4.0)),
+            timer("v9.mp4", "a dog runs", (2.0, 4.0)),
+            timer("v10.mp4", "a cat jumps", (0.0, 1.0)),
+            timer("sub/shared_name.mp4", "a bird sings", (0.0, 1.0)),
         ],
     )
     jsonl(
         tmp_path / "qa.jsonl",
         [
-            {
-                "question": "What color is the car?",
-                "options": ["red", "blue"],
-                "answer": "A",
-                "video": "q1.mp4",
-                "question_type": "color",
-            },
-            {
-                "question": "How many people?",
-                "options": ["one", "two"],
-                "answer": "B",
-                "video": "q2.mp4",
-                "question_type": "count",
-            },
-            {
-                "question": "Is it raining?",
-                "options": ["yes", "no"],
-                "answer": "A",
-                "video": "q3.mp4",
-                "question_type": "weather",
-            },
-            {
-                "question": "Which room?",
-                "options": ["kitchen", "hall"],
-                "answer": "A",
-                "video": "q4.mp4",
-                "question_type": "ignored",
-            },
+            mcq("What color is the car?", ["red", "blue"], "A", "q1.mp4", "color"),
+            mcq("How many people?", ["one", "two"], "B", "q2.mp4", "count"),
+            mcq("Is it raining?", ["yes", "no"], "A", "q3.mp4", "weather"),
+            mcq("Which room?", ["kitchen", "hall"], "A", "q4.mp4", "ignored"),
         ],
     )
     jsonl(
@@ -141,13 +111,7 @@ def planted(tmp_path: Path) -> Path:
     jsonl(
         tmp_path / "bench" / "qa_test.jsonl",
         [
-            {
-                "question": "what color is the car",
-                "options": ["red", "blue"],
-                "answer": "B",
-                "video": str(media / "q1.mp4"),
-                "question_type": "COLOR",
-            },
+            mcq("what color is the car", ["red", "blue"], "B", str(media / "q1.mp4"), "COLOR"),
         ],
     )
     (media / "v1.mp4").parent.mkdir(parents=True, exist_ok=True)

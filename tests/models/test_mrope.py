@@ -63,20 +63,17 @@ def long_video():
     )
 
 
+def rope_args(inputs):
+    """The collated inputs `get_rope_index` takes."""
+    names = ("input_ids", "mm_token_type_ids", "video_grid_thw", "second_per_grid_ts")
+    return {k: inputs[k] for k in (*names, "attention_mask")}
+
+
 def test_transformers_starts_text_inside_the_video_and_the_patch_fixes_it(qwen2_5_vl):
     prompt = encode_prompt(qwen2_5_vl, "When?", video=long_video())
     inputs, _ = collate([prompt], None, qwen2_5_vl.pad_token_id)
     backbone = qwen2_5_vl.model.model
-    args = {
-        k: inputs[k]
-        for k in (
-            "input_ids",
-            "mm_token_type_ids",
-            "video_grid_thw",
-            "second_per_grid_ts",
-            "attention_mask",
-        )
-    }
+    args = rope_args(inputs)
     expected = reference_rope_index(
         prompt.input_ids,
         prompt.vision["video_grid_thw"],
@@ -98,16 +95,7 @@ def test_left_padded_rows_get_the_same_positions_as_alone(qwen2_5_vl):
         encode_prompt(qwen2_5_vl, "When?", video=long_video()),
     ]
     inputs, _ = collate(prompts, None, qwen2_5_vl.pad_token_id)
-    args = {
-        k: inputs[k]
-        for k in (
-            "input_ids",
-            "mm_token_type_ids",
-            "video_grid_thw",
-            "second_per_grid_ts",
-            "attention_mask",
-        )
-    }
+    args = rope_args(inputs)
     batched, _ = qwen2_5_vl.model.model.get_rope_index(**args)
     for row, prompt in enumerate(prompts):
         alone, _ = collate([prompt], None, qwen2_5_vl.pad_token_id)

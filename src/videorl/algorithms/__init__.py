@@ -1,36 +1,17 @@
 """videorl.algorithms: pure tensor functions for advantages, OraRL selection, distillation
-gating, TaRO off-policy rows and the policy losses (METHODS.md sections 2 and 3)."""
+gating, TaRO off-policy rows and the policy losses (METHODS.md sections 2 and 3).
+
+The package exports the two extension points, the advantage-estimator and policy-loss
+registries; each method's functions are imported from its module
+(`videorl.algorithms.orarl`, `.selection`, `.distill`, `.taro`, `.loss`, `.advantages`).
+"""
 
 from videorl.algorithms.advantages import (
     ADVANTAGES,
     AdvantageResult,
     Estimator,
-    GRPOConfig,
-    dr_grpo,
     get_estimator,
-    grpo,
     register_advantage,
-    rloo,
-)
-from videorl.algorithms.distill import (
-    DistillConfig,
-    grpd,
-    grpd_scale,
-    opd,
-    opdvr,
-    token_rewards,
-    verifier_gate,
-)
-from videorl.algorithms.groups import GroupStats, group_stats
-from videorl.algorithms.loss import LossResult, PolicyLossConfig, kl_penalty, policy_loss
-from videorl.algorithms.orarl import (
-    AnchorConfig,
-    DirectionalGainConfig,
-    OraRLConfig,
-    annotation_anchor,
-    directional_gain,
-    on_policy_baseline,
-    orarl_advantages,
 )
 from videorl.algorithms.policy_losses import (
     POLICY_LOSSES,
@@ -38,71 +19,15 @@ from videorl.algorithms.policy_losses import (
     get_policy_loss,
     register_policy_loss,
 )
-from videorl.algorithms.selection import (
-    CorrectionConfig,
-    SelectionConfig,
-    SelectionReference,
-    SelectionResult,
-    check_divisible,
-    post_selection_correction,
-    row_scores,
-    select_rows,
-    selection_reference,
-)
-from videorl.algorithms.taro import (
-    CurriculumConfig,
-    OffPolicyConfig,
-    constructed_probability,
-    draw_constructed,
-    off_policy_advantages,
-)
 
 __all__ = [
     "ADVANTAGES",
     "POLICY_LOSSES",
     "AdvantageResult",
-    "AnchorConfig",
-    "CorrectionConfig",
-    "CurriculumConfig",
-    "DirectionalGainConfig",
-    "DistillConfig",
     "Estimator",
-    "GRPOConfig",
-    "GroupStats",
-    "LossResult",
-    "OffPolicyConfig",
-    "OraRLConfig",
-    "PolicyLossConfig",
     "PolicyTerms",
-    "SelectionConfig",
-    "SelectionReference",
-    "SelectionResult",
-    "annotation_anchor",
-    "check_divisible",
-    "constructed_probability",
-    "directional_gain",
-    "dr_grpo",
-    "draw_constructed",
     "get_estimator",
     "get_policy_loss",
-    "group_stats",
-    "grpd",
-    "grpd_scale",
-    "grpo",
-    "kl_penalty",
-    "off_policy_advantages",
-    "on_policy_baseline",
-    "opd",
-    "opdvr",
-    "orarl_advantages",
-    "policy_loss",
-    "post_selection_correction",
     "register_advantage",
     "register_policy_loss",
-    "rloo",
-    "row_scores",
-    "select_rows",
-    "selection_reference",
-    "token_rewards",
-    "verifier_gate",
 ]

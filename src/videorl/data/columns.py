@@ -30,13 +30,13 @@ from videorl.data.formats import _choice_letter, _options, _windows, final_answe
 from videorl.data.records import (
     ChoiceAnswer,
     MathAnswer,
-    MediaRef,
     NumericAnswer,
     TaskRecord,
     TemporalAnswer,
     answer_from_dict,
 )
 from videorl.errors import ConfigError, DataError
+from videorl.video.media import MediaRef
 
 COLUMN_FORMATS = ("columns", "easyr1", "verl", "orarl")
 _PLACEHOLDER = re.compile(r"<\s*(?:video|image)\s*>", re.IGNORECASE)

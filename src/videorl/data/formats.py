@@ -29,7 +29,6 @@ Formats:
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections.abc import Callable
 from typing import Any
@@ -38,13 +37,14 @@ from videorl.data.families import Family, parse_family
 from videorl.data.records import (
     ChoiceAnswer,
     MathAnswer,
-    MediaRef,
     NumericAnswer,
     TaskRecord,
     TemporalAnswer,
+    finite_number,
     record_from_dict,
 )
 from videorl.errors import DataError
+from videorl.video.media import MediaRef
 
 FORMATS = ("records", "vtg", "timer1", "mcq", "math", "video_r1")
 LETTERS = "ABCDEFGH"
@@ -62,13 +62,7 @@ def _field(row: dict[str, Any], *names: str) -> Any:
 
 
 def _number(value: Any, name: str) -> float:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise DataError(f"field {name!r}: expected a number, got {value!r}") from None
-    if not math.isfinite(number):
-        raise DataError(f"field {name!r}: expected a finite number, got {value!r}")
-    return number
+    return finite_number(value, f"field {name!r}")
 
 
 def _windows(value: Any, name: str) -> list[tuple[float, float]]:

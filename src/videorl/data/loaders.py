@@ -64,6 +64,27 @@ def _resolve(media: MediaRef | None, root: Path) -> MediaRef | None:
     return dataclasses.replace(media, path=str(path if path.is_absolute() else root / path))
 
 
+@dataclass
+class _Reading:
+    """What a load has gathered so far: the format (detected from the first row unless
+    given), the rows read, the valid records, and the skipped rows with their first messages."""
+
+    chosen: str | None
+    skip_invalid: bool
+    rows: int = 0
+    records: list[TaskRecord] = field(default_factory=list)
+    skipped: int = 0
+    errors: list[str] = field(default_factory=list)
+
+    def skip(self, message: str) -> None:
+        """Count an invalid row, or raise its error unless `skip_invalid` is set."""
+        if not self.skip_invalid:
+            raise DataError(f"{message}; fix the row or set data.skip_invalid=true") from None
+        self.skipped += 1
+        if len(self.errors) < MAX_KEPT_ERRORS:
+            self.errors.append(message)
+
+
 def load_records(
     path: str | os.PathLike,
     *,
@@ -90,45 +111,49 @@ def load_records(
         )
     sources = open_source(path, split=split, streaming=streaming)
     fixed_family = resolve_family(family)
-    records: list[TaskRecord] = []
-    errors: list[str] = []
-    skipped = 0
     chosen = None if format == "auto" else format
     if chosen is None and columns is not None and columns.any_set():
         chosen = "columns"
-    rows = 0
+    reading = _Reading(chosen, skip_invalid)
     for source in sources:
         root = (Path(video_root) if video_root is not None else source.root).resolve()
-        stem = Path(source.label).stem if Path(source.label).suffix else Path(source.label).name
-        for location, row in source.rows:
-            if max_rows is not None and rows >= max_rows:
-                break
-            rows += 1
-            try:
-                if chosen is None and isinstance(row, dict):
-                    chosen = _detect(row)
-                record = _convert(
-                    row, chosen, columns, f"{stem}-{location.split()[-1]}", fixed_family
-                )
-                record = dataclasses.replace(
-                    record,
-                    video=_resolve(record.video, root),
-                    image=_resolve(record.image, root),
-                )
-            except VideoRLError as err:  # DataError, or ConfigError for an unknown family name
-                message = f"{source.label}:{location.split()[-1]} ({location}): {err}"
-                if not skip_invalid:
-                    raise DataError(
-                        f"{message}; fix the row or set data.skip_invalid=true"
-                    ) from None
-                skipped += 1
-                if len(errors) < MAX_KEPT_ERRORS:
-                    errors.append(message)
-                continue
-            records.append(record)
-    if skipped:
-        logger.warning("%s: skipped %d invalid rows (first: %s)", path, skipped, errors[0])
-    return LoadResult(str(path), chosen or "empty", records, skipped, errors)
+        _read_source(source, root, reading, columns, fixed_family, max_rows)
+    if reading.skipped:
+        logger.warning(
+            "%s: skipped %d invalid rows (first: %s)", path, reading.skipped, reading.errors[0]
+        )
+    return LoadResult(
+        str(path), reading.chosen or "empty", reading.records, reading.skipped, reading.errors
+    )
+
+
+def _read_source(
+    source: Any,
+    root: Path,
+    reading: _Reading,
+    columns: ColumnsConfig | None,
+    family: Family | None,
+    max_rows: int | None,
+) -> None:
+    """Convert the rows of one source into `reading` (media paths resolved against `root`)
+    until `max_rows` rows are read in all."""
+    stem = Path(source.label).stem if Path(source.label).suffix else Path(source.label).name
+    for location, row in source.rows:
+        if max_rows is not None and reading.rows >= max_rows:
+            break
+        reading.rows += 1
+        line = location.split()[-1]
+        try:
+            if reading.chosen is None and isinstance(row, dict):
+                reading.chosen = _detect(row)
+            record = _convert(row, reading.chosen, columns, f"{stem}-{line}", family)
+            record = dataclasses.replace(
+                record, video=_resolve(record.video, root), image=_resolve(record.image, root)
+            )
+        except VideoRLError as err:  # DataError, or ConfigError for an unknown family name
+            reading.skip(f"{source.label}:{line} ({location}): {err}")
+            continue
+        reading.records.append(record)
 
 
 def _convert(

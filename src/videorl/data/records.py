@@ -197,7 +197,8 @@ def answer_to_dict(answer: Answer) -> dict[str, Any]:
 # ----- parsing and validation --------------------------------------------------------------
 
 
-def _finite(value: Any, where: str) -> float:
+def finite_number(value: Any, where: str) -> float:
+    """`value` as a float; a non-number or NaN/inf is a `DataError` naming `where`."""
     try:
         number = float(value)
     except (TypeError, ValueError):
@@ -210,7 +211,7 @@ def _finite(value: Any, where: str) -> float:
 def _box(value: Any, where: str) -> Box:
     if not isinstance(value, (list, tuple)) or len(value) != 4:
         raise DataError(f"{where}: expected a box [x1, y1, x2, y2], got {value!r}")
-    x1, y1, x2, y2 = (_finite(v, where) for v in value)
+    x1, y1, x2, y2 = (finite_number(v, where) for v in value)
     if x2 < x1 or y2 < y1:
         raise DataError(f"{where}: box {value!r} has x2 < x1 or y2 < y1")
     return (x1, y1, x2, y2)
@@ -221,13 +222,13 @@ def _points(value: Any, where: str) -> tuple[Point, ...]:
         isinstance(p, (list, tuple)) and len(p) == 2 for p in value
     ):
         raise DataError(f"{where}: expected a list of [x, y] points, got {value!r}")
-    return tuple((_finite(p[0], where), _finite(p[1], where)) for p in value)
+    return tuple((finite_number(p[0], where), finite_number(p[1], where)) for p in value)
 
 
 def _window(value: Any, where: str) -> tuple[float, float]:
     if not isinstance(value, (list, tuple)) or len(value) != 2:
         raise DataError(f"{where}: expected a window [start, end], got {value!r}")
-    start, end = _finite(value[0], where), _finite(value[1], where)
+    start, end = finite_number(value[0], where), finite_number(value[1], where)
     if end < start:
         raise DataError(f"{where}: window {value!r} ends before it starts")
     return (start, end)
@@ -260,7 +261,7 @@ def answer_from_dict(family: Family, data: Any, where: str = "answer") -> Answer
             negative_points=_points(
                 _require(data, "negative_points", where), f"{where}.negative_points"
             ),
-            time=None if time is None else _finite(time, f"{where}.time"),
+            time=None if time is None else finite_number(time, f"{where}.time"),
             mask_rle=data.get("mask_rle"),
         )
     if family is Family.TRACKING:
@@ -282,7 +283,7 @@ def answer_from_dict(family: Family, data: Any, where: str = "answer") -> Answer
             raise DataError(f"{where}.letter: expected one letter A-H, got {data['letter']!r}")
         return ChoiceAnswer(letter)
     if family is Family.SPATIAL_INTELLIGENCE:
-        return NumericAnswer(_finite(_require(data, "value", where), f"{where}.value"))
+        return NumericAnswer(finite_number(_require(data, "value", where), f"{where}.value"))
     if family is Family.VIDEO_QA:
         raise DataError(f"{where}: missing field 'letter'")
     if family is Family.MATH:
@@ -300,8 +301,8 @@ def _media(data: Any, where: str) -> MediaRef | None:
     start, end = data.get("start"), data.get("end")
     return MediaRef(
         path=str(_require(data, "path", where)),
-        start=None if start is None else _finite(start, f"{where}.start"),
-        end=None if end is None else _finite(end, f"{where}.end"),
+        start=None if start is None else finite_number(start, f"{where}.start"),
+        end=None if end is None else finite_number(end, f"{where}.end"),
     )
 
 
@@ -311,7 +312,7 @@ def record_from_dict(data: Any) -> TaskRecord:
         raise DataError(f"expected a JSON object per record, got {type(data).__name__}")
     family = parse_family(_require(data, "family", "record"))
     captions = tuple(
-        DenseCaption(_finite(c[0], "captions"), _finite(c[1], "captions"), str(c[2]))
+        DenseCaption(finite_number(c[0], "captions"), finite_number(c[1], "captions"), str(c[2]))
         for c in data.get("captions") or ()
     )
     box_format = data.get("box_format", "abs")
@@ -325,7 +326,7 @@ def record_from_dict(data: Any) -> TaskRecord:
         answer=answer_from_dict(family, _require(data, "answer", "record")),
         video=_media(data.get("video"), "video"),
         image=_media(data.get("image"), "image"),
-        duration=None if duration is None else _finite(duration, "duration"),
+        duration=None if duration is None else finite_number(duration, "duration"),
         captions=captions,
         subtype=data.get("subtype"),
         source=data.get("source"),

@@ -10,7 +10,7 @@ import logging
 import os
 import signal
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -102,6 +102,168 @@ def answer_question(
         return f"**Something went wrong:** {type(err).__name__}: {err}"
 
 
+# The generation settings a user can change in the app, in the order the question handler
+# takes them, each with the type its widget's value is read as.
+KNOBS: dict[str, type] = {
+    "greedy": bool,
+    "temperature": float,
+    "top_p": float,
+    "max_new_tokens": int,
+    "fps": float,
+    "max_frames": int,
+    "think": bool,
+}
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """The question's widgets and the generation settings' widgets (by `KNOBS` name)."""
+
+    video: Any
+    example: Any
+    family: Any
+    query: Any
+    options: Any
+    knobs: dict[str, Any]
+    submit: Any
+
+
+@dataclass(frozen=True)
+class Outputs:
+    """Where an answer is shown, in the order `shown_answer` returns their values."""
+
+    answer: Any
+    reasoning: Any
+    response: Any
+    timeline: Any
+    frames: Any
+    choices: Any
+
+    def widgets(self) -> list[Any]:
+        return [
+            self.answer,
+            self.reasoning,
+            self.response,
+            self.timeline,
+            self.frames,
+            self.choices,
+        ]
+
+
+def knob_settings(defaults: Settings, values: Sequence[Any]) -> Settings:
+    """`defaults` with the widgets' values (in `KNOBS` order), each cast to its type."""
+    return replace(defaults, **{name: cast(v) for (name, cast), v in zip(KNOBS.items(), values)})
+
+
+def guarded_answer(
+    loaded: LoadedModel,
+    video: str | None,
+    question: Question,
+    settings: Settings,
+    example: Example | None,
+    roots: tuple[Path, ...],
+    limits: DemoLimits,
+) -> View | str:
+    """`answer_question` for a video inside `roots` and settings within `limits`; else the
+    refusal (one text whether or not the file exists)."""
+    readable = client_video(video, roots, limits)
+    refusal = limits.check(
+        fps=settings.fps, max_frames=settings.max_frames, max_new_tokens=settings.max_new_tokens
+    ) or (REFUSED if video and readable is None else None)
+    return refusal or answer_question(loaded, readable, question, settings, example)
+
+
+def shown_answer(view: View | str) -> tuple[Any, ...]:
+    """The values of the `Outputs` widgets for a view (or a message: pictures hidden)."""
+    import gradio as gr
+
+    if isinstance(view, str):
+        hidden = gr.update(value=None, visible=False)
+        return view, "", "", hidden, hidden, gr.update(value="", visible=False)
+    shown = view.pictures
+    return (
+        view.answer,
+        view.reasoning,
+        view.response,
+        gr.update(value=shown.timeline, visible=shown.timeline is not None),
+        gr.update(value=shown.frames, visible=shown.frames is not None),
+        gr.update(value=shown.options or "", visible=shown.options is not None),
+    )
+
+
+def family_changed(value: str) -> tuple[Any, Any]:
+    """The query's placeholder for the task; the options box only for video QA."""
+    import gradio as gr
+
+    family = Family(value)
+    return (
+        gr.update(placeholder=PLACEHOLDERS[family]),
+        gr.update(visible=family is Family.VIDEO_QA),
+    )
+
+
+def knob_widgets(gr: Any, defaults: Settings, limits: DemoLimits) -> dict[str, Any]:
+    """The generation settings' widgets, starting at `defaults` and bounded by `limits`."""
+
+    def bounded(low: float, high: float, default: float, step: float, label: str) -> Any:
+        return gr.Slider(low, high, min(default, high), step=step, label=label)
+
+    with gr.Accordion("Generation settings", open=False):
+        return {
+            "greedy": gr.Checkbox(defaults.greedy, label="Greedy (off: sample)"),
+            "temperature": gr.Slider(
+                0.05, 2.0, defaults.temperature, step=0.05, label="Temperature (sampling)"
+            ),
+            "top_p": gr.Slider(0.05, 1.0, defaults.top_p, step=0.05, label="Top-p (sampling)"),
+            "max_new_tokens": bounded(
+                1, limits.max_new_tokens, defaults.max_new_tokens, 1, "Max new tokens"
+            ),
+            "fps": bounded(0.25, limits.max_fps, defaults.fps, 0.25, "Frames per second"),
+            "max_frames": bounded(2, limits.max_frames, defaults.max_frames, 2, "Max frames"),
+            "think": gr.Checkbox(defaults.think, label="Ask for reasoning (<think>)"),
+        }
+
+
+def input_column(
+    gr: Any, examples: list[Example], defaults: Settings, limits: DemoLimits
+) -> Inputs:
+    """The left column: video, example, task, query, options, settings and the Ask button."""
+    families = [(name, family.value) for family, name in FAMILY_NAMES.items()]
+    with gr.Column(scale=2):
+        video = gr.Video(
+            label="Video", sources=["upload"], include_audio=True, height=320, elem_id="video"
+        )
+        example = gr.Dropdown(
+            [e.label for e in examples], value=None, label="Example", elem_id="example"
+        )
+        family = gr.Dropdown(
+            families, value=Family.TEMPORAL_GROUNDING.value, label="Task", elem_id="family"
+        )
+        query = gr.Textbox(
+            label="Query", elem_id="query", placeholder=PLACEHOLDERS[Family.TEMPORAL_GROUNDING]
+        )
+        options = gr.Textbox(
+            label="Options (one per line)", lines=4, visible=False, elem_id="options-input"
+        )
+        knobs = knob_widgets(gr, defaults, limits)
+        submit = gr.Button("Ask", variant="primary", elem_id="ask")
+    return Inputs(video, example, family, query, options, knobs, submit)
+
+
+def output_column(gr: Any) -> Outputs:
+    """The right column: answer, timeline, frames, options, reasoning and the raw reply."""
+    picture = {"show_label": False, "type": "pil", "interactive": False, "visible": False}
+    with gr.Column(scale=3):
+        answer = gr.Markdown(elem_id="answer")
+        timeline = gr.Image(label="Timeline", elem_id="timeline", **picture)
+        frames = gr.Image(label="Frames", elem_id="frames", **picture)
+        choices = gr.HTML(visible=False, elem_id="choices")
+        reasoning = gr.Textbox(label="Reasoning", lines=4, interactive=False, elem_id="reasoning")
+        with gr.Accordion("Raw reply", open=False):
+            response = gr.Textbox(show_label=False, lines=4, interactive=False, elem_id="response")
+    return Outputs(answer, reasoning, response, timeline, frames, choices)
+
+
 def build_app(
     loaded: LoadedModel,
     examples: list[Example],
@@ -115,7 +277,6 @@ def build_app(
     import gradio as gr
 
     by_label = {e.label: e for e in examples}
-    families = [(name, family.value) for family, name in FAMILY_NAMES.items()]
 
     def pick(label: str | None):
         example = by_label.get(label or "")
@@ -124,57 +285,13 @@ def build_app(
         record = example.record
         return example.video_path, record.family.value, record.problem, "\n".join(record.options)
 
-    def family_changed(value: str):
-        family = Family(value)
-        return (
-            gr.update(placeholder=PLACEHOLDERS[family]),
-            gr.update(visible=family is Family.VIDEO_QA),
-        )
-
-    def run(
-        video,
-        family,
-        query,
-        options,
-        label,
-        greedy,
-        temperature,
-        top_p,
-        max_new_tokens,
-        fps,
-        max_frames,
-        think,
-    ):
-        settings = replace(
-            defaults,
-            greedy=bool(greedy),
-            temperature=float(temperature),
-            top_p=float(top_p),
-            max_new_tokens=int(max_new_tokens),
-            fps=float(fps),
-            max_frames=int(max_frames),
-            think=bool(think),
-        )
+    def run(video, family, query, options, label, *knobs):
+        settings = knob_settings(defaults, knobs)
         option_lines = tuple(line.strip() for line in (options or "").splitlines() if line.strip())
         question = Question(Family(family), query or "", option_lines)
-        readable = client_video(video, roots, limits)
-        refusal = limits.check(
-            fps=settings.fps, max_frames=settings.max_frames, max_new_tokens=settings.max_new_tokens
-        ) or (REFUSED if video and readable is None else None)
-        view = refusal or answer_question(
-            loaded, readable, question, settings, by_label.get(label or "")
-        )
-        if isinstance(view, str):
-            hidden = gr.update(value=None, visible=False)
-            return view, "", "", hidden, hidden, gr.update(value="", visible=False)
-        shown = view.pictures
-        return (
-            view.answer,
-            view.reasoning,
-            view.response,
-            gr.update(value=shown.timeline, visible=shown.timeline is not None),
-            gr.update(value=shown.frames, visible=shown.frames is not None),
-            gr.update(value=shown.options or "", visible=shown.options is not None),
+        example = by_label.get(label or "")
+        return shown_answer(
+            guarded_answer(loaded, video, question, settings, example, roots, limits)
         )
 
     with gr.Blocks(
@@ -184,106 +301,14 @@ def build_app(
     ) as blocks:
         gr.Markdown(INTRO.format(model=title))
         with gr.Row():
-            with gr.Column(scale=2):
-                video = gr.Video(
-                    label="Video",
-                    sources=["upload"],
-                    include_audio=True,
-                    height=320,
-                    elem_id="video",
-                )
-                example = gr.Dropdown(
-                    [e.label for e in examples], value=None, label="Example", elem_id="example"
-                )
-                family = gr.Dropdown(
-                    families, value=Family.TEMPORAL_GROUNDING.value, label="Task", elem_id="family"
-                )
-                query = gr.Textbox(
-                    label="Query",
-                    elem_id="query",
-                    placeholder=PLACEHOLDERS[Family.TEMPORAL_GROUNDING],
-                )
-                options = gr.Textbox(
-                    label="Options (one per line)", lines=4, visible=False, elem_id="options-input"
-                )
-                with gr.Accordion("Generation settings", open=False):
-                    greedy = gr.Checkbox(defaults.greedy, label="Greedy (off: sample)")
-                    temperature = gr.Slider(
-                        0.05, 2.0, defaults.temperature, step=0.05, label="Temperature (sampling)"
-                    )
-                    top_p = gr.Slider(
-                        0.05, 1.0, defaults.top_p, step=0.05, label="Top-p (sampling)"
-                    )
-                    max_new_tokens = gr.Slider(
-                        1,
-                        limits.max_new_tokens,
-                        min(defaults.max_new_tokens, limits.max_new_tokens),
-                        step=1,
-                        label="Max new tokens",
-                    )
-                    fps = gr.Slider(
-                        0.25,
-                        limits.max_fps,
-                        min(defaults.fps, limits.max_fps),
-                        step=0.25,
-                        label="Frames per second",
-                    )
-                    max_frames = gr.Slider(
-                        2,
-                        limits.max_frames,
-                        min(defaults.max_frames, limits.max_frames),
-                        step=2,
-                        label="Max frames",
-                    )
-                    think = gr.Checkbox(defaults.think, label="Ask for reasoning (<think>)")
-                submit = gr.Button("Ask", variant="primary", elem_id="ask")
-            with gr.Column(scale=3):
-                answer = gr.Markdown(elem_id="answer")
-                timeline = gr.Image(
-                    label="Timeline",
-                    show_label=False,
-                    type="pil",
-                    interactive=False,
-                    visible=False,
-                    elem_id="timeline",
-                )
-                frames = gr.Image(
-                    label="Frames",
-                    show_label=False,
-                    type="pil",
-                    interactive=False,
-                    visible=False,
-                    elem_id="frames",
-                )
-                choices = gr.HTML(visible=False, elem_id="choices")
-                reasoning = gr.Textbox(
-                    label="Reasoning", lines=4, interactive=False, elem_id="reasoning"
-                )
-                with gr.Accordion("Raw reply", open=False):
-                    response = gr.Textbox(
-                        show_label=False, lines=4, interactive=False, elem_id="response"
-                    )
-        example.change(pick, example, [video, family, query, options])
-        family.change(family_changed, family, [query, options])
-        video.upload(lambda: None, None, example)
-        submit.click(
-            run,
-            [
-                video,
-                family,
-                query,
-                options,
-                example,
-                greedy,
-                temperature,
-                top_p,
-                max_new_tokens,
-                fps,
-                max_frames,
-                think,
-            ],
-            [answer, reasoning, response, timeline, frames, choices],
-        )
+            inputs = input_column(gr, examples, defaults, limits)
+            outputs = output_column(gr)
+        question = [inputs.video, inputs.family, inputs.query, inputs.options]
+        inputs.example.change(pick, inputs.example, question)
+        inputs.family.change(family_changed, inputs.family, [inputs.query, inputs.options])
+        inputs.video.upload(lambda: None, None, inputs.example)
+        knobs = list(inputs.knobs.values())
+        inputs.submit.click(run, [*question, inputs.example, *knobs], outputs.widgets())
     return blocks
 
 

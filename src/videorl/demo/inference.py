@@ -43,6 +43,16 @@ CUT_CLIP = "ffmpeg -ss START -t SECONDS -i IN.mp4 -c copy OUT.mp4"
 
 
 _VIDEO = VideoConfig()
+# The `Settings` fields that a training run's `video:` section sets, by the same names.
+VIDEO_FIELDS = (
+    "fps",
+    "max_frames",
+    "min_frames",
+    "min_pixels",
+    "max_pixels",
+    "total_pixels",
+    "factor",
+)
 
 
 @dataclass(frozen=True)
@@ -103,19 +113,8 @@ def settings_for_model(model: str | Path, **overrides: Any) -> tuple[Settings, P
     if run is None:
         return Settings(**overrides), None
     trained = load_config(run)
-    video = trained.video
-    settings = Settings(
-        think=trained.data.think,
-        fps=video.fps,
-        max_frames=video.max_frames,
-        min_frames=video.min_frames,
-        min_pixels=video.min_pixels,
-        max_pixels=video.max_pixels,
-        total_pixels=video.total_pixels,
-        factor=video.factor,
-        **overrides,
-    )
-    return settings, run
+    video = {name: getattr(trained.video, name) for name in VIDEO_FIELDS}
+    return Settings(think=trained.data.think, **video, **overrides), run
 
 
 @dataclass(frozen=True)

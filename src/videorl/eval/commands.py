@@ -9,10 +9,48 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import typer
-
 from videorl.config_loader import to_dict
 from videorl.errors import ConfigError
+from videorl.eval.options import (
+    BatchSize,
+    Benchmark,
+    BenchmarkRoot,
+    BodyTimeout,
+    Compare,
+    Concurrency,
+    Device,
+    Endpoint,
+    EndpointKey,
+    EvalModel,
+    EvalServedModel,
+    Fps,
+    Host,
+    MaxBatch,
+    MaxBodyMb,
+    MaxFramePixels,
+    MaxFrames,
+    MaxN,
+    MaxNewTokens,
+    MaxPixels,
+    MaxQueue,
+    MaxRequestFrames,
+    MaxRequestPixels,
+    MaxSamples,
+    MediaRoot,
+    MinPixels,
+    Out,
+    OverwriteEval,
+    Port,
+    Predictions,
+    PromptStyle,
+    ResponseBudget,
+    ResumeEval,
+    ServedModel,
+    ServeKey,
+    ServeModel,
+    Think,
+    VideoRoot,
+)
 
 _DEFAULT_OUT = Path("runs/eval")
 
@@ -36,166 +74,143 @@ def _print_summary(metrics: dict, out_dir: Path) -> None:
 
 
 def eval_command(
-    model: str | None = typer.Option(
-        None,
-        "--model",
-        help="Checkpoint folder or Hugging Face Hub id (org/name[@rev]) to run (HF engine).",
-    ),
-    benchmark: str | None = typer.Option(
-        None,
-        "--benchmark",
-        help="A data file (records/vtg/timer1/mcq/math/verl/easyr1/orarl format), a folder "
-        "or Hugging Face dataset id (org/name[@split], test split by default), or a benchmark "
-        "name: charades_sta | activitynet_captions | qvhighlights | tvgbench.",
-    ),
-    video_root: str | None = typer.Option(
-        None,
-        "--video-root",
-        help="Folder that media paths are relative to (default: the annotation file's folder).",
-    ),
-    benchmark_root: str | None = typer.Option(
-        None,
-        "--benchmark-root",
-        help="Where named benchmarks' annotation files are "
-        "(default: --video-root, else ./benchmarks).",
-    ),
-    out: Path | None = typer.Option(
-        None, "--out", help="Output folder (default runs/eval/<benchmark>)."
-    ),
-    max_samples: int | None = typer.Option(
-        None, "--max-samples", help="Evaluate only the first N records."
-    ),
-    predictions: Path | None = typer.Option(
-        None,
-        "--predictions",
-        help="Score this JSONL of {id, response} lines instead of running a model.",
-    ),
-    compare: tuple[Path, Path] | None = typer.Option(
-        None,
-        "--compare",
-        help="Delta table B - A of two metrics.json / eval folders / predictions files.",
-    ),
-    endpoint: str | None = typer.Option(
-        None,
-        "--endpoint",
-        help="OpenAI-compatible server URL (vLLM, `videorl serve`), e.g. http://127.0.0.1:8000/v1.",
-    ),
-    served_model: str | None = typer.Option(
-        None, "--served-model", help="Model name at the endpoint (see its /v1/models)."
-    ),
-    concurrency: int = typer.Option(
-        8, "--concurrency", help="Concurrent requests to the endpoint."
-    ),
-    api_key: str | None = typer.Option(
-        None, "--api-key", envvar="OPENAI_API_KEY", help="Bearer token for the endpoint."
-    ),
-    think: bool | None = typer.Option(
-        None,
-        "--think/--no-think",
-        help="Ask for a <think> block before the answer (default: as the model was trained "
-        "(data.think of its run), else no).",
-    ),
-    prompt_style: str | None = typer.Option(
-        None,
-        "--prompt-style",
-        help="Prompt templates: videorl, orarl or taro (the published ones, to reproduce a "
-        "paper's table; default: data.prompt_style of the model's run, else videorl).",
-    ),
-    batch_size: int = typer.Option(
-        8, "--batch-size", help="Prompts per generate call (HF engine)."
-    ),
-    max_new_tokens: int = typer.Option(256, "--max-new-tokens", help="Response budget in tokens."),
-    fps: float | None = typer.Option(None, "--fps", help="Frame sampling rate (video.fps)."),
-    max_frames: int | None = typer.Option(
-        None, "--max-frames", help="Frames per video at most (video.max_frames)."
-    ),
-    min_pixels: int | None = typer.Option(
-        None, "--min-pixels", help="Pixels per frame at least (video.min_pixels)."
-    ),
-    max_pixels: int | None = typer.Option(
-        None, "--max-pixels", help="Pixels per frame at most (video.max_pixels)."
-    ),
-    device: str = typer.Option("auto", "--device", help="auto | cpu | cuda | cuda:N."),
-    overwrite: bool = typer.Option(
-        False, "--overwrite", help="Replace the outputs of an earlier eval in --out."
-    ),
-    resume: bool = typer.Option(
-        False, "--resume", help="Continue the predictions of an interrupted eval in --out."
-    ),
+    model: EvalModel = None,
+    benchmark: Benchmark = None,
+    video_root: VideoRoot = None,
+    benchmark_root: BenchmarkRoot = None,
+    out: Out = None,
+    max_samples: MaxSamples = None,
+    predictions: Predictions = None,
+    compare: Compare = None,
+    endpoint: Endpoint = None,
+    served_model: EvalServedModel = None,
+    concurrency: Concurrency = 8,
+    api_key: EndpointKey = None,
+    think: Think = None,
+    prompt_style: PromptStyle = None,
+    batch_size: BatchSize = 8,
+    max_new_tokens: ResponseBudget = 256,
+    fps: Fps = None,
+    max_frames: MaxFrames = None,
+    min_pixels: MinPixels = None,
+    max_pixels: MaxPixels = None,
+    device: Device = "auto",
+    overwrite: OverwriteEval = False,
+    resume: ResumeEval = False,
 ) -> None:
     """Evaluate a checkpoint, an endpoint or a predictions file on a benchmark, or compare runs.
 
     A checkpoint written by `videorl train` is evaluated with its run's video settings and
     prompt style (`config.yaml` of the run), so eval sees frames as training did; flags override.
     """
-    from videorl.eval.runner import EvalSettings, claim_out_dir, evaluate
+    from videorl.eval.runner import evaluate
 
-    modes = [
-        name
-        for name, given in (
-            ("--model", model),
-            ("--endpoint", endpoint),
-            ("--predictions", predictions),
-            ("--compare", compare),
-        )
-        if given
-    ]
-    if len(modes) != 1:
-        raise ConfigError(
-            "videorl eval needs exactly one of --model PATH, --endpoint URL --served-model NAME, "
-            f"--predictions FILE or --compare A B (got {', '.join(modes) or 'none'})"
-        )
-    video, think = eval_video_settings(
-        model,
-        {"fps": fps, "max_frames": max_frames, "min_pixels": min_pixels, "max_pixels": max_pixels},
-        think,
-    )
+    mode = _one_mode(model=model, endpoint=endpoint, predictions=predictions, compare=compare)
+    flags = video_flags(fps, max_frames, min_pixels, max_pixels)
+    video, think = eval_video_settings(model, flags, think)
     prompts = eval_prompt_settings(model, prompt_style)
-    settings = None
-    if benchmark is not None:
-        settings = EvalSettings(
-            benchmark=benchmark,
-            out_dir=out or _DEFAULT_OUT / Path(benchmark).stem,
-            video_root=video_root,
-            benchmark_root=benchmark_root,
-            max_samples=max_samples,
-            batch_size=max(batch_size, concurrency) if endpoint else batch_size,
-            video=video,
-        )
+    batch = max(batch_size, concurrency) if endpoint else batch_size
+    settings = _eval_settings(benchmark, out, video_root, benchmark_root, max_samples, batch, video)
     if compare:
-        if out is not None:
-            claim_out_dir(out, overwrite=overwrite, resume=False, inputs=_inputs(*compare))
-        _compare(compare, settings, out)
+        _compare(compare, settings, out, overwrite)
         return
     if settings is None:
-        raise ConfigError(f"videorl eval {modes[0]} needs --benchmark NAME|FILE")
-    bench_file = benchmark if Path(benchmark).exists() else None
+        raise ConfigError(f"videorl eval {mode} needs --benchmark NAME|FILE")
+    _claim_eval_out(settings, model, overwrite=overwrite, resume=resume, keep=predictions)
+    if predictions is not None:
+        source: dict = {"predictions": str(predictions)}
+        outputs = evaluate(settings, predictions=predictions, source=source)
+    else:
+        backend = _backend(
+            model, endpoint, served_model, concurrency, api_key, think, max_new_tokens, device
+        )
+        source = _model_source(backend, prompts, think, max_new_tokens, video, model is not None)
+        outputs = evaluate(settings, backend=backend, source=source)
+    _print_summary(outputs.metrics, outputs.out_dir)
+
+
+def _claim_eval_out(
+    settings: Any, model: str | None, *, overwrite: bool, resume: bool, keep: Path | None
+) -> None:
+    """Claim the eval's output folder (refusing to overwrite another eval's outputs)."""
+    from videorl.eval.runner import claim_out_dir
+
+    bench_file = settings.benchmark if Path(settings.benchmark).exists() else None
     claim_out_dir(
         settings.out_dir,
         overwrite=overwrite,
         resume=resume,
         inputs=_inputs(model, bench_file, labels=("--model", "--benchmark")),
-        keep=predictions,
+        keep=keep,
     )
-    source: dict = {
+
+
+def _eval_settings(
+    benchmark: str | None,
+    out: Path | None,
+    video_root: str | None,
+    benchmark_root: str | None,
+    max_samples: int | None,
+    batch_size: int,
+    video: Any,
+) -> Any:
+    """What to evaluate (None without --benchmark); out defaults to runs/eval/<benchmark>."""
+    from videorl.eval.runner import EvalSettings
+
+    if benchmark is None:
+        return None
+    return EvalSettings(
+        benchmark=benchmark,
+        out_dir=out or _DEFAULT_OUT / Path(benchmark).stem,
+        video_root=video_root,
+        benchmark_root=benchmark_root,
+        max_samples=max_samples,
+        batch_size=batch_size,
+        video=video,
+    )
+
+
+def _one_mode(**given: Any) -> str:
+    """The one flag of --model, --endpoint, --predictions and --compare that is given."""
+    modes = [f"--{name}" for name, value in given.items() if value]
+    if len(modes) != 1:
+        raise ConfigError(
+            "videorl eval needs exactly one of --model PATH, --endpoint URL --served-model NAME, "
+            f"--predictions FILE or --compare A B (got {', '.join(modes) or 'none'})"
+        )
+    return modes[0]
+
+
+def video_flags(
+    fps: float | None, max_frames: int | None, min_pixels: int | None, max_pixels: int | None
+) -> dict[str, Any]:
+    """The video flags by `VideoConfig` field (None: not given)."""
+    return {
+        "fps": fps,
+        "max_frames": max_frames,
+        "min_pixels": min_pixels,
+        "max_pixels": max_pixels,
+    }
+
+
+def _model_source(
+    backend: Any,
+    prompts: dict[str, Any],
+    think: bool,
+    max_new_tokens: int,
+    video: Any,
+    local: bool,
+) -> dict[str, Any]:
+    """Give `backend` the run's prompt style; what metrics.json records as the answers' source."""
+    backend.prompt_style = prompts["prompt_style"]
+    backend.chat_template_kwargs = prompts["chat_template_kwargs"]
+    return {
+        ("model" if local else "endpoint"): backend.label,
         "think": think,
         "max_new_tokens": max_new_tokens,
         "video": to_dict(video),
         "prompt_style": prompts["prompt_style"],
     }
-    if predictions is not None:
-        outputs = evaluate(
-            settings, predictions=predictions, source={"predictions": str(predictions)}
-        )
-    else:
-        backend = _backend(
-            model, endpoint, served_model, concurrency, api_key, think, max_new_tokens, device
-        )
-        backend.prompt_style = prompts["prompt_style"]
-        backend.chat_template_kwargs = prompts["chat_template_kwargs"]
-        source = {("model" if model else "endpoint"): backend.label, **source}
-        outputs = evaluate(settings, backend=backend, source=source)
-    _print_summary(outputs.metrics, outputs.out_dir)
 
 
 def _inputs(
@@ -296,13 +311,16 @@ def _backend(
     )
 
 
-def _compare(paths: tuple[Path, Path], settings: Any, out: Path | None) -> None:
+def _compare(paths: tuple[Path, Path], settings: Any, out: Path | None, overwrite: bool) -> None:
     """Print the delta table (and write OUT/compare.md with --out)."""
     from rich.console import Console
     from rich.markdown import Markdown
 
     from videorl.eval.compare import compare_paths, to_markdown
+    from videorl.eval.runner import claim_out_dir
 
+    if out is not None:
+        claim_out_dir(out, overwrite=overwrite, resume=False, inputs=_inputs(*paths))
     markdown = to_markdown(compare_paths(paths[0], paths[1], settings=settings))
     Console().print(Markdown(markdown))
     if out is not None:
@@ -311,50 +329,26 @@ def _compare(paths: tuple[Path, Path], settings: Any, out: Path | None) -> None:
 
 
 def serve_command(
-    model: str = typer.Option(
-        ..., "--model", help="Checkpoint folder or Hugging Face Hub id (org/name[@rev]) to serve."
-    ),
-    host: str = typer.Option(
-        "127.0.0.1", "--host", help="Address to bind (127.0.0.1: this machine only)."
-    ),
-    port: int = typer.Option(8000, "--port", help="Port (0: any free port)."),
-    served_model: str | None = typer.Option(
-        None, "--served-model", help="Model id clients send (default: run/checkpoint name)."
-    ),
-    api_key: str | None = typer.Option(
-        None, "--api-key", envvar="VIDEORL_API_KEY", help="Require 'Authorization: Bearer KEY'."
-    ),
-    media_root: Path | None = typer.Option(
-        None, "--media-root", help="Allow video_url/image_url paths inside this folder only."
-    ),
-    max_new_tokens: int = typer.Option(
-        1024, "--max-new-tokens", help="Largest max_tokens a request may ask for."
-    ),
-    max_n: int = typer.Option(8, "--max-n", help="Most choices (n) per request."),
-    max_body_mb: float = typer.Option(64.0, "--max-body-mb", help="Largest request body, MiB."),
-    max_request_frames: int = typer.Option(
-        256, "--max-frames-per-request", help="Most per-frame images in one video_url."
-    ),
-    max_frame_pixels: int = typer.Option(
-        4096 * 4096, "--max-frame-pixels", help="Largest image/frame (width x height)."
-    ),
-    max_request_pixels: int = typer.Option(
-        256 * 1280 * 720, "--max-request-pixels", help="Source pixels one request may decode."
-    ),
-    max_batch: int = typer.Option(8, "--max-batch", help="Requests generated together."),
-    max_queue: int = typer.Option(64, "--max-queue", help="Requests in flight (more: 503)."),
-    body_timeout: float = typer.Option(
-        30.0,
-        "--body-timeout",
-        help="Seconds a client may take to send its headers (then closed) or body (then 408).",
-    ),
-    fps: float | None = typer.Option(None, "--fps", help="Sampling fps of MP4s (video.fps)."),
-    max_frames: int | None = typer.Option(
-        None, "--max-frames", help="Frames sampled from an MP4 at most (video.max_frames)."
-    ),
-    min_pixels: int | None = typer.Option(None, "--min-pixels", help="video.min_pixels."),
-    max_pixels: int | None = typer.Option(None, "--max-pixels", help="video.max_pixels."),
-    device: str = typer.Option("auto", "--device", help="auto | cpu | cuda | cuda:N."),
+    model: ServeModel,
+    host: Host = "127.0.0.1",
+    port: Port = 8000,
+    served_model: ServedModel = None,
+    api_key: ServeKey = None,
+    media_root: MediaRoot = None,
+    max_new_tokens: MaxNewTokens = 1024,
+    max_n: MaxN = 8,
+    max_body_mb: MaxBodyMb = 64.0,
+    max_request_frames: MaxRequestFrames = 256,
+    max_frame_pixels: MaxFramePixels = 4096 * 4096,
+    max_request_pixels: MaxRequestPixels = 256 * 1280 * 720,
+    max_batch: MaxBatch = 8,
+    max_queue: MaxQueue = 64,
+    body_timeout: BodyTimeout = 30.0,
+    fps: Fps = None,
+    max_frames: MaxFrames = None,
+    min_pixels: MinPixels = None,
+    max_pixels: MaxPixels = None,
+    device: Device = "auto",
 ) -> None:
     """Serve a checkpoint as an OpenAI/vLLM-compatible chat-completions endpoint (HF engine).
 
@@ -366,30 +360,20 @@ def serve_command(
     from videorl.config import run_model_name
     from videorl.eval.backends import HFBackend
     from videorl.serve.app import serve
-    from videorl.serve.limits import ServeLimits
     from videorl.serve.media import MediaPolicy
 
-    if media_root is not None and not media_root.is_dir():
-        raise ConfigError(f"--media-root {media_root} is not a folder; pass an existing folder")
-    video, _ = eval_video_settings(
-        model,
-        {"fps": fps, "max_frames": max_frames, "min_pixels": min_pixels, "max_pixels": max_pixels},
-        None,
+    video = _serve_video(model, media_root, video_flags(fps, max_frames, min_pixels, max_pixels))
+    limits = _serve_limits(
+        max_body_mb,
+        body_timeout,
+        max_new_tokens,
+        max_n,
+        max_request_frames,
+        max_frame_pixels,
+        max_request_pixels,
+        max_batch,
+        max_queue,
     )
-    try:
-        limits = ServeLimits(
-            max_body_bytes=int(max_body_mb * 1024**2),
-            body_timeout_s=body_timeout,
-            max_new_tokens=max_new_tokens,
-            max_n=max_n,
-            max_frames=max_request_frames,
-            max_frame_pixels=max_frame_pixels,
-            max_request_pixels=max_request_pixels,
-            max_batch=max_batch,
-            max_queue=max_queue,
-        )
-    except ConfigError as err:
-        raise ConfigError(f"{err} (videorl serve option)") from None
     console = Console()
     loaded = HFBackend.from_path(model, device=device).loaded
     serve(
@@ -402,3 +386,40 @@ def serve_command(
         template_defaults=run_template_kwargs(model),
         announce=lambda line: console.print(line, highlight=False, soft_wrap=True),
     )
+
+
+def _serve_video(model: str, media_root: Path | None, flags: dict[str, Any]) -> Any:
+    """The video settings of served MP4s (the run's, flags override); checks --media-root."""
+    if media_root is not None and not media_root.is_dir():
+        raise ConfigError(f"--media-root {media_root} is not a folder; pass an existing folder")
+    return eval_video_settings(model, flags, None)[0]
+
+
+def _serve_limits(
+    max_body_mb: float,
+    body_timeout: float,
+    max_new_tokens: int,
+    max_n: int,
+    max_request_frames: int,
+    max_frame_pixels: int,
+    max_request_pixels: int,
+    max_batch: int,
+    max_queue: int,
+) -> Any:
+    """The server's bounds from its flags; a bad value is a one-line error naming the flag."""
+    from videorl.serve.limits import ServeLimits
+
+    try:
+        return ServeLimits(
+            max_body_bytes=int(max_body_mb * 1024**2),
+            body_timeout_s=body_timeout,
+            max_new_tokens=max_new_tokens,
+            max_n=max_n,
+            max_frames=max_request_frames,
+            max_frame_pixels=max_frame_pixels,
+            max_request_pixels=max_request_pixels,
+            max_batch=max_batch,
+            max_queue=max_queue,
+        )
+    except ConfigError as err:
+        raise ConfigError(f"{err} (videorl serve option)") from None

@@ -28,7 +28,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from videorl.rewards.payload import MAX_PAYLOAD_CHARS, key_value
+from videorl.rewards import payload
+from videorl.rewards.payload import MAX_PAYLOAD_CHARS
 from videorl.rewards.protocol import ANSWER_CLOSE, ANSWER_OPEN, THINK_CLOSE, last_answer
 
 Box = tuple[float, float, float, float]
@@ -235,15 +236,7 @@ def keyed_boxes(value: Any) -> dict[float | str, Box]:
     `{"boxes": {...}}` wrapper is unwrapped; unreadable boxes are dropped."""
     if isinstance(value, dict) and isinstance(value.get("boxes"), dict):
         value = value["boxes"]
-    if not isinstance(value, dict):
-        return {}
-    boxes: dict[float | str, Box] = {}
-    for key, raw in value.items():
-        box = box_from_json(raw)
-        name = key_value(str(key))
-        if box is not None and name not in boxes:
-            boxes[name] = box
-    return boxes
+    return payload.keyed_boxes(value, box_from_json)
 
 
 def parse_tracking(text: str) -> dict[float | str, Box] | None:

@@ -142,13 +142,6 @@ def load_model(
     `packing` ("auto", True, False) decides whether log-prob and training forwards pack rows
     without padding (see `models/packing.py`).
     """
-    from transformers import (
-        AutoModelForCausalLM,
-        AutoModelForImageTextToText,
-        AutoProcessor,
-        AutoTokenizer,
-    )
-
     adapter = read_adapter_config(path) if Path(str(path)).is_dir() else None
     if adapter is not None and not (Path(str(path)) / "config.json").is_file():
         return _load_adapter_folder(
@@ -161,28 +154,8 @@ def load_model(
         )
     model_type = read_model_type(path, revision)
     path, revision = split_revision(path, revision)
-    if model_type in VISION_MODEL_TYPES:
-        processor = AutoProcessor.from_pretrained(path, revision=revision)
-        tokenizer = processor.tokenizer
-        model_class = AutoModelForImageTextToText
-    else:
-        processor = None
-        tokenizer = AutoTokenizer.from_pretrained(path, revision=revision)
-        model_class = AutoModelForCausalLM
-    if attn_implementation == varlen_attention.NAME:
-        varlen_attention.register()
-    try:
-        model = model_class.from_pretrained(
-            path, revision=revision, dtype=dtype, attn_implementation=attn_implementation
-        )
-    except (ImportError, ValueError) as err:
-        if attn_implementation == "sdpa":
-            raise
-        raise ConfigError(
-            f"model.attn_implementation={attn_implementation!r} cannot be used here ({err}); "
-            "use sdpa or sdpa_varlen (any device) or install its kernels (flash_attention_2 "
-            "needs the flash-attn package and a CUDA GPU)"
-        ) from err
+    model_class, processor, tokenizer = _model_class_and_processor(model_type, path, revision)
+    model = _from_pretrained(model_class, path, revision, dtype, attn_implementation)
     use_reference_rope_index(model)
     try:
         packed = resolve_packing(model, packing)
@@ -198,6 +171,49 @@ def load_model(
         model_type=model_type,
         packing=packed,
     )
+
+
+def _model_class_and_processor(
+    model_type: str, path: str | Path, revision: str | None
+) -> tuple[Any, Any, Any]:
+    """(the Auto model class, the processor or None, the tokenizer) of a model type: a
+    vision-language model reads its processor, a text model only its tokenizer."""
+    from transformers import (
+        AutoModelForCausalLM,
+        AutoModelForImageTextToText,
+        AutoProcessor,
+        AutoTokenizer,
+    )
+
+    if model_type in VISION_MODEL_TYPES:
+        processor = AutoProcessor.from_pretrained(path, revision=revision)
+        return AutoModelForImageTextToText, processor, processor.tokenizer
+    return AutoModelForCausalLM, None, AutoTokenizer.from_pretrained(path, revision=revision)
+
+
+def _from_pretrained(
+    model_class: Any,
+    path: str | Path,
+    revision: str | None,
+    dtype: torch.dtype,
+    attn_implementation: str,
+) -> Any:
+    """The model's weights with the attention kernel asked for; a kernel that cannot run
+    here is a one-line error naming `model.attn_implementation` and the fix."""
+    if attn_implementation == varlen_attention.NAME:
+        varlen_attention.register()
+    try:
+        return model_class.from_pretrained(
+            path, revision=revision, dtype=dtype, attn_implementation=attn_implementation
+        )
+    except (ImportError, ValueError) as err:
+        if attn_implementation == "sdpa":
+            raise
+        raise ConfigError(
+            f"model.attn_implementation={attn_implementation!r} cannot be used here ({err}); "
+            "use sdpa or sdpa_varlen (any device) or install its kernels (flash_attention_2 "
+            "needs the flash-attn package and a CUDA GPU)"
+        ) from err
 
 
 def _adapter_base(folder: Path, adapter: dict[str, Any]) -> str:

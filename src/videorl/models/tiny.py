@@ -362,29 +362,12 @@ def make_model(
 
 
 def build_model(
-    arch: str,
-    out_dir: str | Path,
-    *,
-    size: str = "tiny",
-    seed: int = 0,
-    device: str = "cpu",
-    dtype: torch.dtype = torch.float32,
-    layers: int | None = None,
-    vision_depth: int | None = None,
-    small_vocab: bool = False,
+    arch: str, out_dir: str | Path, *, size: str = "tiny", **options: Any
 ) -> BuiltModel:
-    """`make_model`, saved like a real checkpoint (weights, config, tokenizer/processor)."""
+    """`make_model(arch, size, **options)` (seed, device, dtype, layers, vision_depth,
+    small_vocab), saved like a real checkpoint (weights, config, tokenizer/processor)."""
     started = time.perf_counter()
-    model, processor = make_model(
-        arch,
-        size,
-        seed=seed,
-        device=device,
-        dtype=dtype,
-        layers=layers,
-        vision_depth=vision_depth,
-        small_vocab=small_vocab,
-    )
+    model, processor = make_model(arch, size, **options)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out)

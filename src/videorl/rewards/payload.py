@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -117,8 +118,11 @@ def as_window(value: Any) -> tuple[float, float] | None:
     return (start, end)
 
 
-def keyed_boxes(value: Any) -> dict[float | str, Box]:
-    """`{"<frame or second>": box}` with numeric keys as numbers; invalid boxes dropped.
+def keyed_boxes(
+    value: Any, read_box: Callable[[Any], Box | None] = as_box
+) -> dict[float | str, Box]:
+    """`{"<frame or second>": box}` with numeric keys as numbers; boxes that `read_box`
+    cannot read are dropped.
 
     Keys are compared numerically so that `"12"`, `"12.0"` and `"12.00"` name the same frame;
     the first occurrence of a key wins.
@@ -127,7 +131,7 @@ def keyed_boxes(value: Any) -> dict[float | str, Box]:
         return {}
     boxes: dict[float | str, Box] = {}
     for key, raw in value.items():
-        box = as_box(raw)
+        box = read_box(raw)
         name = key_value(str(key))
         if box is not None and name not in boxes:
             boxes[name] = box
