@@ -34,6 +34,7 @@ class StepPlan:
     policy_loss: str = "ppo"  # algorithm.loss.name and its clip range
     loss_aggregation: str = "token-mean"
     length_terms: str = "none"  # reward.overlong / reward.length_band when enabled
+    dynamic_sampling: str = "off"  # algorithm.dynamic_sampling when enabled
 
 
 def plan_step(config: Config) -> StepPlan:
@@ -61,12 +62,26 @@ def plan_step(config: Config) -> StepPlan:
         policy_loss=_policy_loss_summary(config),
         loss_aggregation=config.algorithm.loss.aggregation,
         length_terms=_length_terms_summary(config),
+        dynamic_sampling=_dynamic_sampling_summary(config),
     )
 
 
 def _policy_loss_summary(config: Config) -> str:
     loss = config.algorithm.loss
     return f"{loss.name} (clip {loss.clip_low:g} / {loss.clip_high:g})"
+
+
+def _dynamic_sampling_summary(config: Config) -> str:
+    """DAPO's group filter and refill (trainer/dynamic_sampling.py), or `off`."""
+    ds = config.algorithm.dynamic_sampling
+    if not ds.enabled:
+        return "off"
+    draw = ds.batches_per_draw * config.data.prompts_per_step
+    cap = f"at most {ds.max_draws} draws" if ds.max_draws else "no draw limit"
+    return (
+        f"drop groups with one {ds.metric} value; draws of {draw} prompts until "
+        f"{config.data.prompts_per_step} kept, {cap} (then {ds.on_cap})"
+    )
 
 
 def _length_terms_summary(config: Config) -> str:
@@ -94,6 +109,7 @@ def plan_table(plan: StepPlan) -> Table:
         ("policy loss", plan.policy_loss),
         ("loss aggregation", plan.loss_aggregation),
         ("length reward terms (tokens)", plan.length_terms),
+        ("dynamic sampling", plan.dynamic_sampling),
         ("world size (ranks)", plan.world_size),
         ("prompts per step", plan.prompts_per_step),
         ("prompts per rank", plan.prompts_per_rank),
