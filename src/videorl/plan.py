@@ -72,16 +72,14 @@ def _policy_loss_summary(config: Config) -> str:
 
 
 def _dynamic_sampling_summary(config: Config) -> str:
-    """DAPO's group filter and refill (trainer/dynamic_sampling.py), or `off`."""
+    """DAPO's group filter and refill (trainer/dynamic_sampling.py): the metric whose
+    zero-variance groups are dropped, prompts per draw, groups kept, the cap; or `off`."""
     ds = config.algorithm.dynamic_sampling
     if not ds.enabled:
         return "off"
     draw = ds.batches_per_draw * config.data.prompts_per_step
-    cap = f"at most {ds.max_draws} draws" if ds.max_draws else "no draw limit"
-    return (
-        f"drop groups with one {ds.metric} value; draws of {draw} prompts until "
-        f"{config.data.prompts_per_step} kept, {cap} (then {ds.on_cap})"
-    )
+    cap = ds.max_draws or "none"
+    return f"{ds.metric}: {draw}->{config.data.prompts_per_step}, cap {cap} ({ds.on_cap})"
 
 
 def _length_terms_summary(config: Config) -> str:
@@ -109,7 +107,7 @@ def plan_table(plan: StepPlan) -> Table:
         ("policy loss", plan.policy_loss),
         ("loss aggregation", plan.loss_aggregation),
         ("length reward terms (tokens)", plan.length_terms),
-        ("dynamic sampling", plan.dynamic_sampling),
+        ("dynamic sampling (metric: drawn->kept)", plan.dynamic_sampling),
         ("world size (ranks)", plan.world_size),
         ("prompts per step", plan.prompts_per_step),
         ("prompts per rank", plan.prompts_per_rank),
