@@ -85,12 +85,21 @@ def _step(state, monkeypatch, flat: set[str], **sampling):
 def test_a_flat_first_draw_is_refilled_from_the_next_batch(state, monkeypatch):
     upcoming = shadow(state)
     first, second = ids(state, upcoming.next_batch()), ids(state, upcoming.next_batch())
+    drawn, real_rewards = [], loop._rewards
+    monkeypatch.setattr(loop, "_rewards", lambda *a: drawn.append(real_rewards(*a)) or drawn[-1])
     metrics = _step(state, monkeypatch, set(first))
     assert metrics["batch_ids"] == second  # trained on the refill only
     assert metrics["dynamic_sampling/draws"] == 2 and metrics["dynamic_sampling/capped"] == 0
     assert metrics["dynamic_sampling/kept_groups"] == 2
     assert metrics["dynamic_sampling/dropped_groups"] == 2
     assert metrics["rows/total"] == 2 * 4 and "actor/loss" in metrics
+    # every row drawn (2 draws x 8) counts in drawn_reward_mean, the kept 8 in reward/mean
+    rewards = [b.rewards for b in drawn]
+    assert [r.numel() for r in rewards] == [8, 8]
+    assert metrics["dynamic_sampling/drawn_reward_mean"] == pytest.approx(
+        float(torch.cat(rewards).mean())
+    )
+    assert metrics["reward/mean"] == pytest.approx(float(rewards[1].mean()))
     assert state.sampler.state_dict() == upcoming.state_dict()  # both batches consumed
 
 

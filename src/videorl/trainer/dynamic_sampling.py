@@ -15,9 +15,10 @@ ranks' "still short", so a rank that is already full draws too and keeps its fir
 
 Metrics: `dynamic_sampling/draws` (1 = no refill; DAPO's `train/num_gen_batches`),
 `/kept_groups` (trained on), `/dropped_groups` (zero variance, over every draw), `/capped`
-(1 when the cap was hit with fewer groups than the step's). The reward stages' metrics are
-combined over every row drawn (`merge_metrics`); `reward/mean` and `response/*` describe the
-rows trained on.
+(1 when the cap was hit with fewer groups than the step's), `/drawn_reward_mean` (the mean
+reward of every generated row drawn, before the filter: comparable with a run without
+dynamic sampling). The reward stages' metrics are combined over every row drawn
+(`merge_metrics`); `reward/mean` and `response/*` describe the rows trained on.
 """
 
 from __future__ import annotations
@@ -68,11 +69,12 @@ def collect_groups(state: TrainState, indices: list[int], draw: Draw) -> Rollout
     cfg = state.cfg.algorithm.dynamic_sampling
     want = state.cfg.data.prompts_per_step // state.info.world_size
     kept: list[RolloutBatch] = []
-    dropped, draws, have = 0, 0, 0
+    dropped, draws, have, drawn = 0, 0, 0, []
     while True:
-        batch, gone = keep_varied_groups(
-            draw(_draw_indices(state, indices, draws), draws), cfg.metric
-        )
+        scored = draw(_draw_indices(state, indices, draws), draws)
+        if scored.rewards is not None:  # the policy's own rows (as `reward/mean`)
+            drawn.append(scored.rewards[~(scored.is_annotation | scored.off_policy)])
+        batch, gone = keep_varied_groups(scored, cfg.metric)
         kept.append(batch)
         draws, dropped, have = draws + 1, dropped + gone, have + batch.num_groups
         short = have < want
@@ -95,8 +97,14 @@ def collect_groups(state: TrainState, indices: list[int], draw: Draw) -> Rollout
             "dynamic_sampling/kept_groups": float(batch.num_groups),
             "dynamic_sampling/dropped_groups": float(dropped),
             "dynamic_sampling/capped": float(capped),
+            "dynamic_sampling/drawn_reward_mean": _mean(drawn),
         }
     )
+
+
+def _mean(parts: list[torch.Tensor]) -> float:
+    values = torch.cat(parts) if parts else torch.zeros(0)
+    return float(values.mean()) if values.numel() else 0.0
 
 
 def _draw_indices(state: TrainState, indices: list[int], draw: int) -> list[int]:
