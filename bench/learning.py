@@ -26,6 +26,7 @@ from typing import Any
 RESULTS = Path(__file__).parent / "results"
 WORK = Path("runs/bench-learning")
 PLAIN = ["algorithm.annotation_rows=false", "algorithm.pruning.enabled=false"]
+DRAWN = "dynamic_sampling/drawn_reward_mean"  # a step without kept groups has no reward/mean
 WARM_LR = 1e-3  # the quickstart's 1e-2 is for a random init; from a warm model it collapses
 
 RECIPES: dict[str, list[str]] = {
@@ -181,7 +182,7 @@ def train_curve(
     rows = read_metrics(out / "metrics.jsonl")
     return {
         # dynamic sampling trains on mixed groups only: its curve is every drawn row's reward
-        "reward": [r.get("dynamic_sampling/drawn_reward_mean", r["reward/mean"]) for r in rows],
+        "reward": [r[DRAWN] if DRAWN in r else r["reward/mean"] for r in rows],
         "val_after": rows[-1].get("val/reward_mean_at_k"),
         "seconds": time.perf_counter() - start,
         "final": str(out / "final"),

@@ -161,7 +161,8 @@ def _empty_step(state: TrainState, batch: RolloutBatch, skipped_media: int) -> d
     """A rank with no usable sample still joins the rollout's and the update's collectives."""
     update_policy(_update_context(state), batch)
     _end_step(state)
-    return {**batch.metrics, "data/skipped_media": float(skipped_media), "step/skipped": 1.0}
+    counts = {k: v for k, v in batch.metrics.items() if k.startswith("dynamic_sampling/")}
+    return {**counts, "data/skipped_media": float(skipped_media), "step/skipped": 1.0}
 
 
 def _end_step(state: TrainState) -> None:
