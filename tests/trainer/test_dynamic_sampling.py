@@ -134,6 +134,8 @@ def test_the_cap_is_honoured(state, monkeypatch):
     assert state.sampler.state_dict() == upcoming.state_dict()
     with pytest.raises(DataError, match="kept 0 of 2 groups after algorithm.dynamic_sampling"):
         _step(state, monkeypatch, everything, max_draws=1)  # DAPO's default: stop the run
+    with pytest.raises(DataError, match=r"metric='tiou' is not a reward component .*task"):
+        _step(state, monkeypatch, set(), metric="tiou")
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,8 @@ at 4f80e46, `RayDAPOTrainer.fit`.
 
 Ranks draw in lockstep (vLLM's data-parallel engines and FSDP's collectives need the same
 number of generate calls on every rank): whether to draw again is `all_reduce(max)` of the
-ranks' "still short", so a rank that is already full draws too and keeps its first groups.
+ranks' "still short", so a rank that is already full draws too and keeps its first groups;
+the counts below are per rank (the logged value is the ranks' mean).
 
 Metrics: `dynamic_sampling/draws` (1 = no refill; DAPO's `train/num_gen_batches`),
 `/kept_groups` (trained on), `/dropped_groups` (zero variance, over every draw), `/capped`
@@ -44,10 +45,11 @@ def metric_values(batch: RolloutBatch, metric: str) -> torch.Tensor:
     missing = [i for i, c in enumerate(batch.components or []) if metric not in c]
     if batch.components is None or missing:
         row = missing[0] if missing else 0
-        family = batch.records[int(batch.group_ids[row])].family.short if batch.records else "?"
+        family = batch.records[int(batch.group_ids[row])].family.short
+        names = ", ".join(sorted(batch.components[row])) if batch.components else "none"
         raise DataError(
             f"algorithm.dynamic_sampling.metric={metric!r} is not a reward component of the "
-            f"{family} rows; use reward or one of their components (format, task, ...)"
+            f"{family} rows; use reward or one of theirs ({names})"
         )
     return torch.tensor([c[metric] for c in batch.components], dtype=torch.float32)
 
@@ -85,8 +87,8 @@ def collect_groups(state: TrainState, indices: list[int], draw: Draw) -> Rollout
     if capped and cfg.on_cap == "error":
         raise DataError(
             f"dynamic sampling kept {have} of {want} groups after "
-            f"algorithm.dynamic_sampling.max_draws={cfg.max_draws} draws (every other group's "
-            "rows got the same reward); raise max_draws (0 = no limit), set "
+            f"algorithm.dynamic_sampling.max_draws={cfg.max_draws} draws (each dropped group's "
+            f"rows all had one {cfg.metric} value); raise max_draws (0 = no limit), set "
             "algorithm.dynamic_sampling.on_cap=train, or check the data and rewards"
         )
     merged = concat_batches(kept)
