@@ -116,3 +116,12 @@ def test_concat_offsets_group_ids_and_merges_metrics():
         "a/mean": 0.25,
         "b": 2.0,
     }
+
+
+def test_epochs_count_draws_of_several_batches():
+    from videorl.cli import resolve_config_path
+    from videorl.trainer.build import steps_from_epochs
+
+    dapo = load_config(resolve_config_path("dapo"))  # 1 epoch, 3 sampler batches per draw
+    assert steps_from_epochs(dapo, 9).trainer.steps == 3  # DAPO: len(dataloader) in gen batches
+    assert steps_from_epochs(dapo, 2).trainer.steps == 1
