@@ -31,6 +31,7 @@ import torch
 from videorl.algorithms.dynamic_sampling import zero_variance_groups
 from videorl.distributed import all_reduce
 from videorl.errors import DataError
+from videorl.models.visual_cache import retain_visual_caches
 from videorl.rollout.batch import RolloutBatch, concat_batches
 from videorl.trainer.state import TrainState
 
@@ -78,6 +79,8 @@ def collect_groups(state: TrainState, indices: list[int], draw: Draw) -> Rollout
             drawn.append(scored.rewards[~(scored.is_annotation | scored.off_policy)])
         batch, gone = keep_varied_groups(scored, cfg.metric)
         kept.append(batch)
+        kept_prompts = [p for b in kept for p in b.prompts]  # dropped videos leave the cache
+        retain_visual_caches(kept_prompts, state.policy, state.reference, state.teacher)
         draws, dropped, have = draws + 1, dropped + gone, have + batch.num_groups
         short = have < want
         can_draw = cfg.max_draws == 0 or draws < cfg.max_draws
