@@ -1,6 +1,6 @@
-"""Learning curves on CPU: GRPO, Dr.GRPO, RLOO, OraRL, TaRO and T-GRPO side by side on synthetic
-temporal grounding, from one SFT-warmed tiny model (`--start warm`, the default) or from the
-random init (`--start cold`).
+"""Learning curves on CPU: GRPO, Dr.GRPO, RLOO, OraRL, TaRO, T-GRPO, DAPO and GSPO side by
+side on synthetic temporal grounding, from one SFT-warmed tiny model (`--start warm`, the
+default) or from the random init (`--start cold`).
 
 Warm start: `videorl sft` (recipe sft_quickstart, annotation targets) on the training
 records, validated (greedy) every 5 steps; the warm model is the first checkpoint whose
@@ -26,6 +26,7 @@ from typing import Any
 RESULTS = Path(__file__).parent / "results"
 WORK = Path("runs/bench-learning")
 PLAIN = ["algorithm.annotation_rows=false", "algorithm.pruning.enabled=false"]
+DRAWN = "dynamic_sampling/drawn_reward_mean"  # a step without kept groups has no reward/mean
 WARM_LR = 1e-3  # the quickstart's 1e-2 is for a random init; from a warm model it collapses
 
 RECIPES: dict[str, list[str]] = {
@@ -47,6 +48,23 @@ RECIPES: dict[str, list[str]] = {
     ],
     # T-GRPO (Video-R1): GRPO + the temporal contrast bonus (shuffled rows: no gradient)
     "tgrpo": ["algorithm.estimator=grpo", *PLAIN, "algorithm.temporal_contrast.enabled=true"],
+    "dapo": [  # DAPO's pieces (configs/dapo.yaml) on the quickstart shape
+        "algorithm.estimator=grpo",
+        *PLAIN,
+        "algorithm.loss.clip_low=0.2",
+        "algorithm.loss.clip_high=0.28",
+        "algorithm.loss.dual_clip=10.0",
+        "algorithm.loss.aggregation=token-mean",
+        "algorithm.loss.kl_coef=0.0",
+        "reward.overlong.enabled=true",
+        "reward.overlong.buffer_len=4",  # DAPO: the last 4096 of 20480 tokens; here 4 of 16
+        "algorithm.dynamic_sampling.enabled=true",
+        "algorithm.dynamic_sampling.metric=task",
+        "algorithm.dynamic_sampling.max_draws=10",
+        "algorithm.dynamic_sampling.batches_per_draw=3",  # DAPO's gen batch: 3x the train batch
+        "algorithm.dynamic_sampling.on_cap=train",  # DAPO stops the run; a bench keeps going
+    ],
+    "gspo": ["algorithm.estimator=grpo", *PLAIN, "algorithm.loss.name=gspo"],
 }
 COLD_RECIPES = ("orarl", "taro", "grpo")
 
@@ -164,7 +182,8 @@ def train_curve(
     run_training(config, overwrite=True)  # from scratch: replaces an earlier curve's run
     rows = read_metrics(out / "metrics.jsonl")
     return {
-        "reward": [r["reward/mean"] for r in rows],
+        # dynamic sampling trains on mixed groups only: its curve is every drawn row's reward
+        "reward": [r[DRAWN] if DRAWN in r else r["reward/mean"] for r in rows],
         "val_after": rows[-1].get("val/reward_mean_at_k"),
         "seconds": time.perf_counter() - start,
         "final": str(out / "final"),
@@ -241,7 +260,11 @@ def main() -> None:
     parser.add_argument("--window", type=int, default=25)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--start", choices=("warm", "cold"), default="warm")
-    parser.add_argument("--recipes", default=None, help="comma-separated (default: all)")
+    parser.add_argument(
+        "--recipes",
+        default=None,
+        help="comma-separated (default: all); results go to learning[_quick]_<names>.json",
+    )
     parser.add_argument("--lr", type=float, default=WARM_LR, help="RL learning rate, warm start")
     parser.add_argument("--sft-max-steps", type=int, default=100)
     parser.add_argument("--sft-target", type=float, default=0.1)
@@ -251,11 +274,13 @@ def main() -> None:
     steps, window = (10, 3) if args.quick else (args.steps, args.window)
     warm = args.start == "warm"
     suffix = ("" if warm else "_cold") + ("_quick" if args.quick else "")
+    names = (args.recipes or ",".join(RECIPES if warm else COLD_RECIPES)).split(",")
+    if args.recipes:  # a subset run has its own results file: the full table stays as it is
+        suffix += "_" + "-".join(names)
     path = RESULTS / f"learning{suffix}.json"
     if args.table:
         print(saved_table(path))
         return
-    names = (args.recipes or ",".join(RECIPES if warm else COLD_RECIPES)).split(",")
     model, train, val = prepare(WORK, args.seed)
     base = [f"data.train={train}", f"data.seed={args.seed}", f"trainer.seed={args.seed}"]
     payload: dict[str, Any] = {"start": args.start}
@@ -268,16 +293,22 @@ def main() -> None:
         base += [f"model.path={model}", "optim.lr=1e-2"]  # the cold recipe's rate
     mine: dict[str, dict[str, Any]] = {}
     for name in names:  # results are rewritten after each recipe
-        overrides = RECIPES[name]
-        if name == "taro":  # the curriculum hands over to on-policy rows by mid-run
-            warmup = max(1, steps // 2)
-            overrides = [*overrides, f"algorithm.constructed.curriculum.warmup_steps={warmup}"]
+        overrides = recipe_overrides(name, steps)
         mine[name] = train_curve(name, base + overrides, steps, val if warm else None)
         # recipes measured before (or by a parallel run) with the same steps and start
         curves = {**earlier_curves(path, steps, args.start), **mine}
         table = summarize(curves, window)
         write_results(curves, table, payload, steps, window, suffix, args)
     print(markdown(table, window, payload["val_before"]["val/reward_mean_at_k"] if warm else None))
+
+
+def recipe_overrides(name: str, steps: int) -> list[str]:
+    """`RECIPES[name]`, plus what depends on the run's length."""
+    overrides = RECIPES[name]
+    if name == "taro":  # the curriculum hands over to on-policy rows by mid-run
+        warmup = max(1, steps // 2)
+        overrides = [*overrides, f"algorithm.constructed.curriculum.warmup_steps={warmup}"]
+    return overrides
 
 
 def earlier_curves(path: Path, steps: int, start: str) -> dict[str, dict[str, Any]]:
@@ -317,6 +348,8 @@ def write_results(
     command = f"PYTHONPATH=src python bench/learning.py --start {args.start}" + (
         " --quick" if args.quick else f" --steps {steps}"
     )
+    if args.recipes:
+        command += f" --recipes {args.recipes}"
     payload = {
         "command": command,
         "machine": platform.platform(),

@@ -193,6 +193,11 @@ PUBLISHED["dapo"] = [
     ("reward.overlong.enabled", True, "enable_overlong_buffer=True"),
     ("reward.overlong.buffer_len", 4096, "overlong_buffer_len=1024*4"),
     ("reward.overlong.penalty_factor", 1.0, "overlong_penalty_factor=1.0"),
+    ("algorithm.dynamic_sampling.enabled", True, "enable_filter_groups=True"),
+    ("algorithm.dynamic_sampling.metric", "task", "filter_groups_metric=acc"),
+    ("algorithm.dynamic_sampling.max_draws", 10, "max_num_gen_batches=10"),
+    ("algorithm.dynamic_sampling.batches_per_draw", 3, "gen_prompt_bsz=train_prompt_bsz*3"),
+    ("algorithm.dynamic_sampling.on_cap", "error", "dapo_ray_trainer.py: raise ValueError"),
     ("rollout.n", 16, "n_resp_per_prompt=16"),
     ("rollout.temperature", 1.0, "temperature=1.0"),
     ("rollout.top_p", 1.0, "top_p=1.0"),
@@ -284,7 +289,15 @@ def test_every_block_names_its_published_source(recipe):
         ("taro", ["kl_coef: 0.01", "composition: sum", "prompts_per_step: 16", "epochs: 3"]),
         ("opdvr", ["prompts_per_step: 256", "enable_thinking: false", "n: 1"]),
         ("grpd", ["group_std: true", "n: 8", "val_samples: 16"]),
-        ("dapo", ["clip_high: 0.28", "ppo (clip 0.2 / 0.28)", "overlong 16384..20480 to -1"]),
+        (
+            "dapo",
+            [
+                "clip_high: 0.28",
+                "ppo (clip 0.2 / 0.28)",
+                "overlong 16384..20480 to -1",
+                "task: 1536->512, cap 10 (error)",
+            ],
+        ),
         ("gspo", ["name: gspo", "gspo (clip 0.0003 / 0.0004)", "seq-mean-token-mean"]),
         (
             "tgrpo",

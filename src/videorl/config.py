@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from videorl.algorithms.advantages import GRPOConfig, get_estimator
 from videorl.algorithms.distill import DistillConfig
+from videorl.algorithms.dynamic_sampling import DynamicSamplingConfig
 from videorl.algorithms.loss import PolicyLossConfig
 from videorl.algorithms.orarl import OraRLConfig
 from videorl.algorithms.selection import CorrectionConfig, SelectionConfig
@@ -298,6 +299,8 @@ class AlgorithmConfig:
     # T-GRPO (Video-R1): shuffled-frame rollouts per video prompt, a bonus for correct
     # ordered rows when the ordered group beats the shuffled one (algorithms/tgrpo.py).
     temporal_contrast: TemporalContrastConfig = field(default_factory=TemporalContrastConfig)
+    # DAPO dynamic sampling: drop zero-variance groups, refill the step from the next prompts
+    dynamic_sampling: DynamicSamplingConfig = field(default_factory=DynamicSamplingConfig)
 
     def __post_init__(self) -> None:
         estimator = get_estimator(self.estimator)
@@ -483,6 +486,7 @@ class Config:
             )
         check_world_size(self.data, self.trainer.nproc)
         _check_length_terms(self.reward, self.rollout.max_new_tokens)
+        _check_dynamic_sampling(algo)
 
     @property
     def selection(self) -> SelectionConfig | None:
@@ -521,6 +525,19 @@ def _check_length_terms(reward: RewardConfig, budget: int) -> None:
         raise ConfigError(
             f"reward.length_band.min={reward.length_band.min} exceeds rollout.max_new_tokens="
             f"{budget}, so no response can earn the bonus; lower it or raise the budget"
+        )
+
+
+def _check_dynamic_sampling(algo: AlgorithmConfig) -> None:
+    """DAPO's filter needs groups of sampled rows only: an OraRL annotation row (the ground
+    truth, scored high) gives almost every group reward variance, so nothing would be
+    filtered, and the groups it exists to rescue (all rollouts wrong) are the ones DAPO drops."""
+    if algo.dynamic_sampling.enabled and (algo.annotation_rows or algo.pruning.enabled):
+        raise ConfigError(
+            "algorithm.dynamic_sampling.enabled=true cannot be combined with "
+            "algorithm.annotation_rows / algorithm.pruning (OraRL's annotation row gives "
+            "every group reward variance); set algorithm.annotation_rows=false and "
+            "algorithm.pruning.enabled=false, or turn dynamic sampling off"
         )
 
 

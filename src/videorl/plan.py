@@ -36,6 +36,7 @@ class StepPlan:
     length_terms: str = "none"  # reward.overlong / reward.length_band when enabled
     temporal_contrast: str | None = None  # T-GRPO's shuffled rollouts and bonus, when on
     group_by_family: bool = True  # false: a step's prompts come from all families at once
+    dynamic_sampling: str = "off"  # algorithm.dynamic_sampling when enabled
 
 
 def plan_step(config: Config) -> StepPlan:
@@ -65,6 +66,7 @@ def plan_step(config: Config) -> StepPlan:
         length_terms=_length_terms_summary(config),
         temporal_contrast=_temporal_contrast(config),
         group_by_family=config.data.group_by_family,
+        dynamic_sampling=_dynamic_sampling_summary(config),
     )
 
 
@@ -82,6 +84,17 @@ def _temporal_contrast(config: Config) -> str | None:
 def _policy_loss_summary(config: Config) -> str:
     loss = config.algorithm.loss
     return f"{loss.name} (clip {loss.clip_low:g} / {loss.clip_high:g})"
+
+
+def _dynamic_sampling_summary(config: Config) -> str:
+    """DAPO's group filter and refill (trainer/dynamic_sampling.py): the metric whose
+    zero-variance groups are dropped, prompts per draw, groups kept, the cap; or `off`."""
+    ds = config.algorithm.dynamic_sampling
+    if not ds.enabled:
+        return "off"
+    draw = ds.batches_per_draw * config.data.prompts_per_step
+    cap = ds.max_draws or "none"
+    return f"{ds.metric}: {draw}->{config.data.prompts_per_step}, cap {cap} ({ds.on_cap})"
 
 
 def _length_terms_summary(config: Config) -> str:
@@ -109,6 +122,7 @@ def plan_table(plan: StepPlan) -> Table:
         ("policy loss", plan.policy_loss),
         ("loss aggregation", plan.loss_aggregation),
         ("length reward terms (tokens)", plan.length_terms),
+        ("dynamic sampling (metric: drawn->kept)", plan.dynamic_sampling),
         ("world size (ranks)", plan.world_size),
         ("prompts per step", plan.prompts_per_step),
         ("prompts per rank", plan.prompts_per_rank),

@@ -99,3 +99,15 @@ def test_bad_arguments():
         TaskGroupedSampler(make_records(), 0)
     with pytest.raises(ConfigError, match="no records"):
         TaskGroupedSampler([], 2)
+
+
+def test_next_batch_is_iteration_epoch_after_epoch_and_resumes_mid_way():
+    records = make_records()
+    iterated = TaskGroupedSampler(records, batch_size=3, seed=5)
+    expected = [b for _ in range(3) for b in iterated]  # three epochs of __iter__
+    drawn = TaskGroupedSampler(records, batch_size=3, seed=5)
+    got = [drawn.next_batch() for _ in range(len(expected) // 2)]
+    resumed = TaskGroupedSampler(records, batch_size=3, seed=5)
+    resumed.load_state_dict(drawn.state_dict())
+    got += [resumed.next_batch() for _ in range(len(expected) - len(got))]
+    assert got == expected and resumed.epoch == 2

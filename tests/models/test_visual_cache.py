@@ -76,3 +76,18 @@ def test_trainable_tower_is_recomputed_with_gradients(tiny_model_dir):
     assert any(g is not None and bool(g.abs().sum() > 0) for g in grads)
     loaded.visual_cache.clear()
     assert len(loaded.visual_cache) == 0
+
+
+def test_retain_keeps_only_the_given_prompts(tiny_model_dir):
+    """Dynamic sampling frees a draw's dropped prompts: `retain` keeps the others' entries."""
+    loaded = load_model(tiny_model_dir("qwen2_5_vl"))
+    cache = VisualEmbeddingCache(loaded.model)
+    kept, dropped = (encode_prompt(loaded, text, video=fake_video()) for text in ("a", "b"))
+    cache.encoder_outputs([kept, dropped])
+    assert len(cache) == 2 and cache.encoded_items == 2
+    cache.retain([kept])
+    assert len(cache) == 1
+    cache.encoder_outputs([kept])  # still stored: not encoded again
+    assert cache.encoded_items == 2
+    cache.encoder_outputs([dropped])  # gone: encoded again
+    assert cache.encoded_items == 3

@@ -47,6 +47,7 @@ class TaskGroupedSampler:
         self.group_by_family = group_by_family
         self.epoch = 0
         self.position = 0  # batches of the current epoch already handed out
+        self._cached: tuple[int, list[list[int]]] | None = None  # (epoch, its batches)
         groups: dict[Family, list[int]] = {}
         for index, record in enumerate(records):
             groups.setdefault(record.family, []).append(index)
@@ -92,6 +93,20 @@ class TaskGroupedSampler:
             yield batch
         self.epoch += 1
         self.position = 0
+
+    def next_batch(self) -> list[int]:
+        """The batch after the saved position, moving into the next epoch after the last
+        one: the same sequence as iterating epoch after epoch. The training loop and
+        dynamic sampling's refills both draw through this (a live `__iter__` generator
+        keeps its own epoch's list, so do not mix the two)."""
+        if self._cached is None or self._cached[0] != self.epoch:
+            self._cached = (self.epoch, self.epoch_batches(self.epoch))
+        batches = self._cached[1]
+        if self.position >= len(batches):  # the epoch is used up: as `__iter__` ending
+            self.epoch, self.position = self.epoch + 1, 0
+            return self.next_batch()
+        self.position += 1  # counted before returning: a checkpoint taken now resumes after it
+        return batches[self.position - 1]
 
     def set_epoch(self, epoch: int) -> None:
         self.epoch, self.position = epoch, 0

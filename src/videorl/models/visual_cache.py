@@ -72,6 +72,18 @@ class VisualEmbeddingCache:
     def __len__(self) -> int:
         return len(self._store)
 
+    def retain(self, prompts: Sequence[PromptEncoding]) -> None:
+        """Keep only the entries of `prompts` (dynamic sampling: the groups a draw keeps; the
+        dropped prompts' pixels and embeddings are freed before the next draw)."""
+        keep = {
+            (modality, id(p.vision[key]))
+            for p in prompts
+            for modality, (key, _, _) in MODALITIES.items()
+            if key in p.vision
+        }
+        for entry in [k for k in self._store if k not in keep]:
+            del self._store[entry]
+
     @torch.no_grad()
     def _encode(self, modality: str, prompts: Sequence[PromptEncoding]) -> None:
         """Encode the prompts' items of `modality` in one tower call and store them."""
@@ -166,6 +178,14 @@ def share_visual_cache(policy: LoadedModel, *others: LoadedModel | None) -> None
     for other in others[1:]:
         if other is not None and other.is_vision:
             other.visual_cache = VisualEmbeddingCache(other.model)
+
+
+def retain_visual_caches(prompts: Sequence[PromptEncoding], *models: LoadedModel | None) -> None:
+    """`VisualEmbeddingCache.retain(prompts)` on each model's cache."""
+    for loaded in models:
+        cache = getattr(loaded, "visual_cache", None)
+        if cache is not None:
+            cache.retain(prompts)
 
 
 def clear_visual_caches(*models: LoadedModel | None) -> None:

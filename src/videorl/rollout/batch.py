@@ -88,6 +88,92 @@ class RolloutBatch:
             student_logp=rows_of(self.student_logp),
         )
 
+    @property
+    def num_groups(self) -> int:
+        """Prompts (groups) the batch refers to, kept rows or not."""
+        return len(self.records)
+
+    def take_groups(self, groups: list[int]) -> RolloutBatch:
+        """Only the rows of `groups` (in that order), with the per-prompt data compacted so
+        that group `groups[k]` becomes group k."""
+        renumber = torch.full((self.num_groups,), -1, dtype=torch.long)
+        renumber[torch.tensor(groups, dtype=torch.long)] = torch.arange(len(groups))
+        rank = renumber[self.group_ids]
+        rows = torch.nonzero(rank >= 0).flatten()
+        rows = rows[torch.argsort(rank[rows], stable=True)]
+        picked = self.subset(rows)
+        return replace(
+            picked,
+            records=[self.records[g] for g in groups],
+            prompts=[self.prompts[g] for g in groups],
+            videos=[self.videos[g] for g in groups],
+            group_ids=renumber[picked.group_ids],
+        )
+
+
+def concat_batches(batches: list[RolloutBatch]) -> RolloutBatch:
+    """One batch of the rows of `batches`, in order; each batch's group ids are offset by
+    the groups before it. Token tensors are right-padded to the longest response. Metrics
+    are combined over every row (`merge_metrics`)."""
+    if len(batches) == 1:
+        return batches[0]
+    offsets, total = [], 0
+    for b in batches:
+        offsets.append(total)
+        total += b.num_groups
+    first = batches[0]
+
+    def cat_rows(name: str) -> torch.Tensor | None:
+        parts = [getattr(b, name) for b in batches]
+        if any(p is None for p in parts):
+            return None
+        if parts[0].dim() == 2:
+            width = max(p.shape[1] for p in parts)
+            parts = [torch.nn.functional.pad(p, (0, width - p.shape[1])) for p in parts]
+        return torch.cat(parts)
+
+    components = [b.components for b in batches]
+    return replace(
+        first,
+        records=[r for b in batches for r in b.records],
+        prompts=[p for b in batches for p in b.prompts],
+        videos=[v for b in batches for v in b.videos],
+        group_ids=torch.cat([b.group_ids + o for b, o in zip(batches, offsets)]),
+        responses=[r for b in batches for r in b.responses],
+        texts=[t for b in batches for t in b.texts],
+        is_annotation=torch.cat([b.is_annotation for b in batches]),
+        off_policy=torch.cat([b.off_policy for b in batches]),
+        truncated=torch.cat([b.truncated for b in batches]),
+        rewards=cat_rows("rewards"),
+        components=None
+        if any(c is None for c in components)
+        else [c for part in components for c in part],
+        advantages=cat_rows("advantages"),
+        teacher_logp=cat_rows("teacher_logp"),
+        student_logp=cat_rows("student_logp"),
+        metrics=merge_metrics([(b.metrics, b.num_rows) for b in batches]),
+    )
+
+
+_SUMMED = ("seconds", "samples", "failed_")
+
+
+def merge_metrics(parts: list[tuple[dict[str, float], int]]) -> dict[str, float]:
+    """The metrics of several batches as one: counts and times (`*seconds`, `*samples`,
+    `*failed_*`) are summed, every other value is the mean weighted by each batch's rows
+    (over the batches that report it)."""
+    merged: dict[str, float] = {}
+    for key in dict.fromkeys(k for metrics, _ in parts for k in metrics):
+        values = [(m[key], rows) for m, rows in parts if key in m]
+        if any(s in key.rsplit("/", 1)[-1] for s in _SUMMED):
+            merged[key] = float(sum(v for v, _ in values))
+        else:
+            weight = sum(rows for _, rows in values)
+            merged[key] = float(
+                sum(v * rows for v, rows in values) / weight if weight else values[-1][0]
+            )
+    return merged
+
 
 def pad_rows(rows: list[torch.Tensor], length: int, value: float = 0.0) -> torch.Tensor:
     """Stack 1-D tensors into [B, length], right-padded with `value`."""

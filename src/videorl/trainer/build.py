@@ -35,9 +35,14 @@ console = Console()
 
 
 def steps_from_epochs(cfg: Config, batches_per_epoch: int) -> Config:
-    """`trainer.steps = trainer.epochs * batches_per_epoch` when `trainer.epochs` is set."""
+    """`trainer.steps = trainer.epochs * batches_per_epoch` when `trainer.epochs` is set
+    (with dynamic sampling, batches of `batches_per_draw` sampler batches, as DAPO counts
+    `len(train_dataloader)` in gen batches; refills consume more)."""
     if cfg.trainer.epochs is None:
         return cfg
+    sampling = cfg.algorithm.dynamic_sampling
+    if sampling.enabled:
+        batches_per_epoch = max(1, batches_per_epoch // sampling.batches_per_draw)
     steps = cfg.trainer.epochs * batches_per_epoch
     return replace(cfg, trainer=replace(cfg.trainer, steps=steps))
 

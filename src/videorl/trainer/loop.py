@@ -3,6 +3,7 @@ DESIGN.md's data flow; each stage is a function from `RolloutBatch` to `RolloutB
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from videorl.rollout.prompting import DecodedPrompts, decode_prompts, record_enc
 from videorl.trainer import checkpoint as ckpt
 from videorl.trainer.build import build_state
 from videorl.trainer.checkpoint import Checkpointer
+from videorl.trainer.dynamic_sampling import collect_groups
 from videorl.trainer.interrupt import StepGuard, StopRequest
 from videorl.trainer.metrics import (
     MetricsWriter,
@@ -54,33 +56,22 @@ console = Console()
 
 
 def train_step(state: TrainState, indices: list[int]) -> dict[str, Any]:
-    """decode -> rollout (+ constructed, + annotation, + T-GRPO shuffled rows) -> rewards (+
-    temporal contrast, length terms, sensitivity) ->
-    teacher log-probs -> advantages -> selection -> update -> weight sync."""
+    """decode -> rollout (+ constructed, + annotation, + T-GRPO shuffled rows) -> rewards
+    (+ temporal contrast, length terms, sensitivity) [-> dynamic sampling: drop
+    zero-variance groups, refill] -> teacher log-probs -> advantages -> selection -> update
+    -> weight sync."""
     cfg, timer = state.cfg, StageTimer()
     no_grad = {"temperature": cfg.rollout.temperature, "token_budget": cfg.optim.micro_batch_tokens}
     clear_visual_caches(state.policy, state.reference, state.teacher)  # e.g. validation's videos
-    with timer("decode"):
-        mine = [state.records[i] for i in shard_indices(indices, state.info)]
-        decoded = decode_prompts(mine, state.videos, state.policy, cfg.data)
-        state.skipped_long_prompts += decoded.skipped_long
-    if not decoded.records:  # every sample of this rank was bad
-        return _empty_step(state, decoded)
-    with timer("rollout"):
-        batch = _rollout(state, decoded)
-        shuffled = _shuffled_rollouts(state, batch)  # T-GRPO's; they stay out of `batch`
-    state.engine.sleep()  # free the rollout engine's KV cache (and weights) until the weight sync
-    with timer("reward"):
-        batch = score(batch, cfg.reward, state.pool)
-        if shuffled is not None:
-            tgrpo = cfg.algorithm.temporal_contrast
-            batch = add_temporal_contrast_bonus(batch, shuffled, cfg.reward, tgrpo, state.pool)
-        batch = add_length_rewards(batch, cfg.reward, max_new_tokens=cfg.rollout.max_new_tokens)
-        if cfg.reward.sensitivity.enabled:
-            encode = record_encoder(state.logprob_model, cfg.data)
-            batch = add_sensitivity_bonus(
-                batch, state.logprob_model, encode, cfg.reward, step=state.step, **no_grad
-            )
+    skipped: list[int] = []  # bad media per draw
+    draw = functools.partial(_scored_draw, state, timer, skipped)
+    if cfg.algorithm.dynamic_sampling.enabled:
+        batch = collect_groups(state, indices, draw)
+    else:
+        batch = draw(indices, 0)
+    if not batch.num_rows:  # every sample of this rank was bad (or no group had variance)
+        return _empty_step(state, batch, sum(skipped))
+    batch_ids = [r.id for r in batch.records]
     rollout_stats = rollout_metrics(batch, cfg.rollout.max_new_tokens)
     with timer("teacher"):
         if cfg.algorithm.is_distillation:
@@ -97,16 +88,72 @@ def train_step(state: TrainState, indices: list[int]) -> dict[str, Any]:
         **batch.metrics,
         **rollout_stats,
         **update_stats,
-        **step_metrics(batch, rows_before, timer, decoded.skipped_media),
+        **step_metrics(batch, rows_before, timer, sum(skipped)),
         "data/skipped_long_prompts_total": float(state.skipped_long_prompts),
         "lr": lr,
-        "batch_ids": [r.id for r in decoded.records],
+        "batch_ids": batch_ids,
     }
 
 
-def _rollout(state: TrainState, decoded: DecodedPrompts):
+def _scored_draw(
+    state: TrainState, timer: StageTimer, skipped: list[int], indices: list[int], draw: int
+) -> RolloutBatch:
+    """This rank's share of `indices`, decoded, rolled out and rewarded (draw 0 is the
+    step's batch; later draws are dynamic sampling's refills). No usable prompt: still
+    rolls out (lockstep) and returns the empty batch."""
+    cfg = state.cfg
+    with timer("decode"):
+        mine = [state.records[i] for i in shard_indices(indices, state.info)]
+        decoded = decode_prompts(mine, state.videos, state.policy, cfg.data)
+        state.skipped_long_prompts += decoded.skipped_long
+    skipped.append(decoded.skipped_media)
+    with timer("rollout"):
+        batch = _rollout(state, decoded, draw)
+        shuffled = _shuffled_rollouts(state, batch)  # T-GRPO's; they stay out of `batch`
+    state.engine.sleep()  # free the rollout engine's KV cache (and weights) until the weight sync
+    if not decoded.records:
+        return batch
+    with timer("reward"):
+        batch = _rewards(state, batch, shuffled)
+    return batch
+
+
+def _rewards(
+    state: TrainState, batch: RolloutBatch, shuffled: ShuffledRollouts | None
+) -> RolloutBatch:
+    """score -> T-GRPO temporal contrast bonus -> length terms -> TaRO sensitivity bonus."""
+    cfg = state.cfg
+    batch = score(batch, cfg.reward, state.pool)
+    if shuffled is not None:
+        tgrpo = cfg.algorithm.temporal_contrast
+        batch = add_temporal_contrast_bonus(batch, shuffled, cfg.reward, tgrpo, state.pool)
+    batch = add_length_rewards(batch, cfg.reward, max_new_tokens=cfg.rollout.max_new_tokens)
+    if cfg.reward.sensitivity.enabled:
+        encode = record_encoder(state.logprob_model, cfg.data)
+        batch = add_sensitivity_bonus(
+            batch,
+            state.logprob_model,
+            encode,
+            cfg.reward,
+            step=state.step,
+            temperature=cfg.rollout.temperature,
+            token_budget=cfg.optim.micro_batch_tokens,
+        )
+    return batch
+
+
+def _shuffled_rollouts(state: TrainState, batch: RolloutBatch) -> ShuffledRollouts | None:
+    """T-GRPO: rollouts of each video prompt on its frames shuffled (no gradient); every rank
+    calls the engine, with no prompts too, so vLLM's data-parallel engines stay in lockstep."""
+    if not state.cfg.algorithm.temporal_contrast.enabled:
+        return None
+    return shuffled_rollouts(state, batch, state.cfg.rollout.sampling())
+
+
+def _rollout(state: TrainState, decoded: DecodedPrompts, draw: int = 0):
     """n rows per prompt, TaRO's constructed rows drawn by the curriculum, OraRL's annotation
-    rows appended. Called with no prompts too: vLLM's data-parallel engines step in lockstep."""
+    rows appended. Called with no prompts too: vLLM's data-parallel engines step in lockstep.
+    `draw` > 0 (dynamic sampling's refills) seeds the constructed prefixes apart."""
     cfg, tokenizer = state.cfg, state.policy.tokenizer
     constructed = None
     if cfg.algorithm.constructed.enabled:
@@ -122,7 +169,7 @@ def _rollout(state: TrainState, decoded: DecodedPrompts):
         cfg.rollout.sampling(),
         tokenizer,
         constructed=constructed,
-        rng=random.Random(state.step),
+        rng=random.Random(state.step if draw == 0 else f"{state.step}:{draw}"),
     )
     if not cfg.algorithm.annotation_rows:
         return batch
@@ -130,22 +177,12 @@ def _rollout(state: TrainState, decoded: DecodedPrompts):
     return add_annotation_rows(batch, tokenizer, eos, budget, think=cfg.data.think)
 
 
-def _shuffled_rollouts(state: TrainState, batch: RolloutBatch) -> ShuffledRollouts | None:
-    """T-GRPO: rollouts of each video prompt on its frames shuffled (no gradient); every rank
-    calls the engine, with no prompts too, so vLLM's data-parallel engines stay in lockstep."""
-    if not state.cfg.algorithm.temporal_contrast.enabled:
-        return None
-    return shuffled_rollouts(state, batch, state.cfg.rollout.sampling())
-
-
-def _empty_step(state: TrainState, decoded: DecodedPrompts) -> dict[str, Any]:
+def _empty_step(state: TrainState, batch: RolloutBatch, skipped_media: int) -> dict[str, Any]:
     """A rank with no usable sample still joins the rollout's and the update's collectives."""
-    batch = _rollout(state, decoded)
-    _shuffled_rollouts(state, batch)
-    state.engine.sleep()
     update_policy(_update_context(state), batch)
     _end_step(state)
-    return {"data/skipped_media": float(decoded.skipped_media), "step/skipped": 1.0}
+    counts = {k: v for k, v in batch.metrics.items() if k.startswith("dynamic_sampling/")}
+    return {**counts, "data/skipped_media": float(skipped_media), "step/skipped": 1.0}
 
 
 def _end_step(state: TrainState) -> None:
@@ -265,8 +302,10 @@ def _train(
 
 
 def _endless(sampler: Any) -> Iterator[list[int]]:
+    """Batch after batch, epoch after epoch (`next_batch`: dynamic sampling's refills draw
+    from the same position)."""
     while True:
-        yield from sampler
+        yield sampler.next_batch()
 
 
 def _metrics_writer(state: TrainState) -> MetricsWriter | None:

@@ -1,0 +1,99 @@
+"""DAPO dynamic sampling (Yu et al. 2025, arXiv 2503.14476, section 3.2): keep only the
+groups whose rows disagree on a metric, so no kept group has all-zero advantages.
+
+Source: volcengine/verl `recipe/dapo/src/dapo_ray_trainer.py` at 4f80e46,
+`RayDAPOTrainer.fit` (the `algorithm.filter_groups` branch). Per prompt uid it collects the
+metric of every trajectory and keeps the prompt when
+
+    std(metric values of its n rows) > 0   or   the group has a single row
+
+so a group where every row got the same reward, whose group-normalised advantages are all
+0, is dropped. Generation batches are drawn until `data.train_batch_size` prompts are
+kept (at most `max_num_gen_batches`, 0 = no limit, then `ValueError`), and the batch is cut
+to exactly `train_batch_size` prompts in draw order. `trainer/dynamic_sampling.py` runs
+that loop; this module holds the config and the pure group filter.
+
+One deliberate difference: "all rows share the value" is tested exactly (max == min), not
+as `np.std > 0`, whose float rounding keeps groups of equal non-binary values
+(np.std([0.1, 0.1, 0.1]) is about 1e-17); for DAPO's 0/1 accuracy both agree.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+from torch import Tensor
+
+from videorl.errors import ConfigError
+
+ON_CAP = ("error", "train")
+_METRIC = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+@dataclass(frozen=True)
+class DynamicSamplingConfig:
+    """`algorithm.dynamic_sampling` (DAPO's `algorithm.filter_groups` and gen batch size).
+
+    metric: the per-row value that decides zero variance: `reward` (the row's whole reward,
+      length terms and bonuses included: what the advantage sees; DAPO's `seq_final_reward`)
+      or a reward component such as `task` (the verifier's correctness, DAPO's `acc`).
+    max_draws: prompt batches drawn per step at most, the first included (DAPO's
+      `max_num_gen_batches`, 10 in its script); 0 = no limit.
+    batches_per_draw: sampler batches of `data.prompts_per_step` prompts per draw (DAPO's
+      `gen_batch_size / train_batch_size`, 1536 / 512 = 3).
+    on_cap: at the cap with too few groups kept: `error` stops the run as DAPO does
+      (`ValueError: Generated too many`); `train` trains on the groups kept (fewer than the
+      step's) and counts it in `dynamic_sampling/capped`.
+    """
+
+    enabled: bool = False
+    metric: str = "reward"
+    max_draws: int = 10
+    batches_per_draw: int = 1
+    on_cap: Literal["error", "train"] = "error"
+
+    def __post_init__(self) -> None:
+        key = "algorithm.dynamic_sampling"
+        if not _METRIC.match(self.metric):
+            raise ConfigError(
+                f"{key}.metric={self.metric!r} is not a name; use reward or a reward "
+                "component such as task"
+            )
+        if self.max_draws < 0:
+            raise ConfigError(f"{key}.max_draws={self.max_draws} must be >= 0 (0 = no limit)")
+        if self.batches_per_draw < 1:
+            raise ConfigError(f"{key}.batches_per_draw={self.batches_per_draw} must be >= 1")
+        if self.on_cap not in ON_CAP:
+            raise ConfigError(f"{key}.on_cap={self.on_cap!r} must be one of {', '.join(ON_CAP)}")
+
+
+def zero_variance_groups(
+    values: Tensor, group_ids: Tensor, num_groups: int | None = None
+) -> Tensor:
+    """The keep mask `[G]` of DAPO's group filter: True where group g's rows do not all
+    share one value (std > 0) or g has a single row; False for the zero-variance groups
+    that are dropped. A group id without rows (below `num_groups`) is not kept.
+
+        values    [1, 1, 1,   0, 1, 0,   0.5,   0, 0]
+        group_ids [0, 0, 0,   1, 1, 1,   2,     3, 3]   ->  keep [False, True, True, False]
+    """
+    if values.shape != group_ids.shape or values.dim() != 1:
+        raise ValueError(
+            f"values {tuple(values.shape)} and group_ids {tuple(group_ids.shape)} must be "
+            "1-D with one entry per row"
+        )
+    groups = (
+        num_groups if num_groups is not None else int(group_ids.max()) + 1 if values.numel() else 0
+    )
+    values = values.double()
+    low = torch.full((groups,), float("inf"), dtype=torch.float64)
+    high = torch.full((groups,), float("-inf"), dtype=torch.float64)
+    low = low.scatter_reduce(0, group_ids, values, "amin")
+    high = high.scatter_reduce(0, group_ids, values, "amax")
+    count = torch.zeros(groups, dtype=torch.long).scatter_add(
+        0, group_ids, torch.ones_like(group_ids)
+    )
+    return (count == 1) | ((count > 1) & (high > low))

@@ -1,0 +1,54 @@
+"""bench/learning.py's recipe rows are valid configs on the quickstart shape and turn on what
+their names say (DAPO's pieces, GSPO's loss)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+
+
+@pytest.fixture(scope="module")
+def learning():
+    sys.path.insert(0, str(BENCH))
+    try:
+        import learning
+    finally:
+        sys.path.remove(str(BENCH))
+    return learning
+
+
+@pytest.fixture(scope="module")
+def configs(learning):
+    return {
+        name: learning.run_config(name, learning.recipe_overrides(name, 10), steps=10, val=None)
+        for name in learning.RECIPES
+    }
+
+
+def test_every_row_loads_on_the_quickstart_shape(configs):
+    assert {"grpo", "dapo", "gspo"} <= set(configs)
+    for config in configs.values():
+        assert config.rollout.max_new_tokens == 16 and config.data.prompts_per_step == 4
+
+
+def test_dapo_row_has_dapos_pieces(configs):
+    dapo = configs["dapo"]
+    loss, sampling = dapo.algorithm.loss, dapo.algorithm.dynamic_sampling
+    assert (loss.clip_low, loss.clip_high, loss.aggregation, loss.kl_coef) == (
+        0.2,
+        0.28,
+        "token-mean",
+        0.0,
+    )
+    assert dapo.reward.overlong.enabled and dapo.reward.overlong.buffer_len <= 16
+    assert sampling.enabled and sampling.metric == "task" and sampling.batches_per_draw == 3
+    assert not dapo.algorithm.annotation_rows
+
+
+def test_gspo_row_uses_the_sequence_level_loss(configs):
+    assert configs["gspo"].algorithm.loss.name == "gspo"
+    assert not configs["gspo"].algorithm.dynamic_sampling.enabled
