@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import platform
 import statistics
 import time
@@ -190,16 +191,24 @@ def train_curve(
     }
 
 
+def _mean(values: list[float | None]) -> float:
+    """The mean of the steps that have a policy reward; NaN when none has."""
+    present = [v for v in values if v is not None]
+    return statistics.fmean(present) if present else math.nan
+
+
 def summarize(curves: dict[str, dict[str, Any]], window: int) -> list[dict[str, Any]]:
     table = []
     for name, curve in curves.items():
+        # a step without policy rows has no mean (NaN, written as null): TaRO's first
+        # all-constructed steps, dynamic sampling's skipped ones; the window means skip them
         rewards = curve["reward"]
         first, last = rewards[:window], rewards[-window:]
         row = {
             "recipe": name,
-            "first_mean": statistics.fmean(first),
-            "last_mean": statistics.fmean(last),
-            "last_max": max(last),
+            "first_mean": _mean(first),
+            "last_mean": _mean(last),
+            "last_max": max((r for r in last if r is not None), default=math.nan),
             "minutes": curve["seconds"] / 60,
         }
         if curve.get("val_after") is not None:
@@ -217,9 +226,7 @@ def plot(curves: dict[str, dict[str, Any]], path: Path, title: str, smooth: int 
     fig, ax = plt.subplots(figsize=(7, 4))
     for name, curve in curves.items():
         values = curve["reward"]
-        averaged = [
-            statistics.fmean(values[max(0, i - smooth + 1) : i + 1]) for i in range(len(values))
-        ]
+        averaged = [_mean(values[max(0, i - smooth + 1) : i + 1]) for i in range(len(values))]
         ax.plot(range(1, len(values) + 1), averaged, label=name)
     ax.set_xlabel("step")
     ax.set_ylabel(f"policy reward (mean of last {smooth} steps)")
