@@ -125,3 +125,32 @@ def test_two_ranks_killed_then_interrupted_resume_to_the_uninterrupted_run(runs)
         assert got[step]["lr"] == expected[step]["lr"], f"step {step}"
     for step in range(stopped_at + 1, STEPS + 1):
         assert_same_checkpoint(run / f"step-{step:06d}", out[2] / f"step-{step:06d}")
+
+
+def test_two_ranks_draw_in_lockstep_with_refills_and_shuffled_rollouts(build_config, tmp_path):
+    """DAPO dynamic sampling and T-GRPO on 2 ranks: half the records have flat rewards
+    (`flat_reward.py`), so the ranks run short at different draws; they agree on every
+    refill (`all_reduce(max)`), so each step's draw count is the same on both (its mean over
+    ranks is a whole number), the run finishes, and the shuffled rollouts run every draw."""
+    out = tmp_path / "lockstep"
+    extra = [  # GRPO on the bare recipe ("orarl" adds no reward plug-in of its own)
+        "algorithm.estimator=grpo",
+        "algorithm.annotation_rows=false",
+        "algorithm.pruning.enabled=false",
+        "trainer.steps=3",
+        "trainer.save_every=0",
+        "algorithm.temporal_contrast.enabled=true",
+        "algorithm.temporal_contrast.n_shuffled=2",
+        "algorithm.dynamic_sampling.enabled=true",
+        "algorithm.dynamic_sampling.metric=task",
+        "algorithm.dynamic_sampling.max_draws=4",
+        "algorithm.dynamic_sampling.on_cap=train",
+        "reward.plugins={temporal_grounding: 'tests.trainer.flat_reward:reward'}",
+    ]
+    _run(build_config("orarl", out, *extra)[1], 2)
+    rows = metrics_by_step(out)
+    assert sorted(rows) == [1, 2, 3]
+    draws = [rows[s]["dynamic_sampling/draws"] for s in rows]
+    assert all(d == int(d) and d >= 1 for d in draws), f"ranks drew differently: {draws}"
+    assert max(draws) > 1, f"no step refilled: {draws}"
+    assert all("tgrpo/shuffled_acc" in rows[s] or rows[s].get("step/skipped") for s in rows)
