@@ -20,6 +20,7 @@ as `np.std > 0`, whose float rounding keeps groups of equal non-binary values
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import Literal
@@ -27,6 +28,7 @@ from typing import Literal
 import torch
 from torch import Tensor
 
+from videorl.algorithms.groups import group_max, group_sum
 from videorl.errors import ConfigError
 
 ON_CAP = ("error", "train")
@@ -89,11 +91,7 @@ def zero_variance_groups(
         num_groups if num_groups is not None else int(group_ids.max()) + 1 if values.numel() else 0
     )
     values = values.double()
-    low = torch.full((groups,), float("inf"), dtype=torch.float64)
-    high = torch.full((groups,), float("-inf"), dtype=torch.float64)
-    low = low.scatter_reduce(0, group_ids, values, "amin")
-    high = high.scatter_reduce(0, group_ids, values, "amax")
-    count = torch.zeros(groups, dtype=torch.long).scatter_add(
-        0, group_ids, torch.ones_like(group_ids)
-    )
+    high = group_max(values, group_ids, groups, initial=-math.inf)
+    low = -group_max(-values, group_ids, groups, initial=-math.inf)
+    count = group_sum(torch.ones_like(values), group_ids, groups)
     return (count == 1) | ((count > 1) & (high > low))

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from videorl.algorithms.groups import check_rows
+from videorl.algorithms.groups import check_rows, group_sum
 from videorl.errors import ConfigError
 
 
@@ -82,9 +82,8 @@ def group_accuracy(accuracy: Tensor, group_ids: Tensor, num_groups: int) -> Tens
     """[G] mean accuracy of each group's rows (0 for a group without rows)."""
     check_rows(group_ids, accuracy=accuracy)
     accuracy = accuracy.to(torch.float32)
-    sums = torch.zeros(num_groups).index_add_(0, group_ids, accuracy)
-    counts = torch.zeros(num_groups).index_add_(0, group_ids, torch.ones_like(accuracy))
-    return sums / counts.clamp_min(1.0)
+    counts = group_sum(torch.ones_like(accuracy), group_ids, num_groups)
+    return group_sum(accuracy, group_ids, num_groups) / counts.clamp_min(1.0)
 
 
 @torch.no_grad()

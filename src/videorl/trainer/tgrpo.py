@@ -122,7 +122,7 @@ def add_temporal_contrast_bonus(
     p >= mu * p~), `tgrpo/bonus_frac` (their policy rows that got the bonus)."""
     if not shuffled.groups:
         return batch
-    num_groups = len(batch.records)
+    num_groups = batch.num_groups
     scores = score_batch(
         [batch.records[int(g)] for g in shuffled.group_ids], shuffled.texts, reward, pool
     )
