@@ -32,8 +32,7 @@ class Registry(dict[str, Entry]):
 
     def lookup(self, name: str) -> Entry:
         """The entry under `name`; an unknown name is a ConfigError listing the valid ones."""
-        for module in self.builtins:
-            importlib.import_module(module)
+        self._load_builtins()
         if name not in self:
             close = difflib.get_close_matches(name, self, n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
@@ -43,6 +42,9 @@ class Registry(dict[str, Entry]):
         return self[name]
 
     def names(self) -> list[str]:
+        self._load_builtins()
+        return sorted(self)
+
+    def _load_builtins(self) -> None:
         for module in self.builtins:
             importlib.import_module(module)
-        return sorted(self)

@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import torch
 from rich.console import Console
 
 from videorl.algorithms.taro import constructed_probability, draw_constructed
@@ -61,7 +60,6 @@ def train_step(state: TrainState, indices: list[int]) -> dict[str, Any]:
     zero-variance groups, refill] -> teacher log-probs -> advantages -> selection -> update
     -> weight sync."""
     cfg, timer = state.cfg, StageTimer()
-    no_grad = {"temperature": cfg.rollout.temperature, "token_budget": cfg.optim.micro_batch_tokens}
     clear_visual_caches(state.policy, state.reference, state.teacher)  # e.g. validation's videos
     skipped: list[int] = []  # bad media per draw
     draw = functools.partial(_scored_draw, state, timer, skipped)
@@ -75,7 +73,8 @@ def train_step(state: TrainState, indices: list[int]) -> dict[str, Any]:
     rollout_stats = rollout_metrics(batch, cfg.rollout.max_new_tokens)
     with timer("teacher"):
         if cfg.algorithm.is_distillation:
-            batch = add_teacher_logprobs(batch, state.logprob_model, state.teacher, **no_grad)
+            teacher = state.teacher
+            batch = add_teacher_logprobs(batch, state.logprob_model, teacher, **_no_grad(cfg))
     with timer("advantage"):
         batch = compute_advantages(batch, cfg.algorithm)
         rows_before = batch.num_rows
@@ -131,15 +130,14 @@ def _rewards(
     if cfg.reward.sensitivity.enabled:
         encode = record_encoder(state.logprob_model, cfg.data)
         batch = add_sensitivity_bonus(
-            batch,
-            state.logprob_model,
-            encode,
-            cfg.reward,
-            step=state.step,
-            temperature=cfg.rollout.temperature,
-            token_budget=cfg.optim.micro_batch_tokens,
+            batch, state.logprob_model, encode, cfg.reward, step=state.step, **_no_grad(cfg)
         )
     return batch
+
+
+def _no_grad(cfg: Config) -> dict[str, Any]:
+    """The no-grad log-prob passes' settings: the rollout temperature, the token budget."""
+    return {"temperature": cfg.rollout.temperature, "token_budget": cfg.optim.micro_batch_tokens}
 
 
 def _shuffled_rollouts(state: TrainState, batch: RolloutBatch) -> ShuffledRollouts | None:
@@ -203,7 +201,7 @@ def _update_context(state: TrainState) -> UpdateContext:
         reference=state.reference,
         logprob_model=state.logprob_model,
         world_size=state.info.world_size,
-        autocast_dtype=torch.bfloat16 if cfg.trainer.bf16 and torch.cuda.is_available() else None,
+        autocast_dtype=state.autocast_dtype,
     )
 
 

@@ -99,16 +99,16 @@ def response_nll(
     device = next(policy.model.parameters()).device
     sizes = [p.length + int(r.numel()) for p, r in zip(prompts, responses)]
     plan = plan_rank_microbatches(sizes, cfg.optim.micro_batch_tokens, packed=policy.packing)
-    autocast = torch.bfloat16 if cfg.trainer.bf16 and torch.cuda.is_available() else None
+    autocast, padding = state.autocast_dtype, MicroBatch.padding(policy.pad_token_id)
     loss_sum = 0.0
     for micro in plan:
-        rows = ([prompts[i] for i in micro], [responses[i] for i in micro], 1.0)
-        if not micro:
-            padding = MicroBatch.padding(policy.pad_token_id)
-            rows = (padding.prompts, padding.responses, padding.weight)
+        if micro:
+            rows, weight = ([prompts[i] for i in micro], [responses[i] for i in micro]), 1.0
+        else:  # FSDP padding: one dummy token that adds nothing
+            rows, weight = (padding.prompts, padding.responses), padding.weight
         with torch.autocast(device.type, dtype=autocast, enabled=autocast is not None):
-            nll, _ = response_nll_sum(policy, rows[0], rows[1])
-        loss = nll * rows[2] / max(total_tokens, 1.0)
+            nll, _ = response_nll_sum(policy, *rows)
+        loss = nll * weight / max(total_tokens, 1.0)
         (loss * state.info.world_size).backward()  # FSDP averages over ranks; we want the sum
         loss_sum += float(loss.detach())
     return all_reduce(loss_sum)

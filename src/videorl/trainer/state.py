@@ -39,6 +39,11 @@ class TrainState:
     skipped_long_prompts: int = 0  # prompts over data.max_prompt_tokens, skipped so far
 
     @property
+    def autocast_dtype(self) -> torch.dtype | None:
+        """bf16 autocast for the policy's forwards on a GPU with `trainer.bf16`, else None."""
+        return torch.bfloat16 if self.cfg.trainer.bf16 and torch.cuda.is_available() else None
+
+    @property
     def logprob_model(self) -> LoadedModel:
         """The model of no-grad passes (old, sensitivity and student log-probs, best/ and
         final/): the policy itself, or its synced unsharded copy under FSDP."""
