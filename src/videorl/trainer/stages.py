@@ -32,6 +32,7 @@ from videorl.rewards.batch import (
     score_batch,
 )
 from videorl.rewards.config import RewardConfig
+from videorl.rewards.length import length_bonus, overlong_penalty
 from videorl.rewards.sensitivity import (
     applies_to,
     boundary_shuffle,
@@ -230,8 +231,6 @@ def add_length_rewards(
     Metrics: `reward/overlong_penalty_mean` and `reward/overlong_frac` (rows penalised),
     `reward/length_bonus_frac` (rows given the bonus), over the generated rows.
     """
-    from videorl.rewards.length import length_bonus, overlong_penalty
-
     if not (config.overlong.enabled or config.length_band.enabled) or not batch.num_rows:
         return batch
     generated = ~batch.is_annotation
