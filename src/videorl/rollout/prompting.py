@@ -59,6 +59,7 @@ def decode_prompts(
     model family's coordinates; bad media and over-long prompts are skipped and counted."""
     out = DecodedPrompts([], [], [], 0, 0)
     convention = model_convention(policy.model_type, data.coordinates)
+    encode = record_encoder(policy, data)
     for record in records:
         try:
             video = videos.get(record.media) if record.media is not None else None
@@ -67,9 +68,7 @@ def decode_prompts(
             out = out._replace(skipped_media=out.skipped_media + 1)
             continue
         record = to_model_coordinates(record, convention, frame_size(video))
-        prompt = encode_record(
-            policy, record, video, data.think, data.chat_template_kwargs, style=data.prompt_style
-        )
+        prompt = encode(record, video)
         if data.max_prompt_tokens is not None and prompt.length > data.max_prompt_tokens:
             log.warning(
                 "skipping sample %s: its prompt has %d tokens > data.max_prompt_tokens=%d",
