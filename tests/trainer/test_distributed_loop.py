@@ -26,7 +26,7 @@ from videorl.trainer.checkpoint import list_checkpoints
 from videorl.trainer.loop import run_training
 
 WORKER = Path(__file__).with_name("loop_worker.py")
-STEPS = 4
+STEPS = 6  # room after each stop: a signal that lands mid-step lets that step finish
 RUN = [
     f"trainer.steps={STEPS}",
     "trainer.save_every=1",
