@@ -1,7 +1,8 @@
 """`videorl train quickstart OVERRIDES [--resume R]` in-process, with each prompt's rollouts
 sampled from a generator seeded by the prompt's tokens, so that they depend on the weights
 and the prompt but not on which rank (or batch) generates them. Under torchrun every rank
-runs it. Used by test_distributed_loop.py: 2 ranks must equal 1 process at the loop level."""
+runs it. Used by test_distributed_loop.py (2 ranks must equal 1 process at the loop level)
+and by the kill/interrupt tests, which hold it at a known point (`pause.py`)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import zlib
 
 import torch
 
+from tests.trainer import pause
 from videorl.cli import resolve_config_path
 from videorl.config import load_config
 from videorl.models.generate import generate
@@ -32,6 +34,7 @@ def main(argv: list[str]) -> None:
         at = argv.index("--resume")
         resume, argv = argv[at + 1], argv[:at] + argv[at + 2 :]
     HFEngine.generate = seeded_generate
+    pause.install_from_env()
     run_training(load_config(resolve_config_path("quickstart"), argv), resume=resume)
 
 

@@ -2,7 +2,8 @@
 equals one process on the same global batches, each rank trains on its own prompts, and a
 2-rank run killed with SIGKILL, then stopped with Ctrl-C, resumes to exactly the
 uninterrupted 2-rank run. Rollouts are seeded per prompt (`loop_worker.py`), so that they do
-not depend on which rank samples them."""
+not depend on which rank samples them. Signals are sent while the run is held at a known
+point (`pause.py`), never after a guessed delay."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -18,6 +18,7 @@ import torch
 from safetensors.torch import load_file
 
 from tests.trainer.loop_worker import seeded_generate
+from tests.trainer.pause import PausePoint
 from tests.trainer.runs import assert_same_checkpoint, metrics_by_step
 from tests.trainer.test_distributed import TORCHRUN, _env
 from videorl.models.loading import load_model
@@ -26,7 +27,7 @@ from videorl.trainer.checkpoint import list_checkpoints
 from videorl.trainer.loop import run_training
 
 WORKER = Path(__file__).with_name("loop_worker.py")
-STEPS = 6  # room after each stop: a signal that lands mid-step lets that step finish
+STEPS = 4
 RUN = [
     f"trainer.steps={STEPS}",
     "trainer.save_every=1",
@@ -77,45 +78,43 @@ def test_two_ranks_equal_one_process_over_a_whole_run(runs):
     assert any(not torch.equal(initial[k], single[k]) for k in single), "nothing trained"
 
 
-def _wait_for_checkpoint(out: Path, step: int, proc: subprocess.Popen) -> None:
-    deadline = time.time() + 600
-    while step not in [int(p.name.split("-")[1]) for p in list_checkpoints(out)]:
-        assert proc.poll() is None, f"the run ended before step-{step:06d}"
-        assert time.time() < deadline, f"no step-{step:06d} after 600 s"
-        time.sleep(0.1)
+def _saved_steps(out: Path) -> list[int]:
+    return [int(p.name.split("-")[1]) for p in list_checkpoints(out)]
 
 
 def test_two_ranks_killed_then_interrupted_resume_to_the_uninterrupted_run(runs):
-    """SIGKILL to the whole torchrun process group after step 1's checkpoint, resume; Ctrl-C
-    (SIGINT to the process group, as a terminal sends it: the agent forwards it again) after
-    step 2's checkpoint, resume: every checkpoint equals the uninterrupted 2-rank run's."""
+    """SIGKILL to the whole torchrun process group while both ranks are held after step 1's
+    checkpoint, resume; Ctrl-C (SIGINT to the process group, as a terminal sends it: the
+    agent forwards it again) while they are held after step 2's, resume: every checkpoint
+    equals the uninterrupted 2-rank run's."""
     out, build_config = runs
     run = out[2].parent / "interrupted"
     overrides = build_config("grpo", run, *RUN)[1]
 
-    def start(*extra: str) -> subprocess.Popen:
+    def start(point: PausePoint, *extra: str) -> subprocess.Popen:
         return subprocess.Popen(
             _command(overrides, 2, *extra),
-            env=_env(),
+            env={**_env(), **point.env()},
             start_new_session=True,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
 
-    proc = start()
-    _wait_for_checkpoint(run, 1, proc)
+    point = PausePoint(run.parent / "pause-kill", step=1, ranks=2)
+    proc = start(point)
+    point.wait(proc)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(timeout=60)
-    killed_at = max(int(p.name.split("-")[1]) for p in list_checkpoints(run))
-    assert killed_at < STEPS
+    assert _saved_steps(run) == [1]
 
-    proc = start("--resume", "auto")
-    _wait_for_checkpoint(run, killed_at + 1, proc)
+    point = PausePoint(run.parent / "pause-int", step=2, ranks=2)
+    proc = start(point, "--resume", "auto")
+    point.wait(proc)
     os.killpg(proc.pid, signal.SIGINT)
+    point.release()
     proc.wait(timeout=300)
-    stopped_at = max(int(p.name.split("-")[1]) for p in list_checkpoints(run))
-    assert stopped_at < STEPS and not (run / "final").exists(), "Ctrl-C did not stop the run"
-    for step in range(1, stopped_at + 1):
+    assert _saved_steps(run) == [1, 2] and not (run / "final").exists(), "Ctrl-C: no stop at 2"
+    for step in (1, 2):
         assert_same_checkpoint(run / f"step-{step:06d}", out[2] / f"step-{step:06d}")
 
     _run(overrides, 2, "--resume", "auto")
@@ -123,7 +122,7 @@ def test_two_ranks_killed_then_interrupted_resume_to_the_uninterrupted_run(runs)
     for step in range(1, STEPS + 1):
         assert got[step]["batch_ids"] == expected[step]["batch_ids"], f"step {step}"
         assert got[step]["lr"] == expected[step]["lr"], f"step {step}"
-    for step in range(stopped_at + 1, STEPS + 1):
+    for step in range(3, STEPS + 1):
         assert_same_checkpoint(run / f"step-{step:06d}", out[2] / f"step-{step:06d}")
 
 

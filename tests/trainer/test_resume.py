@@ -10,12 +10,15 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
+from tests.trainer.pause import PausePoint
 from tests.trainer.runs import assert_same_checkpoint, metrics_by_step
+from tests.trainer.test_distributed import _env
 from videorl.trainer.checkpoint import list_checkpoints
 from videorl.trainer.loop import run_training
+
+WORKER = Path(__file__).with_name("loop_worker.py")
 
 
 def _batches(metrics: Path) -> dict[int, list[str]]:
@@ -27,36 +30,45 @@ def _batches(metrics: Path) -> dict[int, list[str]]:
 
 
 def _train_cmd(overrides: list[str], *extra: str) -> list[str]:
-    return [sys.executable, "-m", "videorl", "train", "quickstart", *overrides, *extra]
+    return [sys.executable, str(WORKER), *overrides, *extra]
 
 
 def test_kill_9_then_resume_sees_the_same_data_order(make_config, tmp_path):
+    """SIGKILL while the run is held right after step 2's checkpoint (`pause.py`), then
+    resume: the same batches, weights, optimizer, scheduler, sampler and RNG state as the
+    uninterrupted run."""
     steps = ["trainer.steps=5", "trainer.save_every=1", "trainer.keep_last=10"]
     _, reference_overrides = make_config("orarl", *steps, output=tmp_path / "reference")
-    subprocess.run(_train_cmd(reference_overrides), check=True, capture_output=True, timeout=600)
+    subprocess.run(
+        _train_cmd(reference_overrides), check=True, capture_output=True, timeout=600, env=_env()
+    )
     reference = _batches(tmp_path / "reference" / "metrics.jsonl")
 
     out = tmp_path / "killed"
     _, overrides = make_config("orarl", *steps, output=out)
+    point = PausePoint(tmp_path / "pause", step=2, ranks=1)
     proc = subprocess.Popen(
-        _train_cmd(overrides), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        _train_cmd(overrides),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**_env(), **point.env()},
     )
-    deadline = time.time() + 300
-    while time.time() < deadline and len(list_checkpoints(out)) < 2:
-        time.sleep(0.2)
+    point.wait(proc)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     survivors = list_checkpoints(out)
-    assert survivors, "no checkpoint survived the kill"
-    for checkpoint in survivors:  # whatever the moment of the kill, named checkpoints are complete
+    assert [p.name for p in survivors] == ["step-000001", "step-000002"]
+    for checkpoint in survivors:
         assert (checkpoint / "model" / "model.safetensors").is_file()
-    resumed_from = int(survivors[-1].name.split("-")[1])
-    assert resumed_from < 5
     subprocess.run(
-        _train_cmd(overrides, "--resume", "auto"), check=True, capture_output=True, timeout=600
+        _train_cmd(overrides, "--resume", "auto"),
+        check=True,
+        capture_output=True,
+        timeout=600,
+        env=_env(),
     )
     resumed = _batches(out / "metrics.jsonl")
-    for step in range(resumed_from + 1, 6):
+    for step in range(3, 6):
         assert resumed[step] == reference[step], (
             f"step {step}: {resumed[step]} != {reference[step]}"
         )
