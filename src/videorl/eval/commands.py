@@ -6,6 +6,7 @@ Only typer is imported here; models, torch and matplotlib load inside the comman
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from videorl.eval.options import (
     BodyTimeout,
     Compare,
     Concurrency,
+    Controls,
     Device,
     Endpoint,
     EndpointKey,
@@ -59,12 +61,22 @@ def _print_summary(metrics: dict, out_dir: Path) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from videorl.eval.controls import gain_rows
+
     console = Console()
     for family, summary in metrics["families"].items():
         table = Table(title=f"{family} (n={summary['n']}, %)")
         for name in summary["metrics"]:
             table.add_column(name, justify="right")
         table.add_row(*(f"{v:.1f}" for v in summary["metrics"].values()))
+        console.print(table)
+    rows = gain_rows(metrics)
+    if rows:
+        table = Table(title="video controls (%): gain = real - control")
+        for name in ("control", "family", "metric", "real", "on control", "gain"):
+            table.add_column(name, justify="left" if name in ("family", "metric") else "right")
+        for control, family, metric, real, value, gain in rows:
+            table.add_row(control, family, metric, f"{real:.1f}", f"{value:.1f}", f"{gain:+.1f}")
         console.print(table)
     counts = ", ".join(f"{k} {v}" for k, v in metrics["counts"].items() if v)
     console.print(f"records: {counts}")
@@ -80,6 +92,7 @@ def eval_command(
     benchmark_root: BenchmarkRoot = None,
     out: Out = None,
     max_samples: MaxSamples = None,
+    controls: Controls = None,
     predictions: Predictions = None,
     compare: Compare = None,
     endpoint: Endpoint = None,
@@ -104,6 +117,7 @@ def eval_command(
     prompt style (`config.yaml` of the run), so eval sees frames as training did; flags override.
     """
     from videorl.eval.runner import evaluate
+    from videorl.video.controls import parse_controls
 
     mode = _one_mode(model=model, endpoint=endpoint, predictions=predictions, compare=compare)
     flags = video_flags(fps, max_frames, min_pixels, max_pixels)
@@ -111,6 +125,8 @@ def eval_command(
     prompts = eval_prompt_settings(model, prompt_style)
     batch = max(batch_size, concurrency) if endpoint else batch_size
     settings = _eval_settings(benchmark, out, video_root, benchmark_root, max_samples, batch, video)
+    if settings is not None and controls:
+        settings = dataclasses.replace(settings, controls=parse_controls(controls))
     if compare:
         _compare(compare, settings, out, overwrite)
         return

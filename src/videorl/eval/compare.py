@@ -1,6 +1,8 @@
 """`videorl eval --compare A B`: the metric deltas `B - A` between two evaluations.
 
-A side is a `metrics.json`, an eval output folder, or a predictions file. A predictions
+A side is a `metrics.json`, an eval output folder, or a predictions file. An evaluation
+with `--controls` adds rows `FAMILY [CONTROL]` (the score on the control media) and
+`FAMILY [gain vs CONTROL]` (real minus control), so the table shows how the video gain moved. A predictions
 file is scored against `--benchmark` when given (same parsing and metrics as `eval`), else
 the `metrics.json` beside it is used. When both sides have per-sample scores
 (`samples.jsonl` beside them, or scored here) the table adds a paired count over the
@@ -12,6 +14,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from videorl.errors import ConfigError
 from videorl.eval.predictions import read_predictions
@@ -55,6 +58,17 @@ def _read_samples(path: Path) -> dict[str, float]:
     return {f"{r['family']}/{r['id']}": float(r["score"]) for r in rows}
 
 
+def control_families(controls: dict[str, Any]) -> dict[str, dict[str, float]]:
+    """`FAMILY [CONTROL]` and `FAMILY [gain vs CONTROL]` metric rows of metrics.json's controls."""
+    out: dict[str, dict[str, float]] = {}
+    for control, entry in controls.items():
+        for family, metrics in entry["families"].items():
+            out[f"{family} [{control}]"] = metrics
+        for family, gains in entry["video_gain"].items():
+            out[f"{family} [gain vs {control}]"] = gains
+    return out
+
+
 def load_side(path: str | Path, *, settings: EvalSettings | None = None) -> Side:
     """Read or score one side (see the module docstring)."""
     path = Path(path)
@@ -68,6 +82,7 @@ def load_side(path: str | Path, *, settings: EvalSettings | None = None) -> Side
             )
         metrics = json.loads(path.read_text(encoding="utf-8"))
         families = {f: s["metrics"] for f, s in metrics.get("families", {}).items()}
+        families.update(control_families(metrics.get("controls", {})))
         return Side(str(path), families, _read_samples(path.parent / SAMPLES))
     if not path.is_file():
         raise ConfigError(f"--compare: {path} does not exist")

@@ -62,6 +62,15 @@ Out = Annotated[
 MaxSamples = Annotated[
     int | None, typer.Option("--max-samples", help="Evaluate only the first N records.")
 ]
+Controls = Annotated[
+    str | None,
+    typer.Option(
+        "--controls",
+        help="Answer the records again on control media and report the video gain (real "
+        "minus control): comma-separated from frozen (every frame the first), reversed, "
+        "shuffled (seeded), blank (constant grey; the only control for images).",
+    ),
+]
 Predictions = Annotated[
     Path | None,
     typer.Option(

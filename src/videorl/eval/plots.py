@@ -5,6 +5,8 @@
 - `iou_histogram.png`: the distribution of those per-sample IoUs, one panel per family.
 - `tg_timelines.png`: for up to 12 temporal grounding queries (a fixed, seeded sample), the
   ground-truth windows and the predicted window on each video's time axis.
+- `controls.png` (with `--controls`): each family's metrics on the real media and on each
+  control, side by side.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from videorl.data.families import Family
 from videorl.eval.scoring import SampleResult
@@ -124,3 +126,24 @@ def write_plots(results: Sequence[SampleResult], out_dir: Path) -> dict[str, Pat
     if Family.TEMPORAL_GROUNDING in ious:
         plots["Temporal grounding timelines"] = timelines(results, out_dir / "tg_timelines.png")
     return plots
+
+
+def controls_chart(controls: dict[str, Any], path: Path) -> Path:
+    """Grouped bars per family: every metric on the real media, then on each control."""
+    families = list(dict.fromkeys(f for e in controls.values() for f in e["video_gain"]))
+    fig = _figure(max(4.5, 3.0 * len(families)), 3.4)
+    axes = fig.subplots(1, len(families), squeeze=False)[0]
+    for ax, family in zip(axes, families):
+        present = {c: e for c, e in controls.items() if family in e["families"]}
+        metrics = list(next(iter(present.values()))["real"][family])
+        series = {"real": next(iter(present.values()))["real"][family]}
+        series.update({c: e["families"][family] for c, e in present.items()})
+        width = 0.8 / len(series)
+        for k, (name, values) in enumerate(series.items()):
+            xs = [i + (k - (len(series) - 1) / 2) * width for i in range(len(metrics))]
+            ax.bar(xs, [values.get(m, 0.0) for m in metrics], width, label=name)
+        ax.set_xticks(range(len(metrics)), metrics, fontsize=8, rotation=30)
+        ax.set(ylabel="%", ylim=(0, 100), title=f"{family}: real vs controls")
+        ax.legend(fontsize=7)
+    fig.savefig(path)
+    return path

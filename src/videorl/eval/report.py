@@ -56,6 +56,42 @@ def _metrics_section(families: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _controls_section(controls: dict[str, Any]) -> list[str]:
+    """Per family: each metric on the real media and on each control, and the video gain."""
+    if not controls:
+        return []
+    lines = [
+        "## Video controls",
+        "",
+        (
+            "The same records answered on control media made from the decoded frames (frozen: "
+            "every frame the first; reversed; shuffled; blank: constant grey). Gain = real - "
+            "control, over the records the control applies to (temporal controls: videos "
+            "only). A model that ignores the video has gain 0."
+        ),
+        "",
+    ]
+    families = dict.fromkeys(f for entry in controls.values() for f in entry["video_gain"])
+    for family in families:
+        present = {c: e for c, e in controls.items() if family in e["video_gain"]}
+        metrics = list(next(iter(present.values()))["real"][family])
+        header = ["metric", *(f"real / {c} / gain" for c in present)]
+        rows = [
+            [
+                metric,
+                *(
+                    f"{e['real'][family][metric]:.1f} / "
+                    f"{e['families'][family][metric]:.1f} / "
+                    f"{e['video_gain'][family][metric]:+.1f}"
+                    for e in present.values()
+                ),
+            ]
+            for metric in metrics
+        ]
+        lines += [f"### {family}", "", *table(header, rows)]
+    return lines
+
+
 def _breakdown_section(families: dict[str, Any]) -> list[str]:
     lines: list[str] = []
     for family, summary in families.items():
@@ -158,6 +194,7 @@ def write_report(
     lines = (
         header
         + _metrics_section(metrics["families"])
+        + _controls_section(metrics.get("controls", {}))
         + _breakdown_section(metrics["families"])
         + _missing_section(metrics)
         + _plots_section(plots, path.parent)

@@ -8,6 +8,9 @@ is missing, answer the remaining records in batches with a progress bar, appendi
 answer to `OUT/predictions.jsonl` at once (a rerun skips ids already answered, so an
 interrupted run continues where it stopped), then score every record (`scoring`) and write
 `metrics.json`, `samples.jsonl` (per-sample values), `plots/*.png` and `report.md`.
+With `controls`, the same records are answered again on control media (frozen, reversed,
+shuffled, blank: `eval/controls.py`) and `metrics.json` gains each control's metrics and
+the video gain (real minus control).
 Missing media and failed decodes are counted and listed, never dropped (see
 `scoring.CONVENTION`); `metrics.json` also has the numbers over the records with media.
 """
@@ -15,6 +18,7 @@ Missing media and failed decodes are counted and listed, never dropped (see
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import logging
 import shutil
@@ -30,6 +34,12 @@ from videorl.data.records import TaskRecord
 from videorl.errors import ConfigError, DataError, MediaError
 from videorl.eval.backends import Backend
 from videorl.eval.benchmarks import Benchmark, resolve_benchmark
+from videorl.eval.controls import (
+    CONTROLS_DIR,
+    ControlledVideos,
+    control_applies,
+    control_summary,
+)
 from videorl.eval.predictions import Prediction, PredictionWriter, finished_ids, read_predictions
 from videorl.eval.scoring import (
     CONVENTION,
@@ -43,6 +53,7 @@ from videorl.eval.scoring import (
 )
 from videorl.outputs import refuse_nonempty, refuse_own_inputs
 from videorl.video.cache import VideoCache
+from videorl.video.controls import parse_controls
 from videorl.video.decode import VideoConfig
 
 logger = logging.getLogger(__name__)
@@ -69,12 +80,14 @@ class EvalSettings:
     batch_size: int = 8
     video: VideoConfig = field(default_factory=VideoConfig)
     progress: bool = True
+    controls: tuple[str, ...] = ()  # video controls (`video.controls.CONTROLS`) to answer too
 
     def __post_init__(self) -> None:
         if self.batch_size < 1:
             raise ConfigError(f"--batch-size={self.batch_size} must be >= 1")
         if self.max_samples is not None and self.max_samples < 1:
             raise ConfigError(f"--max-samples={self.max_samples} must be >= 1 (omit it for all)")
+        parse_controls(",".join(self.controls))  # unknown names: one line naming them
 
 
 @dataclass(frozen=True)
@@ -307,7 +320,7 @@ def claim_out_dir(
         return
     refuse_nonempty(out_dir, overwrite=overwrite, fix="--resume to continue the predictions there")
     keep_path = Path(keep).resolve() if keep is not None else None
-    for name in (PREDICTIONS, METRICS, SAMPLES, REPORT, PLOTS, "compare.md"):
+    for name in (PREDICTIONS, METRICS, SAMPLES, REPORT, PLOTS, CONTROLS_DIR, "compare.md"):
         path = out_dir / name
         if not path.exists() or path.resolve() == keep_path:
             continue
@@ -318,7 +331,7 @@ def write_outputs(
     out_dir: Path, metrics: dict[str, Any], results: Sequence[SampleResult]
 ) -> dict[str, Path]:
     """metrics.json, samples.jsonl, plots/*.png and report.md; returns the plots by name."""
-    from videorl.eval.plots import write_plots
+    from videorl.eval.plots import controls_chart, write_plots
     from videorl.eval.report import write_report
 
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -327,6 +340,10 @@ def write_outputs(
         for result in results:
             f.write(json.dumps(result.to_dict(), ensure_ascii=False) + "\n")
     plots = write_plots(results, out_dir / PLOTS)
+    if metrics.get("controls"):
+        plots["Video controls"] = controls_chart(
+            metrics["controls"], out_dir / PLOTS / "controls.png"
+        )
     write_report(out_dir / REPORT, metrics, results, plots)
     return plots
 
@@ -339,16 +356,19 @@ def evaluate(
     source: dict[str, Any] | None = None,
 ) -> EvalOutputs:
     """Answer (with `backend`) or read (`predictions`) the benchmark's responses, score them
-    and write the outputs under `settings.out_dir`."""
+    (and the controls' with `settings.controls`) and write the outputs under `settings.out_dir`."""
     if (backend is None) == (predictions is None):
         raise ConfigError(
             "evaluate needs exactly one of a backend (--model/--endpoint) or --predictions"
         )
+    if settings.controls and backend is None:
+        raise ConfigError("--controls needs a model or an endpoint to answer the control media")
     benchmark, records, skipped = load_benchmark(settings)
     missing = missing_media(records)
     out_dir = Path(settings.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / PREDICTIONS
+    videos = VideoCache(settings.video)
     if backend is not None:
         if missing:
             logger.warning(
@@ -356,15 +376,8 @@ def evaluate(
                 len(missing),
                 len(records),
             )
-        generate_predictions(
-            records,
-            backend,
-            path,
-            videos=VideoCache(settings.video),
-            batch_size=settings.batch_size,
-            skip=set(missing),
-            progress=settings.progress,
-        )
+        answer = functools.partial(_answer, settings, backend, skip=set(missing))
+        answer(records, path, videos)
     elif Path(predictions).resolve() != path.resolve():
         if not Path(predictions).is_file():
             raise ConfigError(
@@ -376,5 +389,49 @@ def evaluate(
     info = dict(source or {})
     info.setdefault("video", dataclasses.asdict(settings.video))
     metrics = build_metrics(benchmark, results, missing, skipped_rows=skipped, source=info)
+    if settings.controls:
+        metrics["controls"] = {
+            control: _control(control, records, results, missing, answer, videos, out_dir)
+            for control in settings.controls
+        }
     plots = write_outputs(out_dir, metrics, results)
     return EvalOutputs(metrics=metrics, results=results, out_dir=out_dir, plots=plots)
+
+
+def _answer(
+    settings: EvalSettings,
+    backend: Backend,
+    records: Sequence[TaskRecord],
+    path: Path,
+    videos: Any,
+    *,
+    skip: Collection[str],
+) -> int:
+    return generate_predictions(
+        records,
+        backend,
+        path,
+        videos=videos,
+        batch_size=settings.batch_size,
+        skip=skip,
+        progress=settings.progress,
+    )
+
+
+def _control(
+    control: str,
+    records: Sequence[TaskRecord],
+    real: Sequence[SampleResult],
+    missing: dict[str, str],
+    answer: Any,
+    videos: VideoCache,
+    out_dir: Path,
+) -> dict[str, Any]:
+    """Answer the records `control` applies to on control media; their summary and gain."""
+    chosen = [r for r in records if control_applies(r, control)]
+    folder = out_dir / CONTROLS_DIR / control
+    folder.mkdir(parents=True, exist_ok=True)
+    answer(chosen, folder / PREDICTIONS, ControlledVideos(videos, control))
+    results = score_all(chosen, read_predictions(folder / PREDICTIONS), missing)
+    ids = {r.id for r in chosen}
+    return control_summary(results, [r for r in real if r.id in ids])
