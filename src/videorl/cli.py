@@ -134,7 +134,11 @@ def synth(
         False, "--overwrite", help="Replace what an earlier synth wrote into --out."
     ),
 ) -> None:
-    """Write synthetic MP4 videos and exact-ground-truth records for the chosen families."""
+    """Write synthetic MP4 videos and exact-ground-truth records for the chosen families.
+
+    With --val, the manifest also records each family's blind best on the validation set:
+    the best fixed answer given only the prompt (`eval/blind.py`), the floor a model must
+    beat by looking."""
     from videorl.data.synth import write_dataset
 
     manifest = write_dataset(out, families.split(","), n=n, val=val, seed=seed, overwrite=overwrite)
@@ -142,6 +146,26 @@ def synth(
         f"wrote {manifest['records']['train']} training and {manifest['records']['val']} "
         f"validation records ({', '.join(manifest['families'])}) to {out} (manifest.json)"
     )
+    if val:
+        for family, numbers in _record_blind_best(out).items():
+            scores = ", ".join(f"{k} {v:.1f}" for k, v in numbers.items() if k != "answer")
+            console.print(f"blind best, {family} (val): {scores}  ({numbers['answer']})")
+
+
+def _record_blind_best(out: Path) -> dict[str, dict]:
+    """Fit the blind baselines on train.jsonl, score val.jsonl, add them to the manifest."""
+    import json
+
+    from videorl.data.loaders import load_records
+    from videorl.data.synth import MANIFEST
+    from videorl.eval.blind import blind_best
+
+    train = load_records(out / "train.jsonl").records
+    found = blind_best(train, load_records(out / "val.jsonl").records)
+    manifest = json.loads((out / MANIFEST).read_text(encoding="utf-8"))
+    manifest["blind_best"] = found
+    (out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    return found
 
 
 @app.command("prepare")

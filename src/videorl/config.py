@@ -30,6 +30,7 @@ from videorl.errors import ConfigError
 from videorl.models.generate import SamplingParams
 from videorl.models.lora import LoraSettings
 from videorl.rewards.config import RewardConfig
+from videorl.video.controls import CONTROLS
 from videorl.video.decode import VideoConfig
 
 
@@ -383,6 +384,9 @@ class TrainerConfig:
     # Validation sampling; None = the rollout's value, val_temperature 0 = greedy.
     val_temperature: float | None = None
     val_top_p: float | None = None
+    # Video controls validation also samples on (video/controls.py: frozen, reversed,
+    # shuffled, blank): logs val/control/NAME/mean_at_k and val/video_gain/NAME.
+    val_controls: tuple[str, ...] = ()
     log_every: int = 1  # steps between log lines when stdout is not a terminal
     # Intra-op torch threads on CPU; 0 = the process's cores / local ranks, unless
     # OMP_NUM_THREADS is set (trainer/threads.py).
@@ -414,6 +418,12 @@ class TrainerConfig:
             raise ConfigError(
                 f"trainer.val_top_p={self.val_top_p} must be in (0, 1] or null (rollout.top_p)"
             )
+        for control in self.val_controls:
+            if control not in CONTROLS:
+                raise ConfigError(
+                    f"trainer.val_controls: {control!r} is unknown; choose from "
+                    f"{', '.join(CONTROLS)}"
+                )
         if self.wandb_project:
             _require_module("wandb", f"trainer.wandb_project={self.wandb_project!r}", "wandb")
         if self.cpu_threads < 0:

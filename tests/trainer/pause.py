@@ -36,7 +36,9 @@ class PausePoint:
         """Block until every rank is held after step `step`'s checkpoint."""
         deadline = time.monotonic() + DEADLINE_S
         while len(list(self.folder.glob("paused-*"))) < self.ranks:
-            assert proc.poll() is None, f"the run ended (rc {proc.returncode}) before step {self.step}"
+            assert proc.poll() is None, (
+                f"the run ended (rc {proc.returncode}) before step {self.step}"
+            )
             assert time.monotonic() < deadline, f"no pause after step {self.step}"
             time.sleep(POLL_S)
 

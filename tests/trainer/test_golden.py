@@ -25,14 +25,14 @@ from videorl.trainer.loop import build_state, train_step
 
 GOLDEN = {
     "orarl": {
-        "loss": 0.0035714285913854837,
-        "grad_norm": 0.06396248191595078,
-        "checksum": -0.1445744397741436,
+        "loss": 0.0025862068869173527,
+        "grad_norm": 0.0610361248254776,
+        "checksum": 0.22749177616159894,
     },
     "grpo": {
         "loss": -0.01113988272845745,
-        "grad_norm": 1.1327182054519653,
-        "checksum": 0.46097838609467945,
+        "grad_norm": 1.1305415630340576,
+        "checksum": 0.08371663826543098,
     },
 }
 

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from tests.trainer.runs import metrics_by_step
+from videorl.errors import ConfigError
 from videorl.models.loading import load_model
 from videorl.rewards.pool import ScoringPool
 from videorl.trainer import loop
@@ -126,3 +127,27 @@ def test_kl_to_the_reference_model_and_the_scoring_pool_run_in_the_loop(paths_ru
     for k in (1, 2, 3):
         assert rows[k]["actor/kl"] > 0  # the reference is another random model
         assert 0.0 < rows[k]["reward/mean"] <= 1.0
+
+
+def test_validation_logs_the_video_gain_of_each_control(make_config, tmp_path):
+    config, _ = make_config(
+        "grpo",
+        "trainer.steps=1",
+        "trainer.val_every=1",
+        "trainer.val_temperature=0",
+        "trainer.val_controls=[frozen,blank]",
+        output=tmp_path / "run",
+    )
+    run_training(config)
+    row = metrics_by_step(tmp_path / "run")[1]
+    for control in ("frozen", "blank"):
+        on_control = row[f"val/control/{control}/mean_at_k"]
+        assert 0.0 <= on_control <= 1.0
+        assert row[f"val/video_gain/{control}"] == pytest.approx(
+            row["val/reward_mean_at_k"] - on_control
+        )
+
+
+def test_an_unknown_validation_control_is_refused_at_load(make_config, tmp_path):
+    with pytest.raises(ConfigError, match="trainer.val_controls: 'mirror' is unknown"):
+        make_config("grpo", "trainer.val_controls=[mirror]", output=tmp_path / "run")

@@ -1,7 +1,7 @@
 """`videorl synth`: real MP4/PNG files and exact-ground-truth records for every family.
 
 `synthesize(out_dir, families, n, seed)` writes, under `out_dir`:
-`videos/*.mp4` (PyAV, 8 fps, 2-12 s, 64-96 px), `images/*.png`, `records.jsonl` (all
+`videos/*.mp4` (PyAV, 8 fps, 2-16 s, 64-96 px), `images/*.png`, `records.jsonl` (all
 families, family by family), `records_<short>.jsonl` per family, and with `val > 0` a
 held-out `val.jsonl` (ids `<short>-val-NNNN`). Media paths in the records are relative to
 `out_dir`; `load_records` resolves them against the file's folder.

@@ -16,7 +16,14 @@ import numpy as np
 from videorl.data.families import SI_CHOICE_SUBTYPES, SI_NUMERIC_SUBTYPES, Family
 from videorl.data.records import Answer, ChoiceAnswer, MathAnswer, NumericAnswer, TaskRecord
 from videorl.data.synth_scene import COLORS, Placed, distinct, place
-from videorl.data.synth_tasks import appearing, frame_size, half_step, save_video, scatter
+from videorl.data.synth_tasks import (
+    appearing,
+    frame_size,
+    half_step,
+    large_size,
+    save_video,
+    scatter,
+)
 
 LETTERS = "ABCDEFGH"
 SI_SUBTYPES = SI_NUMERIC_SUBTYPES + SI_CHOICE_SUBTYPES
@@ -41,19 +48,21 @@ def _record(family: Family, rid: str, problem: str, answer: Answer, **fields: An
 
 
 def video_qa(rng: np.random.Generator, rid: str, out: Path) -> TaskRecord:
-    """`colour`: what colour is the (only) shape; `order`: which colour appears first of
-    three shapes that appear 1 s apart."""
+    """`colour`: what colour is the (only) shape, 40-60% of the frame's short side;
+    `order`: which colour appears first of three shapes (a third of the short side) that
+    appear 1 s apart. Large shapes: a tiny model learns to see them (`large_size`)."""
     width, height = frame_size(rng)
     if rng.integers(2) == 0:
         duration = half_step(rng, 2.0, 4.0)
-        (obj,) = scatter(rng, width, height, 1)
+        (obj,) = scatter(rng, width, height, 1, sizes=(large_size(rng, width, height),) * 2)
         wrong = distinct(rng, [c for c in COLORS if c != obj.color], 3)
         options, answer = _choice(rng, obj.color, wrong)
         media = save_video(out, rid, width, height, duration, appearing([obj], first=0.0))
         problem, subtype = f"What colour is the {obj.shape}?", "colour"
     else:
         duration = 4.0
-        items = scatter(rng, width, height, 3)  # appear at 0.5, 1.5, 2.5 s in list order
+        third = min(width, height) // 3 - 4  # three shapes that still fit side by side
+        items = scatter(rng, width, height, 3, sizes=(third - 4, third))  # appear 0.5, 1.5, 2.5 s
         absent = distinct(rng, [c for c in COLORS if c not in {i.color for i in items}], 1)
         options, answer = _choice(rng, items[0].color, [i.color for i in items[1:]] + absent)
         media = save_video(out, rid, width, height, duration, appearing(items))

@@ -19,23 +19,9 @@ from typing import Any
 
 from videorl.data.records import TaskRecord
 from videorl.eval.scoring import SampleResult, summarize
-from videorl.video.cache import VideoCache
-from videorl.video.controls import TEMPORAL, apply_control
-from videorl.video.decode import DecodedVideo
-from videorl.video.media import MediaRef
+from videorl.video.controls import TEMPORAL
 
 CONTROLS_DIR = "controls"
-
-
-class ControlledVideos:
-    """`get(media)`: the decoded media under one control (decodes shared with `videos`)."""
-
-    def __init__(self, videos: VideoCache, control: str) -> None:
-        self.videos, self.control = videos, control
-
-    def get(self, media: MediaRef) -> DecodedVideo:
-        key = f"{media.path}:{media.start}:{media.end}"  # seeds `shuffled` per media
-        return apply_control(self.videos.get(media), self.control, key)
 
 
 def control_applies(record: TaskRecord, control: str) -> bool:

@@ -34,12 +34,7 @@ from videorl.data.records import TaskRecord
 from videorl.errors import ConfigError, DataError, MediaError
 from videorl.eval.backends import Backend
 from videorl.eval.benchmarks import Benchmark, resolve_benchmark
-from videorl.eval.controls import (
-    CONTROLS_DIR,
-    ControlledVideos,
-    control_applies,
-    control_summary,
-)
+from videorl.eval.controls import CONTROLS_DIR, control_applies, control_summary
 from videorl.eval.predictions import Prediction, PredictionWriter, finished_ids, read_predictions
 from videorl.eval.scoring import (
     CONVENTION,
@@ -53,7 +48,7 @@ from videorl.eval.scoring import (
 )
 from videorl.outputs import refuse_nonempty, refuse_own_inputs
 from videorl.video.cache import VideoCache
-from videorl.video.controls import parse_controls
+from videorl.video.controls import ControlledVideos, parse_controls
 from videorl.video.decode import VideoConfig
 
 logger = logging.getLogger(__name__)

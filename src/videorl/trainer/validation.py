@@ -15,6 +15,7 @@ from videorl.rewards.batch import score_batch
 from videorl.rollout.engine import HFEngine
 from videorl.rollout.prompting import decode_prompts
 from videorl.trainer.checkpoint import save_model_folder, write_atomically
+from videorl.video.controls import ControlledVideos
 
 if TYPE_CHECKING:
     from videorl.config import Config
@@ -42,35 +43,12 @@ def validation_sampling(cfg: Config) -> SamplingParams:
 
 @torch.no_grad()
 def validate(state: TrainState) -> dict[str, Any]:
-    """Sample k responses per validation prompt (`validation_sampling`) and score them."""
-    cfg = state.cfg
-    k = cfg.trainer.val_samples
-    records, prompts, _, skipped, _ = decode_prompts(
-        state.val_records, state.videos, state.policy, cfg.data
-    )
+    """Sample k responses per validation prompt (`validation_sampling`) and score them;
+    with `trainer.val_controls`, again on each control's media, and log the video gain
+    `val/video_gain/NAME` = mean@k on the real media - mean@k on the control."""
+    records, rewards, skipped = _sampled_rewards(state, state.videos)
     if not records:
         return {"val/skipped_media": float(skipped)}
-    params = validation_sampling(cfg)
-    # Only rank 0 validates; vLLM's data-parallel engines must all step together, so under
-    # torchrun validation generates with the HF copy of the synced policy.
-    engine = (
-        HFEngine(state.logprob_model, share_prefill=state.cfg.rollout.share_prefill)
-        if state.info.enabled
-        else state.engine
-    )
-    generations = engine.generate(prompts, params)
-    texts = [
-        state.policy.tokenizer.decode(t, skip_special_tokens=True)
-        for g in generations
-        for t in g.token_ids
-    ]
-    rows = [r for r in records for _ in range(k)]
-    # plain tIoU, as evaluation (METHODS 1.1) and TaRO's validation (split "test") use it
-    reward = replace(cfg.reward, tg_shaping="iou")
-    pool = state.pool if reward == cfg.reward else None  # a pool is bound to its config
-    rewards = torch.tensor(score_batch(rows, texts, reward, pool=pool).overall).view(
-        len(records), k
-    )
     mean_k, best_k = mean_and_best_at_k(rewards)
     metrics: dict[str, Any] = {
         "val/reward_mean_at_k": mean_k,
@@ -84,7 +62,42 @@ def validate(state: TrainState) -> dict[str, Any]:
         mean_f, best_f = mean_and_best_at_k(rewards[index])
         metrics[f"val/{family}/mean_at_k"] = mean_f
         metrics[f"val/{family}/best_at_k"] = best_f
+    for control in state.cfg.trainer.val_controls:
+        _, on_control, _ = _sampled_rewards(state, ControlledVideos(state.videos, control))
+        metrics[f"val/control/{control}/mean_at_k"] = float(on_control.mean())
+        metrics[f"val/video_gain/{control}"] = mean_k - float(on_control.mean())
     return metrics
+
+
+def _sampled_rewards(state: TrainState, videos: Any) -> tuple[list[Any], torch.Tensor, int]:
+    """(records that decoded, rewards [P, k] of k samples each, records skipped) of the
+    validation set with its media read through `videos`."""
+    cfg = state.cfg
+    k = cfg.trainer.val_samples
+    records, prompts, _, skipped, _ = decode_prompts(
+        state.val_records, videos, state.policy, cfg.data
+    )
+    if not records:
+        return records, torch.zeros(0, k), skipped
+    # Only rank 0 validates; vLLM's data-parallel engines must all step together, so under
+    # torchrun validation generates with the HF copy of the synced policy.
+    engine = (
+        HFEngine(state.logprob_model, share_prefill=state.cfg.rollout.share_prefill)
+        if state.info.enabled
+        else state.engine
+    )
+    generations = engine.generate(prompts, validation_sampling(cfg))
+    texts = [
+        state.policy.tokenizer.decode(t, skip_special_tokens=True)
+        for g in generations
+        for t in g.token_ids
+    ]
+    rows = [r for r in records for _ in range(k)]
+    # plain tIoU, as evaluation (METHODS 1.1) and TaRO's validation (split "test") use it
+    reward = replace(cfg.reward, tg_shaping="iou")
+    pool = state.pool if reward == cfg.reward else None  # a pool is bound to its config
+    overall = score_batch(rows, texts, reward, pool=pool).overall
+    return records, torch.tensor(overall).view(len(records), k), skipped
 
 
 class Validator:

@@ -23,11 +23,13 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import replace
+from typing import Any
 
 import torch
 
 from videorl.errors import ConfigError
 from videorl.video.decode import DecodedVideo
+from videorl.video.media import MediaRef
 
 CONTROLS = ("frozen", "reversed", "shuffled", "blank")
 TEMPORAL = frozenset({"frozen", "reversed", "shuffled"})
@@ -77,3 +79,15 @@ def apply_control(video: DecodedVideo, control: str, key: str = "") -> DecodedVi
     else:
         raise ConfigError(f"control {control!r} is unknown; choose from {', '.join(CONTROLS)}")
     return replace(video, frames=changed.contiguous())
+
+
+class ControlledVideos:
+    """A video cache's view whose `get(media)` is the decoded media under one control (the
+    decodes are the cache's; `shuffled` is seeded by the media's path and clip)."""
+
+    def __init__(self, videos: Any, control: str) -> None:
+        self.videos, self.control = videos, control
+
+    def get(self, media: MediaRef) -> DecodedVideo:
+        key = f"{media.path}:{media.start}:{media.end}"
+        return apply_control(self.videos.get(media), self.control, key)
