@@ -83,10 +83,10 @@ def _saved_steps(out: Path) -> list[int]:
 
 
 def test_two_ranks_killed_then_interrupted_resume_to_the_uninterrupted_run(runs):
-    """SIGKILL to the whole torchrun process group while both ranks are held after step 1's
-    checkpoint, resume; Ctrl-C (SIGINT to the process group, as a terminal sends it: the
-    agent forwards it again) while they are held after step 2's, resume: every checkpoint
-    equals the uninterrupted 2-rank run's."""
+    """SIGKILL to the launcher and both workers while they are held after step 1's
+    checkpoint, resume; Ctrl-C (SIGINT to the launcher's process group, as a terminal sends
+    it; the agent forwards it to the workers) while they are held after step 2's, resume:
+    every checkpoint equals the uninterrupted 2-rank run's."""
     out, build_config = runs
     run = out[2].parent / "interrupted"
     overrides = build_config("grpo", run, *RUN)[1]
@@ -103,14 +103,14 @@ def test_two_ranks_killed_then_interrupted_resume_to_the_uninterrupted_run(runs)
     point = PausePoint(run.parent / "pause-kill", step=1, ranks=2)
     proc = start(point)
     point.wait(proc)
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=60)
+    point.kill_all(proc)
     assert _saved_steps(run) == [1]
 
     point = PausePoint(run.parent / "pause-int", step=2, ranks=2)
     proc = start(point, "--resume", "auto")
     point.wait(proc)
     os.killpg(proc.pid, signal.SIGINT)
+    point.wait_interrupted(proc)
     point.release()
     proc.wait(timeout=300)
     assert _saved_steps(run) == [1, 2] and not (run / "final").exists(), "Ctrl-C: no stop at 2"

@@ -74,6 +74,7 @@ def sft_run(tiny_model_dir, tg_data, tmp_path_factory) -> Path:
         "trainer.steps=12",
         "trainer.save_every=6",
         "trainer.val_every=6",
+        "trainer.val_controls=[reversed]",
     )
     final = run_sft(cfg)
     assert final == out / "final"
@@ -88,6 +89,9 @@ def test_sft_loss_decreases_on_a_tiny_model(sft_run):
     assert all(r["sft/target_tokens"] > 0 for r in rows)
     val = [r for r in rows if r.get("val/reward_mean_at_k") is not None]
     assert [r["step"] for r in val] == [6, 12]  # greedy validation ran with the training rewards
+    for r in val:  # and again on reversed videos: the video gain is logged
+        gain = r["val/reward_mean_at_k"] - r["val/control/reversed/mean_at_k"]
+        assert r["val/video_gain/reversed"] == pytest.approx(gain)
     assert (sft_run / "step-000012" / "state.pt").is_file()
     assert (sft_run / "config.yaml").is_file()
 

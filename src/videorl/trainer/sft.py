@@ -20,6 +20,7 @@ training rewards (`val/reward_mean_at_k` with k = 1, greedy).
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 import time
@@ -38,15 +39,14 @@ from videorl.models.inputs import PromptEncoding
 from videorl.models.loading import LoadedModel
 from videorl.models.logprobs import rows_logprobs
 from videorl.rewards.annotation import serialize_annotation
-from videorl.rewards.batch import score_batch
 from videorl.rewards.protocol import THINK_CLOSE
 from videorl.rewards.registry import FAMILY_REWARDS
-from videorl.rollout.engine import HFEngine
 from videorl.rollout.groups import constructed_prefix
 from videorl.rollout.prompting import decode_prompts
 from videorl.trainer.loop import LoopHooks, run_training
 from videorl.trainer.state import TrainState
 from videorl.trainer.update import MicroBatch
+from videorl.trainer.validation import control_metrics, sampled_rewards
 
 
 def target_text(record: TaskRecord, target: str, think: bool, rng: random.Random) -> str:
@@ -159,30 +159,22 @@ def sft_step(state: TrainState, indices: list[int]) -> dict[str, Any]:
 @torch.no_grad()
 def greedy_validate(state: TrainState) -> dict[str, Any]:
     """Mean reward of one greedy answer per validation prompt, under the training rewards;
-    reported as `val/reward_mean_at_k` (k = 1) and per family `val/<family>/mean_at_k`."""
+    reported as `val/reward_mean_at_k` (k = 1) and per family `val/<family>/mean_at_k`,
+    plus the video gain of each of `trainer.val_controls`."""
     cfg = state.cfg
-    records, prompts, _, skipped, _ = decode_prompts(
-        state.val_records, state.videos, state.policy, cfg.data
-    )
+    params = SamplingParams(n=1, max_new_tokens=cfg.rollout.max_new_tokens, temperature=0.0)
+    measure = functools.partial(sampled_rewards, state, params=params, reward=cfg.reward)
+    records, rewards, skipped = measure(state.videos)
     if not records:
         return {"val/skipped_media": float(skipped)}
-    params = SamplingParams(n=1, max_new_tokens=cfg.rollout.max_new_tokens, temperature=0.0)
-    engine = HFEngine(state.logprob_model) if state.info.enabled else state.engine
-    texts = [
-        state.policy.tokenizer.decode(g.token_ids[0], skip_special_tokens=True)
-        for g in engine.generate(prompts, params)
-    ]
-    rewards = score_batch(records, texts, cfg.reward, pool=state.pool).overall
-    metrics: dict[str, Any] = {
-        "val/reward_mean_at_k": float(sum(rewards) / len(rewards)),
-        "val/skipped_media": float(skipped),
-    }
+    mean = float(rewards.mean())
+    metrics: dict[str, Any] = {"val/reward_mean_at_k": mean, "val/skipped_media": float(skipped)}
     by_family: dict[str, list[float]] = defaultdict(list)
-    for record, reward in zip(records, rewards):
-        by_family[record.family.short].append(float(reward))
+    for record, reward in zip(records, rewards[:, 0].tolist()):
+        by_family[record.family.short].append(reward)
     for family, values in by_family.items():
         metrics[f"val/{family}/mean_at_k"] = sum(values) / len(values)
-    return metrics
+    return {**metrics, **control_metrics(state, mean, measure)}
 
 
 SFT_HOOKS = LoopHooks(

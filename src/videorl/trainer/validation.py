@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import replace
@@ -20,6 +21,7 @@ from videorl.video.controls import ControlledVideos
 if TYPE_CHECKING:
     from videorl.config import Config
     from videorl.models.generate import SamplingParams
+    from videorl.rewards.config import RewardConfig
     from videorl.trainer.state import TrainState
 
 
@@ -43,10 +45,15 @@ def validation_sampling(cfg: Config) -> SamplingParams:
 
 @torch.no_grad()
 def validate(state: TrainState) -> dict[str, Any]:
-    """Sample k responses per validation prompt (`validation_sampling`) and score them;
-    with `trainer.val_controls`, again on each control's media, and log the video gain
-    `val/video_gain/NAME` = mean@k on the real media - mean@k on the control."""
-    records, rewards, skipped = _sampled_rewards(state, state.videos)
+    """Sample k responses per validation prompt (`validation_sampling`) and score them with
+    plain tIoU for temporal grounding (as evaluation and TaRO's validation do); with
+    `trainer.val_controls`, again on each control's media (`control_metrics`)."""
+    cfg = state.cfg
+    reward = replace(cfg.reward, tg_shaping="iou")
+    measure = functools.partial(
+        sampled_rewards, state, params=validation_sampling(cfg), reward=reward
+    )
+    records, rewards, skipped = measure(state.videos)
     if not records:
         return {"val/skipped_media": float(skipped)}
     mean_k, best_k = mean_and_best_at_k(rewards)
@@ -55,30 +62,44 @@ def validate(state: TrainState) -> dict[str, Any]:
         "val/reward_best_at_k": best_k,
         "val/skipped_media": float(skipped),
     }
-    by_family: dict[str, list[int]] = defaultdict(list)
-    for i, record in enumerate(records):
-        by_family[record.family.short].append(i)
-    for family, index in by_family.items():
+    for family, index in _by_family(records).items():
         mean_f, best_f = mean_and_best_at_k(rewards[index])
         metrics[f"val/{family}/mean_at_k"] = mean_f
         metrics[f"val/{family}/best_at_k"] = best_f
+    return {**metrics, **control_metrics(state, mean_k, measure)}
+
+
+def _by_family(records: list[Any]) -> dict[str, list[int]]:
+    by_family: dict[str, list[int]] = defaultdict(list)
+    for i, record in enumerate(records):
+        by_family[record.family.short].append(i)
+    return by_family
+
+
+def control_metrics(
+    state: TrainState, real_mean: float, measure: Callable[[Any], tuple[Any, torch.Tensor, int]]
+) -> dict[str, float]:
+    """For each of `trainer.val_controls`: the mean reward on the control's media and the
+    video gain `val/video_gain/NAME` = `real_mean` - that mean (same records, same sampling)."""
+    metrics = {}
     for control in state.cfg.trainer.val_controls:
-        _, on_control, _ = _sampled_rewards(state, ControlledVideos(state.videos, control))
+        _, on_control, _ = measure(ControlledVideos(state.videos, control))
         metrics[f"val/control/{control}/mean_at_k"] = float(on_control.mean())
-        metrics[f"val/video_gain/{control}"] = mean_k - float(on_control.mean())
+        metrics[f"val/video_gain/{control}"] = real_mean - float(on_control.mean())
     return metrics
 
 
-def _sampled_rewards(state: TrainState, videos: Any) -> tuple[list[Any], torch.Tensor, int]:
-    """(records that decoded, rewards [P, k] of k samples each, records skipped) of the
-    validation set with its media read through `videos`."""
+def sampled_rewards(
+    state: TrainState, videos: Any, *, params: SamplingParams, reward: RewardConfig
+) -> tuple[list[Any], torch.Tensor, int]:
+    """(records that decoded, rewards [P, k] of `params.n` samples each, records skipped)
+    of the validation set, its media read through `videos`."""
     cfg = state.cfg
-    k = cfg.trainer.val_samples
     records, prompts, _, skipped, _ = decode_prompts(
         state.val_records, videos, state.policy, cfg.data
     )
     if not records:
-        return records, torch.zeros(0, k), skipped
+        return records, torch.zeros(0, params.n), skipped
     # Only rank 0 validates; vLLM's data-parallel engines must all step together, so under
     # torchrun validation generates with the HF copy of the synced policy.
     engine = (
@@ -86,18 +107,15 @@ def _sampled_rewards(state: TrainState, videos: Any) -> tuple[list[Any], torch.T
         if state.info.enabled
         else state.engine
     )
-    generations = engine.generate(prompts, validation_sampling(cfg))
     texts = [
         state.policy.tokenizer.decode(t, skip_special_tokens=True)
-        for g in generations
+        for g in engine.generate(prompts, params)
         for t in g.token_ids
     ]
-    rows = [r for r in records for _ in range(k)]
-    # plain tIoU, as evaluation (METHODS 1.1) and TaRO's validation (split "test") use it
-    reward = replace(cfg.reward, tg_shaping="iou")
+    rows = [r for r in records for _ in range(params.n)]
     pool = state.pool if reward == cfg.reward else None  # a pool is bound to its config
     overall = score_batch(rows, texts, reward, pool=pool).overall
-    return records, torch.tensor(overall).view(len(records), k), skipped
+    return records, torch.tensor(overall).view(len(records), params.n), skipped
 
 
 class Validator:
