@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 QS := runs/quickstart
 
-.PHONY: setup lint test test-vllm quickstart bench bench-learning clean
+.PHONY: setup lint test test-fast test-vllm quickstart bench bench-learning clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -21,13 +21,18 @@ lint: setup
 test: lint
 	$(PY) -m pytest
 
+# The edit loop: everything but the tests marked slow (multi-process, whole runs, browser,
+# wheel build, benches). `make test` (what CI runs) is the full suite.
+test-fast: setup
+	$(PY) -m pytest -m "not slow"
+
 quickstart: setup
 	$(PY) -m videorl make-tiny $(QS)/model --arch qwen2_5_vl --overwrite
-	$(PY) -m videorl synth --out $(QS)/data --families temporal_grounding --n 96 --seed 0 --val 16 --overwrite
+	$(PY) -m videorl synth --out $(QS)/data --families temporal_grounding --n 96 --seed 0 --val 32 --overwrite
 	$(PY) -m videorl sft sft_quickstart --overwrite
 	$(PY) -m videorl train quickstart --overwrite
-	$(PY) -m videorl eval --model $(QS)/sft/final --benchmark $(QS)/data/val.jsonl --out $(QS)/eval-sft --overwrite
-	$(PY) -m videorl eval --model $(QS)/train/final --benchmark $(QS)/data/val.jsonl --out $(QS)/eval --overwrite
+	$(PY) -m videorl eval --model $(QS)/sft/final --benchmark $(QS)/data/val.jsonl --out $(QS)/eval-sft --controls frozen,reversed --overwrite
+	$(PY) -m videorl eval --model $(QS)/train/final --benchmark $(QS)/data/val.jsonl --out $(QS)/eval --controls frozen,reversed --overwrite
 	$(PY) -m videorl eval --compare $(QS)/eval-sft $(QS)/eval
 	@echo "SFT: $(QS)/sft/final  OraRL: $(QS)/train/final  metrics: $(QS)/train/metrics.jsonl  curves: $(QS)/train/reward_curves.png  report: $(QS)/eval/report.md"
 

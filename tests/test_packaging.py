@@ -15,6 +15,8 @@ from typer.testing import CliRunner
 
 from videorl.cli import CONFIG_DIR, app, packaged_recipes
 
+pytestmark = pytest.mark.slow  # multi-process or whole-run: `make test`, not `make test-fast`
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -14,6 +14,8 @@ import torch
 
 from videorl.models.loading import load_model
 
+pytestmark = pytest.mark.slow  # multi-process or whole-run: `make test`, not `make test-fast`
+
 WORKER = Path(__file__).with_name("dist_update_worker.py")
 TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2"]
 

@@ -26,6 +26,8 @@ from videorl.rollout.engine import HFEngine
 from videorl.trainer.checkpoint import list_checkpoints
 from videorl.trainer.loop import run_training
 
+pytestmark = pytest.mark.slow  # multi-process or whole-run: `make test`, not `make test-fast`
+
 WORKER = Path(__file__).with_name("loop_worker.py")
 STEPS = 4
 RUN = [

@@ -12,6 +12,8 @@ from videorl.config import load_config
 from videorl.models.loading import load_model
 from videorl.trainer.loop import run_training
 
+pytestmark = pytest.mark.slow  # multi-process or whole-run: `make test`, not `make test-fast`
+
 
 def _weights(path) -> dict[str, torch.Tensor]:
     return {k: v.clone() for k, v in load_model(path).model.state_dict().items()}

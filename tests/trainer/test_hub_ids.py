@@ -22,6 +22,8 @@ from videorl.errors import ConfigError
 from videorl.models.loading import load_model, local_snapshot, model_folder, split_revision
 from videorl.plan import model_sources
 
+pytestmark = pytest.mark.slow  # multi-process or whole-run: `make test`, not `make test-fast`
+
 REPO = "videorl-test/tiny-vl"
 
 

@@ -9,11 +9,15 @@ import os
 import shutil
 import signal
 
+import pytest
+
 from tests.trainer.runs import assert_same_checkpoint, metrics_by_step, with_output
 from videorl.trainer import loop
 from videorl.trainer.checkpoint import Checkpointer
 from videorl.trainer.interrupt import StopRequest
 from videorl.trainer.loop import run_training
+
+pytestmark = pytest.mark.slow  # multi-process or whole-run: `make test`, not `make test-fast`
 
 
 def _assert_resumed_run_equals_reference(out, reference_out, first_step: int) -> None:

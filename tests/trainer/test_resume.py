@@ -12,11 +12,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.trainer.pause import PausePoint
 from tests.trainer.runs import assert_same_checkpoint, metrics_by_step
 from tests.trainer.test_distributed import _env
 from videorl.trainer.checkpoint import list_checkpoints
 from videorl.trainer.loop import run_training
+
+pytestmark = pytest.mark.slow  # multi-process or whole-run: `make test`, not `make test-fast`
 
 WORKER = Path(__file__).with_name("loop_worker.py")
 

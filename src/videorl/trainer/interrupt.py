@@ -7,8 +7,10 @@ raises `KeyboardInterrupt` at once; the loop then discards the step in flight: w
 optimizer has not stepped yet, `StepGuard.rollback` puts the step counter, sampler,
 scheduler and RNG back to the step's start, so the checkpoint equals the one an
 uninterrupted run writes after step k; otherwise nothing is saved and the last checkpoint
-stands. Deliveries within `grace_s` of the first count as one: a terminal's Ctrl-C reaches
-torchrun workers twice (directly, and forwarded by the torchrun agent).
+stands. Deliveries within `grace_s` of the first count as one: a launcher that leaves its
+workers in the terminal's process group delivers a Ctrl-C twice (directly, and forwarded).
+torchrun starts each worker in a session of its own, so there the agent's forwarded SIGINT
+is the only one (and a SIGKILL to the launcher's group does not reach the workers).
 """
 
 from __future__ import annotations
