@@ -15,7 +15,7 @@ import numpy as np
 
 from videorl.data.families import SI_CHOICE_SUBTYPES, SI_NUMERIC_SUBTYPES, Family
 from videorl.data.records import Answer, ChoiceAnswer, MathAnswer, NumericAnswer, TaskRecord
-from videorl.data.synth_scene import COLORS, Placed, distinct, place
+from videorl.data.synth_scene import COLORS, Placed, place
 from videorl.data.synth_tasks import (
     appearing,
     frame_size,
@@ -50,23 +50,25 @@ def _record(family: Family, rid: str, problem: str, answer: Answer, **fields: An
 def video_qa(rng: np.random.Generator, rid: str, out: Path) -> TaskRecord:
     """`colour`: what colour is the (only) shape, 40-60% of the frame's short side;
     `order`: which colour appears first of three shapes (a third of the short side) that
-    appear 1 s apart. Large shapes: a tiny model learns to see them (`large_size`)."""
+    appear 1 s apart. The options are the eight colours in one fixed order, so the prompt
+    says nothing about the answer (blind best: the most frequent colour, about 1 in 8) and
+    the letter is a function of what is seen; with four shuffled options a tiny model must
+    also match a seen colour to a colour word, which it did not learn (lab note
+    docs/lab/models-that-see.md). Large shapes: a tiny model learns to see them."""
     width, height = frame_size(rng)
     if rng.integers(2) == 0:
         duration = half_step(rng, 2.0, 4.0)
         (obj,) = scatter(rng, width, height, 1, sizes=(large_size(rng, width, height),) * 2)
-        wrong = distinct(rng, [c for c in COLORS if c != obj.color], 3)
-        options, answer = _choice(rng, obj.color, wrong)
         media = save_video(out, rid, width, height, duration, appearing([obj], first=0.0))
-        problem, subtype = f"What colour is the {obj.shape}?", "colour"
+        problem, subtype, color = f"What colour is the {obj.shape}?", "colour", obj.color
     else:
         duration = 4.0
         third = min(width, height) // 3 - 4  # three shapes that still fit side by side
         items = scatter(rng, width, height, 3, sizes=(third - 4, third))  # appear 0.5, 1.5, 2.5 s
-        absent = distinct(rng, [c for c in COLORS if c not in {i.color for i in items}], 1)
-        options, answer = _choice(rng, items[0].color, [i.color for i in items[1:]] + absent)
         media = save_video(out, rid, width, height, duration, appearing(items))
-        problem, subtype = "Which colour appears first?", "order"
+        problem, subtype, color = "Which colour appears first?", "order", items[0].color
+    options = tuple(COLORS)
+    answer = ChoiceAnswer(LETTERS[options.index(color)])
     return _record(
         Family.VIDEO_QA,
         rid,
