@@ -141,7 +141,7 @@ PUBLISHED = {
         ("reward.length_band.max", 512, "320 <= lenth_list[idx] <= 512"),
         ("reward.length_band.bonus", 0.2, "rewards[idx] += 0.2"),
         ("algorithm.loss.kl_coef", 0.04, "--beta 0.04"),
-        ("algorithm.loss.kl_type", "k3", VIDEO_R1_TRAINER),
+        ("algorithm.loss.kl_type", "k3_unclipped", VIDEO_R1_TRAINER),
         ("algorithm.loss.aggregation", "seq-mean-token-mean", VIDEO_R1_TRAINER),
         ("rollout.n", 8, "--num_generations 8"),
         ("rollout.temperature", 1.0, "--temperature 1.0"),

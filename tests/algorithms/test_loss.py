@@ -157,6 +157,19 @@ def test_k3_is_clamped_at_10_as_verl_low_var_kl():
     assert float(k3[1]) == pytest.approx(math.exp(-0.2) + 0.2 - 1)
 
 
+def test_video_r1_k3_clamps_the_log_ratio_not_the_estimate():
+    """Video-R1 grpo_trainer.py: x = clamp(ref - logp, -10, 10); k3 = exp(x) - x - 1.
+    ref - logp = 5: 142.4 (verl's k3: 10); ref - logp = 12: x = 10, exp(10) - 11."""
+    logp, ref = t([-6.0, -13.0, -1.0]), t([-1.0, -1.0, -1.2])
+    k3 = kl_penalty(logp, ref, "k3_unclipped")
+    assert float(k3[0]) == pytest.approx(math.exp(5) - 6)
+    assert float(k3[1]) == pytest.approx(math.exp(10) - 11)
+    assert float(k3[2]) == pytest.approx(math.exp(-0.2) + 0.2 - 1)
+    logp = logp.clone().requires_grad_(True)
+    kl_penalty(logp, ref, "k3_unclipped").sum().backward()
+    assert float(logp.grad[0]) == pytest.approx(-(math.exp(5) - 1))  # verl's k3: 0 there
+
+
 def test_kl_and_entropy_terms():
     logp = t([[-1.0, -2.0]])
     ref = t([[-1.5, -2.0]])

@@ -36,9 +36,10 @@ AGGREGATIONS = (
     "seq-mean-token-sum",
     "seq-mean-token-sum-norm",
 )
-KL_TYPES = ("k1", "k3")
+KL_TYPES = ("k1", "k3", "k3_unclipped")
 _MAX_LOG_RATIO = 20.0  # exp(20) is finite in float32; keeps rho and k3 free of inf/NaN
 K3_CLIP = 10.0  # verl / EasyR1 clamp the low-variance KL estimate to [-10, 10]
+VIDEO_R1_LOG_CLIP = 10.0  # Video-R1 clamps ref - logp to [-10, 10] and leaves k3 unclipped
 
 
 @dataclass(frozen=True)
@@ -109,14 +110,23 @@ class LossResult:
 
 
 def kl_penalty(logp: Tensor, ref_logp: Tensor, kind: str = "k3") -> Tensor:
-    """Per-token KL estimate to a frozen reference: `k1 = logp - ref`,
-    `k3 = clip(exp(ref - logp) - (ref - logp) - 1, -10, 10)` (low variance, >= 0; the clip
-    at 10 is verl's / EasyR1's `low_var_kl`)."""
+    """Per-token KL estimate to a frozen reference, with x = ref - logp:
+
+    - `k1` = logp - ref;
+    - `k3` = clip(exp(x) - x - 1, -10, 10), x clipped to [-20, 20] (verl's / EasyR1's
+      `low_var_kl`): a token far below the reference (x > ~2.5) gets no KL gradient;
+    - `k3_unclipped` = exp(x) - x - 1 with x clipped to [-10, 10] (Video-R1's
+      `grpo_trainer.py`): the estimate grows to exp(10) and keeps its gradient there.
+
+    Example: logp = -6, ref = -1 (x = 5): k3 = 10, k3_unclipped = exp(5) - 6 = 142.4."""
     if kind == "k1":
         return logp - ref_logp
     if kind == "k3":
         delta = (ref_logp - logp).clamp(-_MAX_LOG_RATIO, _MAX_LOG_RATIO)
         return (delta.exp() - delta - 1).clamp(-K3_CLIP, K3_CLIP)
+    if kind == "k3_unclipped":
+        delta = (ref_logp - logp).clamp(-VIDEO_R1_LOG_CLIP, VIDEO_R1_LOG_CLIP)
+        return delta.exp() - delta - 1
     raise ConfigError(f"algorithm.loss.kl_type={kind!r}; use one of {list(KL_TYPES)}")
 
 
