@@ -159,6 +159,7 @@ PUBLISHED = {
         ),
         ("optim.lr", 1e-6, "--learning_rate 1e-6"),
         ("optim.schedule", "cosine", "--lr_scheduler_type cosine"),
+        ("optim.schedule_steps", 65000, "--num_train_epochs 1: ~260k rows / 4 per step"),
         ("optim.weight_decay", 0.01, "--weight_decay 0.01"),
         ("optim.grad_clip", 5.0, "--max_grad_norm 5"),
         ("reward.composition", "sum", "rewards_per_func.sum(dim=1)"),

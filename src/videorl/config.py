@@ -338,6 +338,9 @@ class OptimConfig:
     weight_decay: float = 0.0
     betas: tuple[float, float] = (0.9, 0.999)
     schedule: Literal["constant", "cosine"] = "constant"
+    # The step at which the cosine reaches min_lr_ratio; None: trainer.steps. A published
+    # run stopped before its schedule ended (Video-R1: 1.2k of ~65k steps) sets it.
+    schedule_steps: int | None = None
     warmup_steps: int = 0
     min_lr_ratio: float = 0.0
     grad_clip: float = 1.0
@@ -355,6 +358,11 @@ class OptimConfig:
             grad_clip=self.grad_clip,
         )
         _at_least_zero("optim", weight_decay=self.weight_decay, warmup_steps=self.warmup_steps)
+        if self.schedule_steps is not None and self.schedule_steps <= self.warmup_steps:
+            raise ConfigError(
+                f"optim.schedule_steps={self.schedule_steps} must be > optim.warmup_steps="
+                f"{self.warmup_steps} (or null: trainer.steps)"
+            )
         _in_range("optim.min_lr_ratio", self.min_lr_ratio, 0.0, 1.0)
         for index, beta in enumerate(self.betas):
             _in_range(f"optim.betas[{index}]", beta, 0.0, 1.0, open_high=True)

@@ -151,3 +151,23 @@ def test_validation_logs_the_video_gain_of_each_control(make_config, tmp_path):
 def test_an_unknown_validation_control_is_refused_at_load(make_config, tmp_path):
     with pytest.raises(ConfigError, match="trainer.val_controls: 'mirror' is unknown"):
         make_config("grpo", "trainer.val_controls=[mirror]", output=tmp_path / "run")
+
+
+def test_schedule_horizon_is_independent_of_the_run_length(make_config, tmp_path):
+    """optim.schedule_steps = 65,000 and a 1,200-step run (T-GRPO as Video-R1 ran it): the
+    rate at step 1,200 is 0.99916 lr, not the end of the cosine; null: trainer.steps."""
+    from videorl.trainer.optim import lr_lambda
+
+    extra = (
+        "trainer.steps=1200",
+        "optim.schedule=cosine",
+        "optim.warmup_steps=0",
+        "optim.min_lr_ratio=0",
+    )
+    long, _ = make_config("grpo", *extra, "optim.schedule_steps=65000", output=tmp_path / "a")
+    short, _ = make_config("grpo", *extra, output=tmp_path / "b")
+    assert lr_lambda(long)(1200) == pytest.approx(0.5 * (1 + math.cos(math.pi * 1200 / 65000)))
+    assert lr_lambda(long)(1200) == pytest.approx(0.99916, abs=1e-5)
+    assert lr_lambda(short)(1200) == pytest.approx(0.0)
+    with pytest.raises(ConfigError, match="optim.schedule_steps=1 must be > optim.warmup_steps=2"):
+        make_config("grpo", "optim.schedule_steps=1", "optim.warmup_steps=2", output=tmp_path / "c")

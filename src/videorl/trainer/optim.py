@@ -13,8 +13,10 @@ from videorl.config import Config
 def lr_lambda(cfg: Config) -> Callable[[int], float]:
     """Linear warm-up, then constant or cosine decay to `min_lr_ratio`:
     f(s) = (s + 1) / (w + 1) for s < w; else r + (1 - r) * (1 + cos(pi * min(1, p))) / 2
-    with p = (s - w) / (steps - w)."""
-    optim, total = cfg.optim, cfg.trainer.steps
+    with p = (s - w) / (H - w), H = `optim.schedule_steps` (default `trainer.steps`).
+    Example: H = 65,000, w = 0, r = 0: f(1200) = 0.99916 (T-GRPO's rate stays ~lr)."""
+    optim = cfg.optim
+    total = optim.schedule_steps or cfg.trainer.steps
 
     def factor(step: int) -> float:
         if step < optim.warmup_steps:
@@ -33,7 +35,7 @@ def build_optimizer(
     cfg: Config, model: torch.nn.Module
 ) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LambdaLR]:
     """AdamW (`optim.lr`, `betas`, `weight_decay`) over the parameters that train, and its
-    `lr_lambda` schedule over `trainer.steps`."""
+    `lr_lambda` schedule over `optim.schedule_steps` (default `trainer.steps`)."""
     optimizer = torch.optim.AdamW(
         [p for p in model.parameters() if p.requires_grad],
         lr=cfg.optim.lr,
