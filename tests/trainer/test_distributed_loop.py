@@ -8,6 +8,7 @@ point (`pause.py`), never after a guessed delay."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -155,3 +156,63 @@ def test_two_ranks_draw_in_lockstep_with_refills_and_shuffled_rollouts(build_con
     assert all(d == int(d) and d >= 1 for d in draws), f"ranks drew differently: {draws}"
     assert max(draws) > 1, f"no step refilled: {draws}"
     assert all("tgrpo/shuffled_acc" in rows[s] or rows[s].get("step/skipped") for s in rows)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _two_nodes(overrides: list[str], *extra: str) -> None:
+    """`torchrun --nnodes 2 --nproc-per-node 1` twice on this machine, c10d rendezvous on
+    127.0.0.1: two "nodes" of one rank each (global ranks 0 and 1, local rank 0 on both)."""
+    port = _free_port()
+    launcher = [sys.executable, "-m", "torch.distributed.run", "--nnodes=2", "--nproc-per-node=1"]
+    rendezvous = ["--rdzv-backend=c10d", f"--rdzv-endpoint=127.0.0.1:{port}", "--rdzv-id=t"]
+    nodes = [
+        subprocess.Popen(
+            [*launcher, *rendezvous, f"--node-rank={rank}", str(WORKER), *overrides, *extra],
+            env=_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
+        for rank in (0, 1)
+    ]
+    for node in nodes:
+        output, _ = node.communicate(timeout=900)
+        assert node.returncode == 0, output.decode()[-3000:]
+
+
+def test_two_nodes_equal_one_process_and_resume_on_one(runs, tmp_path):
+    """2 nodes x 1 rank equal 1 process (same batches, rates, weights to 1e-5); rank 0
+    alone writes the run files (one metrics row per step, one state.pt) while each rank
+    writes its shard and RNG state; the 2-node checkpoint of step 2 resumes on 1 process
+    to the same end."""
+    out, build_config = runs
+    nodes = tmp_path / "nodes2"
+    _two_nodes(build_config("grpo", nodes, *RUN)[1])
+    one, two = metrics_by_step(out[1]), metrics_by_step(nodes)
+    rows = (nodes / "metrics.jsonl").read_text().splitlines()
+    assert len(rows) == STEPS and sorted(two) == list(range(1, STEPS + 1))
+    for step in one:
+        assert (
+            two[step]["batch_ids"] == one[step]["batch_ids"] and two[step]["lr"] == one[step]["lr"]
+        )
+    single = load_file(out[1] / "final" / "model.safetensors")
+    double = load_file(nodes / "final" / "model.safetensors")
+    for key, value in single.items():
+        torch.testing.assert_close(double[key], value, atol=1e-5, rtol=0, msg=key)
+    checkpoint = nodes / "step-000002"
+    assert sorted(p.name for p in checkpoint.glob("rng-*.pt")) == ["rng-0.pt", "rng-1.pt"]
+    assert [p.name for p in checkpoint.glob("state*.pt")] == ["state.pt"]
+
+    resumed = tmp_path / "resumed"
+    resumed.mkdir()
+    shutil.copytree(checkpoint, resumed / "step-000002")
+    _run(build_config("grpo", resumed, *RUN)[1], 1, "--resume", "auto")
+    again = load_file(resumed / "final" / "model.safetensors")
+    for key, value in double.items():
+        torch.testing.assert_close(again[key], value, atol=1e-5, rtol=0, msg=key)
