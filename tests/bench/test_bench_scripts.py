@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
-SCRIPTS = ("pruning", "step", "video", "vs_trl", "packing")
+SCRIPTS = ("pruning", "step", "video", "vs_trl", "packing", "soak")
 DRIVER = """
 import importlib, sys
 bench, work, out = sys.argv[1:4]
@@ -125,3 +125,21 @@ def test_packed_layouts_compute_only_real_tokens(results):
             == runs["padded"]["real_tokens"]
         )
         assert runs[name]["seconds"]["median"] > 0
+
+
+@pytest.mark.slow
+def test_soak_samples_memory_descriptors_and_workers(results):
+    soak = results["soak"]["soak"]
+    samples = soak["samples"]
+    assert [s["step"] for s in samples] == list(range(10, 101, 10))
+    assert all(s["children"] >= 1 for s in samples)  # the reward worker
+    assert all(s["open_fds"] > 0 and s["rss_mib"] > 0 and s["step_s"] > 0 for s in samples)
+    assert set(soak["trends"]) == {"rss_mib", "peak_rss_mib", "open_fds", "children", "step_s"}
+
+
+def test_soak_slope_is_per_thousand_steps():
+    sys.path.insert(0, str(BENCH))
+    from soak import slope_per_1000
+
+    assert slope_per_1000([0, 50, 100], [10.0, 10.5, 11.0]) == pytest.approx(10.0)
+    assert slope_per_1000([0, 50, 100], [3.0, 3.0, 3.0]) == 0.0
