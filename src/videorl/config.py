@@ -380,7 +380,11 @@ class TrainerConfig:
     keep_last: int = 2
     val_every: int = 0
     val_samples: int = 4
-    val_max_prompts: int = 32
+    # The first N validation records; None: all of them (the published recipes validate
+    # their whole sets: TaRO 800 rows, OPDVR/GRPD 1,590 problems).
+    val_max_prompts: int | None = None
+    # Validate once before the first step (verl's `trainer.val_before_train`), logged as step 0.
+    val_before_train: bool = False
     best_metric: str = "val/reward_mean_at_k"
     tensorboard: bool = True
     wandb_project: str | None = None
@@ -407,9 +411,10 @@ class TrainerConfig:
             keep_last=self.keep_last,
             val_samples=self.val_samples,
             nproc=self.nproc,
-            val_max_prompts=self.val_max_prompts,
             log_every=self.log_every,
         )
+        if self.val_max_prompts is not None:
+            _positive("trainer", val_max_prompts=self.val_max_prompts)
         _at_least_zero("trainer", save_every=self.save_every, val_every=self.val_every)
         _check_seed("trainer.seed", self.seed)
         check_device("trainer.device", self.device)

@@ -37,6 +37,9 @@ class StepPlan:
     temporal_contrast: str | None = None  # T-GRPO's shuffled rollouts and bonus, when on
     group_by_family: bool = True  # false: a step's prompts come from all families at once
     dynamic_sampling: str = "off"  # algorithm.dynamic_sampling when enabled
+    validation: str = "off"  # set size, samples, frequency, before training
+    lr_schedule: str = "constant"  # the schedule and its horizon
+    kl: str = "off"  # the KL estimator and coefficient
 
 
 def plan_step(config: Config) -> StepPlan:
@@ -67,7 +70,36 @@ def plan_step(config: Config) -> StepPlan:
         temporal_contrast=_temporal_contrast(config),
         group_by_family=config.data.group_by_family,
         dynamic_sampling=_dynamic_sampling_summary(config),
+        validation=validation_summary(config),
+        lr_schedule=_schedule_summary(config),
+        kl=_kl_summary(config),
     )
+
+
+def validation_summary(config: Config, samples: str | None = None) -> str:
+    """How much of the validation set is scored, how (`samples`, default `k samples`), and
+    when; or `off`."""
+    trainer = config.trainer
+    if not config.data.val or not (trainer.val_every or trainer.val_before_train):
+        return "off"
+    size = "all" if trainer.val_max_prompts is None else f"first {trainer.val_max_prompts}"
+    every = f"every {trainer.val_every} steps" if trainer.val_every else "no periodic"
+    before = ", and before training" if trainer.val_before_train else ""
+    samples = samples or f"{trainer.val_samples} samples"
+    return f"{size} prompts x {samples}, {every}{before}"
+
+
+def _schedule_summary(config: Config) -> str:
+    optim = config.optim
+    if optim.schedule == "constant":
+        return f"constant after {optim.warmup_steps} warm-up steps"
+    horizon = optim.schedule_steps or config.trainer.steps
+    return f"cosine to {optim.min_lr_ratio:g} lr at step {horizon} (warm-up {optim.warmup_steps})"
+
+
+def _kl_summary(config: Config) -> str:
+    loss = config.algorithm.loss
+    return f"{loss.kl_type} x {loss.kl_coef:g}" if loss.kl_coef > 0 else "off"
 
 
 def _temporal_contrast(config: Config) -> str | None:
@@ -137,6 +169,9 @@ def plan_table(plan: StepPlan) -> Table:
         ("micro-batch token budget", plan.micro_batch_tokens),
         ("attention / padding-free packing", f"{plan.attention} / {plan.packing}"),
         ("mini-batches x epochs", f"{plan.mini_batches} x {plan.epochs}"),
+        ("learning-rate schedule", plan.lr_schedule),
+        ("KL to the reference", plan.kl),
+        ("validation", plan.validation),
         (
             "total steps",
             plan.total_steps
@@ -211,11 +246,7 @@ def sft_plan_table(config: Config) -> Table:
     table = Table(title="SFT step plan", show_header=True)
     table.add_column("quantity")
     table.add_column("value", justify="right")
-    val = (
-        f"greedy, {config.trainer.val_max_prompts} prompts max, every {config.trainer.val_every} steps"
-        if config.data.val and config.trainer.val_every
-        else "off"
-    )
+    val = validation_summary(config, samples="1 greedy answer")
     rows = [
         ("target", f"{config.sft.target} (loss on response tokens only)"),
         ("world size (ranks)", world),

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from tests.trainer.runs import metrics_by_step
+from videorl.config import TrainerConfig
 from videorl.errors import ConfigError
 from videorl.models.loading import load_model
 from videorl.rewards.pool import ScoringPool
@@ -171,3 +172,29 @@ def test_schedule_horizon_is_independent_of_the_run_length(make_config, tmp_path
     assert lr_lambda(short)(1200) == pytest.approx(0.0)
     with pytest.raises(ConfigError, match="optim.schedule_steps=1 must be > optim.warmup_steps=2"):
         make_config("grpo", "optim.schedule_steps=1", "optim.warmup_steps=2", output=tmp_path / "c")
+
+
+def test_validation_takes_the_whole_set_and_can_run_before_training(make_config, tmp_path):
+    from videorl.data.loaders import load_records
+    from videorl.plan import plan_step
+
+    config, _ = make_config(
+        "grpo",
+        "trainer.steps=1",
+        "trainer.val_every=1",
+        "trainer.val_before_train=true",
+        "trainer.val_temperature=0",
+        "trainer.val_samples=1",
+        "trainer.val_max_prompts=null",  # the default (the quickstart recipe caps it at 8)
+        output=tmp_path / "run",
+    )
+    assert TrainerConfig().val_max_prompts is None
+    assert (
+        "all prompts x 1 samples, every 1 steps, and before training"
+        in plan_step(config).validation
+    )
+    run_training(config)
+    rows = metrics_by_step(tmp_path / "run")
+    assert sorted(rows) == [0, 1] and "val/reward_mean_at_k" in rows[0]
+    assert "actor/loss" not in rows[0]  # step 0 is the starting model, before any update
+    assert len(load_records(config.data.val).records) == 2  # and validation saw both

@@ -283,6 +283,8 @@ def _train(
         reward_key=hooks.reward_key,
         loss_key=hooks.loss_key,
     ) as progress:
+        if cfg.trainer.val_before_train and state.step == 0:
+            _validate_before_training(state, validator, writer)
         while state.step < cfg.trainer.steps:
             if stop.agreed():  # Ctrl-C: stop between steps, on every rank at once
                 raise KeyboardInterrupt
@@ -297,6 +299,17 @@ def _train(
                 checkpointer.save(state)
             progress.update(state.step, metrics)
             guard.end()
+
+
+def _validate_before_training(
+    state: TrainState, validator: Validator, writer: MetricsWriter | None
+) -> None:
+    """`trainer.val_before_train`: validate the starting model, logged as step 0."""
+    if not state.val_records:
+        return
+    metrics = validator(state)
+    if writer is not None:
+        writer.write(0, metrics)
 
 
 def _endless(sampler: Any) -> Iterator[list[int]]:
