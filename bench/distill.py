@@ -86,7 +86,14 @@ def main() -> None:
         mine[name] = train_curve(f"distill-{name}", overrides, steps, val)
         curves = {**earlier_curves(path, steps), **mine}  # same steps, run before or in parallel
         write_results(path, curves, args, sft, teacher_run, teacher_val, before, steps, window)
-    print(markdown(summarize(curves, window), window, before["val/reward_mean_at_k"]))
+    print(
+        markdown(
+            summarize(curves, window),
+            window,
+            before["val/reward_mean_at_k"],
+            before.get("val/video_gain/frozen"),
+        )
+    )
 
 
 def teacher_curve(overrides: list[str], steps: int, val, quick: bool) -> dict:

@@ -186,6 +186,8 @@ def train_curve(
         # dynamic sampling trains on mixed groups only: its curve is every drawn row's reward
         "reward": [r[DRAWN] if DRAWN in r else r["reward/mean"] for r in rows],
         "val_after": rows[-1].get("val/reward_mean_at_k"),
+        # the quickstart recipe validates on frozen videos too: mean@k real - frozen
+        "gain_after": rows[-1].get("val/video_gain/frozen"),
         "seconds": time.perf_counter() - start,
         "final": str(out / "final"),
     }
@@ -211,8 +213,9 @@ def summarize(curves: dict[str, dict[str, Any]], window: int) -> list[dict[str, 
             "last_max": max((r for r in last if r is not None), default=math.nan),
             "minutes": curve["seconds"] / 60,
         }
-        if curve.get("val_after") is not None:
-            row["val_after"] = curve["val_after"]
+        for key in ("val_after", "gain_after"):
+            if curve.get(key) is not None:
+                row[key] = curve[key]
         table.append(row)
     return table
 
@@ -238,27 +241,43 @@ def plot(curves: dict[str, dict[str, Any]], path: Path, title: str, smooth: int 
     plt.close(fig)
 
 
-def markdown(table: list[dict[str, Any]], window: int, val_before: float | None = None) -> str:
-    """The README table: first/last-window mean policy reward, validation, minutes."""
+def markdown(
+    table: list[dict[str, Any]],
+    window: int,
+    val_before: float | None = None,
+    gain_before: float | None = None,
+) -> str:
+    """The README table: first/last-window mean policy reward, validation and its video
+    gain against frozen videos (mean@k real - frozen) before and after, minutes."""
     head = f"| recipe | reward, first {window} steps | last {window} steps | gain |"
     rule = "|---|---|---|---|"
     if val_before is not None:
-        head += " val mean@4 before | after |"
-        rule += "---|---|"
+        head += " val mean@4 before | after | video gain (frozen) before | after |"
+        rule += "---|---|---|---|"
     lines = [head + " minutes |", rule + "---|"]
     for row in table:
         line = f"| {row['recipe']} | {row['first_mean']:.3f} | {row['last_mean']:.3f} | {row['last_mean'] - row['first_mean']:+.3f} |"
         if val_before is not None:
-            line += f" {val_before:.3f} | {row.get('val_after', float('nan')):.3f} |"
+            line += f" {val_before:.3f} | {row.get('val_after', math.nan):.3f} |"
+            line += f" {_signed(gain_before)} | {_signed(row.get('gain_after'))} |"
         lines.append(line + f" {row['minutes']:.1f} |")
     return "\n".join(lines)
+
+
+def _signed(value: float | None) -> str:
+    return "-" if value is None else f"{value:+.3f}"
 
 
 def saved_table(path: Path) -> str:
     """The README table of a results file (learning*.json or distill*.json)."""
     saved = json.loads(path.read_text())
-    before = saved.get("val_before", {}).get("val/reward_mean_at_k")
-    return markdown(saved["table"], saved["window"], before)
+    before = saved.get("val_before", {})
+    return markdown(
+        saved["table"],
+        saved["window"],
+        before.get("val/reward_mean_at_k"),
+        before.get("val/video_gain/frozen"),
+    )
 
 
 def main() -> None:
@@ -306,7 +325,12 @@ def main() -> None:
         curves = {**earlier_curves(path, steps, args.start), **mine}
         table = summarize(curves, window)
         write_results(curves, table, payload, steps, window, suffix, args)
-    print(markdown(table, window, payload["val_before"]["val/reward_mean_at_k"] if warm else None))
+    before = payload["val_before"] if warm else {}
+    print(
+        markdown(
+            table, window, before.get("val/reward_mean_at_k"), before.get("val/video_gain/frozen")
+        )
+    )
 
 
 def recipe_overrides(name: str, steps: int) -> list[str]:
