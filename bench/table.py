@@ -165,7 +165,32 @@ def rows(folder: Path) -> list[list[str]]:
                 "bench/rewards.py",
             ]
         )
+    soak = _load(folder, "soak")
+    if soak:
+        out.append(_soak_row(soak["soak"]))
     return out
+
+
+def _soak_row(soak: dict[str, Any]) -> list[str]:
+    """Issue 29: the second half's first -> last sample and slope per 1,000 steps."""
+    t = soak["trends"]
+
+    def series(name: str, unit: str) -> str:
+        one = t[name]
+        return (
+            f"{one['first']:g} -> {one['last']:g}{unit} "
+            f"({one['slope_per_1000_steps']:+g}{unit} per 1,000 steps)"
+        )
+
+    return [
+        f"No leak over a long run ({soak['steps']:,} quickstart steps, 2 reward workers)",
+        (
+            f"second half: resident memory {series('rss_mib', ' MiB')}, open descriptors "
+            f"{series('open_fds', '')}, processes {series('children', '')}, step time "
+            f"{series('step_s', ' s')}"
+        ),
+        "bench/soak.py",
+    ]
 
 
 def main() -> None:
