@@ -16,31 +16,37 @@ def _fake(bin_dir: Path, name: str, body: str) -> None:
     path.chmod(0o755)
 
 
-def test_slurm_variables_become_torchrun_arguments(tmp_path):
+def _fake_slurm(tmp_path: Path, listing: str, **variables: str) -> tuple[dict, Path]:
+    """PATH with fake scontrol (`show hostnames` runs the shell `listing`), srun and
+    torchrun (recording its arguments and OMP_NUM_THREADS), and the SLURM `variables`;
+    returns (env, record)."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     record = tmp_path / "torchrun.args"
-    _fake(bin_dir, "scontrol", 'test "$1 $2" = "show hostnames" && printf "gpu-a\\ngpu-b\\n"')
+    _fake(bin_dir, "scontrol", f'test "$1 $2" = "show hostnames" && {listing}')
     _fake(bin_dir, "srun", 'exec "$@"')
     _fake(
         bin_dir,
         "torchrun",
         f'printf "%s\\n" "$@" > {record}; echo "OMP=$OMP_NUM_THREADS" >> {record}',
     )
-    env = {
-        **os.environ,
-        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
-        "SLURM_JOB_NODELIST": "gpu-[a-b]",
-        "SLURM_NNODES": "2",
-        "SLURM_JOB_ID": "4242",
-    }
-    subprocess.run(
-        ["bash", str(SCRIPT), "configs/orarl.yaml", "rollout.n=8"],
-        env=env,
-        check=True,
-        cwd=tmp_path,
-        timeout=60,
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", **variables}
+    return env, record
+
+
+def _run_script(tmp_path: Path, env: dict, *args: str) -> None:
+    subprocess.run(["bash", str(SCRIPT), *args], env=env, check=True, cwd=tmp_path, timeout=60)
+
+
+def test_slurm_variables_become_torchrun_arguments(tmp_path):
+    env, record = _fake_slurm(
+        tmp_path,
+        'printf "gpu-a\\ngpu-b\\n"',
+        SLURM_JOB_NODELIST="gpu-[a-b]",
+        SLURM_NNODES="2",
+        SLURM_JOB_ID="4242",
     )
+    _run_script(tmp_path, env, "configs/orarl.yaml", "rollout.n=8")
     args = record.read_text().splitlines()
     assert args[:5] == [
         "--nnodes=2",
@@ -63,20 +69,28 @@ def test_slurm_variables_become_torchrun_arguments(tmp_path):
 
 
 def test_gpus_per_node_is_read_from_the_environment(tmp_path):
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    record = tmp_path / "torchrun.args"
-    _fake(bin_dir, "scontrol", 'printf "n1\\n"')
-    _fake(bin_dir, "srun", 'exec "$@"')
-    _fake(bin_dir, "torchrun", f'printf "%s\\n" "$@" > {record}')
-    env = {
-        **os.environ,
-        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
-        "SLURM_JOB_NODELIST": "n1",
-        "SLURM_NNODES": "1",
-        "SLURM_JOB_ID": "7",
-        "GPUS_PER_NODE": "4",
-    }
-    subprocess.run(["bash", str(SCRIPT), "c.yaml"], env=env, check=True, cwd=tmp_path, timeout=60)
+    env, record = _fake_slurm(
+        tmp_path,
+        "echo n1",
+        SLURM_JOB_NODELIST="n1",
+        SLURM_NNODES="1",
+        SLURM_JOB_ID="7",
+        GPUS_PER_NODE="4",
+    )
+    _run_script(tmp_path, env, "c.yaml")
     args = record.read_text().splitlines()
     assert "--nproc-per-node=4" in args and "trainer.nproc=4" in args
+
+
+def test_a_long_node_list_does_not_kill_the_script(tmp_path):
+    """50,000 host names (more than a pipe holds): reading only the first with `head` would
+    end the listing with SIGPIPE, fatal under `set -o pipefail`."""
+    env, record = _fake_slurm(
+        tmp_path,
+        'seq -f "node%05g" 1 50000',
+        SLURM_JOB_NODELIST="node[00001-50000]",
+        SLURM_NNODES="50000",
+        SLURM_JOB_ID="9",
+    )
+    _run_script(tmp_path, env, "c.yaml")
+    assert "--rdzv-endpoint=node00001:29500" in record.read_text().splitlines()
