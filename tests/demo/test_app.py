@@ -57,18 +57,19 @@ def page(demo):
 
 @pytest.mark.slow
 @needs_browser
-def test_example_answer_and_timeline_appear_in_the_browser(demo, page):
+def test_example_answer_and_timeline_appear_in_the_browser(demo, page, examples):
     from playwright.sync_api import expect
 
     assert demo.url.startswith("http://127.0.0.1:") and demo.share_url is None
     page.goto(demo.url)
-    label = "temporal grounding: the white circle is visible (tg-0000)"
+    example = examples[0]  # the demo makes the same examples (fixed seed)
+    start, end = example.record.answer.windows[0]
     page.get_by_label("Example").click()
-    page.get_by_role("option", name=label).click()
-    expect(page.locator("#query textarea")).to_have_value("the white circle is visible")
+    page.get_by_role("option", name=example.label).click()
+    expect(page.locator("#query textarea")).to_have_value(example.record.problem)
     page.locator("#ask").click()
     answer = page.locator("#answer")
-    expect(answer).to_contain_text("Ground truth: 3.5 s to 5.5 s", timeout=120_000)
+    expect(answer).to_contain_text(f"Ground truth: {start:g} s to {end:g} s", timeout=120_000)
     expect(answer).to_contain_text("reward")
     timeline = page.locator("#timeline img")
     expect(timeline).to_be_visible()
