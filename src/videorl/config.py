@@ -30,7 +30,7 @@ from videorl.errors import ConfigError
 from videorl.models.generate import SamplingParams
 from videorl.models.lora import LoraSettings
 from videorl.rewards.config import RewardConfig
-from videorl.video.controls import CONTROLS
+from videorl.video.controls import check_controls
 from videorl.video.decode import VideoConfig
 
 
@@ -431,12 +431,7 @@ class TrainerConfig:
             raise ConfigError(
                 f"trainer.val_top_p={self.val_top_p} must be in (0, 1] or null (rollout.top_p)"
             )
-        for control in self.val_controls:
-            if control not in CONTROLS:
-                raise ConfigError(
-                    f"trainer.val_controls: {control!r} is unknown; choose from "
-                    f"{', '.join(CONTROLS)}"
-                )
+        check_controls(self.val_controls, "trainer.val_controls:")
         if self.wandb_project:
             _require_module("wandb", f"trainer.wandb_project={self.wandb_project!r}", "wandb")
         if self.cpu_threads < 0:

@@ -52,6 +52,16 @@ def control_summary(
     return {"n": len(control), "families": on_control, "real": on_real, "video_gain": gain}
 
 
+def by_family(controls: dict[str, Any]) -> dict[str, dict[str, dict[str, Any]]]:
+    """metrics.json's controls regrouped: family -> control -> that control's entry (only
+    the controls that apply to the family), families in first-seen order."""
+    grouped: dict[str, dict[str, dict[str, Any]]] = {}
+    for control, entry in controls.items():
+        for family in entry["video_gain"]:
+            grouped.setdefault(family, {})[control] = entry
+    return grouped
+
+
 def gain_rows(metrics: dict[str, Any]) -> list[tuple[str, str, str, float, float, float]]:
     """(control, family, metric, real, control, gain) for every control in `metrics.json`."""
     rows = []

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from videorl.data.families import Family
+from videorl.eval.controls import by_family
 from videorl.eval.scoring import SampleResult
 
 if TYPE_CHECKING:
@@ -130,14 +131,13 @@ def write_plots(results: Sequence[SampleResult], out_dir: Path) -> dict[str, Pat
 
 def controls_chart(controls: dict[str, Any], path: Path) -> Path:
     """Grouped bars per family: every metric on the real media, then on each control."""
-    families = list(dict.fromkeys(f for e in controls.values() for f in e["video_gain"]))
-    fig = _figure(max(4.5, 3.0 * len(families)), 3.4)
-    axes = fig.subplots(1, len(families), squeeze=False)[0]
-    for ax, family in zip(axes, families):
-        present = {c: e for c, e in controls.items() if family in e["families"]}
-        metrics = list(next(iter(present.values()))["real"][family])
-        series = {"real": next(iter(present.values()))["real"][family]}
-        series.update({c: e["families"][family] for c, e in present.items()})
+    grouped = by_family(controls)
+    fig = _figure(max(4.5, 3.0 * len(grouped)), 3.4)
+    axes = fig.subplots(1, len(grouped), squeeze=False)[0]
+    for ax, (family, present) in zip(axes, grouped.items()):
+        real = next(iter(present.values()))["real"][family]
+        metrics = list(real)
+        series = {"real": real, **{c: e["families"][family] for c, e in present.items()}}
         width = 0.8 / len(series)
         for k, (name, values) in enumerate(series.items()):
             xs = [i + (k - (len(series) - 1) / 2) * width for i in range(len(metrics))]

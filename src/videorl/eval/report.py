@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from videorl.eval.controls import by_family
 from videorl.eval.scoring import SampleResult
 
 WORST_CASES = 5
@@ -71,9 +72,7 @@ def _controls_section(controls: dict[str, Any]) -> list[str]:
         ),
         "",
     ]
-    families = dict.fromkeys(f for entry in controls.values() for f in entry["video_gain"])
-    for family in families:
-        present = {c: e for c, e in controls.items() if family in e["video_gain"]}
+    for family, present in by_family(controls).items():
         metrics = list(next(iter(present.values()))["real"][family])
         header = ["metric", *(f"real / {c} / gain" for c in present)]
         rows = [

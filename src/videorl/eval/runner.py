@@ -48,7 +48,7 @@ from videorl.eval.scoring import (
 )
 from videorl.outputs import refuse_nonempty, refuse_own_inputs
 from videorl.video.cache import VideoCache
-from videorl.video.controls import ControlledVideos, parse_controls
+from videorl.video.controls import ControlledVideos, check_controls
 from videorl.video.decode import VideoConfig
 
 logger = logging.getLogger(__name__)
@@ -82,7 +82,7 @@ class EvalSettings:
             raise ConfigError(f"--batch-size={self.batch_size} must be >= 1")
         if self.max_samples is not None and self.max_samples < 1:
             raise ConfigError(f"--max-samples={self.max_samples} must be >= 1 (omit it for all)")
-        parse_controls(",".join(self.controls))  # unknown names: one line naming them
+        check_controls(self.controls, "control", " (comma-separated)")
 
 
 @dataclass(frozen=True)
@@ -364,6 +364,7 @@ def evaluate(
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / PREDICTIONS
     videos = VideoCache(settings.video)
+    answer = functools.partial(_answer, settings, backend, skip=set(missing))
     if backend is not None:
         if missing:
             logger.warning(
@@ -371,7 +372,6 @@ def evaluate(
                 len(missing),
                 len(records),
             )
-        answer = functools.partial(_answer, settings, backend, skip=set(missing))
         answer(records, path, videos)
     elif Path(predictions).resolve() != path.resolve():
         if not Path(predictions).is_file():

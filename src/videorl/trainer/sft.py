@@ -24,7 +24,6 @@ import functools
 import math
 import random
 import time
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +45,7 @@ from videorl.rollout.prompting import decode_prompts
 from videorl.trainer.loop import LoopHooks, run_training
 from videorl.trainer.state import TrainState
 from videorl.trainer.update import MicroBatch
-from videorl.trainer.validation import control_metrics, sampled_rewards
+from videorl.trainer.validation import control_metrics, family_rows, sampled_rewards
 
 
 def target_text(record: TaskRecord, target: str, think: bool, rng: random.Random) -> str:
@@ -169,11 +168,8 @@ def greedy_validate(state: TrainState) -> dict[str, Any]:
         return {"val/skipped_media": float(skipped)}
     mean = float(rewards.mean())
     metrics: dict[str, Any] = {"val/reward_mean_at_k": mean, "val/skipped_media": float(skipped)}
-    by_family: dict[str, list[float]] = defaultdict(list)
-    for record, reward in zip(records, rewards[:, 0].tolist()):
-        by_family[record.family.short].append(reward)
-    for family, values in by_family.items():
-        metrics[f"val/{family}/mean_at_k"] = sum(values) / len(values)
+    for family, index in family_rows(records).items():
+        metrics[f"val/{family}/mean_at_k"] = float(rewards[index].mean())
     return {**metrics, **control_metrics(state, mean, measure)}
 
 

@@ -62,14 +62,15 @@ def validate(state: TrainState) -> dict[str, Any]:
         "val/reward_best_at_k": best_k,
         "val/skipped_media": float(skipped),
     }
-    for family, index in _by_family(records).items():
+    for family, index in family_rows(records).items():
         mean_f, best_f = mean_and_best_at_k(rewards[index])
         metrics[f"val/{family}/mean_at_k"] = mean_f
         metrics[f"val/{family}/best_at_k"] = best_f
     return {**metrics, **control_metrics(state, mean_k, measure)}
 
 
-def _by_family(records: list[Any]) -> dict[str, list[int]]:
+def family_rows(records: list[Any]) -> dict[str, list[int]]:
+    """Family short name -> the row indices of its records."""
     by_family: dict[str, list[int]] = defaultdict(list)
     for i, record in enumerate(records):
         by_family[record.family.short].append(i)

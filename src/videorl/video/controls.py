@@ -22,6 +22,7 @@ control's summary instead of counting a trivial zero gain.
 from __future__ import annotations
 
 import zlib
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -36,16 +37,21 @@ TEMPORAL = frozenset({"frozen", "reversed", "shuffled"})
 BLANK_VALUE = 128  # mid grey: no colour, no edge
 
 
+def check_controls(names: Sequence[str], where: str, hint: str = "") -> tuple[str, ...]:
+    """`names` as a tuple when every one is a control; else one line naming the first
+    unknown one after `where` (the key or flag it came from)."""
+    for name in names:
+        if name not in CONTROLS:
+            raise ConfigError(
+                f"{where} {name!r} is unknown; choose from {', '.join(CONTROLS)}{hint}"
+            )
+    return tuple(names)
+
+
 def parse_controls(text: str | None) -> tuple[str, ...]:
     """`"frozen,reversed"` -> ("frozen", "reversed"); empty -> (); unknown names refused."""
     names = tuple(dict.fromkeys(n.strip() for n in (text or "").split(",") if n.strip()))
-    unknown = [n for n in names if n not in CONTROLS]
-    if unknown:
-        raise ConfigError(
-            f"control {unknown[0]!r} is unknown; choose from {', '.join(CONTROLS)} "
-            "(comma-separated)"
-        )
-    return names
+    return check_controls(names, "control", " (comma-separated)")
 
 
 def applies(control: str, video: DecodedVideo) -> bool:
