@@ -31,3 +31,13 @@ def make_video(tmp_path):
         return str(write_mp4(tmp_path / name, frames, fps))
 
     return make
+
+
+@pytest.fixture(scope="module")
+def demo(tiny_loaded):
+    """The running demo on the tiny model (one per test module)."""
+    from videorl.demo.app import running_demo
+    from videorl.demo.inference import Settings
+
+    with running_demo(tiny_loaded, title="tiny", settings=Settings(max_new_tokens=32)) as running:
+        yield running

@@ -36,14 +36,6 @@ needs_gradio = pytest.mark.skipif(GRADIO_MISSING is not None, reason=str(GRADIO_
 
 
 @pytest.fixture(scope="module")
-def demo(tiny_loaded):
-    from videorl.demo.app import running_demo
-
-    with running_demo(tiny_loaded, title="tiny", settings=Settings(max_new_tokens=32)) as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
 def page(demo):
     from playwright.sync_api import sync_playwright
 

@@ -21,7 +21,6 @@ from pathlib import Path
 import pytest
 
 from videorl.demo.guard import REFUSED
-from videorl.demo.inference import Settings
 
 from .test_app import needs_gradio
 
@@ -61,14 +60,6 @@ def _answered(stream: str) -> bool:
         return False
     answer = _completed(stream)[0]
     return REFUSED not in answer and "Cannot answer" not in answer
-
-
-@pytest.fixture(scope="module")
-def demo(tiny_loaded):
-    from videorl.demo.app import running_demo
-
-    with running_demo(tiny_loaded, title="tiny", settings=Settings(max_new_tokens=4)) as running:
-        yield running
 
 
 def test_server_paths_are_never_read(demo, tmp_path, make_video):
