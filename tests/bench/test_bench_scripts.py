@@ -6,6 +6,7 @@ forward gets the video, packed rows compute no padding. The scripts share one Py
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -143,3 +144,22 @@ def test_soak_slope_is_per_thousand_steps():
 
     assert slope_per_1000([0, 50, 100], [10.0, 10.5, 11.0]) == pytest.approx(10.0)
     assert slope_per_1000([0, 50, 100], [3.0, 3.0, 3.0]) == 0.0
+
+
+def test_threads_bench_times_the_quickstart_training_and_merges_reruns(tmp_path):
+    sys.path.insert(0, str(BENCH))
+    import threads
+
+    run = [sys.executable, str(BENCH / "threads.py"), "--quick", "--cases", "idle"]
+    shown = subprocess.run(
+        [*run, "--work", str(tmp_path)], check=True, capture_output=True, text=True
+    ).stdout
+    (row,) = [line for line in shown.splitlines() if line.startswith("| idle |")]
+    cores = len(os.sched_getaffinity(0))
+    assert row.startswith(f"| idle | cores / ranks (default) | {cores} |")
+    earlier = {"rows": [{"case": c, "seconds": 1.0} for c in threads.CASES.values()]}
+    results = tmp_path / "threads.json"
+    results.write_text(json.dumps(earlier))
+    rows = threads.merged(results, [{"case": "idle", "seconds": 2.0}])
+    assert [r["seconds"] for r in rows] == [2.0, 1.0, 1.0]
+    assert [r["case"] for r in rows] == list(threads.CASES.values())

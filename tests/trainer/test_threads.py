@@ -12,6 +12,8 @@ from videorl.errors import ConfigError
 from videorl.rewards.pool import use_one_thread
 from videorl.trainer.threads import (
     available_cores,
+    busy_cores_hint,
+    busy_cores_now,
     cgroup_cpu_limit,
     resolve_cpu_threads,
     set_cpu_threads,
@@ -26,22 +28,37 @@ def restore_threads():
 
 
 def test_cores_are_divided_among_local_ranks():
-    assert resolve_cpu_threads(0, {}, cores=8, load=0.0) == 8
-    assert resolve_cpu_threads(0, {"LOCAL_WORLD_SIZE": "4"}, cores=8, load=0.0) == 2
-    assert resolve_cpu_threads(0, {"LOCAL_WORLD_SIZE": "4"}, cores=2, load=0.0) == 1  # never 0
-    assert resolve_cpu_threads(0, {"LOCAL_WORLD_SIZE": "junk"}, cores=3, load=0.0) == 3
+    assert resolve_cpu_threads(0, {}, cores=8) == 8
+    assert resolve_cpu_threads(0, {"LOCAL_WORLD_SIZE": "4"}, cores=8) == 2
+    assert resolve_cpu_threads(0, {"LOCAL_WORLD_SIZE": "4"}, cores=2) == 1  # never 0
+    assert resolve_cpu_threads(0, {"LOCAL_WORLD_SIZE": "junk"}, cores=3) == 3
 
 
-def test_cores_busy_with_other_jobs_are_left_to_them():
-    assert resolve_cpu_threads(0, {}, cores=8, load=5.2) == 3
-    assert resolve_cpu_threads(0, {}, cores=2, load=15.0) == 1  # oversubscribed: one thread
-    assert resolve_cpu_threads(0, {"LOCAL_WORLD_SIZE": "2"}, cores=16, load=4.0) == 6
+def test_the_last_minutes_load_does_not_set_the_threads(monkeypatch):
+    monkeypatch.setattr(os, "getloadavg", lambda: (15.0, 15.0, 15.0))
+    assert resolve_cpu_threads(0, {}, cores=2) == 2
+    assert resolve_cpu_threads(0, {"LOCAL_WORLD_SIZE": "2"}, cores=16) == 8
+
+
+def test_busy_cores_give_a_hint_not_fewer_threads():
+    hint = busy_cores_hint(2, cores=2, busy=1.9)
+    assert "1.9 of" in hint and "trainer.cpu_threads=1" in hint
+    assert busy_cores_hint(2, cores=2, busy=0.2) == ""
+    assert busy_cores_hint(1, cores=2, busy=2.0) == ""  # one thread waits on nobody
+
+
+def test_busy_cores_are_read_from_proc_stat(tmp_path):
+    stat = tmp_path / "stat"
+    stat.write_text("cpu  100 0 100 800 0 0 0 0 0 0\ncpu0 1 2 3\n")
+    assert busy_cores_now(0.0, stat) is None  # no time passed between the two reads
+    assert busy_cores_now(0.0, tmp_path / "missing") is None
+    assert 0.0 <= (busy_cores_now(0.05) or 0.0) <= (os.cpu_count() or 1)
 
 
 def test_user_choices_win():
     assert resolve_cpu_threads(0, {"OMP_NUM_THREADS": "3"}, cores=8) is None
     assert resolve_cpu_threads(5, {"OMP_NUM_THREADS": "3", "LOCAL_WORLD_SIZE": "4"}, cores=8) == 5
-    assert resolve_cpu_threads(0, {"OMP_NUM_THREADS": ""}, cores=8, load=0.0) == 8  # empty: unset
+    assert resolve_cpu_threads(0, {"OMP_NUM_THREADS": ""}, cores=8) == 8  # empty: unset
 
 
 def test_available_cores_follow_affinity_and_cgroup_quota(tmp_path):

@@ -28,7 +28,7 @@ from videorl.rollout.vllm_support import rollout_engine
 from videorl.trainer import checkpoint as ckpt
 from videorl.trainer.optim import build_optimizer
 from videorl.trainer.state import TrainState
-from videorl.trainer.threads import set_cpu_threads
+from videorl.trainer.threads import busy_cores_hint, set_cpu_threads
 from videorl.video.cache import VideoCache
 
 console = Console()
@@ -50,7 +50,9 @@ def steps_from_epochs(cfg: Config, batches_per_epoch: int) -> Config:
 def build_state(cfg: Config, resume: str | None, info: DistInfo | None = None) -> TrainState:
     """Load data, models and optimizer (FSDP2-sharded under torchrun); restore a checkpoint."""
     info = info or DistInfo(device=_device(cfg))
-    set_cpu_threads(cfg.trainer.cpu_threads, info.device)
+    threads = set_cpu_threads(cfg.trainer.cpu_threads, info.device)
+    if info.is_main and info.device.startswith("cpu") and (hint := busy_cores_hint(threads)):
+        console.print(f"[yellow]note:[/] {hint}")
     torch.manual_seed(cfg.trainer.seed)
     random.seed(cfg.trainer.seed)
     np.random.seed(cfg.trainer.seed)  # checkpoints restore it, so a fresh run seeds it too

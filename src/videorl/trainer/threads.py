@@ -1,25 +1,29 @@
 """CPU threads per training process: the cores this process may use, shared among local ranks.
 
 torch starts one intra-op thread per core it sees. Several torch processes on one small
-machine (torchrun ranks, or other jobs) then run `ranks x cores` busy threads on `cores`
-cores, and a step gets many times slower. On CPU the trainer therefore sets
+machine (torchrun ranks) then run `ranks x cores` busy threads on `cores` cores, and a step
+gets many times slower. On CPU the trainer therefore sets
 
-    threads = max(1, min(available_cores, free_cores) // local_ranks)
+    threads = max(1, available_cores // local_ranks)
 
 where `available_cores` is the CPU affinity of the process (`os.sched_getaffinity`), capped
-by a cgroup CPU quota when one is set, `free_cores = round(available_cores - load)` with
-`load` the 1-minute load average (cores other jobs keep busy: an OpenMP thread on a busy
-core makes every parallel op wait for it; measured on 2 shared cores, 2 threads made
-quickstart steps 4-17x slower than 1), and `local_ranks` is torchrun's `LOCAL_WORLD_SIZE`.
-That share only ever lowers torch's count (a program that already chose fewer threads with
+by a cgroup CPU quota when one is set, and `local_ranks` is torchrun's `LOCAL_WORLD_SIZE`.
+The share only ever lowers torch's count (a program that already chose fewer threads with
 `torch.set_num_threads` keeps them). An explicit `trainer.cpu_threads` wins; a user-set
 `OMP_NUM_THREADS` is left alone. Scoring workers use one thread each (`rewards/pool.py`).
+
+The rule does not look at other jobs: a load average says what the last minute was, not
+what the run's lifetime will be (an earlier rule that subtracted it left a run started
+right after other work on one thread for good). When other jobs keep the cores busy the
+whole time, `busy_cores_hint` says so once and names the setting (`bench/threads.py`
+measures both cases).
 """
 
 from __future__ import annotations
 
 import math
 import os
+import time
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -51,24 +55,14 @@ def available_cores() -> int:
     return max(1, min(cores, limit) if limit else cores)
 
 
-def _load_average() -> float:
-    try:
-        return os.getloadavg()[0]
-    except OSError:  # not available on this platform
-        return 0.0
-
-
 def resolve_cpu_threads(
-    configured: int,
-    env: Mapping[str, str] | None = None,
-    cores: int | None = None,
-    load: float | None = None,
+    configured: int, env: Mapping[str, str] | None = None, cores: int | None = None
 ) -> int | None:
     """Intra-op threads for this process, or None to leave torch as the user set it.
 
     `configured > 0` (`trainer.cpu_threads`) is used as given; otherwise a non-empty
-    `OMP_NUM_THREADS` is the user's choice (None); otherwise the free cores (`cores` minus
-    the 1-minute `load`, at least 1) divided among `LOCAL_WORLD_SIZE` ranks.
+    `OMP_NUM_THREADS` is the user's choice (None); otherwise `cores` (the process's
+    available cores) divided among `LOCAL_WORLD_SIZE` ranks, at least 1.
     """
     env = os.environ if env is None else env
     if configured > 0:
@@ -80,9 +74,58 @@ def resolve_cpu_threads(
     except ValueError:
         local_ranks = 1
     cores = cores if cores is not None else available_cores()
-    load = _load_average() if load is None else load
-    free = max(1, min(cores, round(cores - load)))
-    return max(1, free // local_ranks)
+    return max(1, cores // local_ranks)
+
+
+PROC_STAT = Path("/proc/stat")
+
+
+def _cpu_times(path: Path) -> tuple[int, int] | None:
+    """(busy, total) jiffies of all cores from the `cpu` line of /proc/stat, or None."""
+    try:
+        fields = [int(x) for x in path.read_text().splitlines()[0].split()[1:]]
+    except (OSError, ValueError, IndexError):
+        return None
+    idle = sum(fields[3:5])  # idle + iowait
+    return sum(fields) - idle, sum(fields)
+
+
+def _load_average() -> float:
+    try:
+        return os.getloadavg()[0]
+    except OSError:  # not available on this platform
+        return 0.0
+
+
+def busy_cores_now(window_s: float = 0.1, path: Path = PROC_STAT) -> float | None:
+    """Cores kept busy by other processes over the next `window_s` (this process sleeps
+    meanwhile): busy share of all cores' time x cores; None where /proc/stat is missing."""
+    before = _cpu_times(path)
+    time.sleep(window_s)
+    after = _cpu_times(path)
+    if before is None or after is None or after[1] <= before[1]:
+        return None
+    share = (after[0] - before[0]) / (after[1] - before[1])
+    return share * (os.cpu_count() or 1)
+
+
+def busy_cores_hint(threads: int, cores: int | None = None, busy: float | None = None) -> str:
+    """A one-line hint when other processes keep this machine's cores busy right now, else "".
+
+    A hint only: the threads stay `cores / ranks`, since the load at startup need not last.
+    """
+    cores = cores if cores is not None else available_cores()
+    if threads < 2:
+        return ""
+    if busy is None and _load_average() >= 0.75:  # the cheap check first
+        busy = busy_cores_now()
+    if busy is None or busy < 0.75:
+        return ""
+    return (
+        f"{busy:.1f} of {os.cpu_count()} cores are busy with other processes: if they keep "
+        f"running, {threads} threads per process wait on them (up to 10x slower steps, "
+        "bench/results/threads.json); trainer.cpu_threads=1 or OMP_NUM_THREADS=1 avoids that"
+    )
 
 
 def set_cpu_threads(configured: int, device: str, env: Mapping[str, str] | None = None) -> int:
