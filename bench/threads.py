@@ -35,7 +35,6 @@ from typing import Any
 
 from harness import ROOT, markdown_table, parse_args, write_results
 
-
 CASES = {
     "idle": "idle",
     "after_busy": "after a busy minute",
@@ -180,7 +179,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         )
     )
     payload = {"cores": cores, "busy_s": args.busy_s, "rows": rows}
-    payload |= {"sft_steps": args.sft_steps or "recipe", "train_steps": args.train_steps or "recipe"}
+    payload |= {
+        "sft_steps": args.sft_steps or "recipe",
+        "train_steps": args.train_steps or "recipe",
+    }
     if not args.quick:
         write_results(args.out, payload)
     return payload
