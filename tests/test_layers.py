@@ -16,6 +16,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "videorl"
 LAYERS: list[set[str]] = [
     {"cli", "__main__", "doctor"},
     {"trainer", "eval", "demo", "serve"},
+    {"inference"},
     {"rollout"},
     {"config", "plan"},
     {"models", "rewards", "algorithms"},

@@ -378,9 +378,10 @@ def merge(
     console.print(f"wrote {merge_checkpoint(checkpoint, out, overwrite=overwrite)}")
 
 
-# `videorl eval` and `videorl serve`: options in eval/commands.py, which imports only typer
-# (models, torch and matplotlib are imported inside the commands).
-from videorl.eval.commands import eval_command, serve_command
+# `videorl eval` and `videorl serve`: eval/commands.py and serve/commands.py import only typer
+# (models, torch, matplotlib and the server are imported inside the commands).
+from videorl.eval.commands import eval_command
+from videorl.serve.commands import serve_command
 
 app.command("eval")(eval_command)
 app.command("serve")(serve_command)

@@ -10,7 +10,8 @@ import torch
 
 from videorl.cli import resolve_config_path
 from videorl.config import load_config, run_model_name, save_run_config
-from videorl.demo.inference import Settings, ask, settings_for_model, vision_factor
+from videorl.demo.inference import Settings, ask, prepare
+from videorl.inference import RunSettings
 from videorl.video.decode import VideoConfig
 
 from .test_app import CHROMIUM, needs_browser
@@ -33,14 +34,11 @@ def fit_to_answer(final, example, steps: int = 120) -> None:
     from videorl.models.loading import load_model
     from videorl.models.logprobs import rows_logprobs
     from videorl.rewards.annotation import serialize_annotation
-    from videorl.rollout.prompting import encode_record
     from videorl.trainer.checkpoint import save_model_folder
-    from videorl.video.decode import decode_video
 
     loaded = load_model(final)
-    settings, _ = settings_for_model(final)
-    video = decode_video(example.video_path, settings.video_config(vision_factor(loaded)))
-    prompt = encode_record(loaded, example.record, video, settings.think)
+    settings = run_settings(final)
+    prompt = prepare(loaded, example.video_path, None, settings, example.record).prompt
     text = serialize_annotation(example.record, think=settings.think)
     ids = loaded.tokenizer(text, add_special_tokens=False)["input_ids"] + [loaded.eos_token_ids[0]]
     target = torch.tensor(ids)
@@ -60,21 +58,28 @@ def fit_to_answer(final, example, steps: int = 120) -> None:
     save_model_folder(loaded, final)
 
 
+def run_settings(final, **overrides) -> Settings:
+    """The demo's settings for a checkpoint, as `videorl demo` makes them."""
+    return Settings.of_run(RunSettings.from_checkpoint(final), **overrides)
+
+
 def test_settings_come_from_the_run(tiny_model_dir, tmp_path):
     final = quickstart_run(tiny_model_dir("qwen2_5_vl"), tmp_path / "quick")
-    settings, run = settings_for_model(final, max_duration=30.0)
-    assert run == tmp_path / "quick" / "config.yaml"
-    assert {k: getattr(settings, k) for k in QUICKSTART_VIDEO} == QUICKSTART_VIDEO
-    assert (settings.max_pixels, settings.max_duration) == (12544, 30.0)
+    settings = run_settings(final, max_duration=30.0)
+    assert settings.run.source == tmp_path / "quick" / "config.yaml"
+    video = settings.run.video
+    shown = {"think": settings.think, "fps": settings.fps, "max_frames": settings.max_frames}
+    assert {**shown, "min_pixels": video.min_pixels} == QUICKSTART_VIDEO
+    assert (video.max_pixels, settings.max_duration) == (12544, 30.0)
     config = settings.video_config(factor=32)
     assert (config.min_frames, config.max_pixels, config.factor) == (4, 12544, 28)
     assert run_model_name(final) == "quick/final"
 
 
 def test_without_a_run_the_defaults_are_evals(tmp_path):
-    settings, run = settings_for_model(tmp_path)
+    settings = run_settings(tmp_path)
     video = VideoConfig()
-    assert run is None and settings == Settings() and settings.think is False
+    assert settings.run.source is None and settings == Settings() and settings.think is False
     config = settings.video_config(factor=28)
     assert (config.fps, config.max_frames, config.min_pixels, config.max_pixels) == (
         video.fps,
@@ -98,7 +103,7 @@ def fitted(tiny_model_dir, examples, tmp_path_factory):
 def test_fitted_model_answers_its_example_in_process(fitted, examples):
     final, loaded = fitted
     example = examples[0]
-    settings, _ = settings_for_model(final)
+    settings = run_settings(final)
     question = ask(loaded, example.video_path, None, settings, example.record)
     truth = example.record.answer.windows[0]
     assert question.prediction.window == truth
@@ -115,7 +120,7 @@ def test_first_example_gets_a_parsed_answer_in_the_browser(fitted, examples):
     from videorl.demo.app import running_demo
 
     final, loaded = fitted
-    settings, _ = settings_for_model(final)
+    settings = run_settings(final)
     with (
         running_demo(loaded, title=run_model_name(final), settings=settings) as demo,
         sync_playwright() as playwright,

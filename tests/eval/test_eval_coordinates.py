@@ -70,23 +70,22 @@ def test_eval_prompt_style_flag(tmp_path):
 
     from videorl.cli import app
     from videorl.errors import ConfigError
-    from videorl.eval.commands import eval_prompt_settings
+    from videorl.eval.commands import eval_run_settings
 
-    assert eval_prompt_settings(None, None) == {
-        "prompt_style": "videorl",
-        "chat_template_kwargs": {},
-    }
-    assert eval_prompt_settings(None, "taro")["prompt_style"] == "taro"
+    def prompts(model, style):
+        run = eval_run_settings(model, think=None, prompt_style=style)
+        return run.prompt_style, run.chat_template_kwargs
+
+    assert prompts(None, None) == ("videorl", {})
+    assert prompts(None, "taro")[0] == "taro"
     with pytest.raises(ConfigError, match="--prompt-style='paper'"):
-        eval_prompt_settings(None, "paper")
+        prompts(None, "paper")
     run = tmp_path / "run"
     (run / "final").mkdir(parents=True)
     (run / "config.yaml").write_text(
         "data:\n  prompt_style: orarl\n  chat_template_kwargs: {enable_thinking: false}\n"
     )
-    assert eval_prompt_settings(str(run / "final"), None) == {
-        "prompt_style": "orarl",
-        "chat_template_kwargs": {"enable_thinking": False},
-    }
+    assert prompts(str(run / "final"), None) == ("orarl", {"enable_thinking": False})
+    assert prompts(str(run / "final"), "video_r1")[0] == "video_r1"
     result = CliRunner().invoke(app, ["eval", "--help"])
     assert "--prompt-style" in result.output

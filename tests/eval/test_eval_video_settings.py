@@ -7,7 +7,7 @@ import pytest
 from videorl.cli import resolve_config_path
 from videorl.config import find_run_config, load_config, save_run_config
 from videorl.errors import ConfigError
-from videorl.eval.commands import eval_video_settings
+from videorl.eval.commands import eval_run_settings
 
 
 @pytest.fixture
@@ -33,13 +33,19 @@ def test_checkpoint_folders_find_their_run_config(run_dir, tmp_path):
     assert find_run_config(tmp_path / "elsewhere") is None
 
 
+def eval_video_settings(model, think=None, **flags):
+    run = eval_run_settings(model, think=think, prompt_style=None, **flags)
+    return run.video, run.think
+
+
 def test_eval_uses_the_training_video_settings_unless_overridden(run_dir):
-    none = {"fps": None, "max_frames": None, "min_pixels": None, "max_pixels": None}
-    video, think = eval_video_settings(str(run_dir / "final"), none, None)
+    video, think = eval_video_settings(str(run_dir / "final"))
     assert (video.min_pixels, video.max_pixels, video.max_frames, think) == (3136, 12544, 8, True)
-    video, think = eval_video_settings(str(run_dir / "final"), {**none, "max_pixels": 6272}, False)
+    video, think = eval_video_settings(str(run_dir / "final"), False, max_pixels=6272)
     assert (video.min_pixels, video.max_pixels, video.max_frames, think) == (3136, 6272, 8, False)
-    video, think = eval_video_settings("not-a-run", none, None)  # no run: defaults
+    video, think = eval_video_settings(str(run_dir / "final"), max_pixels=2000)  # below min
+    assert (video.min_pixels, video.max_pixels) == (2000, 2000)
+    video, think = eval_video_settings("not-a-run")  # no run: defaults
     assert (video.max_frames, think) == (64, False)
     with pytest.raises(ConfigError, match="min_pixels"):
-        eval_video_settings(str(run_dir / "final"), {**none, "min_pixels": 20000}, None)
+        eval_video_settings(str(run_dir / "final"), min_pixels=20000)

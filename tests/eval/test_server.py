@@ -33,7 +33,7 @@ from .conftest import SMALL_VIDEO, records_of
 def test_request_carries_frames_and_timing(synth_tg):
     record = records_of(synth_tg)[0]
     video = VideoCache(SMALL_VIDEO).get(record.video)
-    body = json.loads(json.dumps(chat_request(record, video, model="m", think=False, max_tokens=8)))
+    body = json.loads(json.dumps(chat_request(record, video, model="m", max_tokens=8)))
     part = body["messages"][0]["content"][0]
     assert part["type"] == "video_url" and part["video_url"]["url"].startswith(
         "data:video/jpeg;base64,"
@@ -94,7 +94,7 @@ def test_endpoint_eval_round_trip(served, synth_all, tmp_path):
     videos = VideoCache(SMALL_VIDEO)
     for record in (r for r in records if r.family.value in ("temporal_grounding", "math")):
         media = None if record.media is None else videos.get(record.media)
-        body = chat_request(record, media, model="tiny", think=False, max_tokens=8)
+        body = chat_request(record, media, model="tiny", max_tokens=8)
         assert local.respond([(record, received_video(body))]) == [by_id[record.id]]
 
 

@@ -106,7 +106,7 @@ def test_endpoint_requests_carry_enable_thinking():
     from videorl.serve.chat import ChatService
     from videorl.serve.schema import ChatRequest, RequestError
 
-    body = chat_request(RECORD, None, model="m", think=False, max_tokens=8)
+    body = chat_request(RECORD, None, model="m", max_tokens=8)
     assert body["chat_template_kwargs"] == {"enable_thinking": False}
     service = ChatService(None, "m", None, template_defaults={"enable_thinking": True, "x": 1})
     assert service.template_kwargs(ChatRequest.model_validate(body)) == {
@@ -119,12 +119,20 @@ def test_endpoint_requests_carry_enable_thinking():
 
 
 def test_serve_defaults_to_the_run_template_kwargs(tmp_path):
-    from videorl.eval.commands import run_template_kwargs
+    from videorl.inference import RunSettings
+    from videorl.serve.chat import ChatService
+    from videorl.serve.limits import ServeLimits
 
-    assert run_template_kwargs(str(tmp_path)) == {}
+    def defaults(folder):
+        run = RunSettings.from_checkpoint(folder)
+        return ChatService.for_run(None, "m", run, ServeLimits()).template_defaults
+
+    assert defaults(tmp_path) == {"enable_thinking": False}  # no run: eval's no-think default
     (tmp_path / "final").mkdir()
-    (tmp_path / "config.yaml").write_text("data:\n  think: false\n")
-    assert run_template_kwargs(str(tmp_path / "final")) == {"enable_thinking": False}
+    (tmp_path / "config.yaml").write_text(
+        "data:\n  think: true\n  chat_template_kwargs: {enable_thinking: false, x: 1}\n"
+    )
+    assert defaults(tmp_path / "final") == {"enable_thinking": False, "x": 1}
 
 
 def test_variables_the_template_never_reads_are_not_passed(tiny_model_dir, monkeypatch):

@@ -44,6 +44,16 @@ def check_coordinates(mode: str, key: str = "data.coordinates") -> str:
     return mode
 
 
+def check_model_type(model_type: str, key: str = "model_type") -> str:
+    """`model_type` if its box convention is known, else a one-line `ConfigError` naming `key`."""
+    if model_type not in ABSOLUTE_MODELS + NORMALIZED_MODELS:
+        raise ConfigError(
+            f"{key}={model_type!r} has no known box convention; use one of "
+            f"{', '.join(ABSOLUTE_MODELS + NORMALIZED_MODELS)} (config.json's model_type)"
+        )
+    return model_type
+
+
 def model_convention(model_type: str, mode: str = "auto") -> str | None:
     """`abs`, `norm1000`, or None (keep the record's own) for a model type under `mode`."""
     if check_coordinates(mode) == "record":

@@ -20,7 +20,7 @@ from videorl.config import run_model_name
 from videorl.data.families import Family
 from videorl.demo.examples import FAMILY_NAMES, Example, make_examples
 from videorl.demo.guard import REFUSED, DemoLimits, client_video, parse_auth
-from videorl.demo.inference import Question, Settings, ask, settings_for_model
+from videorl.demo.inference import Question, Settings, ask
 from videorl.demo.views import View, build_view
 from videorl.errors import ConfigError, VideoRLError
 from videorl.models.loading import LoadedModel
@@ -356,14 +356,6 @@ def stop_on_signal(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
 
-def pick_device(device: str) -> str:
-    import torch
-
-    if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    return device
-
-
 def serve(
     model: str | Path,
     *,
@@ -375,9 +367,8 @@ def serve(
     auth: str | None = None,
     limits: DemoLimits = DEFAULT_LIMITS,
 ) -> None:
-    """Load the checkpoint and serve the demo until interrupted (Ctrl+C)."""
-    import torch
-
+    """Load the checkpoint and serve the demo until interrupted (Ctrl+C); questions are
+    asked with the settings of the run that wrote it (`inference.RunSettings`)."""
     credentials = parse_auth(auth, share)  # before the (slow) model load
 
     try:
@@ -388,24 +379,18 @@ def serve(
         ) from None
     from rich.console import Console
 
-    from videorl.models.loading import load_model
+    from videorl.inference import RunSettings, load_for_inference
 
-    device = pick_device(device)
-    dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
-    loaded = load_model(model, dtype=dtype, device=device)
+    loaded = load_for_inference(model, device)
     if not loaded.is_vision:
         raise ConfigError(
             f"model {model} ({loaded.model_type}) is text-only; the demo needs a "
             "vision-language checkpoint (e.g. Qwen2.5-VL)"
         )
     console = Console()
-    settings, run = settings_for_model(model, max_duration=max_duration)
-    if run is not None:
-        console.print(
-            f"think={settings.think}, fps={settings.fps:g}, max_frames={settings.max_frames}, "
-            f"pixels {settings.min_pixels}-{settings.max_pixels} from {run}",
-            highlight=False,
-        )
+    settings = Settings.of_run(RunSettings.from_checkpoint(model), max_duration=max_duration)
+    if settings.run.source is not None:
+        console.print(f"demo settings: {settings.run.summary()}", highlight=False, soft_wrap=True)
     signal.signal(signal.SIGTERM, stop_on_signal)  # `kill` cleans up like Ctrl+C
     title = run_model_name(model)
     with running_demo(

@@ -1,20 +1,20 @@
 """Ask a video a question: decode it, build the family's prompt, generate, parse the answer.
 
-The prompt is the training prompt (`build_prompt` through `encode_record`), so a checkpoint
-sees in the demo what it saw in training. A typed question becomes a `TaskRecord` whose
+The prompt is the training prompt, built with the checkpoint's run settings
+(`inference.RunSettings`: prompt style, think mode, template variables, coordinates, video
+sampling), so a checkpoint sees in the demo what it saw in training. A typed question becomes a `TaskRecord` whose
 answer is a placeholder: the schema needs one, and only its shape is used (tracking lists
 the frames to box, spatio-temporal grounding the second grid).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from videorl.data.coordinates import frame_size, model_convention, to_model_coordinates
 from videorl.data.families import Family
 from videorl.data.prompts import LETTERS
 from videorl.data.records import (
@@ -27,12 +27,13 @@ from videorl.data.records import (
     TrackingAnswer,
 )
 from videorl.errors import DataError, MediaError
+from videorl.inference import RunSettings
 from videorl.models.generate import SamplingParams, generate
+from videorl.models.inputs import PromptEncoding
 from videorl.models.loading import LoadedModel
 from videorl.rewards import spatial_grounding, temporal_grounding
 from videorl.rewards.payload import Box, as_window, keyed_boxes, load_json, parse_letter
 from videorl.rewards.protocol import THINK_CLOSE, THINK_OPEN, extract_tagged, split_think
-from videorl.rollout.prompting import encode_record
 from videorl.video.decode import DecodedVideo, VideoConfig, decode_video
 from videorl.video.meta import VideoMeta
 
@@ -43,24 +44,16 @@ CUT_CLIP = "ffmpeg -ss START -t SECONDS -i IN.mp4 -c copy OUT.mp4"
 
 
 _VIDEO = VideoConfig()
-# The `Settings` fields that a training run's `video:` section sets, by the same names.
-VIDEO_FIELDS = (
-    "fps",
-    "max_frames",
-    "min_frames",
-    "min_pixels",
-    "max_pixels",
-    "total_pixels",
-    "factor",
-)
 
 
 @dataclass(frozen=True)
 class Settings:
-    """Generation and decoding settings of one question (the demo's advanced panel).
+    """Generation and decoding settings of one question (the demo's advanced panel) and the
+    run settings of the checkpoint (`run`: video sampling, prompt style, template variables,
+    coordinates; `inference.RunSettings`, as eval and serve read them).
 
-    The defaults are eval's (no think block, `VideoConfig` sampling); `settings_for_model`
-    takes them from the training run of the checkpoint instead, as `videorl eval` does.
+    The panel starts at the run's fps, frame count and think mode (`Settings.of_run`); the
+    defaults are eval's for a checkpoint no run wrote.
     """
 
     greedy: bool = True
@@ -71,11 +64,13 @@ class Settings:
     max_frames: int = _VIDEO.max_frames
     think: bool = False
     max_duration: float = 600.0
-    min_frames: int = _VIDEO.min_frames
-    min_pixels: int = _VIDEO.min_pixels
-    max_pixels: int = _VIDEO.max_pixels
-    total_pixels: int = _VIDEO.total_pixels
-    factor: int | None = None  # None: the model's own (vision_factor)
+    run: RunSettings = field(default_factory=RunSettings)
+
+    @classmethod
+    def of_run(cls, run: RunSettings, **overrides: Any) -> Settings:
+        """The panel at the run's fps, frame count and think mode (`overrides` win)."""
+        panel = {"fps": run.video.fps, "max_frames": run.video.max_frames, "think": run.think}
+        return cls(run=run, **{**panel, **overrides})
 
     def sampling(self) -> SamplingParams:
         if self.max_new_tokens < 1:
@@ -90,31 +85,24 @@ class Settings:
             n=1, max_new_tokens=self.max_new_tokens, temperature=temperature, top_p=self.top_p
         )
 
+    def prompting(self) -> RunSettings:
+        """The run's prompt settings with the panel's think mode."""
+        return dataclasses.replace(self.run, think=self.think)
+
     def video_config(self, factor: int) -> VideoConfig:
-        return VideoConfig(
+        """How the question's video is decoded: the run's video settings at the panel's fps
+        and frame count, not cached; frames are multiples of the run's `video.factor`, or of
+        the model's own `factor` for a checkpoint no run wrote."""
+        video = self.run.video
+        return dataclasses.replace(
+            video,
             fps=self.fps,
-            min_frames=min(self.min_frames, self.max_frames),
+            min_frames=min(video.min_frames, self.max_frames),
             max_frames=self.max_frames,
-            min_pixels=self.min_pixels,
-            max_pixels=self.max_pixels,
-            total_pixels=self.total_pixels,
-            factor=self.factor or factor,
+            factor=video.factor if self.run.source is not None else factor,
             cache_bytes=0,
+            cache_dir=None,
         )
-
-
-def settings_for_model(model: str | Path, **overrides: Any) -> tuple[Settings, Path | None]:
-    """The demo's settings for a checkpoint: think mode and video sampling of the training
-    run that wrote it (its `config.yaml`, found as `videorl eval` finds it), else eval's
-    defaults; and the run config's path (None without one)."""
-    from videorl.config import find_run_config, load_config
-
-    run = find_run_config(model)
-    if run is None:
-        return Settings(**overrides), None
-    trained = load_config(run)
-    video = {name: getattr(trained.video, name) for name in VIDEO_FIELDS}
-    return Settings(think=trained.data.think, **video, **overrides), run
 
 
 @dataclass(frozen=True)
@@ -278,22 +266,52 @@ def parse_prediction(family: Family, response: str) -> Prediction:
     return Prediction(response, reasoning, payload, letter=parse_letter(payload))
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """A question ready for generation: the record asked (in the model's box convention),
+    the frames the model sees and its prompt."""
+
+    record: TaskRecord
+    video: DecodedVideo
+    prompt: PromptEncoding
+
+
+def prepare(
+    loaded: LoadedModel,
+    video_path: str,
+    question: Question | None,
+    settings: Settings,
+    example: TaskRecord | None = None,
+) -> Prepared:
+    """Decode the video and build the prompt of the question (or of the example's own
+    record) as training builds it, with the run's settings (`Settings.prompting`)."""
+    check_length(video_path, settings.max_duration)
+    video = decode_video(video_path, settings.video_config(vision_factor(loaded)))
+    if example is not None:
+        record = example
+    elif question is not None:
+        record = question_record(question, video_path, video.meta)
+    else:
+        raise DataError("ask a question or pick an example")
+    prompting = settings.prompting()
+    record = prompting.in_model_frame(record, loaded.model_type, video)
+    return Prepared(record, video, prompting.encode(loaded, record, video))
+
+
 def ask(
     loaded: LoadedModel,
     video_path: str,
-    question: Question,
+    question: Question | None,
     settings: Settings,
     example: TaskRecord | None = None,
 ) -> Result:
-    """Decode the video, prompt the model with the question (or the example's own record,
-    whose answer is then the ground truth) and parse its answer."""
+    """Prompt the model with the question (or the example's own record, whose answer is
+    then the ground truth) and parse its answer."""
     sampling = settings.sampling()
-    check_length(video_path, settings.max_duration)
-    video = decode_video(video_path, settings.video_config(vision_factor(loaded)))
-    record = example if example is not None else question_record(question, video_path, video.meta)
-    # boxes in the model family's convention, as in training (data/coordinates.py)
-    record = to_model_coordinates(record, model_convention(loaded.model_type), frame_size(video))
-    encoding = encode_record(loaded, record, video, settings.think)
-    (generation,) = generate(loaded, [encoding], sampling)
+    prepared = prepare(loaded, video_path, question, settings, example)
+    (generation,) = generate(loaded, [prepared.prompt], sampling)
     response = loaded.tokenizer.decode(generation.token_ids[0], skip_special_tokens=True)
-    return Result(record, video, parse_prediction(record.family, response), example is not None)
+    record = prepared.record
+    return Result(
+        record, prepared.video, parse_prediction(record.family, response), example is not None
+    )

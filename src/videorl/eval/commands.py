@@ -1,4 +1,4 @@
-"""The `videorl eval` and `videorl serve` commands (registered in `videorl.cli`).
+"""The `videorl eval` command (registered in `videorl.cli`).
 
 Only typer is imported here; models, torch and matplotlib load inside the commands, so
 `videorl --help` stays fast.
@@ -16,40 +16,27 @@ from videorl.eval.options import (
     BatchSize,
     Benchmark,
     BenchmarkRoot,
-    BodyTimeout,
     Compare,
     Concurrency,
     Controls,
     Device,
     Endpoint,
+    EndpointCheckpoint,
     EndpointKey,
+    EndpointModelType,
     EvalModel,
     EvalServedModel,
     Fps,
-    Host,
-    MaxBatch,
-    MaxBodyMb,
-    MaxFramePixels,
     MaxFrames,
-    MaxN,
-    MaxNewTokens,
     MaxPixels,
-    MaxQueue,
-    MaxRequestFrames,
-    MaxRequestPixels,
     MaxSamples,
-    MediaRoot,
     MinPixels,
     Out,
     OverwriteEval,
-    Port,
     Predictions,
     PromptStyle,
     ResponseBudget,
     ResumeEval,
-    ServedModel,
-    ServeKey,
-    ServeModel,
     Think,
     VideoRoot,
 )
@@ -97,6 +84,8 @@ def eval_command(
     compare: Compare = None,
     endpoint: Endpoint = None,
     served_model: EvalServedModel = None,
+    checkpoint: EndpointCheckpoint = None,
+    model_type: EndpointModelType = None,
     concurrency: Concurrency = 8,
     api_key: EndpointKey = None,
     think: Think = None,
@@ -113,18 +102,29 @@ def eval_command(
 ) -> None:
     """Evaluate a checkpoint, an endpoint or a predictions file on a benchmark, or compare runs.
 
-    A checkpoint written by `videorl train` is evaluated with its run's video settings and
-    prompt style (`config.yaml` of the run), so eval sees frames as training did; flags override.
+    A checkpoint written by `videorl train` (--model, or --checkpoint for the one behind
+    --endpoint) is evaluated with its run's settings (`config.yaml` of the run: video
+    sampling, think mode, prompt style, template variables, coordinates), so eval prompts
+    it as training did; flags override.
     """
     from videorl.eval.runner import evaluate
     from videorl.video.controls import parse_controls
 
     mode = _one_mode(model=model, endpoint=endpoint, predictions=predictions, compare=compare)
-    flags = video_flags(fps, max_frames, min_pixels, max_pixels)
-    video, think = eval_video_settings(model, flags, think)
-    prompts = eval_prompt_settings(model, prompt_style)
+    model_type = endpoint_model_type(endpoint, served_model, checkpoint, model_type)
+    run = eval_run_settings(
+        model or checkpoint,
+        think=think,
+        prompt_style=prompt_style,
+        fps=fps,
+        max_frames=max_frames,
+        min_pixels=min_pixels,
+        max_pixels=max_pixels,
+    )
     batch = max(batch_size, concurrency) if endpoint else batch_size
-    settings = _eval_settings(benchmark, out, video_root, benchmark_root, max_samples, batch, video)
+    settings = _eval_settings(
+        benchmark, out, video_root, benchmark_root, max_samples, batch, run.video
+    )
     if settings is not None and controls:
         settings = dataclasses.replace(settings, controls=parse_controls(controls))
     if compare:
@@ -137,12 +137,45 @@ def eval_command(
         source: dict = {"predictions": str(predictions)}
         outputs = evaluate(settings, predictions=predictions, source=source)
     else:
-        backend = _backend(
-            model, endpoint, served_model, concurrency, api_key, think, max_new_tokens, device
+        backend = eval_backend(
+            model,
+            run,
+            max_new_tokens,
+            device,
+            endpoint=endpoint,
+            served_model=served_model,
+            model_type=model_type,
+            concurrency=concurrency,
+            api_key=api_key,
         )
-        source = _model_source(backend, prompts, think, max_new_tokens, video, model is not None)
+        source = _model_source(backend, run, max_new_tokens, model is not None)
         outputs = evaluate(settings, backend=backend, source=source)
     _print_summary(outputs.metrics, outputs.out_dir)
+
+
+def eval_run_settings(
+    checkpoint: str | None, *, think: bool | None, prompt_style: str | None, **video: Any
+) -> Any:
+    """The settings an eval prompts and samples with: those of the run that wrote
+    `checkpoint` (`RunSettings.from_checkpoint`; the defaults without one), the flags given
+    (not None) overriding them."""
+    from rich.console import Console
+
+    from videorl.data.prompts import check_prompt_style
+    from videorl.inference import RunSettings
+
+    if prompt_style is not None:
+        check_prompt_style(prompt_style, "--prompt-style")
+    run = RunSettings.from_checkpoint(checkpoint) if checkpoint else RunSettings()
+    settings = run.override(think=think, prompt_style=prompt_style, **video)
+    if run.source is not None:
+        Console(stderr=True).print(
+            f"eval settings: {settings.summary()} (override with --think, --prompt-style, "
+            "--fps, --max-frames, --min-pixels, --max-pixels)",
+            highlight=False,
+            soft_wrap=True,
+        )
+    return settings
 
 
 def _claim_eval_out(
@@ -197,35 +230,14 @@ def _one_mode(**given: Any) -> str:
     return modes[0]
 
 
-def video_flags(
-    fps: float | None, max_frames: int | None, min_pixels: int | None, max_pixels: int | None
-) -> dict[str, Any]:
-    """The video flags by `VideoConfig` field (None: not given)."""
-    return {
-        "fps": fps,
-        "max_frames": max_frames,
-        "min_pixels": min_pixels,
-        "max_pixels": max_pixels,
-    }
-
-
-def _model_source(
-    backend: Any,
-    prompts: dict[str, Any],
-    think: bool,
-    max_new_tokens: int,
-    video: Any,
-    local: bool,
-) -> dict[str, Any]:
-    """Give `backend` the run's prompt style; what metrics.json records as the answers' source."""
-    backend.prompt_style = prompts["prompt_style"]
-    backend.chat_template_kwargs = prompts["chat_template_kwargs"]
+def _model_source(backend: Any, run: Any, max_new_tokens: int, local: bool) -> dict[str, Any]:
+    """What metrics.json records as the answers' source."""
     return {
         ("model" if local else "endpoint"): backend.label,
-        "think": think,
+        "think": run.think,
         "max_new_tokens": max_new_tokens,
-        "video": to_dict(video),
-        "prompt_style": prompts["prompt_style"],
+        "video": to_dict(run.video),
+        "prompt_style": run.prompt_style,
     }
 
 
@@ -235,92 +247,55 @@ def _inputs(
     return list(zip(labels, paths))
 
 
-def eval_video_settings(
-    model: str | None, flags: dict[str, Any], think: bool | None
-) -> tuple[Any, bool]:
-    """Video settings and think mode for an eval: the flags given, else those of the training
-    run that wrote `model` (its `config.yaml`), else the defaults."""
-    import dataclasses
+def endpoint_model_type(
+    endpoint: str | None, served_model: str | None, checkpoint: str | None, model_type: str | None
+) -> str | None:
+    """Check the flags that go with --endpoint; the served model's type: --model-type, else
+    that of --checkpoint (its config.json), else None (boxes stay in the records' frame)."""
+    from videorl.data.coordinates import check_model_type
+    from videorl.models.loading import read_model_type
 
-    from rich.console import Console
-
-    from videorl.config import find_run_config, load_config
-    from videorl.video.decode import VideoConfig
-
-    base, trained_think = VideoConfig(), False
-    run = find_run_config(model) if model else None
-    if run is not None:
-        trained = load_config(run)
-        base, trained_think = trained.video, trained.data.think
-        Console(stderr=True).print(
-            f"video settings and think={think if think is not None else trained_think} from "
-            f"{run} (override with --fps/--max-frames/--min-pixels/--max-pixels/--think)"
-        )
-    changes = {key: value for key, value in flags.items() if value is not None}
-    if "max_pixels" in changes and "min_pixels" not in changes:
-        changes["min_pixels"] = min(base.min_pixels, changes["max_pixels"])
-    video = dataclasses.replace(base, **changes)
-    return video, trained_think if think is None else think
-
-
-def eval_prompt_settings(model: str | None, prompt_style: str | None) -> dict[str, Any]:
-    """`prompt_style` and `chat_template_kwargs` for an eval: the flag given, else those of
-    the training run that wrote `model` (its `config.yaml`), else videorl's and none."""
-    from videorl.config import find_run_config, load_config
-    from videorl.data.prompts import check_prompt_style
-
-    settings: dict[str, Any] = {"prompt_style": "videorl", "chat_template_kwargs": {}}
-    run = find_run_config(model) if model else None
-    if run is not None:
-        data = load_config(run).data
-        settings = {
-            "prompt_style": data.prompt_style,
-            "chat_template_kwargs": dict(data.chat_template_kwargs),
-        }
-    if prompt_style is not None:
-        settings["prompt_style"] = check_prompt_style(prompt_style, "--prompt-style")
-    return settings
-
-
-def run_template_kwargs(model: str) -> dict[str, Any]:
-    """`enable_thinking` (from `data.think`) and `data.chat_template_kwargs` of the training
-    run that wrote `model` (its `config.yaml`), else none: what `videorl serve` applies to
-    requests that do not set their own."""
-    from videorl.config import find_run_config, load_config
-    from videorl.models.chat_template import template_kwargs
-
-    run = find_run_config(model)
-    if run is None:
-        return {}
-    data = load_config(run).data
-    return template_kwargs(data.think, data.chat_template_kwargs)
-
-
-def _backend(
-    model: str | None,
-    endpoint: str | None,
-    served_model: str | None,
-    concurrency: int,
-    api_key: str | None,
-    think: bool,
-    max_new_tokens: int,
-    device: str,
-) -> Any:
-    """The HF engine for --model, else the endpoint client."""
-    if model is not None:
-        from videorl.eval.backends import HFBackend
-
-        return HFBackend.from_path(model, device=device, max_new_tokens=max_new_tokens, think=think)
+    if endpoint is None:
+        if checkpoint is not None or model_type is not None:
+            raise ConfigError(
+                "--checkpoint and --model-type describe the model behind --endpoint; "
+                "--model reads both from the checkpoint itself"
+            )
+        return None
     if not served_model:
         raise ConfigError(
             "--endpoint needs --served-model NAME (the model id the server lists at /v1/models)"
         )
+    if model_type is not None:
+        return check_model_type(model_type, "--model-type")
+    return read_model_type(checkpoint) if checkpoint is not None else None
+
+
+def eval_backend(
+    model: str | None,
+    run: Any,
+    max_new_tokens: int,
+    device: str,
+    *,
+    endpoint: str | None,
+    served_model: str | None,
+    model_type: str | None,
+    concurrency: int,
+    api_key: str | None,
+) -> Any:
+    """The HF engine for --model, else the client of --endpoint (boxes in the convention
+    of `model_type`); both prompt with the run settings `run`."""
+    if model is not None:
+        from videorl.eval.backends import HFBackend
+
+        return HFBackend.from_path(model, run, device=device, max_new_tokens=max_new_tokens)
     from videorl.eval.openai_backend import EndpointBackend
 
     return EndpointBackend(
         endpoint,
         served_model,
-        think=think,
+        run,
+        model_type=model_type,
         max_new_tokens=max_new_tokens,
         concurrency=concurrency,
         api_key=api_key,
@@ -342,100 +317,3 @@ def _compare(paths: tuple[Path, Path], settings: Any, out: Path | None, overwrit
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         (out / "compare.md").write_text(markdown, encoding="utf-8")
-
-
-def serve_command(
-    model: ServeModel,
-    host: Host = "127.0.0.1",
-    port: Port = 8000,
-    served_model: ServedModel = None,
-    api_key: ServeKey = None,
-    media_root: MediaRoot = None,
-    max_new_tokens: MaxNewTokens = 1024,
-    max_n: MaxN = 8,
-    max_body_mb: MaxBodyMb = 64.0,
-    max_request_frames: MaxRequestFrames = 256,
-    max_frame_pixels: MaxFramePixels = 4096 * 4096,
-    max_request_pixels: MaxRequestPixels = 256 * 1280 * 720,
-    max_batch: MaxBatch = 8,
-    max_queue: MaxQueue = 64,
-    body_timeout: BodyTimeout = 30.0,
-    fps: Fps = None,
-    max_frames: MaxFrames = None,
-    min_pixels: MinPixels = None,
-    max_pixels: MaxPixels = None,
-    device: Device = "auto",
-) -> None:
-    """Serve a checkpoint as an OpenAI/vLLM-compatible chat-completions endpoint (HF engine).
-
-    MP4s and media paths are sampled with the run's video settings (its `config.yaml`, as
-    eval does); flags override. Binds 127.0.0.1 unless --host says otherwise.
-    """
-    from rich.console import Console
-
-    from videorl.config import run_model_name
-    from videorl.eval.backends import HFBackend
-    from videorl.serve.app import serve
-    from videorl.serve.media import MediaPolicy
-
-    video = _serve_video(model, media_root, video_flags(fps, max_frames, min_pixels, max_pixels))
-    limits = _serve_limits(
-        max_body_mb,
-        body_timeout,
-        max_new_tokens,
-        max_n,
-        max_request_frames,
-        max_frame_pixels,
-        max_request_pixels,
-        max_batch,
-        max_queue,
-    )
-    console = Console()
-    loaded = HFBackend.from_path(model, device=device).loaded
-    serve(
-        loaded,
-        served_model or run_model_name(model),
-        policy=MediaPolicy(video=video, limits=limits, media_root=media_root),
-        host=host,
-        port=port,
-        api_key=api_key,
-        template_defaults=run_template_kwargs(model),
-        announce=lambda line: console.print(line, highlight=False, soft_wrap=True),
-    )
-
-
-def _serve_video(model: str, media_root: Path | None, flags: dict[str, Any]) -> Any:
-    """The video settings of served MP4s (the run's, flags override); checks --media-root."""
-    if media_root is not None and not media_root.is_dir():
-        raise ConfigError(f"--media-root {media_root} is not a folder; pass an existing folder")
-    return eval_video_settings(model, flags, None)[0]
-
-
-def _serve_limits(
-    max_body_mb: float,
-    body_timeout: float,
-    max_new_tokens: int,
-    max_n: int,
-    max_request_frames: int,
-    max_frame_pixels: int,
-    max_request_pixels: int,
-    max_batch: int,
-    max_queue: int,
-) -> Any:
-    """The server's bounds from its flags; a bad value is a one-line error naming the flag."""
-    from videorl.serve.limits import ServeLimits
-
-    try:
-        return ServeLimits(
-            max_body_bytes=int(max_body_mb * 1024**2),
-            body_timeout_s=body_timeout,
-            max_new_tokens=max_new_tokens,
-            max_n=max_n,
-            max_frames=max_request_frames,
-            max_frame_pixels=max_frame_pixels,
-            max_request_pixels=max_request_pixels,
-            max_batch=max_batch,
-            max_queue=max_queue,
-        )
-    except ConfigError as err:
-        raise ConfigError(f"{err} (videorl serve option)") from None

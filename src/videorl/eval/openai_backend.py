@@ -11,7 +11,11 @@ frames videorl sampled (the actual fps and timestamps, METHODS.md section 4):
      "video_metadata": [{"fps": ..., "timestamps": [...], "frame_indices": [...],
                          "source_fps": ..., "duration": ...}]}
 
-Frames are per-frame base64 JPEGs (quality 95); an image is one `image_url` data URL.
+The text and `chat_template_kwargs` follow the served checkpoint's run settings
+(`inference.RunSettings`: prompt style, think mode, template variables), and the records'
+boxes are converted to the served model family's convention (`model_type`), as the
+in-process `HFBackend` does. Frames are per-frame base64 JPEGs (quality 95); an image is
+one `image_url` data URL.
 `mm_processor_kwargs` is vLLM's; `video_metadata` is videorl's (vLLM ignores unknown
 fields). Requests run concurrently in a thread pool; a failed request is retried, then
 raises `EndpointError` naming the URL, the status and the server's message.
@@ -31,11 +35,10 @@ from typing import Any
 
 import torch
 
-from videorl.data.prompts import build_prompt
 from videorl.data.records import TaskRecord
 from videorl.errors import VideoRLError
 from videorl.eval.backends import Item
-from videorl.models.chat_template import template_kwargs
+from videorl.inference import RunSettings
 
 JPEG_QUALITY = 95
 VIDEO_JPEG = "data:video/jpeg;base64,"
@@ -83,12 +86,12 @@ def chat_request(
     media: Any,
     *,
     model: str,
-    think: bool,
     max_tokens: int,
-    prompt_style: str = "videorl",
-    chat_template_kwargs: dict[str, Any] | None = None,
+    settings: RunSettings | None = None,
 ) -> dict[str, Any]:
-    """The chat-completions body for one record and its decoded media (greedy)."""
+    """The chat-completions body for one record and its decoded media (greedy), prompted
+    with `settings` (the served checkpoint's run settings; default: videorl's, no think)."""
+    settings = settings or RunSettings()
     content: list[dict[str, Any]] = []
     body: dict[str, Any] = {"model": model, "temperature": 0.0, "max_tokens": max_tokens}
     if media is not None and record.video is not None:
@@ -97,10 +100,10 @@ def chat_request(
         body["video_metadata"] = [video_metadata(media.meta)]
     elif media is not None:
         content.append({"type": "image_url", "image_url": {"url": image_data_url(media.frames[0])}})
-    content.append({"type": "text", "text": build_prompt(record, think=think, style=prompt_style)})
+    content.append({"type": "text", "text": settings.prompt_text(record)})
     body["messages"] = [{"role": "user", "content": content}]
     # vLLM and `videorl serve` pass these to the chat template (Qwen3: enable_thinking)
-    body["chat_template_kwargs"] = template_kwargs(think, chat_template_kwargs)
+    body["chat_template_kwargs"] = settings.template_kwargs()
     return body
 
 
@@ -137,27 +140,27 @@ def post_json(
 
 
 class EndpointBackend:
-    """Concurrent greedy requests to an OpenAI-compatible server."""
+    """Concurrent greedy requests to an OpenAI-compatible server. `settings` are the served
+    checkpoint's run settings; `model_type` (config.json's, e.g. `qwen3_vl`) is the served
+    model's family, whose box convention the records are converted to (None: none)."""
 
     def __init__(
         self,
         endpoint: str,
         served_model: str,
+        settings: RunSettings | None = None,
         *,
-        think: bool = False,
+        model_type: str | None = None,
         max_new_tokens: int = 256,
         concurrency: int = 8,
         timeout: float = 600.0,
         retries: int = 2,
         api_key: str | None = None,
-        prompt_style: str = "videorl",
-        chat_template_kwargs: dict[str, Any] | None = None,
     ) -> None:
         self.url = completions_url(endpoint)
-        self.prompt_style = prompt_style
-        self.chat_template_kwargs = dict(chat_template_kwargs or {})
+        self.settings = settings or RunSettings()
+        self.model_type = model_type
         self.served_model = served_model
-        self.think = think
         self.max_new_tokens = max_new_tokens
         self.concurrency = max(1, concurrency)
         self.timeout = timeout
@@ -165,17 +168,26 @@ class EndpointBackend:
         self.api_key = api_key
         self.label = f"{served_model} @ {self.url}"
 
-    def _one(self, item: Item) -> str:
+    @property
+    def coordinates(self) -> str | None:
+        """The served model family's box convention (as `HFBackend.coordinates`), None
+        without a model type."""
+        return None if self.model_type is None else self.settings.convention(self.model_type)
+
+    def request(self, item: Item) -> dict[str, Any]:
+        """The request body for one (record, media) item."""
         record, media = item
-        body = chat_request(
+        return chat_request(
             record,
             media,
             model=self.served_model,
-            think=self.think,
             max_tokens=self.max_new_tokens,
-            prompt_style=self.prompt_style,
-            chat_template_kwargs=self.chat_template_kwargs,
+            settings=self.settings,
         )
+
+    def _one(self, item: Item) -> str:
+        record, _ = item
+        body = self.request(item)
         for attempt in range(self.retries + 1):
             try:
                 answer = post_json(self.url, body, timeout=self.timeout, api_key=self.api_key)

@@ -1,7 +1,7 @@
-"""The command-line flags of `videorl eval` and `videorl serve`, as typer `Annotated` types.
+"""The command-line flags of `videorl eval`, as typer `Annotated` types.
 
-One declaration per flag; a flag both commands take (video settings, device) is declared
-once and means the same in both.
+One declaration per flag; the flags `videorl serve` shares (video settings, device) are
+declared here once and mean the same in both (`serve.options` imports them).
 """
 
 from __future__ import annotations
@@ -95,6 +95,24 @@ EvalServedModel = Annotated[
     str | None,
     typer.Option("--served-model", help="Model name at the endpoint (see its /v1/models)."),
 ]
+EndpointCheckpoint = Annotated[
+    str | None,
+    typer.Option(
+        "--checkpoint",
+        help="With --endpoint: the checkpoint the endpoint serves; its run's settings (video, "
+        "think, prompt style, template variables, coordinates) and model type apply as with "
+        "--model.",
+    ),
+]
+EndpointModelType = Annotated[
+    str | None,
+    typer.Option(
+        "--model-type",
+        help="With --endpoint: the served model's type (config.json's model_type: qwen2_5_vl, "
+        "qwen3_vl, qwen3_5, ...); boxes are converted to its convention as with --model "
+        "(default: that of --checkpoint; without either, each record's own).",
+    ),
+]
 Concurrency = Annotated[
     int, typer.Option("--concurrency", help="Concurrent requests to the endpoint.")
 ]
@@ -114,8 +132,9 @@ PromptStyle = Annotated[
     str | None,
     typer.Option(
         "--prompt-style",
-        help="Prompt templates: videorl, orarl or taro (the published ones, to reproduce a "
-        "paper's table; default: data.prompt_style of the model's run, else videorl).",
+        help="Prompt templates: videorl, orarl, taro or video_r1 (the published ones, to "
+        "reproduce a paper's table; default: data.prompt_style of the model's run, else "
+        "videorl).",
     ),
 ]
 BatchSize = Annotated[
@@ -127,53 +146,4 @@ OverwriteEval = Annotated[
 ]
 ResumeEval = Annotated[
     bool, typer.Option("--resume", help="Continue the predictions of an interrupted eval in --out.")
-]
-
-# ----- serve --------------------------------------------------------------------------------
-ServeModel = Annotated[
-    str,
-    typer.Option(
-        "--model", help="Checkpoint folder or Hugging Face Hub id (org/name[@rev]) to serve."
-    ),
-]
-Host = Annotated[
-    str, typer.Option("--host", help="Address to bind (127.0.0.1: this machine only).")
-]
-Port = Annotated[int, typer.Option("--port", help="Port (0: any free port).")]
-ServedModel = Annotated[
-    str | None,
-    typer.Option("--served-model", help="Model id clients send (default: run/checkpoint name)."),
-]
-ServeKey = Annotated[
-    str | None,
-    typer.Option(
-        "--api-key", envvar="VIDEORL_API_KEY", help="Require 'Authorization: Bearer KEY'."
-    ),
-]
-MediaRoot = Annotated[
-    Path | None,
-    typer.Option("--media-root", help="Allow video_url/image_url paths inside this folder only."),
-]
-MaxNewTokens = Annotated[
-    int, typer.Option("--max-new-tokens", help="Largest max_tokens a request may ask for.")
-]
-MaxN = Annotated[int, typer.Option("--max-n", help="Most choices (n) per request.")]
-MaxBodyMb = Annotated[float, typer.Option("--max-body-mb", help="Largest request body, MiB.")]
-MaxRequestFrames = Annotated[
-    int, typer.Option("--max-frames-per-request", help="Most per-frame images in one video_url.")
-]
-MaxFramePixels = Annotated[
-    int, typer.Option("--max-frame-pixels", help="Largest image/frame (width x height).")
-]
-MaxRequestPixels = Annotated[
-    int, typer.Option("--max-request-pixels", help="Source pixels one request may decode.")
-]
-MaxBatch = Annotated[int, typer.Option("--max-batch", help="Requests generated together.")]
-MaxQueue = Annotated[int, typer.Option("--max-queue", help="Requests in flight (more: 503).")]
-BodyTimeout = Annotated[
-    float,
-    typer.Option(
-        "--body-timeout",
-        help="Seconds a client may take to send its headers (then closed) or body (then 408).",
-    ),
 ]

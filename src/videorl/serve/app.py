@@ -230,27 +230,26 @@ def exposure_warning(host: str, api_key: str | None) -> str | None:
 
 
 def serve(
-    loaded: Any,
-    name: str,
+    chat: ChatService,
     *,
-    policy: Any,
     host: str = "127.0.0.1",
     port: int = 8000,
     api_key: str | None = None,
-    template_defaults: dict[str, Any] | None = None,
     announce: Callable[[str], None] = logger.info,
 ) -> None:
-    """Serve a loaded checkpoint as `name` until interrupted; `announce` gets the status
-    lines."""
-    queue = GenerationQueue(loaded, max_batch=policy.limits.max_batch)
-    app = create_app(ChatService(loaded, name, policy, template_defaults), queue, api_key)
+    """Serve `chat` (a loaded checkpoint behind the API) until interrupted; `announce` gets
+    the status lines."""
+    limits = chat.policy.limits
+    queue = GenerationQueue(chat.loaded, max_batch=limits.max_batch)
+    app = create_app(chat, queue, api_key)
     handle = ServerThread(
         app,
         host,
         port,
-        max_connections=policy.limits.max_connections,
-        header_timeout_s=policy.limits.body_timeout_s,
+        max_connections=limits.max_connections,
+        header_timeout_s=limits.body_timeout_s,
     )
+    name = chat.served_model
     if (warning := exposure_warning(host, api_key)) is not None:
         announce(warning)
     announce(f"serving {name!r} on {handle.url} (Ctrl-C stops)")

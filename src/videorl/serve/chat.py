@@ -14,13 +14,18 @@ import time
 import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from videorl.errors import ConfigError, VideoRLError
 from videorl.models.generate import Generation, SamplingParams
 from videorl.models.inputs import PromptEncoding
 from videorl.serve.media import MediaPolicy, image_of, video_of
 from videorl.serve.schema import ChatRequest, ImagePart, Message, RequestError, TextPart
+
+if TYPE_CHECKING:
+    from videorl.inference import RunSettings
+    from videorl.serve.limits import ServeLimits
 
 # Held back while streaming: an incomplete UTF-8 sequence decodes to this.
 _REPLACEMENT = "\ufffd"
@@ -71,6 +76,25 @@ class ChatService:
         self.policy = policy
         # chat-template variables of the checkpoint's training run; a request's own win
         self.template_defaults = dict(template_defaults or {})
+
+    @classmethod
+    def for_run(
+        cls,
+        loaded: Any,
+        served_model: str,
+        run: RunSettings,
+        limits: ServeLimits,
+        media_root: Path | None = None,
+    ) -> ChatService:
+        """The service of a checkpoint with its run's settings (`inference.RunSettings`):
+        MP4s and media paths sampled with its video settings, its think mode and template
+        variables as the chat template's defaults. The prompt text is the client's."""
+        return cls(
+            loaded,
+            served_model,
+            MediaPolicy(video=run.video, limits=limits, media_root=media_root),
+            template_defaults=run.template_kwargs(),
+        )
 
     def template_kwargs(self, request: ChatRequest) -> dict[str, Any]:
         """The run's template variables updated with the request's (checked: a bad one is

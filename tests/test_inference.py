@@ -1,0 +1,221 @@
+"""A checkpoint is prompted in eval, serve and the demo with the token ids it was trained on.
+
+For every prompt style and model family, a run folder whose `config.yaml` names the style,
+a think mode, chat-template variables, a coordinate mode and small video settings holds a
+tiny checkpoint whose chat template reads those variables. For one record of each family
+the prompt token ids of training (`rollout.prompting.decode_prompts`) must equal those of
+- eval `--model` (`eval_run_settings` -> `HFBackend`, records framed by `in_model_frame`),
+- eval `--endpoint --checkpoint` against `videorl serve` (`EndpointBackend.request` ->
+  `serve.schema.parse_request` -> `ChatService.for_run(...).prompt`),
+- the demo (`Settings.of_run` -> `prepare`), for the video families it asks.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+
+import pytest
+import torch
+
+from videorl.config import load_config, save_run_config
+from videorl.data.families import Family
+from videorl.data.prompts import PROMPT_STYLES
+from videorl.inference import RunSettings, load_for_inference, pick_device
+from videorl.models.tiny import ARCHS
+
+# Run settings per style: the published recipes' think modes, template variables the test
+# template reads, and both coordinate modes.
+RUNS = {
+    "videorl": {"think": True, "kwargs": {"answer_hint": "ok"}, "coordinates": "auto"},
+    "orarl": {"think": False, "kwargs": {"enable_thinking": False}, "coordinates": "auto"},
+    "taro": {"think": True, "kwargs": {"answer_hint": "ok"}, "coordinates": "record"},
+    "video_r1": {"think": True, "kwargs": {}, "coordinates": "auto"},
+}
+VIDEO = ["video.fps=2", "video.max_frames=4", "video.min_pixels=784", "video.max_pixels=3136"]
+FACTOR = {"qwen2_5_vl": 28, "qwen3_vl": 32, "qwen3_5": 32}
+DEMO_FAMILIES = (
+    Family.TEMPORAL_GROUNDING,
+    Family.TRACKING,
+    Family.SPATIO_TEMPORAL_GROUNDING,
+    Family.VIDEO_QA,
+)
+# The tiny Qwen-VL template, plus Qwen3's empty think block for enable_thinking=false and a
+# variable only a run's chat_template_kwargs sets.
+TAIL = "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+THINKING_TAIL = (
+    "{% if add_generation_prompt %}<|im_start|>assistant\n"
+    "{% if enable_thinking is defined and enable_thinking is false %}"
+    "<think>\n\n</think>\n\n{% endif %}"
+    "{% if answer_hint is defined %}{{ answer_hint }} {% endif %}{% endif %}"
+)
+
+
+def test_every_style_has_a_run():
+    assert set(RUNS) == set(PROMPT_STYLES)
+
+
+@pytest.fixture(scope="module")
+def records(tmp_path_factory):
+    from videorl.data.loaders import load_records
+    from videorl.data.synth import synthesize
+
+    path = synthesize(tmp_path_factory.mktemp("records"), ["all"], n=1, seed=5)
+    return [r for r in load_records(path).records if r.family is not Family.SEGMENTATION]
+
+
+@pytest.fixture(scope="module")
+def checkpoints(tiny_model_dir, tmp_path_factory):
+    """arch -> (run folder, its final/ checkpoint, the checkpoint loaded), built once."""
+    from videorl.models.loading import load_model
+
+    built: dict[str, tuple] = {}
+
+    def get(arch: str):
+        if arch not in built:
+            run = tmp_path_factory.mktemp(f"run_{arch}")
+            final = run / "final"
+            shutil.copytree(tiny_model_dir(arch), final)
+            template = final / "chat_template.jinja"
+            text = template.read_text()
+            assert text.endswith(TAIL)
+            template.write_text(text.removesuffix(TAIL) + THINKING_TAIL)
+            built[arch] = (run, final, load_model(final))
+        return built[arch]
+
+    return get
+
+
+def write_run(run, arch: str, style: str):
+    """The run's config.yaml, as `videorl train` writes it; returns the config."""
+    settings = RUNS[style]
+    factor = [f"video.factor={FACTOR[arch]}"] if arch in FACTOR else []
+    config = load_config(
+        None,
+        [
+            *VIDEO,
+            *factor,
+            f"data.prompt_style={style}",
+            f"data.think={str(settings['think']).lower()}",
+            f"data.coordinates={settings['coordinates']}",
+        ],
+    )
+    data = dataclasses.replace(config.data, chat_template_kwargs=settings["kwargs"])
+    save_run_config(dataclasses.replace(config, data=data), run)
+    return load_config(run / "config.yaml")
+
+
+def training_prompt(loaded, record, config):
+    from videorl.rollout.prompting import decode_prompts
+    from videorl.video.cache import VideoCache
+
+    decoded = decode_prompts([record], VideoCache(config.video), loaded, config.data)
+    assert len(decoded.prompts) == 1
+    return decoded.prompts[0].input_ids
+
+
+def eval_prompt(loaded, record, final):
+    from videorl.eval.backends import HFBackend
+    from videorl.eval.commands import eval_run_settings
+    from videorl.eval.runner import in_model_frame
+    from videorl.video.cache import VideoCache
+
+    run = eval_run_settings(str(final), think=None, prompt_style=None)
+    backend = HFBackend(loaded, run)
+    media = None if record.media is None else VideoCache(run.video).get(record.media)
+    (prompt,) = backend.encode([(in_model_frame(record, media, backend), media)])
+    return prompt.input_ids
+
+
+def served_prompt(loaded, record, final):
+    """What `videorl serve` encodes for the request `eval --endpoint --checkpoint` sends."""
+    from videorl.eval.commands import endpoint_model_type, eval_backend, eval_run_settings
+    from videorl.eval.runner import in_model_frame
+    from videorl.serve.chat import ChatService
+    from videorl.serve.limits import ServeLimits
+    from videorl.serve.schema import parse_request
+    from videorl.video.cache import VideoCache
+
+    endpoint = "http://127.0.0.1:9/v1"
+    run = eval_run_settings(str(final), think=None, prompt_style=None)
+    client = eval_backend(
+        None,
+        run,
+        16,
+        "cpu",
+        endpoint=endpoint,
+        served_model="tiny",
+        model_type=endpoint_model_type(endpoint, "tiny", str(final), None),
+        concurrency=1,
+        api_key=None,
+    )
+    assert client.model_type == loaded.model_type
+    media = None if record.media is None else VideoCache(run.video).get(record.media)
+    body = client.request((in_model_frame(record, media, client), media))
+    request = parse_request(json.dumps(body).encode())
+    service = ChatService.for_run(loaded, "tiny", RunSettings.from_checkpoint(final), ServeLimits())
+    return service.prompt(request).encoding.input_ids
+
+
+def demo_prompt(loaded, record, final):
+    from videorl.demo.inference import Settings, prepare
+
+    settings = Settings.of_run(RunSettings.from_checkpoint(final))
+    return prepare(loaded, record.video.path, None, settings, record).prompt.input_ids
+
+
+def assert_same(tokenizer, expected, got, where: str) -> None:
+    if not torch.equal(expected, got):
+        pytest.fail(
+            f"{where} prompt differs from training's:\n"
+            f"training: {tokenizer.decode(expected)!r}\n{where}: {tokenizer.decode(got)!r}"
+        )
+
+
+@pytest.mark.parametrize("style", sorted(RUNS))
+@pytest.mark.parametrize("arch", ARCHS)
+def test_eval_serve_and_demo_prompt_as_training(arch, style, checkpoints, records):
+    run, final, loaded = checkpoints(arch)
+    config = write_run(run, arch, style)
+    tokenizer = loaded.tokenizer
+    asked = [r for r in records if loaded.is_vision or r.media is None]
+    assert asked
+    for record in asked:
+        expected = training_prompt(loaded, record, config)
+        text = tokenizer.decode(expected)
+        assert ("ok " in text) == ("answer_hint" in RUNS[style]["kwargs"])  # template reads it
+        where = f"{arch} {style} {record.family.value}"
+        assert_same(tokenizer, expected, eval_prompt(loaded, record, final), f"eval {where}")
+        assert_same(tokenizer, expected, served_prompt(loaded, record, final), f"serve {where}")
+        if loaded.is_vision and record.family in DEMO_FAMILIES:
+            assert_same(tokenizer, expected, demo_prompt(loaded, record, final), f"demo {where}")
+
+
+def test_run_settings_from_checkpoint_and_flags(tmp_path):
+    assert RunSettings.from_checkpoint(tmp_path) == RunSettings()
+    (tmp_path / "final").mkdir()
+    save_run_config(
+        load_config(
+            None,
+            ["data.prompt_style=taro", "data.coordinates=record", "video.min_pixels=3136"],
+        ),
+        tmp_path,
+    )
+    run = RunSettings.from_checkpoint(tmp_path / "final")
+    assert run.source == (tmp_path / "config.yaml").resolve()
+    assert (run.prompt_style, run.coordinates, run.think) == ("taro", "record", True)
+    assert run.convention("qwen3_vl") is None  # record: each record's own frame
+    assert RunSettings().convention("qwen3_vl") == "norm1000"
+    flagged = run.override(think=False, prompt_style="orarl", max_pixels=1000, fps=1.0)
+    assert (flagged.think, flagged.prompt_style, flagged.video.fps) == (False, "orarl", 1.0)
+    assert (flagged.video.min_pixels, flagged.video.max_pixels) == (1000, 1000)
+    assert flagged.template_kwargs() == {"enable_thinking": False}
+    assert "prompt style orarl" in flagged.summary() and "config.yaml" in flagged.summary()
+
+
+def test_loader_picks_the_device_and_dtype(tiny_model_dir):
+    expected = "cuda" if torch.cuda.is_available() else "cpu"
+    assert pick_device("auto") == expected and pick_device("cpu") == "cpu"
+    loaded = load_for_inference(tiny_model_dir("qwen2_5_vl"), "cpu")
+    assert next(loaded.model.parameters()).dtype == torch.float32
