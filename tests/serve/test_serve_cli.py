@@ -63,3 +63,17 @@ def test_serve_refuses_bad_options_in_one_line(tmp_path):
         app, ["serve", "--model", str(tmp_path), "--media-root", str(tmp_path / "no")]
     )
     assert result.exit_code != 0 and "--media-root" in str(result.exception or result.output)
+
+
+def test_serve_without_its_extra_names_the_install_line(monkeypatch, tmp_path, capsys):
+    """Without FastAPI (the `serve` extra) the command says how to install it, in one line,
+    before loading anything."""
+    from videorl.cli import main
+
+    monkeypatch.setitem(sys.modules, "fastapi", None)  # import fastapi raises ImportError
+    monkeypatch.setattr(sys, "argv", ["videorl", "serve", "--model", str(tmp_path / "none")])
+    with pytest.raises(SystemExit) as exit_info:
+        main()
+    out = capsys.readouterr().out
+    assert exit_info.value.code == 2
+    assert "pip install 'videorl[serve]'" in out and "Traceback" not in out

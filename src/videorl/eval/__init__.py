@@ -1,10 +1,13 @@
 """videorl.eval: benchmarks, the field's metrics (METHODS.md section 5), reports and plots.
 
     videorl eval --model CKPT --benchmark FILE|NAME [--video-root DIR] [--out DIR]
-    videorl eval --endpoint URL --served-model NAME --benchmark ...   # vLLM, videorl serve
+    videorl eval --endpoint URL --served-model NAME [--checkpoint CKPT | --model-type T] \
+        --benchmark ...                                               # vLLM, videorl serve
     videorl eval --predictions PREDS.jsonl --benchmark ...            # score existing answers
     videorl eval --compare A B                                        # delta table B - A
-    videorl serve --model CKPT [--port 8000]                          # OpenAI-compatible
+
+A checkpoint is prompted with the settings of the run that wrote it
+(`inference.RunSettings`); `videorl serve` lives in `videorl.serve`.
 
 Modules (one concept each):
 - `benchmarks`: named VTG benchmarks (Charades-STA, ActivityNet Captions, QVHighlights,
@@ -14,10 +17,10 @@ Modules (one concept each):
 - `metrics.temporal`, `metrics.boxes`, `metrics.masks`, `metrics.choice`: the formulas.
 - `scoring`: one response -> `SampleResult`; per-family summaries and breakdowns.
 - `predictions`: the resumable `predictions.jsonl`.
-- `backends` (HF engine), `openai_backend` (chat-completions client), `server` (`serve`).
+- `backends` (HF engine), `openai_backend` (chat-completions client).
 - `runner`: `evaluate(settings, backend=... | predictions=...)` writes predictions.jsonl,
   metrics.json, samples.jsonl, plots/*.png and report.md.
-- `report`, `plots`, `compare`, `commands` (the CLI commands).
+- `report`, `plots`, `compare`, `options` and `commands` (the CLI command).
 
 Nothing is imported here, so that `videorl --help` stays fast.
 """

@@ -6,7 +6,6 @@ command, so `videorl --help` stays fast and works without the `serve` extra.
 
 from __future__ import annotations
 
-import importlib.util
 from typing import Any
 
 from videorl.errors import ConfigError
@@ -29,17 +28,19 @@ from videorl.serve.options import (
     ServeModel,
 )
 
-SERVE_PACKAGES = ("fastapi", "uvicorn", "pydantic")  # the `serve` extra
-INSTALL_HINT = (
-    "videorl serve needs fastapi, uvicorn and pydantic; install them with "
-    "pip install 'videorl[serve]'"
-)
-
 
 def check_serve_installed() -> None:
-    """A one-line `ConfigError` with the install command when the `serve` extra is missing."""
-    if any(importlib.util.find_spec(name) is None for name in SERVE_PACKAGES):
-        raise ConfigError(INSTALL_HINT)
+    """A one-line `ConfigError` with the install command when the `serve` extra (FastAPI,
+    uvicorn, pydantic) is missing."""
+    try:
+        import fastapi  # noqa: F401
+        import pydantic  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError:
+        raise ConfigError(
+            "videorl serve needs fastapi, uvicorn and pydantic; install them with "
+            "pip install 'videorl[serve]'"
+        ) from None
 
 
 def serve_command(
