@@ -166,6 +166,11 @@ PUBLISHED = {
         ("video.fps", 2.0, VIDEO_R1_VISION),
         ("video.max_frames", 16, "FPS_MAX_FRAMES 16"),
         ("video.max_pixels", 128 * 28 * 28, "VIDEO_MAX_PIXELS 128*28*28"),
+        (
+            "video.time_encoding",
+            "processor_default",
+            "grpo_trainer.py: processing_class(...) without video_kwargs' fps",
+        ),
         ("trainer.steps", 1200, "README: 1.2k RL steps"),
         ("trainer.save_every", 100, "--save_steps 100"),
         ("trainer.nproc", 4, "--nproc_per_node 4"),
@@ -302,7 +307,13 @@ def test_every_block_names_its_published_source(recipe):
         ("gspo", ["name: gspo", "gspo (clip 0.0003 / 0.0004)", "seq-mean-token-mean"]),
         (
             "tgrpo",
-            ["temporal_contrast:", "margin: 0.8", "T-GRPO: 4 shuffled-frame", "families pooled"],
+            [
+                "temporal_contrast:",
+                "margin: 0.8",
+                "T-GRPO: 4 shuffled-frame",
+                "families pooled",
+                "time_encoding: processor_default",
+            ],
         ),
     ],
 )

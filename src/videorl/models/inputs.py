@@ -55,15 +55,32 @@ class PromptEncoding:
 
 
 def hf_video_metadata(meta: Any, num_frames: int) -> Any:
-    """Metadata that gives the processor the *actual* sampled fps and the true timestamps.
+    """The `VideoMetadata` the processor gets for `meta`'s frames (`meta.time_encoding`).
 
-    Qwen2.5-VL derives `second_per_grid_ts = temporal_patch / sampled_fps` with
-    `sampled_fps = len(frames_indices) / total_num_frames * fps`; Qwen3-VL writes
-    `frames_indices[i] / fps` into the text. We express indices relative to the clip start
-    at the source fps, so both equal what was really sampled (METHODS.md section 4).
+    `sampled` (the default): the *actual* sampled fps and the true timestamps. Qwen2.5-VL
+    derives `second_per_grid_ts = temporal_patch / sampled_fps` with `sampled_fps =
+    len(frames_indices) / total_num_frames * fps`; Qwen3-VL writes `frames_indices[i] / fps`
+    into the text. We express indices relative to the clip start at the source fps, so both
+    equal what was really sampled (METHODS.md section 4).
+
+    `processor_default`: what the processor assumed when given no fps in the transformers
+    Video-R1 trained with: frame i of `num_frames` at `i / PROCESSOR_DEFAULT_FPS` (2 fps), so
+    `second_per_grid_ts = 2 / 2 = 1.0` whatever the real sampling (docs/fidelity.md, T-GRPO).
     """
     from transformers.video_utils import VideoMetadata
 
+    from videorl.video.meta import PROCESSOR_DEFAULT_FPS
+
+    width, height = getattr(meta, "width", None), getattr(meta, "height", None)
+    if getattr(meta, "time_encoding", "sampled") == "processor_default":
+        return VideoMetadata(
+            total_num_frames=num_frames,
+            fps=PROCESSOR_DEFAULT_FPS,
+            frames_indices=list(range(num_frames)),
+            duration=num_frames / PROCESSOR_DEFAULT_FPS,
+            width=width,
+            height=height,
+        )
     source_fps = float(meta.source_fps)
     indices = [round(t * source_fps) for t in meta.timestamps]
     clip_seconds = num_frames / float(meta.fps)
@@ -72,8 +89,8 @@ def hf_video_metadata(meta: Any, num_frames: int) -> Any:
         fps=source_fps,
         frames_indices=indices,
         duration=clip_seconds,
-        width=getattr(meta, "width", None),
-        height=getattr(meta, "height", None),
+        width=width,
+        height=height,
     )
 
 

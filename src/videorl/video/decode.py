@@ -22,7 +22,7 @@ from torchvision.transforms.v2 import functional as tvf
 
 from videorl.errors import ConfigError, DataError, MediaError
 from videorl.video.backends import BACKENDS, READERS, SourceInfo, backend_available
-from videorl.video.meta import VideoMeta
+from videorl.video.meta import TIME_ENCODINGS, VideoMeta
 from videorl.video.sampling import (
     clip_bounds,
     fit_resolution,
@@ -43,6 +43,21 @@ class VideoConfig:
     merge 2; use factor=32 for Qwen3-VL); `total_pixels` is qwen-vl-utils' budget for the
     whole video. Tiny CPU runs lower `min_pixels` so small videos are not upscaled.
     `cache_bytes` bounds the in-memory decode cache; `cache_dir` adds an on-disk store.
+
+    `time_encoding` is what the model is told about *when* the frames were taken:
+
+    - `sampled` (the default): the actual sampled fps and the frames' true timestamps
+      (METHODS.md section 4). Qwen2.5-VL gets `second_per_grid_ts = temporal_patch /
+      sampled_fps` (16 frames over 20 s: 2 / 0.8 = 2.5 s per temporal grid), so its mRoPE
+      temporal ids advance `second_per_grid_ts * tokens_per_second` per grid; Qwen3-VL writes
+      the frames' real times into the text (`<1.2 seconds>` ...).
+    - `processor_default`: no timing reaches the processor, as in Video-R1 (SFT and RL call
+      the processor without `fps`). The Qwen2.5-VL processor of the transformers Video-R1
+      trained with then assumed 2 fps (`fps = videos_kwargs.pop("fps", 2.0)`), so every
+      temporal grid of 2 frames counts as 1.0 s whatever the real sampling; we pin that value
+      (`PROCESSOR_DEFAULT_FPS`), not the installed transformers' default (5.x assumes 24 fps
+      when it gets no metadata). Qwen3-VL then writes frame i at `i / 2` seconds. Use it for a
+      checkpoint trained that way (Video-R1's SFT); it discards the real time scale.
     """
 
     backend: str = "pyav"
@@ -55,6 +70,7 @@ class VideoConfig:
     factor: int = 28
     cache_bytes: int = 4 * 1024**3
     cache_dir: str | None = None
+    time_encoding: str = "sampled"
 
     def __post_init__(self) -> None:
         def bad(key: str, fix: str) -> ConfigError:
@@ -78,6 +94,8 @@ class VideoConfig:
             raise bad("total_pixels", "must be a positive pixel budget")
         if self.cache_bytes < 0:
             raise bad("cache_bytes", "must be >= 0 (0 disables the in-memory cache)")
+        if self.time_encoding not in TIME_ENCODINGS:
+            raise bad("time_encoding", f"choose one of {', '.join(TIME_ENCODINGS)}")
 
     def sampling_key(self) -> tuple[Any, ...]:
         """The fields that change decoded frames (the cache key part from the config)."""
@@ -154,6 +172,7 @@ def _sample(
         height=height,
         source_width=src_w,
         source_height=src_h,
+        time_encoding=config.time_encoding,
     )
     return DecodedVideo(frames=resize_frames(frames, height, width).contiguous(), meta=meta)
 

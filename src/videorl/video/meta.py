@@ -6,6 +6,13 @@ from dataclasses import dataclass
 
 from videorl.video.sampling import TEMPORAL_PATCH
 
+# How the frames' timing reaches the processor (`VideoConfig.time_encoding`).
+TIME_ENCODINGS = ("sampled", "processor_default")
+# The fps the Qwen2.5-VL processor assumed when it was given none, in the transformers that
+# Video-R1 trained with (4.49-4.51 `processing_qwen2_5_vl.py`:
+# `fps = output_kwargs["videos_kwargs"].pop("fps", 2.0)`): 2 frames per grid = 1.0 s.
+PROCESSOR_DEFAULT_FPS = 2.0
+
 
 @dataclass(frozen=True)
 class VideoMeta:
@@ -21,6 +28,10 @@ class VideoMeta:
     - `width`, `height`: size of the returned frames (after resizing).
     - `source_width`, `source_height`: size of the file's frames (the pixel frame in which
       absolute-pixel annotations are usually given).
+    - `time_encoding`: how the timing is handed to the processor (`VideoConfig.time_encoding`:
+      `sampled` = the fields above; `processor_default` = frame i at `i / 2` seconds, what the
+      processor assumed without fps in Video-R1's transformers). Rewards and prompts always
+      use the real `timestamps`.
     """
 
     source_fps: float
@@ -33,6 +44,7 @@ class VideoMeta:
     height: int = 0
     source_width: int = 0
     source_height: int = 0
+    time_encoding: str = "sampled"
 
     @classmethod
     def still(
