@@ -53,12 +53,42 @@ def test_parse_temporal_answer_and_reasoning():
     assert lenient.window == (3.0, 4.5) and lenient.reasoning is None
 
 
-@pytest.mark.parametrize(
-    "response", ["", "| and and and", "<answer>7 to 2</answer>", "<answer>soon</answer>"]
-)
+@pytest.mark.parametrize("response", ["", "| and and and", "<answer>soon</answer>"])
 def test_gibberish_has_no_parsed_answer(response):
     prediction = parse_prediction(TG, response)
     assert prediction.window is None and not prediction.parsed
+
+
+@pytest.mark.parametrize(
+    ("family", "response", "options"),
+    [
+        (TG, "<answer>7 to 2</answer>", ()),  # reversed ends are swapped
+        (TG, "<think>hm</think>It is from 0:02.5 to 0:07 seconds.", ()),
+        (SG, '```json\n[{"bbox_2d": [30, 40, 1, 2]}]\n```', ()),  # untagged, swapped corners
+        (TRK, '<answer>{"4": [1, 2, 3, 4]}</answer>', ()),  # bare {frame: box}
+        (STG, '<answer>{"time": "1 to 3", "boxes": {"2": [0, 0, 9, 9]}}</answer>', ()),
+        (QA, "<answer>The answer is (C)</answer>", ("red", "green", "blue")),
+        (QA, "<answer>blue</answer>", ("red", "green", "blue")),  # an option's text
+    ],
+)
+def test_demo_reads_answers_as_eval_scores_them(family, response, options):
+    """One lenient parser: the demo shows what `videorl eval` would score."""
+    from videorl.eval import parsing
+
+    text = parsing.answer_text(response)
+    prediction = parse_prediction(family, response, options)
+    assert prediction.parsed
+    if family is TG:
+        assert prediction.window == parsing.parse_window(text)
+    elif family is SG:
+        assert prediction.box == parsing.parse_box(text) == (1, 2, 30, 40)
+    elif family is TRK:
+        assert prediction.boxes == parsing.parse_tracking(text)
+    elif family is STG:
+        found = parsing.parse_spatio_temporal(text)
+        assert (prediction.window, prediction.boxes) == (found.window, found.boxes)
+    else:
+        assert prediction.letter == parsing.parse_choice(text, options) == "C"
 
 
 def test_parse_box_boxes_and_letter():

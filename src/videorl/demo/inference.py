@@ -27,13 +27,13 @@ from videorl.data.records import (
     TrackingAnswer,
 )
 from videorl.errors import DataError, MediaError
+from videorl.eval import parsing
 from videorl.inference import RunSettings
 from videorl.models.generate import SamplingParams, generate
 from videorl.models.inputs import PromptEncoding
 from videorl.models.loading import LoadedModel
-from videorl.rewards import spatial_grounding, temporal_grounding
-from videorl.rewards.payload import Box, as_window, keyed_boxes, load_json, parse_letter
-from videorl.rewards.protocol import THINK_CLOSE, THINK_OPEN, extract_tagged, split_think
+from videorl.rewards.payload import Box
+from videorl.rewards.protocol import THINK_CLOSE, THINK_OPEN
 from videorl.video.decode import DecodedVideo, VideoConfig, decode_video
 from videorl.video.meta import VideoMeta
 
@@ -120,7 +120,6 @@ class Prediction:
 
     response: str
     reasoning: str | None
-    payload: str | None
     window: tuple[float, float] | None = None
     box: Box | None = None
     boxes: dict[float, Box] = field(default_factory=dict)
@@ -238,32 +237,25 @@ def think_text(response: str) -> str | None:
     return reasoning.strip() if opened and closed else None
 
 
-def _numeric_boxes(value: Any) -> dict[float, Box]:
-    if not isinstance(value, dict):
-        return {}
-    return {k: b for k, b in keyed_boxes(value.get("boxes")).items() if isinstance(k, float)}
-
-
-def parse_prediction(family: Family, response: str) -> Prediction:
-    """Parse with the reward parsers; leniently, the text after the think block counts as
-    the payload when there are no answer tags."""
-    payload = extract_tagged(response, False).payload
-    if payload is None:
-        payload = split_think(response, False)[1].strip() or None
+def parse_prediction(family: Family, response: str, options: tuple[str, ...] = ()) -> Prediction:
+    """Read the answer leniently, as `videorl eval` scores it (`eval.parsing`): the last
+    `<answer>` block, else the text after the think block, else the whole reply."""
+    text = parsing.answer_text(response)
     reasoning = think_text(response)
-    if payload is None:
-        return Prediction(response, reasoning, None)
     if family is Family.TEMPORAL_GROUNDING:
-        return Prediction(response, reasoning, payload, window=temporal_grounding.parse(payload))
+        return Prediction(response, reasoning, window=parsing.parse_window(text))
     if family is Family.SPATIAL_GROUNDING:
-        return Prediction(response, reasoning, payload, box=spatial_grounding.parse(payload))
-    data = load_json(payload)
+        return Prediction(response, reasoning, box=parsing.parse_box(text))
     if family is Family.TRACKING:
-        return Prediction(response, reasoning, payload, boxes=_numeric_boxes(data))
+        tracked = parsing.parse_tracking(text) or {}
+        boxes = {k: b for k, b in tracked.items() if isinstance(k, float)}
+        return Prediction(response, reasoning, boxes=boxes)
     if family is Family.SPATIO_TEMPORAL_GROUNDING:
-        window = as_window(data.get("time")) if isinstance(data, dict) else None
-        return Prediction(response, reasoning, payload, window=window, boxes=_numeric_boxes(data))
-    return Prediction(response, reasoning, payload, letter=parse_letter(payload))
+        found = parsing.parse_spatio_temporal(text)
+        if found is None:
+            return Prediction(response, reasoning)
+        return Prediction(response, reasoning, window=found.window, boxes=found.boxes)
+    return Prediction(response, reasoning, letter=parsing.parse_choice(text, options))
 
 
 @dataclass(frozen=True)
@@ -312,6 +304,5 @@ def ask(
     (generation,) = generate(loaded, [prepared.prompt], sampling)
     response = loaded.tokenizer.decode(generation.token_ids[0], skip_special_tokens=True)
     record = prepared.record
-    return Result(
-        record, prepared.video, parse_prediction(record.family, response), example is not None
-    )
+    prediction = parse_prediction(record.family, response, record.options)
+    return Result(record, prepared.video, prediction, example is not None)
