@@ -26,12 +26,17 @@ from videorl.inference import RunSettings, load_for_inference, pick_device
 from videorl.models.tiny import ARCHS
 
 # Run settings per style: the published recipes' think modes, template variables the test
-# template reads, and both coordinate modes.
+# template reads, both coordinate modes and both time encodings (tgrpo: processor_default).
 RUNS = {
     "videorl": {"think": True, "kwargs": {"answer_hint": "ok"}, "coordinates": "auto"},
     "orarl": {"think": False, "kwargs": {"enable_thinking": False}, "coordinates": "auto"},
     "taro": {"think": True, "kwargs": {"answer_hint": "ok"}, "coordinates": "record"},
-    "video_r1": {"think": True, "kwargs": {}, "coordinates": "auto"},
+    "video_r1": {
+        "think": True,
+        "kwargs": {},
+        "coordinates": "auto",
+        "time_encoding": "processor_default",
+    },
 }
 VIDEO = ["video.fps=2", "video.max_frames=4", "video.min_pixels=784", "video.max_pixels=3136"]
 FACTOR = {"qwen2_5_vl": 28, "qwen3_vl": 32, "qwen3_5": 32}
@@ -99,6 +104,7 @@ def write_run(run, arch: str, style: str):
             f"data.prompt_style={style}",
             f"data.think={str(settings['think']).lower()}",
             f"data.coordinates={settings['coordinates']}",
+            f"video.time_encoding={settings.get('time_encoding', 'sampled')}",
         ],
     )
     data = dataclasses.replace(config.data, chat_template_kwargs=settings["kwargs"])

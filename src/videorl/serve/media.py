@@ -5,7 +5,8 @@ A `video_url` is one of
   accepts): sampled and resized with the server's `VideoConfig`, as a local file would be
   (`mm_processor_kwargs.fps` overrides the sampling fps);
 - per-frame images, `data:video/jpeg;base64,<f1>,<f2>,...` (what `eval --endpoint` sends):
-  used as given, timed by `video_metadata[0]` (else `mm_processor_kwargs.fps`, else 2 fps);
+  used as given, timed by `video_metadata[0]` (else `mm_processor_kwargs.fps`, else 2 fps),
+  the timing handed to the processor in the server's `video.time_encoding` (the run's);
 - a local path, `file:///abs/path.mp4` or a path relative to `--media-root`, only under
   that root (symlinks resolved). Remote `http(s)://` URLs are never fetched.
 An `image_url` is one image as a data URL or a path under the media root.
@@ -150,8 +151,9 @@ def _frames(payload: str, kind: str, limits: ServeLimits) -> torch.Tensor:
     return torch.stack([_pixels(image, f"{kind} frame {n}") for n, image in enumerate(images, 1)])
 
 
-def _timed(frames: torch.Tensor, request: ChatRequest) -> DecodedVideo:
-    """Per-frame images with their timing from `video_metadata[0]` / `mm_processor_kwargs`."""
+def _timed(frames: torch.Tensor, request: ChatRequest, time_encoding: str) -> DecodedVideo:
+    """Per-frame images with their timing from `video_metadata[0]` / `mm_processor_kwargs`,
+    handed to the processor as the served model was trained (`time_encoding`)."""
     count = int(frames.shape[0])
     metadata = (request.video_metadata or [None])[0]
     kwargs_fps = request.mm_processor_kwargs.fps if request.mm_processor_kwargs else None
@@ -177,6 +179,7 @@ def _timed(frames: torch.Tensor, request: ChatRequest) -> DecodedVideo:
         height=height,
         source_width=width,
         source_height=height,
+        time_encoding=time_encoding,
     )
     return DecodedVideo(frames=frames, meta=meta)
 
@@ -243,7 +246,8 @@ def video_of(part: VideoPart, request: ChatRequest, policy: MediaPolicy) -> Deco
     if url.startswith("data:"):
         mime, payload = _data_url(url, "video_url")
         if mime in FRAME_MIMES:
-            return _timed(_frames(payload, "video_url", policy.limits), request)
+            frames = _frames(payload, "video_url", policy.limits)
+            return _timed(frames, request, policy.video.time_encoding)
         if not mime.startswith("video/"):
             raise RequestError(f"video_url has type {mime!r}; send video/mp4 or video/jpeg frames")
         return _container(_b64(payload, "video_url"), request, policy)
