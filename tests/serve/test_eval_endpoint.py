@@ -66,3 +66,60 @@ def test_eval_endpoint_equals_in_process_eval(loaded, media_root, tiny_model_dir
     local_metrics = json.loads((tmp_path / "local" / "metrics.json").read_text())
     remote_metrics = json.loads((tmp_path / "remote" / "metrics.json").read_text())
     assert remote_metrics["families"] == local_metrics["families"]
+
+
+def frames_written(folder):
+    """record id -> the coordinate frame written next to its prediction (None: none)."""
+    rows = [json.loads(line) for line in (folder / "predictions.jsonl").read_text().splitlines()]
+    return {row["id"]: (row.get("frame") or {}).get("box_format") for row in rows}
+
+
+def test_eval_endpoint_converts_boxes_to_the_served_family(
+    loaded, media_root, tiny_model_dir, tmp_path
+):
+    """`--model-type` (or `--checkpoint`'s type) puts the records' boxes in the served model
+    family's convention, as `--model` does; without either they stay in the records' own."""
+    from videorl.data.synth import synthesize
+
+    benchmark = str(synthesize(tmp_path / "bench", ["sg", "trk"], n=1, seed=4))
+    runner = CliRunner()
+    handle, queue = start_server(loaded, media_root)
+
+    def endpoint_eval(name, *flags):
+        result = runner.invoke(
+            app,
+            [
+                "eval",
+                "--endpoint",
+                handle.url,
+                "--served-model",
+                "tiny",
+                "--benchmark",
+                benchmark,
+                "--out",
+                str(tmp_path / name),
+                "--max-new-tokens",
+                "4",
+                *VIDEO_FLAGS,
+                *flags,
+            ],
+        )
+        assert result.exit_code == 0, result.output
+        return set(frames_written(tmp_path / name).values())
+
+    with handle:
+        assert endpoint_eval("qwen3", "--model-type", "qwen3_vl") == {"norm1000"}
+        assert endpoint_eval("ckpt", "--checkpoint", tiny_model_dir("qwen2_5_vl")) == {"abs"}
+        assert endpoint_eval("none") == {None}
+    queue.close()
+
+
+def test_endpoint_only_flags_are_checked_in_one_line(tmp_path):
+    runner = CliRunner()
+    bench = str(tmp_path / "b.jsonl")
+    wrong_type = ["--served-model", "m", "--model-type", "qwen3vl", "--benchmark", bench]
+    result = runner.invoke(app, ["eval", "--endpoint", "http://127.0.0.1:9/v1", *wrong_type])
+    assert result.exit_code != 0 and "--model-type='qwen3vl'" in str(result.exception)
+    result = runner.invoke(app, ["eval", "--predictions", bench, "--model-type", "qwen3_vl"])
+    assert result.exit_code != 0
+    assert "--model-type describe the model behind --endpoint" in str(result.exception)
