@@ -167,8 +167,14 @@ class DataConfig:
     # (OPDVR/GRPD: {enable_thinking: false}, as their data.apply_chat_template_kwargs).
     chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
     # Prompt templates: videorl (ours), orarl, taro or video_r1 (the published ones,
-    # data.published_prompts).
+    # data.published_prompts). Rows that carry their own prompt (verl chats, TaRO rows,
+    # EasyR1 rows in their format prompt) use it as given; OraRL-Data rows use orarl's.
     prompt_style: str = "videorl"
+    # EasyR1 rows (data.format=easyr1): the format prompt around `problem`, as EasyR1's
+    # data.format_prompt: math / r1v (its examples/format_prompt/*.jinja), none (the problem
+    # as given), a path to a .jinja file, or auto: math for text math (its \boxed{} reward),
+    # r1v for video families (<think> then <answer>, what their rewards read).
+    format_prompt: str = "auto"
     shuffle: bool = True  # False: records in file order each epoch (OPDVR: data.shuffle=False)
     # Box coordinates: auto = the model family's (Qwen2.5-VL pixels of the resized input,
     # Qwen3-VL / Qwen3.5 0-1000; data.coordinates), record = each record's own box_format.
@@ -183,10 +189,12 @@ class DataConfig:
     def __post_init__(self) -> None:
         from videorl.data.coordinates import check_coordinates
         from videorl.data.prompts import check_prompt_style
+        from videorl.data.published_prompts import load_format_prompt
         from videorl.models.chat_template import check_template_kwargs
 
         check_coordinates(self.coordinates)
         check_prompt_style(self.prompt_style)
+        load_format_prompt(self.format_prompt)
         check_template_kwargs(self.chat_template_kwargs)
         _positive("data", prompts_per_step=self.prompts_per_step)
         for name in ("max_prompt_tokens", "max_rows"):

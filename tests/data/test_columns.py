@@ -76,9 +76,11 @@ def test_easyr1_parquet_keeps_videos_and_images(tmp_path, media):
     ]
     result = load_records(parquet(tmp_path / "train.parquet", rows))  # format: auto
     tg, sg, math = result.records
-    assert result.format == "columns"
+    assert result.format == "easyr1"  # a `problem` with media lists
     assert tg.family is Family.TEMPORAL_GROUNDING and tg.answer == TemporalAnswer(((2.5, 4.0),))
     assert tg.video.path == str(media / "clip.mp4") and tg.problem == "When does the cat jump?"
+    assert tg.prompt.startswith("<video>When does the cat jump? A conversation between")
+    assert math.prompt.endswith("The final answer MUST BE put in \\boxed{}.")  # math.jinja
     assert sg.family is Family.SPATIAL_GROUNDING and sg.answer == BoxAnswer((1, 2, 5, 6))
     assert sg.image.path == str(media / "frame.png") and sg.video is None
     assert math.family is Family.MATH and math.answer == MathAnswer("5") and math.media is None

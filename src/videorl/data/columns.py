@@ -3,13 +3,23 @@
 These trainers keep one row per prompt with a prompt column, an answer column and media
 lists (`videos`, `images`). `data.columns.<field>=<column>` names the column of each field
 (a dotted name reaches into a nested column, e.g. `reward_model.ground_truth`); a preset
-(`data.format=verl|easyr1|orarl`) fills the usual names:
+(`data.format=verl|easyr1|orarl`) fills the usual names and builds the prompt the way that
+trainer does:
 
-| preset | prompt | answer | videos / images | family from |
-|--------|--------|--------|-----------------|-------------|
-| easyr1 | `problem` (or `prompt`) text with `<video>`/`<image>` | `answer` | `videos` / `images` | `problem_type` |
-| verl   | `prompt` chat messages | `reward_model.ground_truth` | `videos` / `images` | `problem_type`, `ability` |
-| orarl  | `problem` | `answer` | `videos` / `images` | `problem_type` |
+| preset | prompt | answer | videos / images | family from | the prompt the model sees |
+|--------|--------|--------|-----------------|-------------|---------------------------|
+| easyr1 | `problem` (or `prompt`) text with `<video>`/`<image>` | `answer` | `videos` / `images` | `problem_type` | `problem` in EasyR1's format prompt (`data.format_prompt`) |
+| verl   | `prompt` chat messages | `reward_model.ground_truth` | `videos` / `images` | `problem_type`, `ability` | the chat's user turn as given (system turn too) |
+| orarl  | `problem` | `answer` | `videos` / `images` | `problem_type` | OraRL's task template around `problem` (`prompt_style: orarl`) |
+| columns | `prompt`, `problem` or `question` | `answer`, ... | `videos` / `images` | `problem_type` | the run's `data.prompt_style` around the text |
+
+In every layout a prompt that is a chat transcript, or that already is a published
+temporal-grounding instruction (TaRO's `data/test.json` rows, OraRL's template), is used as
+given rather than wrapped in a second instruction; the query inside it becomes the record's
+`problem`. A `<video>` / `<image>` placeholder stays where the row puts it: the model's vision
+input goes there (`models.inputs.chat_messages`). TaRO's training rows add `query`,
+`captions` (formatted caption lines, joined verbatim by its constructed reasoning) and
+`video_start` / `video_end` (a clip; its ground truth and duration are the clip's).
 
 Media are never dropped: a row with a video or image becomes a video family (from
 `data.family` or the row's problem-type column) or fails with one line naming the column;
@@ -27,6 +37,11 @@ from typing import Any
 
 from videorl.data.families import SI_CHOICE_SUBTYPES, SI_NUMERIC_SUBTYPES, Family, parse_family
 from videorl.data.formats import _choice_letter, _options, _windows, final_answer
+from videorl.data.published_prompts import (
+    easyr1_format_prompt,
+    load_format_prompt,
+    query_from_instruction,
+)
 from videorl.data.records import (
     ChoiceAnswer,
     MathAnswer,
@@ -34,12 +49,16 @@ from videorl.data.records import (
     TaskRecord,
     TemporalAnswer,
     answer_from_dict,
+    caption_from_value,
+    finite_number,
 )
 from videorl.errors import ConfigError, DataError
 from videorl.video.media import MediaRef
 
 COLUMN_FORMATS = ("columns", "easyr1", "verl", "orarl")
 _PLACEHOLDER = re.compile(r"<\s*(?:video|image)\s*>", re.IGNORECASE)
+# The placeholders verl, EasyR1 and TaRO split a prompt at (exact strings, as they do).
+PLACEHOLDERS = {"video": "<video>", "image": "<image>"}
 _SPAN = re.compile(r"([-+]?\d*\.?\d+)\s*(?:s\b|seconds?\b)?\s*(?:to|and|-|–)\s*([-+]?\d*\.?\d+)")
 _MEDIA_KEYS = ("path", "video", "image", "video_path", "image_path", "file_name", "url")
 _SI_SUBTYPES = SI_NUMERIC_SUBTYPES + SI_CHOICE_SUBTYPES
@@ -61,6 +80,10 @@ class ColumnsConfig:
     id: str | None = None
     duration: str | None = None
     source: str | None = None
+    query: str | None = None
+    captions: str | None = None
+    video_start: str | None = None
+    video_end: str | None = None
 
     def any_set(self) -> bool:
         return any(getattr(self, f.name) is not None for f in fields(self))
@@ -79,6 +102,13 @@ class ColumnMap:
     id: tuple[str, ...] = ("id", "uid", "qid", "extra_info.index")
     duration: tuple[str, ...] = ("duration", "extra_info.duration")
     source: tuple[str, ...] = ("source", "data_source")
+    query: tuple[str, ...] = ("query",)
+    captions: tuple[str, ...] = ("captions",)
+    video_start: tuple[str, ...] = ("video_start",)
+    video_end: tuple[str, ...] = ("video_end",)
+    # How the row's prompt reaches the model: `template` (the run's prompt style around the
+    # text), `verbatim` (verl), `format_prompt` (EasyR1), `orarl` (OraRL's task templates).
+    prompt_mode: str = "template"
 
     def override(self, columns: ColumnsConfig) -> ColumnMap:
         """The user's `data.columns.*` replace the preset's candidates for those fields."""
@@ -92,19 +122,15 @@ class ColumnMap:
 
 PRESETS: dict[str, ColumnMap] = {
     "columns": ColumnMap(),
-    "easyr1": ColumnMap(prompt=("problem", "prompt")),
+    "easyr1": ColumnMap(prompt=("problem", "prompt"), prompt_mode="format_prompt"),
     "verl": ColumnMap(
         prompt=("prompt",),
         answer=("reward_model.ground_truth", "answer"),
         problem_type=("problem_type", "extra_info.problem_type", "ability"),
+        prompt_mode="verbatim",
     ),
-    "orarl": ColumnMap(prompt=("problem", "question", "prompt")),
+    "orarl": ColumnMap(prompt=("problem", "question", "prompt"), prompt_mode="orarl"),
 }
-
-
-def looks_like_columns(row: dict[str, Any]) -> bool:
-    """A verl/EasyR1/OraRL row: media lists or a verl reward_model column."""
-    return any(key in row for key in ("videos", "images", "reward_model"))
 
 
 def _get(row: dict[str, Any], name: str) -> Any:
@@ -124,21 +150,66 @@ def _first(row: dict[str, Any], names: Sequence[str]) -> tuple[str | None, Any]:
     return None, None
 
 
-def _prompt_text(value: Any, column: str) -> str:
-    """Text, or chat messages (verl) whose user turns may be lists of typed parts."""
-    if isinstance(value, (list, tuple)):
-        turns = [m for m in value if isinstance(m, dict) and m.get("role", "user") == "user"]
-        if not turns:
-            raise DataError(f"column {column!r}: a chat prompt without a user message")
-        value = "\n".join(_content_text(m.get("content")) for m in turns)
-    text = _PLACEHOLDER.sub(" ", str(value))  # our prompt template places the media itself
-    return re.sub(r"[ \t]+", " ", text).strip()
+@dataclass(frozen=True)
+class RowPrompt:
+    """A row's prompt column read as given: the user text (placeholders kept), the system
+    turn of a chat, and whether it was a chat transcript."""
+
+    text: str
+    system: str | None = None
+    chat: bool = False
+
+
+def _row_prompt(value: Any, column: str) -> RowPrompt:
+    """Text, or chat messages (verl) whose turns may be lists of typed parts (a vision part
+    becomes its placeholder)."""
+    if not isinstance(value, (list, tuple)):
+        return RowPrompt(str(value))
+    messages = [m for m in value if isinstance(m, dict)]
+    roles = [str(m.get("role", "user")) for m in messages]
+    if "user" not in roles:
+        raise DataError(f"column {column!r}: a chat prompt without a user message")
+    if "assistant" in roles:
+        raise DataError(
+            f"column {column!r}: the chat prompt has an assistant turn; videorl prompts are one "
+            "user turn (and a system turn), so move worked examples into the user text"
+        )
+    system = [_content_text(m.get("content")) for m, r in zip(messages, roles) if r == "system"]
+    user = [_content_text(m.get("content")) for m, r in zip(messages, roles) if r == "user"]
+    return RowPrompt("\n".join(user), "\n".join(system) if system else None, chat=True)
 
 
 def _content_text(content: Any) -> str:
     if isinstance(content, (list, tuple)):
-        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+        parts = []
+        for part in content:
+            if not isinstance(part, dict):
+                continue
+            kind = part.get("type")
+            parts.append(PLACEHOLDERS[kind] if kind in PLACEHOLDERS else str(part.get("text", "")))
+        return "".join(parts)
     return "" if content is None else str(content)
+
+
+def _plain_text(text: str) -> str:
+    """The text without its placeholders and runs of spaces (the record's `problem`)."""
+    return re.sub(r"[ \t]+", " ", _PLACEHOLDER.sub(" ", text)).strip()
+
+
+def check_placeholders(text: str, kind: str | None, column: str) -> str:
+    """`text` if its vision placeholders fit the row's media (`kind`: video, image or None):
+    at most one, of that kind; a one-line `DataError` otherwise."""
+    for name, marker in PLACEHOLDERS.items():
+        count = text.count(marker)
+        if count and name != kind:
+            has = f"its media is {'an ' if kind == 'image' else 'a '}{kind}" if kind else "no media"
+            raise DataError(f"column {column!r}: the prompt has a {marker} placeholder but {has}")
+        if count > 1:
+            raise DataError(
+                f"column {column!r}: the prompt has {count} {marker} placeholders; videorl "
+                f"prompts hold one {name}"
+            )
+    return text
 
 
 def _image_frames(data: bytes, column: str) -> Any:
@@ -278,8 +349,67 @@ def _family(
     return family, subtype
 
 
+def _prompt_fields(
+    row: dict[str, Any],
+    columns: ColumnMap,
+    family: Family,
+    kind: str | None,
+    format_prompt: str | None,
+) -> dict[str, Any]:
+    """`problem`, `prompt`, `system` and `prompt_style` of the record, the way the row's
+    trainer builds its prompt (the table in the module docstring)."""
+    column, value = _first(row, columns.prompt)
+    if value is None:
+        raise DataError(f"missing prompt column {' or '.join(map(repr, columns.prompt))}")
+    given = _row_prompt(value, column)
+    text = check_placeholders(given.text, kind, column)
+    query = _first(row, columns.query)[1]
+    instruction = query_from_instruction(text) if family is Family.TEMPORAL_GROUNDING else None
+    problem = _plain_text(str(query)) if query is not None else instruction or _plain_text(text)
+    if not problem:
+        raise DataError(f"column {column!r}: the prompt is empty")
+    fields: dict[str, Any] = {"problem": problem, "system": given.system}
+    mode = columns.prompt_mode
+    if mode == "format_prompt":
+        fields["prompt"] = check_placeholders(
+            easyr1_format_prompt(format_prompt, text, family), kind, "data.format_prompt"
+        )
+    elif mode == "verbatim" or given.chat or instruction is not None:
+        fields["prompt"] = text  # a full prompt: never wrapped in a second instruction
+    elif mode == "orarl":
+        fields["prompt_style"] = "orarl"
+    return fields
+
+
+def _clip(row: dict[str, Any], columns: ColumnMap, video: MediaRef | None) -> MediaRef | None:
+    """The video with the row's `video_start` / `video_end` clip (TaRO's rows: seconds of the
+    source; the frames' times, ground truth and duration are the clip's)."""
+    start_column, start = _first(row, columns.video_start)
+    end_column, end = _first(row, columns.video_end)
+    if video is None or (start is None and end is None):
+        return video
+    start = None if start is None else finite_number(start, f"column {start_column!r}")
+    end = None if end is None else finite_number(end, f"column {end_column!r}")
+    if start is not None and end is not None and end <= start:
+        raise DataError(f"column {end_column!r}: clip [{start}, {end}] is empty")
+    return replace(video, start=start, end=end)
+
+
+def _captions(row: dict[str, Any], columns: ColumnMap) -> tuple[Any, ...]:
+    column, value = _first(row, columns.captions)
+    if value is None:
+        return ()
+    if not isinstance(value, (list, tuple)):
+        raise DataError(f"column {column!r}: expected a list of captions, got {value!r}")
+    return tuple(caption_from_value(c, f"column {column!r}") for c in value)
+
+
 def from_columns(
-    row: dict[str, Any], default_id: str, family: Family | None, columns: ColumnMap
+    row: dict[str, Any],
+    default_id: str,
+    family: Family | None,
+    columns: ColumnMap,
+    format_prompt: str | None = None,
 ) -> TaskRecord:
     """One verl/EasyR1/OraRL-style row -> a validated record (errors name the column)."""
     video_column, video = _media(row, columns.videos, "video")
@@ -289,35 +419,36 @@ def from_columns(
             f"columns {video_column!r} and {image_column!r} both hold media; keep one per row"
         )
     resolved, subtype = _family(row, columns, family, video_column or image_column)
-    prompt_column, prompt = _first(row, columns.prompt)
-    if prompt is None:
-        raise DataError(f"missing prompt column {' or '.join(map(repr, columns.prompt))}")
+    kind = "video" if video is not None else "image" if image is not None else None
+    prompt = _prompt_fields(row, columns, resolved, kind, format_prompt)
     answer_column, raw_answer = _first(row, columns.answer)
     if raw_answer is None:
         raise DataError(f"missing answer column {' or '.join(map(repr, columns.answer))}")
     raw_options = _first(row, columns.options)[1]
     options = _options(raw_options) if raw_options is not None else ()
-    problem = _prompt_text(prompt, prompt_column)
-    if not problem:
-        raise DataError(f"column {prompt_column!r}: the prompt is empty")
     duration = _first(row, columns.duration)[1]
+    row_id = _first(row, columns.id)[1]  # verl's extra_info.index starts at 0
     return TaskRecord(
-        id=str(_first(row, columns.id)[1] or default_id),
+        id=default_id if row_id is None or row_id == "" else str(row_id),
         family=resolved,
-        problem=problem,
         answer=parse_answer(resolved, raw_answer, options, answer_column),
-        video=video,
+        video=_clip(row, columns, video),
         image=image,
         duration=None if duration is None else float(duration),
+        captions=_captions(row, columns),
         subtype=subtype,
         source=None if (src := _first(row, columns.source)[1]) is None else str(src),
         options=options,
+        **prompt,
     )
 
 
 def column_converter(
-    format: str, columns: ColumnsConfig | None
+    format: str, columns: ColumnsConfig | None, format_prompt: str = "auto"
 ) -> Callable[[dict[str, Any], str, Family | None], TaskRecord]:
-    """The row converter of a column format, with the user's column names applied."""
+    """The row converter of a column format, with the user's column names applied;
+    `format_prompt` is EasyR1's (`data.format_prompt`: auto, math, r1v, none or a .jinja
+    file), read once here."""
     mapping = PRESETS[format].override(columns or ColumnsConfig())
-    return lambda row, default_id, family: from_columns(row, default_id, family, mapping)
+    template = load_format_prompt(format_prompt) if mapping.prompt_mode == "format_prompt" else None
+    return lambda row, default_id, family: from_columns(row, default_id, family, mapping, template)

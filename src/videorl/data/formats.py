@@ -352,9 +352,35 @@ CONVERTERS: dict[str, Callable[[dict[str, Any], str, Family | None], TaskRecord]
 }
 
 
-def detect_format(row: dict[str, Any]) -> str | None:
-    """The format whose signature fields `row` has, else None."""
+# OraRL-Data's canonical fields (OraRL `orarl/data/schema.py: CANONICAL_FIELDS`).
+ORARL_FIELDS = frozenset({"problem", "answer", "images", "videos", "problem_type", "source"})
+# Fields that hold a row's media in the layouts below: a row with one is never text math.
+MEDIA_FIELDS = frozenset({"videos", "images", "video", "image", "video_path", "image_path"})
+
+
+def column_layout(row: dict[str, Any]) -> str | None:
+    """The trainer whose column layout `row` has (`data/columns.py`): `verl` (a
+    `reward_model` column: verl and TaRO), `orarl` (all of OraRL-Data's canonical fields),
+    `easyr1` (a `problem` with `videos` / `images`), `columns` (other rows with media lists),
+    else None."""
     keys = set(row)
+    if "reward_model" in keys:
+        return "verl"
+    if not keys & {"videos", "images"}:
+        return None
+    if ORARL_FIELDS <= keys:
+        return "orarl"
+    return "easyr1" if "problem" in keys else "columns"
+
+
+def detect_format(row: dict[str, Any]) -> str | None:
+    """The format whose signature fields `row` has, else None. A row with media (`videos`,
+    `video`, `image`, ...) is never read as text math: without another match it is a
+    column layout, whose loader asks for its family."""
+    keys = set(row)
+    layout = column_layout(row)  # first: OraRL-Data rows also have `family` and `answer`
+    if layout is not None:
+        return layout
     if {"family", "answer"} <= keys:
         return "records"
     if "relevant_windows" in keys:
@@ -365,8 +391,8 @@ def detect_format(row: dict[str, Any]) -> str | None:
         return "mcq"
     if {"problem", "problem_type", "data_type", "solution"} <= keys:
         return "video_r1"
-    if keys & {"prompt", "problem", "question"} and keys & {"answer", "solution", "reward_model"}:
-        return "math"
+    if keys & {"prompt", "problem", "question"} and keys & {"answer", "solution", "ground_truth"}:
+        return "columns" if keys & MEDIA_FIELDS else "math"
     return None
 
 

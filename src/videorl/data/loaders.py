@@ -19,14 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from videorl.data.columns import (
-    COLUMN_FORMATS,
-    ColumnsConfig,
-    column_converter,
-    looks_like_columns,
-)
+from videorl.data.columns import COLUMN_FORMATS, ColumnsConfig, column_converter
 from videorl.data.families import Family
 from videorl.data.formats import CONVERTERS, FORMATS, detect_format, resolve_family
+from videorl.data.published_prompts import load_format_prompt
 from videorl.data.records import TaskRecord
 from videorl.data.sources import DATA_SUFFIXES, open_source
 from videorl.errors import ConfigError, DataError, MediaError, VideoRLError
@@ -71,10 +67,24 @@ class _Reading:
 
     chosen: str | None
     skip_invalid: bool
+    columns: ColumnsConfig | None = None
+    format_prompt: str = "auto"
     rows: int = 0
     records: list[TaskRecord] = field(default_factory=list)
     skipped: int = 0
     errors: list[str] = field(default_factory=list)
+    _converter: Callable[..., TaskRecord] | None = None
+
+    def converter(self) -> Callable[..., TaskRecord]:
+        """The row converter of the chosen format (built once)."""
+        if self._converter is None:
+            assert self.chosen is not None
+            self._converter = (
+                column_converter(self.chosen, self.columns, self.format_prompt)
+                if self.chosen in COLUMN_FORMATS
+                else CONVERTERS[self.chosen]
+            )
+        return self._converter
 
     def skip(self, message: str) -> None:
         """Count an invalid row, or raise its error unless `skip_invalid` is set."""
@@ -96,6 +106,7 @@ def load_records(
     split: str = "train",
     streaming: bool = False,
     max_rows: int | None = None,
+    format_prompt: str = "auto",
 ) -> LoadResult:
     """Read and validate every row of `path`: a data file (`.jsonl`, `.ndjson`, `.json` list,
     `.parquet`), a folder of them, or a Hugging Face dataset (see `data/sources.py`).
@@ -103,7 +114,8 @@ def load_records(
     `format="auto"` detects it from the first row's fields. `family` sets the family of
     formats that do not name one (e.g. `mcq` rows of spatial intelligence). `columns`
     names the columns of the verl/EasyR1/OraRL layouts (`data/columns.py`); `max_rows`
-    stops after that many rows (all sources together).
+    stops after that many rows (all sources together). `format_prompt` is the format prompt
+    EasyR1 rows are rendered in (`data.format_prompt`: auto, math, r1v, none or a jinja file).
     """
     if format != "auto" and format not in ALL_FORMATS:
         raise ConfigError(
@@ -114,10 +126,11 @@ def load_records(
     chosen = None if format == "auto" else format
     if chosen is None and columns is not None and columns.any_set():
         chosen = "columns"
-    reading = _Reading(chosen, skip_invalid)
+    load_format_prompt(format_prompt)  # a missing template file is a config error, not a row's
+    reading = _Reading(chosen, skip_invalid, columns, format_prompt)
     for source in sources:
         root = (Path(video_root) if video_root is not None else source.root).resolve()
-        _read_source(source, root, reading, columns, fixed_family, max_rows)
+        _read_source(source, root, reading, fixed_family, max_rows)
     if reading.skipped:
         logger.warning(
             "%s: skipped %d invalid rows (first: %s)", path, reading.skipped, reading.errors[0]
@@ -131,7 +144,6 @@ def _read_source(
     source: Any,
     root: Path,
     reading: _Reading,
-    columns: ColumnsConfig | None,
     family: Family | None,
     max_rows: int | None,
 ) -> None:
@@ -146,7 +158,7 @@ def _read_source(
         try:
             if reading.chosen is None and isinstance(row, dict):
                 reading.chosen = _detect(row)
-            record = _convert(row, reading.chosen, columns, f"{stem}-{line}", family)
+            record = _convert(row, reading, f"{stem}-{line}", family)
             record = dataclasses.replace(
                 record, video=_resolve(record.video, root), image=_resolve(record.image, root)
             )
@@ -156,26 +168,16 @@ def _read_source(
         reading.records.append(record)
 
 
-def _convert(
-    row: Any,
-    chosen: str | None,
-    columns: ColumnsConfig | None,
-    default_id: str,
-    family: Family | None,
-) -> TaskRecord:
+def _convert(row: Any, reading: _Reading, default_id: str, family: Family | None) -> TaskRecord:
     if isinstance(row, DataError):
         raise row
-    if not isinstance(row, dict) or chosen is None:
+    if not isinstance(row, dict) or reading.chosen is None:
         raise DataError(f"expected a JSON object, got {type(row).__name__}")
-    if chosen in COLUMN_FORMATS:
-        return column_converter(chosen, columns)(row, default_id, family)
-    return CONVERTERS[chosen](row, default_id, family)
+    return reading.converter()(row, default_id, family)
 
 
 def _detect(row: dict[str, Any]) -> str:
-    if "reward_model" in row:  # verl's layout
-        return "verl"
-    chosen = "columns" if looks_like_columns(row) else detect_format(row)
+    chosen = detect_format(row)
     if chosen is None:
         raise DataError(
             f"cannot tell the data format from the fields {sorted(row)}; pass "

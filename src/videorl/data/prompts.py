@@ -159,7 +159,17 @@ def build_prompt(record: TaskRecord, *, think: bool, style: str = "videorl") -> 
     `style` `orarl` / `taro` / `video_r1` use the published templates (`published_prompts`)
     where they have one for the family: OraRL's ask for the answer alone (a `<think>`
     instruction is appended only with `think`), TaRO's and Video-R1's ask for reasoning
-    themselves. Other families keep videorl's template."""
+    themselves. Other families keep videorl's template.
+
+    A record that carries its own prompt (`record.prompt`: a verl row's chat, an EasyR1
+    row's problem in its format prompt, a TaRO row) gets it verbatim, placeholder included
+    (`models.inputs.chat_messages` puts the media there); a record whose row names its
+    ecosystem's style (`record.prompt_style`, OraRL-Data) gets that style instead of
+    `style`."""
+    if record.prompt is not None:
+        return record.prompt
+    if record.prompt_style is not None:
+        style = check_prompt_style(record.prompt_style, key=f"record {record.id} prompt_style")
     published = None if style == "videorl" else published_prompt(record, check_prompt_style(style))
     if published is None:
         template = record.family.spec.resolve("prompt")

@@ -3,6 +3,9 @@ byte-aligned with its training data), `taro` (TaRO's temporal-grounding prompt, 
 `data/train.json` / `data/test.json`) and `video_r1` (Video-R1's `QUESTION_TEMPLATE` +
 `TYPE_TEMPLATE`, `src/r1-v/src/open_r1/grpo.py`, for multiple-choice and numeric questions).
 
+EasyR1's format prompts (`easyr1_format_prompt`, hiyouga/EasyR1
+`examples/format_prompt/{math,r1v}.jinja`) wrap an EasyR1 row's `problem` at load time.
+
 `published_prompt(record, style)` returns the user text, or None where the style has no
 template for the family (the caller then uses videorl's own). OraRL's prompts ask for the
 answer alone (its recipe trains answer-only); TaRO's asks for `<think>` reasoning and an
@@ -12,8 +15,12 @@ in its native convention (`data.coordinates`).
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 from videorl.data.families import Family
 from videorl.data.records import NumericAnswer, TaskRecord
+from videorl.errors import ConfigError
 
 LETTERS = "ABCDEFGH"
 
@@ -186,7 +193,80 @@ def _video_r1(record: TaskRecord) -> str | None:
 
 _STYLES = {"orarl": _orarl, "taro": _taro, "video_r1": _video_r1}
 
+# The head TaRO's and OraRL's temporal-grounding instructions share; what a row that ships
+# the whole instruction (TaRO's data/test.json, OraRL-Data written with its templates) holds.
+_TG_INSTRUCTION = re.compile(
+    r'^\s*(?:<video>\s*)?To accurately pinpoint the event "(.+?)" in the video, '
+    r"determine the precise time period of the event\.",
+    re.DOTALL,
+)
+
+
+def query_from_instruction(text: str) -> str | None:
+    """The event query inside a published temporal-grounding instruction (TaRO's or OraRL's,
+    `To accurately pinpoint the event "QUERY" in the video, ...`), else None: a row that
+    carries its whole prompt still gets its query for TaRO's constructed reasoning
+    (`I need to find the specific moment QUERY.`) and for de-duplication."""
+    match = _TG_INSTRUCTION.match(text)
+    return None if match is None else match.group(1).strip()
+
 
 def published_prompt(record: TaskRecord, style: str) -> str | None:
     """The `style`'s published user text for `record`, or None (no template for it)."""
     return _STYLES[style](record)
+
+
+# EasyR1's format prompts (jinja, rendered with `content` = the row's problem text). Its
+# examples pair math.jinja with the `\boxed{}` reward (`examples/config.yaml`) and r1v.jinja
+# with the `<answer>` reward (`examples/baselines/qwen2_5_vl_3b_clevr.sh`).
+EASYR1_FORMAT_PROMPTS = {
+    "math": (
+        "{{ content | trim }} You FIRST think about the reasoning process as an internal "
+        "monologue and then provide the final answer. The reasoning process MUST BE enclosed "
+        "within <think> </think> tags. The final answer MUST BE put in \\boxed{}."
+    ),
+    "r1v": (
+        "{{ content | trim }} A conversation between User and Assistant. The user asks a "
+        "question, and the Assistant solves it. The assistant first thinks about the reasoning "
+        "process in the mind and then provides the user with the answer. The reasoning process "
+        "and answer are enclosed within <think> </think> and <answer> </answer> tags, "
+        "respectively, i.e., <think> reasoning process here </think><answer> answer here "
+        "</answer>"
+    ),
+}
+FORMAT_PROMPT_NAMES = ("auto", *EASYR1_FORMAT_PROMPTS, "none")
+
+
+def load_format_prompt(name: str) -> str | None:
+    """`data.format_prompt` -> the jinja source to render (`auto` stays `auto`: chosen per
+    family; `none`: None, the problem as given); a path names a `.jinja` file of the user's,
+    as EasyR1's `data.format_prompt=./examples/format_prompt/r1v.jinja`."""
+    if name == "none":
+        return None
+    if name == "auto" or name in EASYR1_FORMAT_PROMPTS:
+        return name
+    path = Path(name).expanduser()
+    if not path.is_file():
+        raise ConfigError(
+            f"data.format_prompt={name!r} is neither one of {', '.join(FORMAT_PROMPT_NAMES)} "
+            "nor a jinja file; give a path to an EasyR1 format prompt (e.g. r1v.jinja)"
+        )
+    return path.read_text(encoding="utf-8")
+
+
+def easyr1_format_prompt(template: str | None, content: str, family: Family) -> str:
+    """An EasyR1 row's prompt: `content` (its problem, placeholders kept) rendered in the
+    format prompt as EasyR1's `RLHFDataset._build_messages` does (`Template(source.strip())
+    .render(content=...)`). `auto` is the template EasyR1 pairs with the reward videorl scores
+    the family by: `math` (a final `\\boxed{}`) for text math, `r1v` (`<think>` then
+    `<answer>`) for the video families; None leaves `content` as given."""
+    if template is None:
+        return content
+    if template == "auto":
+        template = "math" if family is Family.MATH else "r1v"
+    source = EASYR1_FORMAT_PROMPTS.get(template, template)
+    try:
+        import jinja2
+    except ImportError:  # transformers' chat templates need it too
+        raise ConfigError("data.format_prompt needs jinja2: pip install jinja2") from None
+    return jinja2.Template(source.strip()).render(content=content)

@@ -8,6 +8,7 @@ which is the generic JSONL/Parquet format of videorl.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,13 +20,43 @@ Box = tuple[float, float, float, float]
 Point = tuple[float, float]
 
 
+_CAPTION_TIMES = re.compile(
+    r"^\s*(?:from\s+([-+]?\d*\.?\d+)\s*s?\s+(?:to|-)\s+([-+]?\d*\.?\d+)\s*s?"
+    r"|at\s+([-+]?\d*\.?\d+)\s*s?)\s*[,:]\s*",
+    re.IGNORECASE,
+)
+
+
 @dataclass(frozen=True)
 class DenseCaption:
-    """A timestamped caption `From start to end, text` (TaRO constructed reasoning)."""
+    """A timestamped caption `From start to end, text` (TaRO constructed reasoning).
+
+    `line`: the caption exactly as the data wrote it (TaRO's `train.json` ships each caption
+    as one formatted string, which its `sample_reasoning` joins as is); constructed reasoning
+    then uses it verbatim. `start` / `end` are read from its `From S s to E s,` / `At T s,`
+    head (0 when it states no time)."""
 
     start: float
     end: float
     text: str
+    line: str | None = None
+
+    @classmethod
+    def from_line(cls, line: str) -> DenseCaption:
+        """A caption given as one formatted string, kept verbatim in `line`."""
+        match = _CAPTION_TIMES.match(line)
+        if match is None:
+            return cls(0.0, 0.0, line.strip(), line=line)
+        start = match.group(1) if match.group(1) is not None else match.group(3)
+        end = match.group(2) if match.group(2) is not None else match.group(3)
+        return cls(float(start), float(end), line[match.end() :].strip(), line=line)
+
+    def as_line(self) -> str:
+        """The line constructed reasoning writes: `line` when the data gave one, else
+        `From 0.0s to 5.2s, text` (the form of TaRO's prompt example)."""
+        if self.line is not None:
+            return self.line
+        return f"From {self.start:.1f}s to {self.end:.1f}s, {self.text}"
 
 
 # ----- typed answers, one per family shape -------------------------------------------------
@@ -111,6 +142,13 @@ class TaskRecord:
 
     `box_format` says how boxes and points are expressed: `abs` (pixels of a `width` x
     `height` frame) or `norm1000` (0..1000 on both axes).
+
+    `problem` is the task's query or question (what prompt templates wrap, what TaRO's
+    constructed reasoning names). A row that carries its own full prompt keeps it in
+    `prompt`: the user text used verbatim, whatever `data.prompt_style`, with a `<video>` /
+    `<image>` placeholder where the media goes (none: the media comes first); `system` is its
+    system message. `prompt_style` is the published style the row's ecosystem applies to
+    `problem` (OraRL-Data: `orarl`), used instead of `data.prompt_style` (`data/prompts.py`).
     """
 
     id: str
@@ -128,6 +166,9 @@ class TaskRecord:
     width: int | None = None
     height: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    prompt: str | None = None
+    system: str | None = None
+    prompt_style: str | None = None
 
     @property
     def media(self) -> MediaRef | None:
@@ -151,10 +192,15 @@ class TaskRecord:
             "source": self.source,
             "width": self.width,
             "height": self.height,
+            "prompt": self.prompt,
+            "system": self.system,
+            "prompt_style": self.prompt_style,
         }
         out.update({k: v for k, v in optional.items() if v is not None})
         if self.captions:
-            out["captions"] = [[c.start, c.end, c.text] for c in self.captions]
+            out["captions"] = [
+                c.line if c.line is not None else [c.start, c.end, c.text] for c in self.captions
+            ]
         if self.options:
             out["options"] = list(self.options)
         if self.box_format != "abs":
@@ -306,15 +352,33 @@ def _media(data: Any, where: str) -> MediaRef | None:
     )
 
 
+def caption_from_value(value: Any, where: str = "captions") -> DenseCaption:
+    """`[start, end, text]` or one formatted string (`From 0.0s to 5.2s, text`, kept
+    verbatim) -> a caption."""
+    if isinstance(value, str):
+        return DenseCaption.from_line(value)
+    if not isinstance(value, (list, tuple)) or len(value) != 3:
+        raise DataError(f"{where}: expected [start, end, text] or a caption line, got {value!r}")
+    return DenseCaption(
+        finite_number(value[0], where), finite_number(value[1], where), str(value[2])
+    )
+
+
+def _optional_text(data: dict[str, Any], key: str) -> str | None:
+    value = data.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise DataError(f"{key}: expected text, got {type(value).__name__}")
+    return value
+
+
 def record_from_dict(data: Any) -> TaskRecord:
     """Build and validate a record from its generic JSON form; errors name the field."""
     if not isinstance(data, dict):
         raise DataError(f"expected a JSON object per record, got {type(data).__name__}")
     family = parse_family(_require(data, "family", "record"))
-    captions = tuple(
-        DenseCaption(finite_number(c[0], "captions"), finite_number(c[1], "captions"), str(c[2]))
-        for c in data.get("captions") or ()
-    )
+    captions = tuple(caption_from_value(c) for c in data.get("captions") or ())
     box_format = data.get("box_format", "abs")
     if box_format not in ("abs", "norm1000"):
         raise DataError(f"box_format: expected 'abs' or 'norm1000', got {box_format!r}")
@@ -335,6 +399,9 @@ def record_from_dict(data: Any) -> TaskRecord:
         width=None if data.get("width") is None else int(data["width"]),
         height=None if data.get("height") is None else int(data["height"]),
         extra=dict(data.get("extra") or {}),
+        prompt=_optional_text(data, "prompt"),
+        system=_optional_text(data, "system"),
+        prompt_style=_optional_text(data, "prompt_style"),
     )
     if family.uses_video and record.media is None:
         raise DataError(f"record {record.id}: family {family.value} needs a 'video' or 'image'")

@@ -7,6 +7,7 @@ features in the loss are exactly those of the rollout (DESIGN.md, METHODS.md sec
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -94,15 +95,27 @@ def hf_video_metadata(meta: Any, num_frames: int) -> Any:
     )
 
 
+PLACEHOLDERS = {"video": "<video>", "image": "<image>"}
+
+
 def chat_messages(
     text: str, *, video: bool = False, image: bool = False, system: str | None = None
 ) -> list[dict]:
-    content: list[dict[str, str]] = []
-    if image:
-        content.append({"type": "image"})
-    if video:
-        content.append({"type": "video"})
-    content.append({"type": "text", "text": text})
+    """One user turn: the media, then `text`; where `text` holds the media's placeholder
+    (`<video>` / `<image>`, a row's own prompt: verl, EasyR1, TaRO) the media goes there
+    instead, as those trainers split it (`text.split("<video>")`, empty pieces dropped)."""
+    kinds = [kind for kind, wanted in (("image", image), ("video", video)) if wanted]
+    markers = {PLACEHOLDERS[kind]: kind for kind in kinds if PLACEHOLDERS[kind] in text}
+    content: list[dict[str, str]] = [
+        {"type": kind} for kind in kinds if PLACEHOLDERS[kind] not in markers
+    ]
+    if not markers:
+        content.append({"type": "text", "text": text})
+    for piece in re.split("(" + "|".join(map(re.escape, markers)) + ")", text) if markers else ():
+        if piece in markers:
+            content.append({"type": markers[piece]})
+        elif piece:
+            content.append({"type": "text", "text": piece})
     messages = [{"role": "system", "content": system}] if system else []
     return messages + [{"role": "user", "content": content}]
 

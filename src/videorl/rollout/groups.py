@@ -20,18 +20,16 @@ from videorl.rollout.engine import RolloutEngine
 def constructed_prefix(record: TaskRecord, rng: random.Random) -> str:
     """TaRO constructed reasoning (METHODS 2.3, TaRO `src/utils.py: sample_reasoning`): the
     query (its trailing period stripped), then a random order-preserving subset (size
-    uniform in 1..n) of the record's dense captions, one per line, each as
-    `From 0.0s to 5.2s, caption` (the form of TaRO's prompt example)."""
+    uniform in 1..n) of the record's dense captions, one per line: each caption's own line
+    where the data gave one (TaRO's `captions` strings), else `From 0.0s to 5.2s, caption`
+    (the form of TaRO's prompt example)."""
     query = record.problem.strip().rstrip(".")
     text = f"<think>\nI need to find the specific moment {query}.\n"
     captions = list(record.captions)
     if captions:
         size = rng.randint(1, len(captions))
         chosen = sorted(rng.sample(range(len(captions)), size))
-        text += "\n".join(
-            f"From {captions[i].start:.1f}s to {captions[i].end:.1f}s, {captions[i].text}"
-            for i in chosen
-        )
+        text += "\n".join(captions[i].as_line() for i in chosen)
     return text
 
 

@@ -29,15 +29,16 @@ def encode_record(
     chat_template_kwargs: Mapping[str, Any] | None = None,
     style: str = "videorl",
 ) -> PromptEncoding:
-    """The record's family prompt (in prompt `style`) with its decoded video (or image, T=1)
-    as model input; the chat template gets `enable_thinking=think` unless
-    `chat_template_kwargs` sets it."""
+    """The record's family prompt (in prompt `style`; the record's own prompt and system
+    turn when its row carries them) with its decoded video (or image, T=1) as model input;
+    the chat template gets `enable_thinking=think` unless `chat_template_kwargs` sets it."""
     is_image = media is not None and record.video is None
     return encode_prompt(
         policy,
         build_prompt(record, think=think, style=style),
         video=None if is_image else media,
         image=media if is_image else None,
+        system=record.system,
         template_kwargs=template_kwargs(think, chat_template_kwargs),
     )
 

@@ -114,6 +114,7 @@ def _records(cfg: Config, path: str, split: str) -> list[TaskRecord]:
         split=split,
         streaming=data.streaming,
         max_rows=data.max_rows,
+        format_prompt=data.format_prompt,
     )
 
 
