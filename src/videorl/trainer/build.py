@@ -51,8 +51,6 @@ def build_state(cfg: Config, resume: str | None, info: DistInfo | None = None) -
     """Load data, models and optimizer (FSDP2-sharded under torchrun); restore a checkpoint."""
     info = info or DistInfo(device=_device(cfg))
     threads = set_cpu_threads(cfg.trainer.cpu_threads, info.device)
-    if info.is_main and info.device.startswith("cpu") and (hint := busy_cores_hint(threads)):
-        console.print(f"[yellow]note:[/] {hint}")
     torch.manual_seed(cfg.trainer.seed)
     random.seed(cfg.trainer.seed)
     np.random.seed(cfg.trainer.seed)  # checkpoints restore it, so a fresh run seeds it too
@@ -65,6 +63,8 @@ def build_state(cfg: Config, resume: str | None, info: DistInfo | None = None) -
         else []
     )
     models = _Models.load(cfg, info)
+    if info.is_main and info.device.startswith("cpu") and (hint := busy_cores_hint(threads)):
+        console.print(f"[yellow]note:[/] {hint}")  # after the data: a bad file stays one line
     sampler = TaskGroupedSampler(
         records,
         cfg.data.prompts_per_step,

@@ -97,16 +97,23 @@ def _load_average() -> float:
         return 0.0
 
 
+def _own_cpu_s() -> float:
+    """CPU seconds used so far by every thread of this process."""
+    return sum(os.times()[:2])
+
+
 def busy_cores_now(window_s: float = 0.1, path: Path = PROC_STAT) -> float | None:
-    """Cores kept busy by other processes over the next `window_s` (this process sleeps
-    meanwhile): busy share of all cores' time x cores; None where /proc/stat is missing."""
-    before = _cpu_times(path)
+    """Cores kept busy by other processes over the next `window_s`: the busy share of all
+    cores' time x cores, less this process's own CPU time; None where /proc/stat is missing."""
+    before, own = _cpu_times(path), _own_cpu_s()
+    started = time.perf_counter()
     time.sleep(window_s)
-    after = _cpu_times(path)
-    if before is None or after is None or after[1] <= before[1]:
+    after, own = _cpu_times(path), _own_cpu_s() - own
+    wall = time.perf_counter() - started
+    if before is None or after is None or after[1] <= before[1] or wall <= 0:
         return None
     share = (after[0] - before[0]) / (after[1] - before[1])
-    return share * (os.cpu_count() or 1)
+    return max(0.0, share * (os.cpu_count() or 1) - own / wall)
 
 
 def busy_cores_hint(threads: int, cores: int | None = None, busy: float | None = None) -> str:
