@@ -337,3 +337,25 @@ def test_orarl_row_that_already_holds_the_instruction_is_not_wrapped_again(tmp_p
 )
 def test_detect_format_never_calls_a_row_with_media_math(row, expected):
     assert detect_format(row) == expected
+
+
+def test_records_format_keeps_the_prompt_and_checks_its_placeholder():
+    base = {
+        "id": "r1",
+        "family": "temporal_grounding",
+        "problem": QUERY,
+        "answer": {"windows": [[1, 2]]},
+        "video": "a.mp4",
+        "prompt": "<video>" + TARO_INSTRUCTION,
+        "captions": ["At 1.0s, a person sits.", [2.0, 3.0, "the person reads"]],
+    }
+    record = record_from_dict(base)
+    assert build_prompt(record, think=False) == base["prompt"]
+    assert [c.as_line() for c in record.captions] == [
+        "At 1.0s, a person sits.",
+        "From 2.0s to 3.0s, the person reads",
+    ]
+    with pytest.raises(DataError, match="2 <video> placeholder"):
+        record_from_dict({**base, "prompt": "<video><video>twice"})
+    with pytest.raises(DataError, match="1 <image> placeholder"):
+        record_from_dict({**base, "prompt": "<image>which?"})

@@ -405,4 +405,12 @@ def record_from_dict(data: Any) -> TaskRecord:
     )
     if family.uses_video and record.media is None:
         raise DataError(f"record {record.id}: family {family.value} needs a 'video' or 'image'")
+    if record.prompt is not None:
+        for kind, media in (("video", record.video), ("image", record.image)):
+            count = record.prompt.count(f"<{kind}>")
+            if count > (0 if media is None else 1):
+                raise DataError(
+                    f"record {record.id}: prompt has {count} <{kind}> placeholder(s) for "
+                    f"{0 if media is None else 1} {kind}; keep one where the {kind} goes"
+                )
     return record
