@@ -11,6 +11,12 @@ frames videorl sampled (the actual fps and timestamps, METHODS.md section 4):
      "video_metadata": [{"fps": ..., "timestamps": [...], "frame_indices": [...],
                          "source_fps": ..., "duration": ...}]}
 
+A record with its own prompt (`TaskRecord.prompt`, a `<video>` / `<image>` placeholder
+inside) has the media part where the placeholder stands, text parts around it, and its
+`system` message first: the turn `models.inputs.chat_messages` builds for training. With
+`video.time_encoding: processor_default` (Video-R1's convention) the timing sent is what the
+processor is told in-process: 2 fps, frame i at i / 2 s (`processor_timing`).
+
 The text and `chat_template_kwargs` follow the served checkpoint's run settings
 (`inference.RunSettings`: prompt style, think mode, template variables), and the records'
 boxes are converted to the served model family's convention (`model_type`), as the
@@ -81,6 +87,25 @@ def video_metadata(meta: Any) -> dict[str, Any]:
     }
 
 
+def processor_timing(meta: Any, num_frames: int) -> tuple[float, dict[str, Any]]:
+    """(`mm_processor_kwargs.fps`, `video_metadata[0]`) of sampled frames, as the processor
+    is told their timing in-process (`models.inputs.hf_video_metadata`, `meta.time_encoding`):
+    `sampled`: the actual sampled fps and the true timestamps; `processor_default`
+    (Video-R1's convention): frame i at `i / 2` s, 2 fps, whatever the real sampling."""
+    from videorl.video.meta import PROCESSOR_DEFAULT_FPS
+
+    if getattr(meta, "time_encoding", "sampled") != "processor_default":
+        return meta.fps, video_metadata(meta)
+    fps = PROCESSOR_DEFAULT_FPS
+    return fps, {
+        "fps": fps,
+        "timestamps": [i / fps for i in range(num_frames)],
+        "frame_indices": list(range(num_frames)),
+        "source_fps": fps,
+        "duration": num_frames / fps,
+    }
+
+
 def chat_request(
     record: TaskRecord,
     media: Any,
@@ -91,17 +116,32 @@ def chat_request(
 ) -> dict[str, Any]:
     """The chat-completions body for one record and its decoded media (greedy), prompted
     with `settings` (the served checkpoint's run settings; default: videorl's, no think)."""
+    from videorl.models.inputs import chat_messages
+
     settings = settings or RunSettings()
-    content: list[dict[str, Any]] = []
     body: dict[str, Any] = {"model": model, "temperature": 0.0, "max_tokens": max_tokens}
-    if media is not None and record.video is not None:
-        content.append({"type": "video_url", "video_url": {"url": video_data_url(media.frames)}})
-        body["mm_processor_kwargs"] = {"fps": media.meta.fps, "do_sample_frames": False}
-        body["video_metadata"] = [video_metadata(media.meta)]
-    elif media is not None:
-        content.append({"type": "image_url", "image_url": {"url": image_data_url(media.frames[0])}})
-    content.append({"type": "text", "text": settings.prompt_text(record)})
-    body["messages"] = [{"role": "user", "content": content}]
+    is_video = media is not None and record.video is not None
+    is_image = media is not None and not is_video
+    media_part: dict[str, Any] | None = None
+    if is_video:
+        media_part = {"type": "video_url", "video_url": {"url": video_data_url(media.frames)}}
+        fps, metadata = processor_timing(media.meta, int(media.frames.shape[0]))
+        body["mm_processor_kwargs"] = {"fps": fps, "do_sample_frames": False}
+        body["video_metadata"] = [metadata]
+    elif is_image:
+        media_part = {"type": "image_url", "image_url": {"url": image_data_url(media.frames[0])}}
+    # training's turn layout: the media where the record's own prompt has its placeholder
+    # (`<video>` / `<image>`), else first; a record's system message before it
+    messages = chat_messages(
+        settings.prompt_text(record), video=is_video, image=is_image, system=record.system
+    )
+    for message in messages:
+        if isinstance(message["content"], list):
+            message["content"] = [
+                media_part if part["type"] in ("video", "image") else part
+                for part in message["content"]
+            ]
+    body["messages"] = messages
     # vLLM and `videorl serve` pass these to the chat template (Qwen3: enable_thinking)
     body["chat_template_kwargs"] = settings.template_kwargs()
     return body

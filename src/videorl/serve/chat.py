@@ -1,7 +1,8 @@
 """`ChatService`: a validated chat request -> prompt encoding -> queued generation -> answer.
 
 The conversation is one user turn, optionally after system messages (more turns are
-refused, not dropped). Its text parts are joined by newlines and encoded with the media by
+refused, not dropped). Its text parts are joined by newlines (a media part after text stands
+where it was sent, `user_text`) and encoded with the media by
 `models.inputs.encode_prompt`, the function in-process generation and eval use, so the
 served model sees exactly the tokens and frames it would see in-process. Sampling follows
 the request: `temperature` (0 = greedy; OpenAI's default 1), `top_p`, `top_k`, `n`,
@@ -50,6 +51,28 @@ def split_conversation(request: ChatRequest) -> tuple[str | None, Message]:
         )
     system = "\n".join(_text(m, f"messages[{i}]") for i, m in enumerate(head)) or None
     return system, last
+
+
+def user_text(parts: list[Any]) -> str:
+    """The user text of a message's parts: text parts joined by newlines; a media part that
+    follows text is put back as its placeholder (`<video>` / `<image>`), so
+    `models.inputs.chat_messages` puts the media there again, as a client that split a
+    record's own prompt at it sent it (`eval.openai_backend.chat_request`). Media first
+    needs no placeholder: it is where `chat_messages` puts media by default."""
+    from videorl.models.inputs import PLACEHOLDERS
+
+    pieces: list[str] = []
+    previous_text = False
+    for part in parts:
+        if isinstance(part, str | TextPart):
+            text = part if isinstance(part, str) else part.text
+            pieces.append(("\n" if previous_text else "") + text)
+            previous_text = True
+        else:
+            if pieces:
+                pieces.append(PLACEHOLDERS["image" if isinstance(part, ImagePart) else "video"])
+            previous_text = False
+    return "".join(pieces)
 
 
 @dataclass(frozen=True)
@@ -147,9 +170,6 @@ class ChatService:
         media = [p for p in parts if not isinstance(p, str | TextPart)]
         if len(media) > 1:
             raise RequestError("send at most one video_url or image_url part per request")
-        texts = [
-            p if isinstance(p, str) else p.text for p in parts if isinstance(p, str | TextPart)
-        ]
         video = image = None
         try:
             if media and isinstance(media[0], ImagePart):
@@ -162,7 +182,7 @@ class ChatService:
             raise RequestError(f"{self.served_model!r} is text-only; send no video or image")
         encoding = encode_prompt(
             self.loaded,
-            "\n".join(texts),
+            user_text(parts),
             video=video,
             image=image,
             system=system,
