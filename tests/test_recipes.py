@@ -49,6 +49,7 @@ ORARL_COMMON = [
     ("video.total_pixels", 8388608, "data.video_total_pixels 8388608"),
     ("video.min_pixels", 4096, "data.video_min_pixels 4096"),
     ("algorithm.estimator", "orarl", "algorithm.name orarl"),
+    ("reward.mode", "orarl", "worker.reward.reward_function orarl.rewards:compute_score"),
     ("algorithm.orarl.gain.gamma", 0.25, "directional_gain_gamma 0.25"),
     ("algorithm.orarl.anchor.scale", 2.0, "detached_oracle_advantage_scale 2.0"),
     ("algorithm.orarl.anchor.beta", 2.0, "oracle_reward_gate_beta 2.0"),

@@ -109,7 +109,9 @@ def to_model_coordinates(
     (width, height), or `norm1000`); unchanged when `target` is None or nothing converts."""
     if target is None or size is None:
         return record
-    if isinstance(record.answer, SegmentationAnswer) and record.answer.mask_rle is not None:
+    if isinstance(record.answer, SegmentationAnswer) and (
+        record.answer.mask_rle is not None or record.answer.frame_masks is not None
+    ):
         return record
     move = _mapper(record, target, size)
     answer = None if move is None else _answer(record.answer, move)

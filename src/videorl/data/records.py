@@ -79,13 +79,17 @@ class BoxAnswer:
 @dataclass(frozen=True)
 class SegmentationAnswer:
     """Segmentation: a box, 3 positive and 3 negative points, the time (video) and an
-    optional COCO RLE mask `{"size": [h, w], "counts": str}`."""
+    optional COCO RLE mask `{"size": [h, w], "counts": str}`. A video may also carry a mask
+    per frame, `frame_masks` (source frame index as str -> RLE, OraRL's
+    `segmentation_output.segmentation_rle`): `reward.mode: orarl` scores the frame at the
+    predicted time (`rewards/orarl_adapters.py: frame_at`)."""
 
     box: Box
     positive_points: tuple[Point, ...]
     negative_points: tuple[Point, ...]
     time: float | None = None
     mask_rle: dict[str, Any] | None = None
+    frame_masks: dict[str, dict[str, Any]] | None = None
 
 
 @dataclass(frozen=True)
@@ -226,6 +230,8 @@ def answer_to_dict(answer: Answer) -> dict[str, Any]:
             out["time"] = answer.time
         if answer.mask_rle is not None:
             out["mask_rle"] = answer.mask_rle
+        if answer.frame_masks is not None:
+            out["frame_masks"] = answer.frame_masks
         return out
     if isinstance(answer, TrackingAnswer):
         return {"boxes": {k: list(v) for k, v in answer.boxes.items()}}
@@ -286,6 +292,18 @@ def _require(data: dict[str, Any], key: str, where: str) -> Any:
     return data[key]
 
 
+def _frame_masks(value: Any, where: str) -> dict[str, dict[str, Any]] | None:
+    if value is None:
+        return None
+    if (
+        not isinstance(value, dict)
+        or not value
+        or not all(isinstance(v, dict) for v in value.values())
+    ):
+        raise DataError(f"{where}: expected a non-empty object frame -> COCO RLE mask")
+    return {str(k): v for k, v in value.items()}
+
+
 def answer_from_dict(family: Family, data: Any, where: str = "answer") -> Answer:
     """Build and validate the typed answer of `family` from its JSON form."""
     if not isinstance(data, dict):
@@ -309,6 +327,7 @@ def answer_from_dict(family: Family, data: Any, where: str = "answer") -> Answer
             ),
             time=None if time is None else finite_number(time, f"{where}.time"),
             mask_rle=data.get("mask_rle"),
+            frame_masks=_frame_masks(data.get("frame_masks"), f"{where}.frame_masks"),
         )
     if family is Family.TRACKING:
         boxes = _require(data, "boxes", where)

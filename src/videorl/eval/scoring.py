@@ -150,6 +150,7 @@ def ground_truth(record: TaskRecord) -> dict[str, Any]:
     """The answer's JSON form for reports (a mask's run lengths are left out)."""
     out = answer_to_dict(record.answer)
     out.pop("mask_rle", None)
+    out.pop("frame_masks", None)
     return out
 
 

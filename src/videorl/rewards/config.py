@@ -19,6 +19,7 @@ TG_SHAPINGS = ("iou", "iou_v2")
 PLUGIN_MODES = ("replace", "extend")
 COMPOSITIONS = ("product", "sum")
 TG_PARSERS = ("strict", "taro")
+REWARD_MODES = ("videorl", "orarl")
 
 
 def _number(
@@ -138,6 +139,19 @@ class RewardConfig:
     - `overlong`: DAPO's soft penalty over the last tokens of the budget; `length_band`:
       Video-R1's bonus for correct rows of a length in a band (`rewards/length.py`; both are
       added to the generated rows' rewards after scoring, annotation rows excluded).
+    - `mode`: `videorl` (the default: our scorers, `rewards/<family>.py`) or `orarl` (the
+      OraRL recipes: OraRL's per-task adapters exactly, `rewards/orarl_adapters.py`; math
+      keeps ours). `orarl` changes, per family: the answer shape (several `</think>`, any
+      tag case); TG `S to E` without `s` suffix or exponent; SG a tagged payload passes
+      when any box reads from it (JSON, `(x1, y1), (x2, y2)`, last four numbers); SEG
+      format 0 for a malformed object, mask scores with 0..1000 points rounded onto the
+      mask, a constant 0.10 time term and the mask of the frame at the *predicted* time,
+      point similarity in raw coordinate units; TRK and STG format 0 unless every box key
+      is an integer frame / second and every box reads, keys matched exactly, STG always
+      `0.2 tIoU + 0.8 sIoU`; SI MRA in floats (target 10, prediction 9: 0.8, ours 0.9), a
+      bare number or a bare letter A-D; QA a bare letter A-H in any case. `orarl` scores
+      `task * format` with OraRL's tIoU and no think requirement, so it refuses
+      `composition: sum`, `tg_shaping: iou_v2`, `tg_parser: taro`, `think_required: true`.
     """
 
     think_required: bool = False
@@ -152,8 +166,31 @@ class RewardConfig:
     tg_parser: str = "strict"
     overlong: OverlongConfig = field(default_factory=OverlongConfig)
     length_band: LengthBandConfig = field(default_factory=LengthBandConfig)
+    mode: str = "videorl"
 
     def __post_init__(self) -> None:
+        if self.mode not in REWARD_MODES:
+            raise ConfigError(
+                f"reward.mode={self.mode!r} is unknown; set one of {', '.join(REWARD_MODES)} "
+                "(orarl = OraRL's per-task reward adapters)"
+            )
+        if self.mode == "orarl":
+            clashes = [
+                f"reward.{key}={getattr(self, key)!r}"
+                for key, ours in (
+                    ("composition", "product"),
+                    ("tg_shaping", "iou"),
+                    ("tg_parser", "strict"),
+                    ("think_required", False),
+                )
+                if getattr(self, key) != ours
+            ]
+            if clashes:
+                raise ConfigError(
+                    f"reward.mode=orarl scores as OraRL's adapters (accuracy * format, plain "
+                    f"tIoU, its own answer parsing, think optional); it cannot be combined "
+                    f"with {', '.join(clashes)}: drop those keys or set reward.mode=videorl"
+                )
         if self.composition not in COMPOSITIONS:
             raise ConfigError(
                 f"reward.composition={self.composition!r} is unknown; set one of "

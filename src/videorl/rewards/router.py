@@ -1,7 +1,7 @@
 """The reward router: one response of any family to a `RewardResult` (METHODS.md 1).
 
 `overall = task * format` (or `format + task` with `reward.composition: sum`, TaRO), every
-component in [0, 1]. Never raises: a scorer or plug-in that
+component in [0, 1]; `reward.mode: orarl` scores with OraRL's adapters (`orarl_adapters`). Never raises: a scorer or plug-in that
 raises costs its sample (scored 0, `error` set), never the step.
 """
 
@@ -11,13 +11,20 @@ from typing import Any
 
 from videorl.data.records import TaskRecord
 from videorl.rewards.config import RewardConfig
+from videorl.rewards.orarl_adapters import SCORERS as ORARL_SCORERS
 from videorl.rewards.plugins import load_plugin, plugin_components
 from videorl.rewards.registry import FAMILY_REWARDS
 from videorl.rewards.result import RewardResult, failed, unit
 
 
 def builtin_score(record: TaskRecord, response: str, config: RewardConfig) -> RewardResult:
-    """The family's own reward: protocol check (format), payload score (task, extras)."""
+    """The family's own reward: protocol check (format), payload score (task, extras); with
+    `reward.mode: orarl`, OraRL's adapter for the family (`orarl_adapters`), math aside."""
+    if config.mode == "orarl" and record.family in ORARL_SCORERS:
+        fmt, found = ORARL_SCORERS[record.family](record, response)
+        components = {name: unit(value) for name, value in found.items()}
+        overall = components["task"] * fmt
+        return RewardResult(overall, {"format": fmt, **components, "overall": overall})
     family = FAMILY_REWARDS[record.family]
     extraction = family.protocol.extract(response, config.think_required)
     fmt = 1.0 if extraction.ok else 0.0
