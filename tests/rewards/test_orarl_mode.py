@@ -47,8 +47,8 @@ def test_mra_thresholds_are_floats():
     # 0.09999999999999998 < 0.1, so 8 of 10 thresholds pass (0.8). Exact decimals: 9 (0.9).
     record = make("spatial_intelligence", {"value": 10}, subtype="object_counting")
     assert both(record, "<answer>9</answer>") == (0.9, 0.8)
-    # 12 (error 0.2): 1.0 - 0.8 = 0.19999999999999996 < 0.2 fails in both (ours 0.7 by
-    # METHODS.md 1.2's worked example, exact: 0.7; OraRL: 0.5 .. 0.75 pass, 0.6).
+    # 12 (error 0.2): at 0.8, 1.0 - 0.8 = 0.19999999999999996 < 0.2, so OraRL passes 6 of
+    # 10 (0.6); exact decimals pass 7 (0.7, METHODS.md 1.2's worked example).
     assert both(record, "<answer>12</answer>") == (0.7, 0.6)
 
 
@@ -120,13 +120,14 @@ def test_answer_shape():
 
 
 def test_spatial_grounding_tagged_payload_reads_any_box():
-    # spatial_grounding.py:83-86 a tagged payload has format 1 when `_box` reads a box;
+    # spatial_grounding.py:82-86 a tagged payload has format 1 when `_box` reads a box;
     # :38-51 `_box` falls back to the last four numbers of the text.
     record = RECORDS["sg_abs"]  # [10, 20, 110.5, 80]
     assert both(record, "<answer>box: 10 20 110.5 80</answer>") == (0.0, 1.0)
     assert both(record, "<answer>(10, 20), (110.5, 80)</answer>") == (0.0, 1.0)
     assert both(record, '<answer>{"bbox": [10, 20, 110.5, 80]}</answer>') == (0.0, 1.0)
-    # :76-80 the native fence is read from the last answer block, text around it allowed
+    # :77-80 the native fence is read from the last answer block (_common.py:59-67), text
+    # around it allowed
     native = 'ok <answer>```json\n[{"bbox_2d": [10, 20, 110.5, 80]}]\n```</answer> done'
     assert both(record, native) == (0.0, 1.0)
 
@@ -198,7 +199,7 @@ def test_segmentation_malformed_structure_gives_format_zero():
         negative_points=SEG_POINTS["negative_points"][:2],
     )
     # ours: 0.50 * 1 + 0.25 * 1 + 0.25 * 0 with format 1; OraRL: the same 0.75 as its
-    # accuracy (:584-589), times format 0
+    # accuracy (:588-594), times format 0
     assert both(record, two_negatives) == (0.75, 0.0)
     assert orarl_components(record, two_negatives)["task"] == 0.75
     video = RECORDS["seg_video"]  # time 3.5
@@ -209,7 +210,7 @@ def test_segmentation_malformed_structure_gives_format_zero():
 
 def test_segmentation_points_in_raw_units():
     # segmentation.py:70-91 the mean distance of the best pairing, in the answer's own units
-    # (sigma 50); :584-589 image weights 0.50 / 0.25 / 0.25. Positive points 60 units off in
+    # (sigma 50); :588-594 image weights 0.50 / 0.25 / 0.25. Positive points 60 units off in
     # x: OraRL exp(-60^2 / (2 * 50^2)); ours converts 0..1000 to the 2000 px wide frame first,
     # 120 px: exp(-120^2 / (2 * 50^2)).
     answer = {
@@ -328,7 +329,7 @@ def test_mode_refuses_settings_it_cannot_honour():
 
 
 @pytest.mark.parametrize("name", sorted(RECORDS))
-def test_annotation_rows_score_one_where_oraRL_would(name):
+def test_annotation_rows_score_one_where_orarl_would(name):
     """The serialized ground truth scores 1.0 under OraRL's adapters too, except a
     half-second STG key, which OraRL's integer-key contract drops (format 0)."""
     record = RECORDS[name]
