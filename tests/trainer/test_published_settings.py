@@ -1,6 +1,6 @@
 """The keys the published recipes rely on work in a real (tiny) run: epochs set the step
-count, validation samples at its own temperature / top_p, the OraRL prompt style and
-answer-only template kwargs reach training (issue 16)."""
+count, validation samples at its own temperature / top_p, the OraRL prompt style,
+answer-only template kwargs and reward mode reach training (issue 16)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ def test_orarl_style_run_counts_epochs_and_validates_with_its_sampling(make_conf
         "data.think=false",
         "data.prompt_style=orarl",
         "data.chat_template_kwargs={enable_thinking: false}",
+        "reward.mode=orarl",
         "trainer.epochs=1",
         "trainer.val_every=2",
         "trainer.val_samples=1",
@@ -30,6 +31,9 @@ def test_orarl_style_run_counts_epochs_and_validates_with_its_sampling(make_conf
     assert "val/reward_mean_at_k" in rows[-1]
     saved = load_config(final.parent / "config.yaml")
     assert saved.trainer.steps == 2 and saved.data.prompt_style == "orarl"
+    assert saved.reward.mode == "orarl"
+    # the annotation rows score 1 under OraRL's adapters too
+    assert all(r["reward/annotation/mean"] == 1.0 for r in rows)
 
 
 def test_overlong_prompts_are_skipped_and_counted(make_config):
