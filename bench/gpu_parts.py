@@ -37,7 +37,7 @@ PUBLISHED_PRUNING = {
     "peak_gb_unpruned": 62.4,
     "peak_gb_pruned": 50.9,
     "model": "4B",
-    "source": "METHODS.md section 6 (OraRL)",
+    "source": "docs/methods.md#reference-numbers (OraRL)",
 }
 PROMPT = (
     "Watch the video and find when the person picks up the red cup. Give the start and end "

@@ -53,7 +53,7 @@ PUBLISHED = {
     "speedup_step": 1.48,
     "peak_memory_reduction": 0.18,
     "model": "4B",
-    "source": "METHODS.md section 6",
+    "source": "docs/methods.md#reference-numbers",
 }
 TARGET_UPDATE_SPEEDUP = 1.8
 

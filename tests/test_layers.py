@@ -1,5 +1,5 @@
 """The package's imports run one way: each module imports only from its own layer or below,
-and no modules import each other in a circle (DESIGN.md, "Layers").
+and no modules import each other in a circle (docs/design.md#layers).
 
 Checked statically over every `import` in `src/videorl`, function-level imports included.
 """

@@ -1,4 +1,4 @@
-"""The estimator registry and grpo / dr_grpo / rloo (METHODS.md section 2)."""
+"""The estimator registry and grpo / dr_grpo / rloo (docs/methods.md#advantage-estimators)."""
 
 import math
 

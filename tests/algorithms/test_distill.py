@@ -1,4 +1,4 @@
-"""OPD, OPDVR and GRPD token advantages (METHODS.md section 2.2)."""
+"""OPD, OPDVR and GRPD token advantages (docs/methods.md#on-policy-distillation)."""
 
 import math
 import types

@@ -1,4 +1,4 @@
-"""The policy loss (METHODS.md section 3)."""
+"""The policy loss (docs/methods.md#policy-loss)."""
 
 import math
 

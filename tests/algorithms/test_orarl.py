@@ -1,4 +1,4 @@
-"""OraRL stages A-C and their composition (METHODS.md section 2.1)."""
+"""OraRL stages A-C and their composition (docs/methods.md#orarl)."""
 
 import math
 

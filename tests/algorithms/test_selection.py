@@ -1,5 +1,5 @@
 """OraRL stage D (sign-balanced selection) and stage E (post-selection correction),
-METHODS.md section 2.1."""
+docs/methods.md#orarl."""
 
 import math
 

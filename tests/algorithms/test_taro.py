@@ -1,4 +1,5 @@
-"""TaRO off-policy row transforms and the prefix curriculum (METHODS.md section 2.3)."""
+"""TaRO off-policy row transforms and the prefix curriculum
+(docs/methods.md#taro-constructed-rows)."""
 
 import math
 

@@ -1,4 +1,4 @@
-"""Per-family prompt templates state METHODS.md section 1's answer formats."""
+"""Per-family prompt templates state the answer formats of docs/methods.md#answer-protocol."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Each family's metrics on hand-computed fixtures (METHODS.md section 5)."""
+"""Each family's metrics on hand-computed fixtures (docs/methods.md#evaluation-metrics)."""
 
 import numpy as np
 import pytest

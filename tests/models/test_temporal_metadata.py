@@ -1,4 +1,4 @@
-"""The processor gets the *actual* sampled fps and timestamps (METHODS.md section 4).
+"""The processor gets the *actual* sampled fps and timestamps (docs/methods.md#video-contract).
 
 A 20 s video sampled at a requested 2 fps but capped at 16 frames has an actual fps of 0.8:
 Qwen2.5-VL must get `second_per_grid_ts = 2 / 0.8 = 2.5`, Qwen3-VL must write the sampled

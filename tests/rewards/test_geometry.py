@@ -1,4 +1,5 @@
-"""METHODS.md 1.1 and 1.2 worked examples, and the edge cases of the plain metrics."""
+"""The worked examples of docs/methods.md#temporal-iou and #mean-relative-accuracy, and the edge
+cases of the plain metrics."""
 
 import math
 

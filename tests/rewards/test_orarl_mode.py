@@ -48,7 +48,7 @@ def test_mra_thresholds_are_floats():
     record = make("spatial_intelligence", {"value": 10}, subtype="object_counting")
     assert both(record, "<answer>9</answer>") == (0.9, 0.8)
     # 12 (error 0.2): at 0.8, 1.0 - 0.8 = 0.19999999999999996 < 0.2, so OraRL passes 6 of
-    # 10 (0.6); exact decimals pass 7 (0.7, METHODS.md 1.2's worked example).
+    # 10 (0.6); exact decimals pass 7 (0.7, docs/methods.md#mean-relative-accuracy).
     assert both(record, "<answer>12</answer>") == (0.7, 0.6)
 
 

@@ -1,4 +1,5 @@
-"""The answer protocol (METHODS.md 1): optional think block, exactly one answer, nothing after."""
+"""The answer protocol (docs/methods.md#answer-protocol): optional think block, exactly one
+answer, nothing after."""
 
 import pytest
 

@@ -1,4 +1,5 @@
-"""Segmentation (METHODS.md 1.3): point-matching formula and the COCO-RLE mask score."""
+"""Segmentation (docs/methods.md#segmentation-score): point-matching formula and the COCO-RLE mask
+score."""
 
 import json
 import math

@@ -1,4 +1,5 @@
-"""TaRO temporal-sensitivity reward (METHODS.md 1.4): boundary shuffle and per-row bonus."""
+"""TaRO temporal-sensitivity reward (docs/methods.md#temporal-sensitivity-reward): boundary shuffle
+and per-row bonus."""
 
 import math
 

@@ -1,5 +1,6 @@
 """videorl.algorithms: pure tensor functions for advantages, OraRL selection, distillation
-gating, TaRO off-policy rows and the policy losses (METHODS.md sections 2 and 3).
+gating, TaRO off-policy rows and the policy losses (docs/methods.md#advantage-estimators,
+#policy-loss).
 
 The package exports the two extension points, the advantage-estimator and policy-loss
 registries; each method's functions are imported from its module

@@ -1,4 +1,5 @@
-"""The advantage-estimator registry and the standard outcome estimators (METHODS.md section 2).
+"""The advantage-estimator registry and the standard outcome estimators
+(docs/methods.md#advantage-estimators).
 
 Two kinds of estimator share one registry, selected by name in the config:
 
@@ -119,7 +120,8 @@ def get_estimator(name: str) -> Estimator:
 
 @dataclass(frozen=True)
 class GRPOConfig:
-    """`std_eps`: added to the group std before dividing (METHODS.md section 2: 1e-6)."""
+    """`std_eps`: added to the group std before dividing (docs/methods.md#advantage-estimators:
+    1e-6)."""
 
     std_eps: float = 1e-6
 
@@ -149,7 +151,8 @@ def grpo(
     is_annotation: Tensor | None = None,
     config: GRPOConfig | None = None,
 ) -> AdvantageResult:
-    """GRPO (METHODS.md section 2): `A_i = (r_i - mean_g) / (std_g + eps)`, unbiased std.
+    """GRPO (docs/methods.md#advantage-estimators): `A_i = (r_i - mean_g) / (std_g + eps)`,
+    unbiased std.
 
     A zero-variance or single-row group gets A = 0.
     """
@@ -169,7 +172,7 @@ def dr_grpo(
     is_annotation: Tensor | None = None,
     config: None = None,
 ) -> AdvantageResult:
-    """Dr.GRPO (METHODS.md section 2): `A_i = r_i - mean_g`, no std division."""
+    """Dr.GRPO (docs/methods.md#advantage-estimators): `A_i = r_i - mean_g`, no std division."""
     stats = group_stats(rewards, group_ids)
     advantages = rewards - stats.per_row(stats.mean)
     return AdvantageResult(advantages, _outcome_metrics("dr_grpo", advantages, stats))
@@ -184,7 +187,7 @@ def rloo(
     is_annotation: Tensor | None = None,
     config: None = None,
 ) -> AdvantageResult:
-    """RLOO (METHODS.md section 2): `A_i = r_i - mean_{j != i} r_j
+    """RLOO (docs/methods.md#advantage-estimators): `A_i = r_i - mean_{j != i} r_j
     = (n_g * r_i - sum_g) / (n_g - 1)`; a single-row group has no other row and gets 0."""
     check_rows(group_ids, rewards=rewards)
     stats = group_stats(rewards, group_ids)

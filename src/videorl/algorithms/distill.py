@@ -1,5 +1,5 @@
 """On-policy distillation with verifier-gated token rewards: OPD, OPDVR, GRPD
-(METHODS.md section 2.2).
+(docs/methods.md#on-policy-distillation).
 
 Per sampled response token o_t the teacher log-ratio `d_t = logp_T(o_t) - logp_S(o_t)`
 (both at the rollout temperature) sets the magnitude; for OPDVR and GRPD the task verifier

@@ -1,4 +1,5 @@
-"""Per-group reductions over rows identified by integer group ids (METHODS.md section 2).
+"""Per-group reductions over rows identified by integer group ids
+(docs/methods.md#advantage-estimators).
 
 A *group* is every row generated for one prompt. Rows of a group need not be contiguous in
 the batch, so every reduction goes through a dense group index built with `torch.unique`.

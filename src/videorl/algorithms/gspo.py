@@ -1,5 +1,5 @@
 """GSPO: Group Sequence Policy Optimization (Zheng et al. 2025, arXiv 2507.18071), a
-policy-loss registry entry (`algorithm.loss.name: gspo`, METHODS.md section 3).
+policy-loss registry entry (`algorithm.loss.name: gspo`, docs/methods.md#policy-loss).
 
 The importance ratio is the length-normalised sequence likelihood ratio
 

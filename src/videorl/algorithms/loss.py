@@ -1,5 +1,5 @@
 """The policy loss: PPO clip with dual clip, off-policy rows, KL and entropy terms, and the
-four aggregation modes (METHODS.md section 3).
+four aggregation modes (docs/methods.md#policy-loss).
 
 `algorithm.loss.name` picks the surrogate from the policy-loss registry
 (`policy_losses.py`): `ppo` (here) or `gspo` (`gspo.py`, sequence-level ratio). For `ppo`,

@@ -1,4 +1,4 @@
-"""OraRL, annotations as rollouts: advantage stages A-C (METHODS.md section 2.1).
+"""OraRL, annotations as rollouts: advantage stages A-C (docs/methods.md#orarl).
 
 Each group holds n policy rows and at most one annotation row (the serialized ground truth,
 flagged `is_annotation`). The stages, each a pure function over the whole batch:
@@ -237,7 +237,7 @@ def orarl_advantages(
     is_annotation: Tensor | None = None,
     config: OraRLConfig | None = None,
 ) -> AdvantageResult:
-    """OraRL advantages per row (METHODS.md section 2.1, stages A -> B -> C)."""
+    """OraRL advantages per row (docs/methods.md#orarl, stages A -> B -> C)."""
     config = config or OraRLConfig()
     annotation = (
         torch.zeros_like(rewards, dtype=torch.bool)

@@ -1,5 +1,5 @@
 """The policy-loss registry: how the per-token surrogate of sampled rows is formed
-(METHODS.md section 3), selected by `algorithm.loss.name`.
+(docs/methods.md#policy-loss), selected by `algorithm.loss.name`.
 
 A registered loss maps the micro-batch's log-probs to its per-token surrogate and the
 statistics the metrics report:

@@ -1,5 +1,5 @@
 """OraRL stages D and E: sign-balanced row selection and post-selection correction
-(METHODS.md section 2.1).
+(docs/methods.md#orarl).
 
 D keeps `k = max(1, floor(n * (1 - prune_ratio)))` rows per group, the annotation row
 always among them, then the `pos_quota` largest positive and `neg_quota` largest negative

@@ -1,5 +1,5 @@
 """TaRO: advantages of constructed (off-policy) rows and the prefix curriculum
-(METHODS.md section 2.3).
+(docs/methods.md#taro-constructed-rows).
 
 Constructed rows start from a caption-built reasoning prefix, so they were not sampled by
 the policy. Their advantage is transformed by `off_policy_mode` and their loss is

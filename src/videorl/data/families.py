@@ -1,4 +1,4 @@
-"""Task families (METHODS.md section 1): their names, aliases and `FamilySpec`s, the one
+"""Task families (docs/methods.md#rewards): their names, aliases and `FamilySpec`s, the one
 table saying what each family uses: prompt template, reward (scorer and serializer of a
 perfect answer), answer protocol, evaluation scorer and benchmark summary."""
 
@@ -130,7 +130,7 @@ FAMILY_ALIASES: dict[str, Family] = {
     "text_math": Family.MATH,
 }
 
-# Spatial-intelligence subtypes and their answer kind (METHODS.md section 1 table).
+# Spatial-intelligence subtypes and their answer kind (docs/methods.md#answer-protocol).
 SI_NUMERIC_SUBTYPES = ("abs_distance", "object_counting", "object_size", "room_size")
 SI_CHOICE_SUBTYPES = ("rel_distance", "route_planning", "appearance_order", "rel_direction")
 

@@ -1,4 +1,4 @@
-"""One prompt template per family, stating the answer format of METHODS.md section 1.
+"""One prompt template per family, stating the answer format of docs/methods.md#rewards.
 
 `build_prompt(record, think=...)` returns the user text that goes with the record's video
 or image. It always ends with the answer protocol: with `think=True` a `<think>` block then

@@ -142,7 +142,7 @@ Answer = (
 
 @dataclass(frozen=True)
 class TaskRecord:
-    """One prompt of any family (METHODS.md section 1).
+    """One prompt of any family (docs/methods.md#rewards).
 
     `box_format` says how boxes and points are expressed: `abs` (pixels of a `width` x
     `height` frame) or `norm1000` (0..1000 on both axes).

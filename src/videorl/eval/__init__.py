@@ -1,4 +1,5 @@
-"""videorl.eval: benchmarks, the field's metrics (METHODS.md section 5), reports and plots.
+"""videorl.eval: benchmarks, the field's metrics (docs/methods.md#evaluation-metrics), reports and
+plots.
 
     videorl eval --model CKPT --benchmark FILE|NAME [--video-root DIR] [--out DIR]
     videorl eval --endpoint URL --served-model NAME [--checkpoint CKPT | --model-type T] \

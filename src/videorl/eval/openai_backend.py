@@ -1,7 +1,7 @@
 """Evaluate a model behind an OpenAI-compatible chat-completions server (vLLM, `videorl serve`).
 
 The request carries the decoded frames the way vLLM accepts them, so both servers see the
-frames videorl sampled (the actual fps and timestamps, METHODS.md section 4):
+frames videorl sampled (the actual fps and timestamps, docs/methods.md#video-contract):
 
     {"model": NAME, "temperature": 0, "max_tokens": N,
      "messages": [{"role": "user", "content": [

@@ -1,9 +1,9 @@
 """Lenient answer parsing for evaluation, separate from the strict training parsers.
 
-Training rewards (`videorl.rewards`) demand the exact answer protocol of METHODS.md section
-1: one `<answer>` block, the family's payload and nothing else, or the response scores 0.
-Benchmarks measure what the model *answered*, not whether it kept the format, so the
-functions here accept what a reader would accept:
+Training rewards (`videorl.rewards`) demand the exact answer protocol of
+docs/methods.md#answer-protocol: one `<answer>` block, the family's payload and nothing else, or
+the response scores 0. Benchmarks measure what the model *answered*, not whether it kept the
+format, so the functions here accept what a reader would accept:
 
 - the answer text is the last complete `<answer>...</answer>`, else what follows an
   unclosed `<answer>`, else the text after `</think>`, else the whole response;

@@ -2,7 +2,7 @@
 
 A prompt is encoded once (`PromptEncoding`: its token ids and its vision tensors) and reused
 by generation, log-prob recomputation, the update and the sensitivity passes, so the video
-features in the loss are exactly those of the rollout (DESIGN.md, METHODS.md section 4).
+features in the loss are exactly those of the rollout (docs/methods.md#video-contract).
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ def hf_video_metadata(meta: Any, num_frames: int) -> Any:
     derives `second_per_grid_ts = temporal_patch / sampled_fps` with `sampled_fps =
     len(frames_indices) / total_num_frames * fps`; Qwen3-VL writes `frames_indices[i] / fps`
     into the text. We express indices relative to the clip start at the source fps, so both
-    equal what was really sampled (METHODS.md section 4).
+    equal what was really sampled (docs/methods.md#video-contract).
 
     `processor_default`: what the processor assumed when given no fps in the transformers
     Video-R1 trained with: frame i of `num_frames` at `i / PROCESSOR_DEFAULT_FPS` (2 fps), so

@@ -1,4 +1,4 @@
-"""Rewards for the seven video task families and text math (METHODS.md section 1).
+"""Rewards for the seven video task families and text math (docs/methods.md#rewards).
 
 The temporal-sensitivity reward needs torch and lives in `videorl.rewards.sensitivity`
 (not imported here, so that scoring workers start without torch).

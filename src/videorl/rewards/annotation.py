@@ -1,4 +1,4 @@
-"""Annotation serialization (OraRL, METHODS.md 2.1): the exact response a perfect model would
+"""Annotation serialization (OraRL, docs/methods.md#orarl): the exact response a perfect model would
 give for a record, which scores exactly 1.0 under the record's own reward.
 
 Examples: TG `<answer>2.5 to 7</answer>`, QA `<answer>B</answer>`, SG

@@ -1,4 +1,5 @@
-"""Reward configuration, validated at load time (METHODS.md sections 1 and 1.4).
+"""Reward configuration, validated at load time (docs/methods.md#rewards,
+#temporal-sensitivity-reward).
 
 Errors name the key, the value and the fix; an unknown family name in `plugins` is a
 configuration error here, never a silent 0 during training.
@@ -35,10 +36,11 @@ def _number(
 
 @dataclass(frozen=True)
 class SensitivityConfig:
-    """TaRO temporal-sensitivity reward (METHODS.md 1.4): bonus `alpha * 1[d_i > thr + margin]`
-    for TG rows whose tIoU >= `gate`; `thr` is the group mean of d (`"group_mean"`) or a
-    constant; frames within +-`radius` seconds of each ground-truth boundary are shuffled.
-    `enabled` tells the trainer whether to run the two extra log-prob passes."""
+    """TaRO temporal-sensitivity reward (docs/methods.md#temporal-sensitivity-reward): bonus
+    `alpha * 1[d_i > thr + margin]` for TG rows whose tIoU >= `gate`; `thr` is the group mean of
+    d (`"group_mean"`) or a constant; frames within +-`radius` seconds of each ground-truth
+    boundary are shuffled. `enabled` tells the trainer whether to run the two extra log-prob
+    passes."""
 
     enabled: bool = False
     alpha: float = 0.3
@@ -124,7 +126,8 @@ class RewardConfig:
     """How responses are scored.
 
     - `think_required`: the `<think>` block is mandatory (format 0 without it).
-    - `tg_shaping`: `iou` (plain tIoU) or `iou_v2` (TaRO shaping, METHODS.md 1.1), training only.
+    - `tg_shaping`: `iou` (plain tIoU) or `iou_v2` (TaRO shaping, docs/methods.md#temporal-iou),
+      training only.
     - `num_workers`: scoring processes (None = all cores; <= 1 scores in-process).
     - `timeout_s`: per-sample limit in the pool; a sample over it scores 0.
     - `plugins`: family name -> `"module:function"`; `plugin_mode` `replace` uses the

@@ -1,5 +1,6 @@
 """Plain metrics shared by the rewards and the evaluation harness: temporal IoU (and the
-TaRO shaped variant), box IoU and mean relative accuracy (METHODS.md sections 1.1, 1.2, 5).
+TaRO shaped variant), box IoU and mean relative accuracy (docs/methods.md#temporal-iou,
+#mean-relative-accuracy).
 
 Pure functions of numbers; any non-finite input gives 0 rather than NaN.
 """
@@ -29,7 +30,7 @@ def clip_window(window: Window, duration: float | None) -> tuple[float, float]:
 
 def temporal_iou(pred: Window, gt: Window) -> float:
     """`tIoU = max(0, min(pe, ge) - max(ps, gs)) / (max(pe, ge) - min(ps, gs))`, 0 when the
-    union is 0 (METHODS.md 1.1). Example: p = [3, 7], g = [2, 6] -> 3 / 5 = 0.6."""
+    union is 0 (docs/methods.md#temporal-iou). Example: p = [3, 7], g = [2, 6] -> 3 / 5 = 0.6."""
     ps, pe, gs, ge = float(pred[0]), float(pred[1]), float(gt[0]), float(gt[1])
     if not _finite(ps, pe, gs, ge):
         return 0.0
@@ -42,8 +43,8 @@ def temporal_iou(pred: Window, gt: Window) -> float:
 
 def temporal_iou_v2(pred: Window, gt: Window, duration: float) -> float:
     """TaRO training shaping `iou_v2 = tIoU * (1 - |gs - ps| / D) * (1 - |ge - pe| / D)`
-    (METHODS.md 1.1); each factor is floored at 0 for predictions beyond the video, and a
-    non-positive or non-finite D gives 0.
+    (docs/methods.md#temporal-iou); each factor is floored at 0 for predictions beyond the video,
+    and a non-positive or non-finite D gives 0.
     Example: g = [2, 6], p = [3, 7], D = 10 -> 0.6 * 0.9 * 0.9 = 0.486."""
     iou = temporal_iou(pred, gt)
     if iou == 0.0 or not (math.isfinite(duration) and duration > 0):
@@ -80,7 +81,7 @@ def _exact(value: float) -> Fraction:
 
 def mean_relative_accuracy(pred: float, target: float) -> float:
     """`MRA(p, t) = mean over theta in {0.50, ..., 0.95} of 1[|p - t| / |t| <= 1 - theta]`;
-    t = 0 gives 0 (METHODS.md 1.2). Example: t = 10, p = 12 -> 0.7.
+    t = 0 gives 0 (docs/methods.md#mean-relative-accuracy). Example: t = 10, p = 12 -> 0.7.
 
     Compared in exact decimal arithmetic: in floats `1 - 0.80 = 0.19999999999999996 < 0.2`,
     which would fail the worked example's boundary case.

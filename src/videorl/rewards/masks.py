@@ -1,5 +1,5 @@
-"""COCO run-length masks for the segmentation reward (METHODS.md 1.3), decoded with
-pycocotools (compressed string counts or uncompressed count lists)."""
+"""COCO run-length masks for the segmentation reward (docs/methods.md#segmentation-score), decoded
+with pycocotools (compressed string counts or uncompressed count lists)."""
 
 from __future__ import annotations
 

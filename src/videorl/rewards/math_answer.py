@@ -1,5 +1,6 @@
-"""Text-only math, the verifier of on-policy distillation (METHODS.md 1 and 2.2): the final
-`\\boxed{...}` answer scores 1 if `math-verify` finds it mathematically equivalent to the
+"""Text-only math, the verifier of on-policy distillation (docs/methods.md#rewards,
+#on-policy-distillation): the final `\\boxed{...}` answer scores 1 if `math-verify` finds it
+# mathematically equivalent to the
 reference, else 0.
 
 The protocol differs from the video families: the answer is the last `\\boxed{...}` of the

@@ -2,7 +2,7 @@
 serialized annotations.
 
 Parsing never raises: each helper returns None for anything that is not a clean, finite
-value, so that unparseable or adversarial model output scores 0 (METHODS.md section 1).
+value, so that unparseable or adversarial model output scores 0 (docs/methods.md#rewards).
 Formatting is the inverse: `parse(format(x)) == x` exactly, which is what lets a
 serialized annotation score exactly 1.0.
 """

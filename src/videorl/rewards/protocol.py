@@ -1,6 +1,6 @@
-"""The answer protocol (METHODS.md section 1): an optional `<think>...</think>` block, then
-exactly one `<answer>...</answer>` with nothing after it; with thinking required, each of the
-four tags exactly once. `format = 1` iff the response has that shape.
+"""The answer protocol (docs/methods.md#answer-protocol): an optional `<think>...</think>`
+block, then exactly one `<answer>...</answer>` with nothing after it; with thinking required,
+each of the four tags exactly once. `format = 1` iff the response has that shape.
 
 Checks use tag counts and `str.partition` rather than one regular expression, so that the
 cost is linear in the response length whatever the response contains.

@@ -1,4 +1,4 @@
-"""Each family's reward (scorer, serializer, answer protocol; METHODS.md 1), as its
+"""Each family's reward (scorer, serializer, answer protocol; docs/methods.md#rewards), as its
 `FamilySpec` (`data/families.py`) names them."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The reward router: one response of any family to a `RewardResult` (METHODS.md 1).
+"""The reward router: one response of any family to a `RewardResult` (docs/methods.md#rewards).
 
 `overall = task * format` (or `format + task` with `reward.composition: sum`, TaRO), every
 component in [0, 1]; `reward.mode: orarl` scores with OraRL's adapters (`orarl_adapters`). Never raises: a scorer or plug-in that

@@ -1,5 +1,6 @@
 """Segmentation (SEG): payload JSON `{"boxes": [x1, y1, x2, y2], "positive_points": [[x, y]
-x3], "negative_points": [[x, y] x3], "time": t}` (`time` for video). METHODS.md 1.3:
+x3], "negative_points": [[x, y] x3], "time": t}` (`time` for video).
+docs/methods.md#segmentation-score:
 
 - without a mask: point similarity `sim = exp(-d^2 / (2 * 50^2))`, d the mean distance under
   the best matching of predicted to ground-truth points (all pairings), `time_sim =

@@ -1,4 +1,4 @@
-"""TaRO temporal-sensitivity reward (METHODS.md 1.4).
+"""TaRO temporal-sensitivity reward (docs/methods.md#temporal-sensitivity-reward).
 
 For each TG row the trainer runs the current policy (no grad) twice on the row's tokens, with
 the original frames and with frames shuffled near the ground-truth boundaries, and takes

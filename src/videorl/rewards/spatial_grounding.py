@@ -1,7 +1,7 @@
 """Spatial grounding (SG): one box `[x1, y1, x2, y2]` as a bare JSON list, an object with
 `bbox_2d`, or a list of such objects (the first counts); task = box IoU with the ground truth
-(METHODS.md 1). Boxes are compared in the record's declared `box_format` (absolute pixels or
-0..1000), which is also the format the model is asked to answer in.
+(docs/methods.md#rewards). Boxes are compared in the record's declared `box_format` (absolute
+pixels or 0..1000), which is also the format the model is asked to answer in.
 
 Besides the tagged answer, the Qwen-native untagged form passes the format check, as in
 OraRL's reward (`orarl/rewards/adapters/spatial_grounding.py: _native_box`): after the

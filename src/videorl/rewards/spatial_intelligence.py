@@ -1,7 +1,7 @@
 """Spatial intelligence (SI): numeric subtypes (absolute distance, counting, object size, room
-size) answer a number scored by mean relative accuracy (METHODS.md 1.2); choice subtypes
-(relative distance, route planning, appearance order, relative direction) answer a letter
-scored by exact match. The kind follows the record's typed answer.
+size) answer a number scored by mean relative accuracy (docs/methods.md#mean-relative-accuracy);
+choice subtypes (relative distance, route planning, appearance order, relative direction) answer a
+letter scored by exact match. The kind follows the record's typed answer.
 """
 
 from __future__ import annotations

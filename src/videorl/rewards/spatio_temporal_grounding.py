@@ -1,6 +1,6 @@
 """Spatio-temporal grounding (STG): payload JSON `{"time": [t0, t1], "boxes": {"<sec>": [x1,
 y1, x2, y2], ...}}`; task = `0.2 * tIoU + 0.8 * mean box IoU over ground-truth frames`, a
-missing frame counts 0 (METHODS.md 1).
+missing frame counts 0 (docs/methods.md#rewards).
 
 Second keys match numerically: each ground-truth second takes the nearest predicted second
 within 0.5 s (ties to the earlier one). A record without ground-truth boxes scores tIoU alone.

@@ -1,6 +1,6 @@
 """Temporal grounding (TG): payload `S to E` in seconds, an optional `s` suffix
 (`8.50s to 12.40s`), `and` accepted for `to`, 0 <= S <= E; task = tIoU, or the TaRO shaped
-`iou_v2` when `tg_shaping = "iou_v2"` (METHODS.md 1 and 1.1).
+`iou_v2` when `tg_shaping = "iou_v2"` (docs/methods.md#temporal-iou).
 
 With several ground-truth windows the best one counts. The ground truth is clipped to
 [0, duration]; without a known duration `iou_v2` falls back to plain tIoU.

@@ -1,7 +1,7 @@
 """Tracking (TRK): payload JSON `{"boxes": {"<frame>": [x1, y1, x2, y2], ...}}` keyed by
 source frame number; task = mean IoU over all ground-truth frames, a missing frame counts 0
-(METHODS.md 1). Keys match numerically (`"12"` = `"12.0"`); predicted frames that are not in
-the ground truth are ignored.
+(docs/methods.md#rewards). Keys match numerically (`"12"` = `"12.0"`); predicted frames that are
+not in the ground truth are ignored.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Video QA: payload one option letter A-H (`B`, `(B)`, `B.` or `B. option text`); task =
-exact match with the ground-truth letter (METHODS.md 1)."""
+exact match with the ground-truth letter (docs/methods.md#rewards)."""
 
 from __future__ import annotations
 

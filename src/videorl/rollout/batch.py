@@ -2,7 +2,7 @@
 
 Rows belong to groups (one group per prompt). Per-prompt data (record, encoded prompt,
 decoded video) is stored once and referenced by each row's `group_ids` entry, so every stage
-sees the same frames (decode once, METHODS.md section 4).
+sees the same frames (decode once, docs/methods.md#video-contract).
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@
 A prompt goes to vLLM as its chat-templated token ids with one placeholder per video or image
 (vLLM runs the model's own HF processor to expand them) plus the *already decoded* frames with
 their metadata, so vLLM's processor sees exactly the frames and timestamps the HF processor saw
-(METHODS.md section 4: decode once; the actual sampled fps, not the requested one). vLLM rejects
-a bare frame array for Qwen-VL models ("Video metadata is required"); a `(frames, metadata)`
+(docs/methods.md#video-contract: decode once; the actual sampled fps, not the requested one). vLLM
+rejects a bare frame array for Qwen-VL models ("Video metadata is required"); a `(frames, metadata)`
 pair with `do_sample_frames=False` keeps it from sampling the frames again.
 """
 

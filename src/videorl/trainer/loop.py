@@ -1,5 +1,5 @@
 """`videorl train`: the loop. One screen holds the whole step (`train_step`), in the order of
-DESIGN.md's data flow; each stage is a function from `RolloutBatch` to `RolloutBatch`."""
+docs/design.md#one-training-step; each stage is a function from `RolloutBatch` to `RolloutBatch`."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The policy update (METHODS.md section 3) in three parts: plan each mini-batch's
+"""The policy update (docs/methods.md#policy-loss) in three parts: plan each mini-batch's
 token-budget micro-batches (`plan_micro_batches`), the loss of one micro-batch
 (`micro_batch_loss`), and the optimizer step (`optimizer_step`: global-norm clipping, a
 non-finite step skipped). Old log-probs come first; one optimizer step per mini-batch."""

@@ -1,4 +1,5 @@
-"""Decode once: a cache of decoded videos shared by every stage of a step (METHODS.md 4).
+"""Decode once: a cache of decoded videos shared by every stage of a step
+(docs/methods.md#video-contract).
 
 The key is (file identity, clip, sampling parameters): `realpath`, size and mtime of the
 file (so an edited file is decoded again), the clip `[start, end)` and

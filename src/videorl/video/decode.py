@@ -1,4 +1,5 @@
-"""Decode a video (or load an image) into model-ready frames plus `VideoMeta` (METHODS.md 4).
+"""Decode a video (or load an image) into model-ready frames plus `VideoMeta`
+(docs/methods.md#video-contract).
 
 `decode_video` samples frames by target fps within `[min_frames, max_frames]` (even count),
 optionally from a clip `[start, end)`, and resizes them the way the Qwen processors expect:
@@ -47,7 +48,7 @@ class VideoConfig:
     `time_encoding` is what the model is told about *when* the frames were taken:
 
     - `sampled` (the default): the actual sampled fps and the frames' true timestamps
-      (METHODS.md section 4). Qwen2.5-VL gets `second_per_grid_ts = temporal_patch /
+      (docs/methods.md#video-contract). Qwen2.5-VL gets `second_per_grid_ts = temporal_patch /
       sampled_fps` (16 frames over 20 s: 2 / 0.8 = 2.5 s per temporal grid), so its mRoPE
       temporal ids advance `second_per_grid_ts * tokens_per_second` per grid; Qwen3-VL writes
       the frames' real times into the text (`<1.2 seconds>` ...).

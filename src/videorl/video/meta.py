@@ -1,4 +1,5 @@
-"""`VideoMeta`: the temporal and spatial facts that travel with decoded frames (METHODS.md 4)."""
+"""`VideoMeta`: the temporal and spatial facts that travel with decoded frames
+(docs/methods.md#video-contract)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Frame-sampling arithmetic: which source frames to decode and at what size (METHODS.md 4).
+"""Frame-sampling arithmetic: which source frames to decode and at what size
+(docs/methods.md#video-contract).
 
 Pure functions, no I/O. The definitions, used everywhere in videorl:
 

@@ -1,4 +1,4 @@
-"""Evaluation metrics of METHODS.md section 5, one module per kind of answer.
+"""Evaluation metrics of docs/methods.md#evaluation-metrics, one module per kind of answer.
 
 - `temporal`: temporal grounding R1@{0.3, 0.5, 0.7} and mIoU.
 - `boxes`: spatial grounding Acc@{0.5, 0.7, 0.9} and mIoU, tracking AO and SR@0.5,

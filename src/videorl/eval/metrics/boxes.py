@@ -1,4 +1,5 @@
-"""Box metrics: spatial grounding, tracking and spatio-temporal grounding (METHODS.md 5).
+"""Box metrics: spatial grounding, tracking and spatio-temporal grounding
+(docs/methods.md#evaluation-metrics).
 
 - SG, per sample `IoU(pred box, gt box)` (0 when unparsed); `Acc@m = 100 / N * #{IoU >= m}`
   for m in {0.5, 0.7, 0.9}; `mIoU = 100 / N * sum IoU`.

@@ -1,4 +1,5 @@
-"""Choice and number metrics: video QA, spatial intelligence, math (METHODS.md section 5).
+"""Choice and number metrics: video QA, spatial intelligence, math
+(docs/methods.md#evaluation-metrics).
 
 - QA: `accuracy = 100 / N * #{predicted letter == answer}` (unparsed = wrong) and
   `macro_accuracy` = mean over question types (the record's `subtype`) of the per-type

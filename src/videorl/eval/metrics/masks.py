@@ -1,7 +1,7 @@
-"""Segmentation metrics from a predicted box (METHODS.md section 5).
+"""Segmentation metrics from a predicted box (docs/methods.md#evaluation-metrics).
 
-The model answers a box (and points, METHODS.md 1.3); for evaluation the box is the
-prediction: it is rasterized on the ground-truth mask's pixel grid (pixel (r, c) belongs to
+The model answers a box (and points, docs/methods.md#segmentation-score); for evaluation the box is
+the prediction: it is rasterized on the ground-truth mask's pixel grid (pixel (r, c) belongs to
 it iff its centre (c + 0.5, r + 0.5) lies inside the box) and compared with the COCO RLE
 mask. A record without a mask uses its ground-truth box rasterized the same way (on the
 record's `width x height` frame, or 1000 x 1000 for `norm1000` boxes without a size).

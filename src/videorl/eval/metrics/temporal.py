@@ -1,4 +1,4 @@
-"""Temporal grounding metrics (METHODS.md section 5).
+"""Temporal grounding metrics (docs/methods.md#evaluation-metrics).
 
 Per query: `IoU = max over ground-truth windows g of tIoU(p, clip(g, [0, duration]))`, with
 `tIoU(p, g) = max(0, min(pe, ge) - max(ps, gs)) / (max(pe, ge) - min(ps, gs))` (section
