@@ -285,7 +285,8 @@ class PruningConfig:
 
 @dataclass(frozen=True)
 class ConstructedConfig:
-    """TaRO constructed reasoning prefixes and their curriculum (METHODS 2.3)."""
+    """TaRO constructed reasoning prefixes and their curriculum
+    (docs/methods.md#taro-constructed-rows)."""
 
     enabled: bool = False
     curriculum: CurriculumConfig = field(default_factory=CurriculumConfig)

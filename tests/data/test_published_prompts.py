@@ -75,7 +75,8 @@ def test_taro_parser_takes_the_last_seconds_span_of_a_verbose_answer():
 
 def test_taro_reward_composition_adds_format_and_iou_v2():
     """TaRO's compute_vtg_score: format + iou_v2. g = [2, 6], p = [3, 7], D = 10:
-    iou_v2 = 0.486 (METHODS 1.1), format 1 -> 1.486; without the think block 0 + 0.486."""
+    iou_v2 = 0.486 (docs/methods.md#temporal-iou), format 1 -> 1.486; without the think block
+    0 + 0.486."""
     record = make("temporal_grounding", {"windows": [[2.0, 6.0]]}, duration=10.0)
     config = RewardConfig(
         composition="sum", think_required=True, tg_shaping="iou_v2", tg_parser="taro"

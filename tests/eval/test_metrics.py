@@ -9,7 +9,8 @@ from videorl.eval.metrics import boxes, choice, masks, temporal
 
 
 def test_temporal_grounding_worked_examples():
-    assert temporal.query_iou((3, 7), [(2, 6)], 10) == pytest.approx(0.6)  # METHODS 1.1
+    # docs/methods.md#temporal-iou
+    assert temporal.query_iou((3, 7), [(2, 6)], 10) == pytest.approx(0.6)
     # QVHighlights: several windows, the best match counts (8 / 12 with [10, 20]).
     assert temporal.query_iou((12, 22), [(0, 4), (10, 20)], 30) == pytest.approx(2 / 3)
     # The ground truth is clipped to the video: [25, 40] -> [25, 30].
@@ -140,7 +141,8 @@ def test_choice_accuracy_and_macro_accuracy():
 
 
 def test_spatial_intelligence():
-    scores = [0.7, 1.0, 1.0, 0.0]  # MRA(12, 10) = 0.7 (METHODS 1.2), MRA(4, 4), right, wrong
+    # MRA(12, 10) = 0.7 (docs/methods.md#mean-relative-accuracy), MRA(4, 4), right, wrong
+    scores = [0.7, 1.0, 1.0, 0.0]
     summary = choice.summarize_spatial(
         scores,
         [True, True, False, False],

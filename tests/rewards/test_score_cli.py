@@ -1,4 +1,5 @@
-"""`videorl score` scores a dump of responses with the training reward (METHODS 1.1 example)."""
+"""`videorl score` scores a dump of responses with the training reward (the example of
+docs/methods.md#temporal-iou)."""
 
 from __future__ import annotations
 

@@ -59,7 +59,8 @@ def _batch(rewards, groups, lengths=None, annotation=None) -> RolloutBatch:
 
 
 def test_compute_advantages_broadcasts_grpo_over_each_rows_tokens():
-    """METHODS 2: rewards [1, 0, 0, 1] -> grpo [0.866, -0.866, -0.866, 0.866]; zero on padding."""
+    """docs/methods.md#advantage-estimators: rewards [1, 0, 0, 1] -> grpo
+    [0.866, -0.866, -0.866, 0.866]; zero on padding."""
     batch = _batch([1.0, 0.0, 0.0, 1.0], [0, 0, 0, 0], lengths=[1, 2, 3, 2])
     out = stages.compute_advantages(batch, AlgorithmConfig(estimator="grpo"))
     a = 0.8660254

@@ -207,7 +207,7 @@ def annotation_anchor(
     policy = ~annotation
     stats = group_stats(rewards, group_ids, include=policy)
     mu = stats.per_row(stats.mean)
-    # METHODS writes r* + eps; max(r*, eps) guards r* = 0 alike and leaves r* = 1 exact,
+    # The formula has r* + eps; max(r*, eps) guards r* = 0 alike and leaves r* = 1 exact,
     # which the worked examples (w = 0.36, raw = 0.72, A* = 0.5) require to 1e-6.
     weight = ((rewards - mu) / rewards.clamp_min(config.eps)).clamp(0.0, 1.0) ** config.beta
     weight = torch.where(rewards > 0, weight, 0.0)  # an annotation scoring <= 0 anchors nothing

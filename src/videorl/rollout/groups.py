@@ -18,11 +18,11 @@ from videorl.rollout.engine import RolloutEngine
 
 
 def constructed_prefix(record: TaskRecord, rng: random.Random) -> str:
-    """TaRO constructed reasoning (METHODS 2.3, TaRO `src/utils.py: sample_reasoning`): the
-    query (its trailing period stripped), then a random order-preserving subset (size
-    uniform in 1..n) of the record's dense captions, one per line: each caption's own line
-    where the data gave one (TaRO's `captions` strings), else `From 0.0s to 5.2s, caption`
-    (the form of TaRO's prompt example)."""
+    """TaRO constructed reasoning (docs/methods.md#taro-constructed-rows; TaRO
+    `src/utils.py: sample_reasoning`): the query (its trailing period stripped), then a random
+    order-preserving subset (size uniform in 1..n) of the record's dense captions, one per
+    line: each caption's own line where the data gave one (TaRO's `captions` strings), else
+    `From 0.0s to 5.2s, caption` (the form of TaRO's prompt example)."""
     query = record.problem.strip().rstrip(".")
     text = f"<think>\nI need to find the specific moment {query}.\n"
     captions = list(record.captions)
@@ -92,7 +92,7 @@ def annotation_tokens(
     record: TaskRecord, tokenizer: Any, eos_id: int, budget: int, think: bool
 ) -> torch.Tensor:
     """The serialized ground truth, tokenized without special tokens, plus EOS, truncated to
-    the response budget (METHODS 2.1) by dropping its *head*, as OraRL does, so that
+    the response budget (docs/methods.md#orarl) by dropping its *head*, as OraRL does, so that
     `</answer>` and EOS survive (`annotation_was_cut` tells whether it was cut)."""
     ids = tokenizer.encode(serialize_annotation(record, think=think), add_special_tokens=False)
     return torch.tensor((ids + [eos_id])[-budget:], dtype=torch.long)

@@ -87,7 +87,8 @@ def add_sensitivity_bonus(
     temperature: float,
     token_budget: int,
 ) -> RolloutBatch:
-    """TaRO temporal-sensitivity reward (METHODS 1.4) for temporal-grounding rows.
+    """TaRO temporal-sensitivity reward (docs/methods.md#temporal-sensitivity-reward) for
+    temporal-grounding rows.
 
     d_i = mean_t (logp_orig - logp_shuffled) with frames shuffled near the ground-truth
     boundaries (seeded by (step, row)); bonus = alpha * 1[d_i > thr_g + margin] when
