@@ -5,18 +5,23 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 QS := runs/quickstart
 
-.PHONY: setup lint test test-fast test-vllm quickstart bench bench-learning clean
+.PHONY: setup lint docs-serve test test-fast test-vllm quickstart bench bench-learning clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
-	$(PIP) install -q --disable-pip-version-check -e '.[dev,demo]'
+	$(PIP) install -q --disable-pip-version-check -e '.[dev,demo,docs]'
 	touch $@
 
 setup: $(VENV)/.installed
 
+# The docs site builds with --strict: a broken link or anchor, or a page left out, fails.
 lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet --site-dir $(VENV)/site
+
+docs-serve: setup
+	$(VENV)/bin/mkdocs serve
 
 test: lint
 	$(PY) -m pytest
@@ -39,10 +44,10 @@ quickstart: setup
 BENCH_STAMP := $(VENV)/.bench-installed
 
 $(BENCH_STAMP): pyproject.toml $(VENV)/.installed
-	$(PIP) install -q --disable-pip-version-check -e '.[dev,demo,bench]'
+	$(PIP) install -q --disable-pip-version-check -e '.[dev,demo,docs,bench]'
 	touch $@
 
-# Every performance number in README.md comes from these (results in bench/results/*.json).
+# Every performance number in docs/performance.md comes from these (results in bench/results/*.json).
 bench: $(BENCH_STAMP)
 	$(PY) bench/rewards.py
 	$(PY) bench/video.py

@@ -247,7 +247,7 @@ def markdown(
     val_before: float | None = None,
     gain_before: float | None = None,
 ) -> str:
-    """The README table: first/last-window mean policy reward, validation and its video
+    """The docs/performance.md table: first/last-window mean policy reward, validation and its video
     gain against frozen videos (mean@k real - frozen) before and after, minutes."""
     head = f"| recipe | reward, first {window} steps | last {window} steps | gain |"
     rule = "|---|---|---|---|"
@@ -269,7 +269,7 @@ def _signed(value: float | None) -> str:
 
 
 def saved_table(path: Path) -> str:
-    """The README table of a results file (learning*.json or distill*.json)."""
+    """The docs/performance.md table of a results file (learning*.json or distill*.json)."""
     saved = json.loads(path.read_text())
     before = saved.get("val_before", {})
     return markdown(

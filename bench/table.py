@@ -1,4 +1,4 @@
-"""The README's Performance table, built from the results files (run after the benchmarks).
+"""The first table of docs/performance.md, from the results files (run after the benchmarks).
 
 python bench/table.py [--results bench/results]
 """
