@@ -100,11 +100,20 @@ def _require_module(module: str, key: str, extra: str) -> None:
 class ModelConfig:
     """The policy and the optional frozen reference (KL) and teacher (distillation)."""
 
+    # The policy: a local Hugging Face folder, a Hub id (`org/name`, `org/name@rev`) or a folder a
+    # run wrote.
     path: str = "runs/tiny-model"
+    # Weight dtype the policy (and reference and teacher) load in.
     dtype: Literal["float32", "bfloat16", "float16"] = "float32"
+    # Frozen KL reference model; null = none (with LoRA: the base, adapters off). Used when
+    # algorithm.loss.kl_coef > 0.
     reference_path: str | None = None
+    # Teacher model of the distillation estimators (OPD, OPDVR, GRPD); same tokenizer as the policy.
+    # Required by them, unused otherwise.
     teacher_path: str | None = None
+    # Freeze the vision tower (every parameter named `visual*`, its merger included).
     freeze_vision: bool = True
+    # Recompute activations in the backward pass: less memory, more compute.
     gradient_checkpointing: bool = False
     # Attention kernel. sdpa_varlen = sdpa, plus per-row attention for packed rows (any
     # device); flash_attention_2/3 need a CUDA GPU and their package.
@@ -132,7 +141,10 @@ class ModelConfig:
 class DataConfig:
     """Training and validation records (any supported format) and how prompts are drawn."""
 
+    # Training records: a file (JSONL, JSON, Parquet, ...), a folder or a Hugging Face dataset id
+    # (`org/name@split`).
     train: str = ""
+    # Validation records (same forms as data.train); null = no validation set.
     val: str | None = None
     # columns/easyr1/verl/orarl: column-mapped rows with media lists (data/columns.py)
     format: Literal[
@@ -148,18 +160,30 @@ class DataConfig:
         "orarl",
         "video_r1",
     ] = "auto"
+    # Task family for rows that do not name one (e.g. temporal_grounding, video_qa, math); null =
+    # each row's own.
     family: str | None = None
+    # Folder that relative video and image paths in the records resolve against; null = the data
+    # file's folder.
     video_root: str | None = None
+    # Keep only records of these task families; empty = all.
     families: tuple[str, ...] = ()
+    # Skip (and count) records that fail to parse instead of stopping with an error.
     skip_invalid: bool = False
+    # Prompts per training step (> 0); each gets rollout.n responses. Must divide evenly over
+    # trainer.nproc ranks.
     prompts_per_step: int = 4
+    # Ask for a `<think>` reasoning block before the answer (and enable the template's thinking
+    # mode).
     think: bool = True
+    # Seed of the prompt sampler's shuffling, in [0, 2**63 - 1].
     seed: int = 0
     # Column names of verl/EasyR1/OraRL-style rows (data.columns.prompt=problem, ...).
     columns: ColumnsConfig = field(default_factory=ColumnsConfig)
     # Split of a Hugging Face dataset or of a folder whose file names carry splits
     # (`org/name@split` in data.train / data.val wins).
     split: str = "train"
+    # Split of data.val read from a Hugging Face dataset or split-named folder.
     val_split: str = "validation"
     streaming: bool = False  # Hugging Face Hub datasets: read rows without a full download
     max_rows: int | None = None  # read at most this many rows of each of data.train / data.val
@@ -213,18 +237,28 @@ class DataConfig:
 class RolloutConfig:
     """How n responses per prompt are sampled."""
 
+    # Generation engine: hf (transformers, any device) or vllm (GPU, or vLLM's CPU build).
     engine: Literal["hf", "vllm"] = "hf"
+    # Responses sampled per prompt (the group size, > 0).
     n: int = 8
+    # Sampling temperature (> 0).
     temperature: float = 1.0
+    # Nucleus sampling mass, in (0, 1]; 1 = off.
     top_p: float = 1.0
+    # Sample from the k most likely tokens (>= 0); 0 = off.
     top_k: int = 0
+    # Response budget in tokens (> 0); longer responses are cut.
     max_new_tokens: int = 256
+    # vLLM: fraction of GPU memory it may take, in (0, 1].
     gpu_memory_utilization: float = 0.5
+    # vLLM: GPUs one engine shards the model over (> 0).
     tensor_parallel_size: int = 1
     max_model_len: int = 8192  # vLLM: longest prompt + response
     videos_per_prompt: int = 1  # vLLM's limit_mm_per_prompt
+    # vLLM's limit_mm_per_prompt for images (>= 0).
     images_per_prompt: int = 1
     vllm_sleep_level: int = 0  # GPU: 1 offloads weights, 2 drops them, from rollout to sync
+    # vLLM: run without CUDA graphs (slower, less memory, faster start).
     vllm_enforce_eager: bool = False
     vllm_cpu_kv_cache_gb: float = 4.0  # KV cache size when vLLM runs on the CPU
     share_prefill: bool = True  # HF engine: prefill each prompt once for its n samples
@@ -267,9 +301,13 @@ class RolloutConfig:
 class PruningConfig:
     """OraRL sign-balanced selection (stage D) and post-selection correction (stage E)."""
 
+    # Turn on OraRL stages D and E (needs algorithm.annotation_rows).
     enabled: bool = False
+    # Fraction of each group's rows dropped before the update, in [0, 1).
     prune_ratio: float = 0.5
+    # Rows with a positive advantage that selection always keeps (>= 0).
     pos_quota: int = 1
+    # Rows with a negative advantage that selection always keeps (>= 0).
     neg_quota: int = 2
     correction: CorrectionConfig = field(default_factory=CorrectionConfig)
 
@@ -288,6 +326,7 @@ class ConstructedConfig:
     """TaRO constructed reasoning prefixes and their curriculum
     (docs/methods.md#taro-constructed-rows)."""
 
+    # Add TaRO's constructed reasoning rows to the groups (not with algorithm.annotation_rows).
     enabled: bool = False
     curriculum: CurriculumConfig = field(default_factory=CurriculumConfig)
     off_policy: OffPolicyConfig = field(default_factory=OffPolicyConfig)
@@ -297,7 +336,11 @@ class ConstructedConfig:
 class AlgorithmConfig:
     """Advantage estimator (by registry name) and the stages a recipe turns on."""
 
+    # Advantage estimator by registry name: grpo, dr_grpo, rloo, orarl, opd, opdvr, grpd or a
+    # registered plugin.
     estimator: str = "grpo"
+    # OraRL: add the ground truth as one extra row per group (n + 1 rows); needed by orarl and
+    # pruning.
     annotation_rows: bool = False
     grpo: GRPOConfig = field(default_factory=GRPOConfig)
     orarl: OraRLConfig = field(default_factory=OraRLConfig)
@@ -343,18 +386,30 @@ class AlgorithmConfig:
 class OptimConfig:
     """AdamW, schedule, clipping and how a step's rows are split for the update."""
 
+    # AdamW learning rate (> 0).
     lr: float = 1e-6
+    # AdamW decoupled weight decay (>= 0).
     weight_decay: float = 0.0
+    # AdamW (beta1, beta2), each in [0, 1).
     betas: tuple[float, float] = (0.9, 0.999)
+    # Learning-rate schedule after warm-up.
     schedule: Literal["constant", "cosine"] = "constant"
     # The step at which the cosine reaches min_lr_ratio; None: trainer.steps. A published
     # run stopped before its schedule ended (Video-R1: 1.2k of ~65k steps) sets it.
     schedule_steps: int | None = None
+    # Optimizer steps of linear warm-up from 0 (>= 0).
     warmup_steps: int = 0
+    # Cosine floor as a fraction of optim.lr, in [0, 1].
     min_lr_ratio: float = 0.0
+    # Global gradient-norm clip (> 0).
     grad_clip: float = 1.0
+    # Optimizer steps per training step: the step's rows split into this many mini-batches (must
+    # divide them).
     mini_batches: int = 1
+    # Passes of the update over one step's rows (> 0).
     epochs: int = 1
+    # Token budget of one forward/backward micro-batch (> 0); gradients accumulate over micro-
+    # batches.
     micro_batch_tokens: int = 8192
 
     def __post_init__(self) -> None:
@@ -381,29 +436,43 @@ class OptimConfig:
 class TrainerConfig:
     """Loop length, output, checkpoints, validation and metric sinks."""
 
+    # Training steps (> 0); replaced by trainer.epochs when that is set.
     steps: int = 10
+    # Run folder: config, metrics, samples, checkpoints and the final model.
     output_dir: str = "runs/default"
+    # Seed of torch, random and numpy for the run (sampling, dropout), in [0, 2**63 - 1].
     seed: int = 0
+    # auto, cpu, mps, cuda, cuda:N, xpu or xpu:N; auto = the accelerator if any, else cpu.
     device: str = "auto"
+    # Steps between checkpoints (>= 0); 0 = only the final model.
     save_every: int = 0
+    # Checkpoints kept on disk (> 0); older ones are removed.
     keep_last: int = 2
+    # Steps between validations (>= 0); 0 = none during training.
     val_every: int = 0
+    # Responses sampled per validation prompt (k of mean@k, > 0).
     val_samples: int = 4
     # The first N validation records; None: all of them (the published recipes validate
     # their whole sets: TaRO 800 rows, OPDVR/GRPD 1,590 problems).
     val_max_prompts: int | None = None
     # Validate once before the first step (verl's `trainer.val_before_train`), logged as step 0.
     val_before_train: bool = False
+    # Metric whose best validation value is kept as the `best/` model.
     best_metric: str = "val/reward_mean_at_k"
+    # Write TensorBoard event files into the run folder.
     tensorboard: bool = True
+    # Log to this Weights & Biases project (needs the wandb extra); null = off.
     wandb_project: str | None = None
+    # bf16 autocast of the policy's forwards on a CUDA GPU (and FSDP mixed precision).
     bf16: bool = False
+    # Processes (ranks) the run expects, one per device (> 0); must divide data.prompts_per_step.
     nproc: int = 1
     # Passes over the training data; when set, steps = epochs x batches per epoch (the
     # published recipes count epochs: OraRL 1, TaRO 3, OPDVR/GRPD 3).
     epochs: int | None = None
     # Validation sampling; None = the rollout's value, val_temperature 0 = greedy.
     val_temperature: float | None = None
+    # Validation top-p in (0, 1]; null = rollout.top_p.
     val_top_p: float | None = None
     # Video controls validation also samples on (video/controls.py: frozen, reversed,
     # shuffled, blank): logs val/control/NAME/mean_at_k and val/video_gain/NAME.
@@ -459,6 +528,8 @@ class SFTConfig:
     `constructed` = TaRO's constructed reasoning (query + dense captions), then the answer.
     """
 
+    # The SFT target response: annotation (the serialized ground truth) or constructed (TaRO's
+    # reasoning, then the answer).
     target: Literal["annotation", "constructed"] = "annotation"
     max_response_tokens: int = 256  # targets longer than this (EOS included) are cut
 

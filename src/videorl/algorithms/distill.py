@@ -33,11 +33,17 @@ class DistillConfig:
     gate). `group_std`: GRPD divides the group-relative advantage by the group std.
     `baseline`: GRPD's u >= 0 in `|a_i| + u`."""
 
+    # Teacher distribution: 0 = the sampled token only (>= 0; the trainer supports 0 only).
     topk: int = 0
+    # A row is correct when its verifier score exceeds this.
     threshold: float = 0.0
+    # default (verifier gating as published) or inverse (the swapped-gate ablation).
     gate_mode: str = "default"
+    # GRPD: divide the group-relative advantage by the group std.
     group_std: bool = False
+    # GRPD's u in `|a_i| + u` (>= 0).
     baseline: float = 0.0
+    # Added to the group std before dividing (> 0).
     std_eps: float = 1e-6
 
     def __post_init__(self) -> None:

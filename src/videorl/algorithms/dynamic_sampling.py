@@ -51,10 +51,15 @@ class DynamicSamplingConfig:
       step's) and counts it in `dynamic_sampling/capped`.
     """
 
+    # Drop zero-variance groups and refill the step from further prompts (DAPO).
     enabled: bool = False
+    # Per-row value that decides zero variance: reward or a reward component (task).
     metric: str = "reward"
+    # Prompt batches drawn per step at most, the first included (>= 0); 0 = no limit.
     max_draws: int = 10
+    # Sampler batches of data.prompts_per_step prompts per draw (>= 1).
     batches_per_draw: int = 1
+    # At the draw cap with too few groups: error stops the run, train trains on what it kept.
     on_cap: Literal["error", "train"] = "error"
 
     def __post_init__(self) -> None:

@@ -61,9 +61,13 @@ __all__ = [
 class DirectionalGainConfig:
     """Stage B. `gamma = 0` turns the gain off (g = 1)."""
 
+    # Strength of the directional gain (>= 0); 0 = off (gain 1).
     gamma: float = 0.25
+    # Lower clip of the gain (> 0, <= max_gain).
     min_gain: float = 1.0
+    # Upper clip of the gain (>= min_gain).
     max_gain: float = 4.0
+    # Numerical floor in the gain's denominator (> 0).
     eps: float = 1e-6
 
     def __post_init__(self) -> None:
@@ -82,11 +86,17 @@ class DirectionalGainConfig:
 class AnchorConfig:
     """Stage C: `A* = min(scale * w, clip(cap_factor * best, cap_min, cap_max))`."""
 
+    # Sharpness of the anchor weight w (>= 0).
     beta: float = 2.0
+    # Multiplier of w in the anchor advantage A* (>= 0).
     scale: float = 2.0
+    # Cap on A* as a multiple of the best policy row's advantage (>= 0).
     cap_factor: float = 1.2
+    # Lower clip of the cap (>= 0, <= cap_max).
     cap_min: float = 0.05
+    # Upper clip of the cap (>= cap_min).
     cap_max: float = 1.0
+    # Numerical floor in the anchor's denominators (> 0).
     eps: float = 1e-6
 
     def __post_init__(self) -> None:

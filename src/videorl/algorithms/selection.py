@@ -178,9 +178,13 @@ class CorrectionConfig:
     """Stage E: the shrink factor is `clip(rms_ref / (rms + eps), min_scale, max_scale)`,
     applied only when the group's policy reward std is at least `min_reward_std`."""
 
+    # Lower clip of the shrink factor (>= 0, <= max_scale).
     min_scale: float = 0.25
+    # Upper clip of the shrink factor (>= min_scale).
     max_scale: float = 1.0
+    # Correct only groups whose policy reward std is at least this (>= 0).
     min_reward_std: float = 1e-3
+    # Numerical floor in the factor's denominator (> 0).
     eps: float = 1e-6
 
     def __post_init__(self) -> None:

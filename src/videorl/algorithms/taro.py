@@ -37,9 +37,13 @@ class OffPolicyConfig:
     `awr` uncapped, `raft` = 1 for every row whose advantage equals its group's maximum
     (ties and all-equal groups included)."""
 
+    # Loss on the constructed (off-policy) rows: mask, clone, awr or raft.
     mode: str = "mask"
+    # AWR temperature beta (> 0).
     awr_beta: float = 1.0
+    # Cap on AWR's weight exp(A / beta) (> 0).
     awr_max_weight: float = 20.0
+    # Use TaRO's own formulas (awr uncapped, raft keeps every row at the group maximum).
     exact: bool = False
 
     def __post_init__(self) -> None:
@@ -98,8 +102,11 @@ def off_policy_advantages(
 class CurriculumConfig:
     """`schedule`: `hard` (needs `warmup_epochs`) or `linear` (needs `warmup_steps` > 0)."""
 
+    # How constructed rows fade out: hard (after warmup_epochs) or linear (over warmup_steps).
     schedule: str = "hard"
+    # hard: epochs with constructed rows (>= 0).
     warmup_epochs: int = 1
+    # linear: steps over which constructed rows fade out (> 0 for linear).
     warmup_steps: int = 0
 
     def __post_init__(self) -> None:

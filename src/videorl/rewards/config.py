@@ -42,11 +42,17 @@ class SensitivityConfig:
     boundary are shuffled. `enabled` tells the trainer whether to run the two extra log-prob
     passes."""
 
+    # Add TaRO's temporal-sensitivity bonus (two extra log-prob passes per step).
     enabled: bool = False
+    # Bonus added to a qualifying row (>= 0).
     alpha: float = 0.3
+    # A row qualifies when its d exceeds the threshold by more than this.
     margin: float = 0.0
+    # Only TG rows with tIoU >= gate can earn the bonus, in [0, 1].
     gate: float = 0.7
+    # Frames within this many seconds of a ground-truth boundary are shuffled (> 0).
     radius: float = 3.0
+    # group_mean (the group's mean d) or a constant threshold on d.
     threshold: str | float = "group_mean"
 
     def __post_init__(self) -> None:
@@ -81,8 +87,11 @@ class OverlongConfig:
     tokens of the `rollout.max_new_tokens` budget the penalty grows linearly from 0 to
     `-penalty_factor` (DAPO `recipe/dapo`: `overlong_buffer.len` 4096, `penalty_factor` 1.0)."""
 
+    # Add DAPO's overlong penalty to the generated rows' rewards.
     enabled: bool = False
+    # Tokens at the end of the rollout.max_new_tokens budget over which the penalty grows (>= 1).
     buffer_len: int = 4096
+    # Penalty at the full budget (>= 0); it grows linearly from 0 over the buffer.
     penalty_factor: float = 1.0
 
     def __post_init__(self) -> None:
@@ -99,11 +108,17 @@ class LengthBandConfig:
     with at least `min_correct` correct rows (Video-R1 `grpo_trainer.py`, `len_control`:
     accuracy > 0.1, 320..512 tokens, +0.2, `len(selected_indices) > 1`)."""
 
+    # Add Video-R1's length bonus to correct rows of a length within the band.
     enabled: bool = False
+    # Shortest response in tokens that earns the bonus (>= 0).
     min: int = 320
+    # Longest response in tokens that earns the bonus (>= min).
     max: int = 512
+    # Reward added to a qualifying row (>= 0).
     bonus: float = 0.2
+    # A row is correct when its task component exceeds this, in [0, 1].
     correct_threshold: float = 0.1
+    # Correct rows a group needs before any earns the bonus (>= 1).
     min_correct: int = 2
 
     def __post_init__(self) -> None:
@@ -157,18 +172,29 @@ class RewardConfig:
       `composition: sum`, `tg_shaping: iou_v2`, `tg_parser: taro`, `think_required: true`.
     """
 
+    # A response without a `<think>` block gets format 0.
     think_required: bool = False
+    # Temporal-grounding task reward: iou (plain tIoU) or iou_v2 (TaRO's shaping; training only).
     tg_shaping: str = "iou"
+    # Scoring processes (>= 0); null = all cores, 0 or 1 = in-process.
     num_workers: int | None = None
+    # Per-sample scoring time limit in seconds (> 0); a sample over it scores 0.
     timeout_s: float = 5.0
+    # Family name -> `module:function` reward plug-in (imported when the config loads).
     plugins: dict[str, str] = field(default_factory=dict)
+    # replace (the plug-in's reward) or extend (blend it with the built-in by plugin_weight).
     plugin_mode: str = "replace"
+    # extend mode: weight of the plug-in in overall, in [0, 1].
     plugin_weight: float = 0.5
     sensitivity: SensitivityConfig = field(default_factory=SensitivityConfig)
+    # How format and task combine: product (task x format, in [0, 1]) or sum (format + task, in [0,
+    # 2], TaRO).
     composition: str = "product"
+    # Temporal-grounding answer parser: strict (`S to E`) or taro (the last `Xs to Ys`).
     tg_parser: str = "strict"
     overlong: OverlongConfig = field(default_factory=OverlongConfig)
     length_band: LengthBandConfig = field(default_factory=LengthBandConfig)
+    # videorl (our scorers) or orarl (OraRL's per-task adapters, exactly); details above.
     mode: str = "videorl"
 
     def __post_init__(self) -> None:

@@ -61,16 +61,28 @@ class VideoConfig:
       checkpoint trained that way (Video-R1's SFT); it discards the real time scale.
     """
 
+    # Video decoder: pyav, torchcodec or decord (the latter two must be installed).
     backend: str = "pyav"
+    # Frames sampled per second of video (> 0), within min_frames..max_frames.
     fps: float = 2.0
+    # Fewest frames sampled from a video (>= 1).
     min_frames: int = 4
+    # Most frames sampled from a video (>= 2 and >= min_frames).
     max_frames: int = 64
+    # Smallest frame area in pixels after resizing (>= 1); smaller frames are upscaled.
     min_pixels: int = 128 * 28 * 28
+    # Largest frame area in pixels after resizing (>= min_pixels).
     max_pixels: int = 768 * 28 * 28
+    # Pixel budget of the whole video (frames x area, >= 1); frames shrink to fit.
     total_pixels: int = int(128000 * 28 * 28 * 0.9)
+    # Frame sides are rounded to multiples of this (patch x merge: 28 Qwen2.5-VL, 32 Qwen3-VL).
     factor: int = 28
+    # Size of the in-memory decoded-video cache in bytes (>= 0); 0 = off.
     cache_bytes: int = 4 * 1024**3
+    # Folder of an on-disk decoded-video cache; null = none.
     cache_dir: str | None = None
+    # What the model is told about frame times: sampled (true fps and timestamps) or
+    # processor_default (Video-R1's fixed 2 fps); details above.
     time_encoding: str = "sampled"
 
     def __post_init__(self) -> None:
