@@ -14,7 +14,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "videorl"
 # Top to bottom. `config` composes the section configs that the lower packages own
 # (algorithms, rewards, video), so it sits above them and below their users.
 LAYERS: list[set[str]] = [
-    {"cli", "__main__", "doctor"},
+    {"cli", "__main__", "doctor", "config_reference"},
     {"trainer", "eval", "demo", "serve"},
     {"inference"},
     {"rollout"},
