@@ -55,7 +55,8 @@ bench: $(BENCH_STAMP)
 	$(PY) bench/pruning.py
 	$(PY) bench/packing.py
 	$(PY) bench/vs_trl.py
-	$(PY) bench/table.py
+	$(PY) bench/threads.py
+	$(PY) bench/table.py --write
 
 # Learning curves on CPU: SFT warm start, then GRPO / Dr.GRPO / RLOO / OraRL / TaRO; the cold
 # start (random init); distillation from the warm student (OPDVR / OPD / GRPD / GRPO). The warm

@@ -1,6 +1,10 @@
 """The first table of docs/performance.md, from the results files (run after the benchmarks).
 
-python bench/table.py [--results bench/results]
+python bench/table.py [--results bench/results]    # print it
+python bench/table.py --write                      # replace it in docs/performance.md
+
+The page holds the table between the `START` and `END` markers; a test checks that it is
+what this script makes from the committed results.
 """
 
 from __future__ import annotations
@@ -11,6 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import harness
+
+PAGE = harness.ROOT / "docs" / "performance.md"
+START = "<!-- table: bench/table.py -->"
+END = "<!-- end of table: bench/table.py -->"
 
 
 def _load(folder: Path, name: str) -> dict[str, Any] | None:
@@ -168,7 +176,39 @@ def rows(folder: Path) -> list[list[str]]:
     soak = _load(folder, "soak")
     if soak:
         out.append(_soak_row(soak["soak"]))
+    threads = _load(folder, "threads")
+    if threads:
+        out.append(_threads_row(threads["rows"]))
     return out
+
+
+def _threads_row(rows: list[dict[str, Any]]) -> list[str]:
+    """Issue 29: the trainer's thread rule against the old load-average rule and under load."""
+    seconds = {(r["case"], r["threads"]): r["seconds"] for r in rows}
+    after, held = "after a busy minute", "sustained load (1 busy process)"
+    return [
+        "CPU threads = the process's cores / local ranks (quickstart SFT + OraRL training)",
+        (
+            f"idle {seconds[('idle', 2)]:.1f} s; right after a busy minute {seconds[(after, 2)]:.1f} s "
+            f"with 2 threads vs {seconds[(after, 1)]:.1f} s with the old load-average rule's 1; "
+            f"one other busy process throughout: {seconds[(held, 2)]:.1f} s with 2 threads, "
+            f"{seconds[(held, 1)]:.1f} s with `trainer.cpu_threads=1`"
+        ),
+        "bench/threads.py",
+    ]
+
+
+def table(folder: Path) -> str:
+    return harness.markdown_table(
+        ["claim", "measured: median (min-max over repeats)", "script"], rows(folder)
+    )
+
+
+def write(page: Path, text: str) -> None:
+    """Replace the table between the markers of `page`."""
+    before, rest = page.read_text().split(START, 1)
+    after = rest.split(END, 1)[1]
+    page.write_text(f"{before}{START}\n{text}\n{END}{after}")
 
 
 def _soak_row(soak: dict[str, Any]) -> list[str]:
@@ -196,12 +236,12 @@ def _soak_row(soak: dict[str, Any]) -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--results", type=Path, default=harness.RESULTS)
+    parser.add_argument("--write", action="store_true", help=f"replace the table in {PAGE}")
     args = parser.parse_args()
-    print(
-        harness.markdown_table(
-            ["claim", "measured: median (min-max over repeats)", "script"], rows(args.results)
-        )
-    )
+    if args.write:
+        write(PAGE, table(args.results))
+    else:
+        print(table(args.results))
 
 
 if __name__ == "__main__":

@@ -163,3 +163,12 @@ def test_threads_bench_times_the_quickstart_training_and_merges_reruns(tmp_path)
     rows = threads.merged(results, [{"case": "idle", "seconds": 2.0}])
     assert [r["seconds"] for r in rows] == [2.0, 1.0, 1.0]
     assert [r["case"] for r in rows] == list(threads.CASES.values())
+
+
+def test_performance_page_holds_the_table_the_results_make():
+    sys.path.insert(0, str(BENCH))
+    import table
+
+    page = table.PAGE.read_text()
+    committed = page.split(table.START, 1)[1].split(table.END, 1)[0].strip()
+    assert committed == table.table(table.harness.RESULTS), "run: python bench/table.py --write"
