@@ -14,6 +14,17 @@ from .conftest import start_server
 VIDEO_FLAGS = ["--fps", "2", "--max-frames", "4", "--min-pixels", "784", "--max-pixels", "3136"]
 
 
+def endpoint_args(url, benchmark, out, max_new_tokens):
+    """`videorl eval --endpoint` against the tiny served model, with the test's video flags."""
+    return ["eval", "--endpoint", url, "--served-model", "tiny", "--benchmark", benchmark] + [
+        "--out",
+        str(out),
+        "--max-new-tokens",
+        str(max_new_tokens),
+        *VIDEO_FLAGS,
+    ]
+
+
 def predictions(folder):
     rows = [json.loads(line) for line in (folder / "predictions.jsonl").read_text().splitlines()]
     return {row["id"]: row["response"] for row in rows}
@@ -43,23 +54,7 @@ def test_eval_endpoint_equals_in_process_eval(loaded, media_root, tiny_model_dir
     assert local.exit_code == 0, local.output
     handle, queue = start_server(loaded, media_root)
     with handle:
-        remote = runner.invoke(
-            app,
-            [
-                "eval",
-                "--endpoint",
-                handle.url,
-                "--served-model",
-                "tiny",
-                "--benchmark",
-                benchmark,
-                "--out",
-                str(tmp_path / "remote"),
-                "--max-new-tokens",
-                "8",
-                *VIDEO_FLAGS,
-            ],
-        )
+        remote = runner.invoke(app, endpoint_args(handle.url, benchmark, tmp_path / "remote", 8))
     queue.close()
     assert remote.exit_code == 0, remote.output
     assert predictions(tmp_path / "remote") == predictions(tmp_path / "local")
@@ -86,24 +81,8 @@ def test_eval_endpoint_converts_boxes_to_the_served_family(
     handle, queue = start_server(loaded, media_root)
 
     def endpoint_eval(name, *flags):
-        result = runner.invoke(
-            app,
-            [
-                "eval",
-                "--endpoint",
-                handle.url,
-                "--served-model",
-                "tiny",
-                "--benchmark",
-                benchmark,
-                "--out",
-                str(tmp_path / name),
-                "--max-new-tokens",
-                "4",
-                *VIDEO_FLAGS,
-                *flags,
-            ],
-        )
+        args = endpoint_args(handle.url, benchmark, tmp_path / name, 4)
+        result = runner.invoke(app, [*args, *flags])
         assert result.exit_code == 0, result.output
         return set(frames_written(tmp_path / name).values())
 
