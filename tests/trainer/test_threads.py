@@ -41,10 +41,10 @@ def test_the_last_minutes_load_does_not_set_the_threads(monkeypatch):
 
 
 def test_busy_cores_give_a_hint_not_fewer_threads():
-    hint = busy_cores_hint(2, cores=2, busy=1.9)
+    hint = busy_cores_hint(2, busy=1.9)
     assert "1.9 of" in hint and "trainer.cpu_threads=1" in hint
-    assert busy_cores_hint(2, cores=2, busy=0.2) == ""
-    assert busy_cores_hint(1, cores=2, busy=2.0) == ""  # one thread waits on nobody
+    assert busy_cores_hint(2, busy=0.2) == ""
+    assert busy_cores_hint(1, busy=2.0) == ""  # one thread waits on nobody
 
 
 def test_busy_cores_are_read_from_proc_stat(tmp_path):

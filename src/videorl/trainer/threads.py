@@ -116,12 +116,11 @@ def busy_cores_now(window_s: float = 0.1, path: Path = PROC_STAT) -> float | Non
     return max(0.0, share * (os.cpu_count() or 1) - own / wall)
 
 
-def busy_cores_hint(threads: int, cores: int | None = None, busy: float | None = None) -> str:
+def busy_cores_hint(threads: int, busy: float | None = None) -> str:
     """A one-line hint when other processes keep this machine's cores busy right now, else "".
 
     A hint only: the threads stay `cores / ranks`, since the load at startup need not last.
     """
-    cores = cores if cores is not None else available_cores()
     if threads < 2:
         return ""
     if busy is None and _load_average() >= 0.75:  # the cheap check first
