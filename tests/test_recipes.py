@@ -257,6 +257,7 @@ for _recipe, _source in (("opdvr", OPDVR), ("grpd", GRPD)):
         ("rollout.max_model_len", 1024 + 8192, "max_model_len"),
         ("algorithm.distill.threshold", 0.0, "CORRECTNESS_THRESHOLD 0.0"),
         ("algorithm.distill.gate_mode", "default", "CORRECTNESS_GATED_MODE default"),
+        ("algorithm.distill.teacher_temperature", 1.0, "TEACHER_TEMPERATURE 1.0"),
         ("algorithm.loss.aggregation", "token-mean", "loss_agg_mode=token-mean"),
         ("algorithm.loss.kl_coef", 0.0, "USE_KL False"),
         ("optim.lr", 1e-6, "ACTOR_LR 1e-6"),

@@ -2,7 +2,8 @@
 (docs/methods.md#on-policy-distillation).
 
 Per sampled response token o_t the teacher log-ratio `d_t = logp_T(o_t) - logp_S(o_t)`
-(both at the rollout temperature) sets the magnitude; for OPDVR and GRPD the task verifier
+(the student at the rollout temperature, the teacher at `teacher_temperature`, OPDVR's
+`TEACHER_TEMPERATURE`) sets the magnitude; for OPDVR and GRPD the task verifier
 sets the sign; GRPD scales each row by its group-relative verifier advantage. The token
 reward is the token advantage: no discounting, baseline or whitening.
 
@@ -13,6 +14,7 @@ top-k ids at each position, the reward of id j is
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -31,7 +33,9 @@ class DistillConfig:
     """`topk`: 0 = sampled token, k > 0 = top-k ids. `threshold`: a row is correct iff its
     verifier score > threshold. `gate_mode`: `default` or `inverse` (ablation: swapped
     gate). `group_std`: GRPD divides the group-relative advantage by the group std.
-    `baseline`: GRPD's u >= 0 in `|a_i| + u`."""
+    `baseline`: GRPD's u >= 0 in `|a_i| + u`. `teacher_temperature`: the teacher's
+    log-probs are `log_softmax(logits / teacher_temperature)`, apart from the rollout
+    temperature the student's use (OPDVR's `TEACHER_TEMPERATURE`, 1.0 in opdvr.sh / grpd.sh)."""
 
     # Teacher distribution: 0 = the sampled token only (>= 0; the trainer supports 0 only).
     topk: int = 0
@@ -45,6 +49,9 @@ class DistillConfig:
     baseline: float = 0.0
     # Added to the group std before dividing (> 0).
     std_eps: float = 1e-6
+    # Temperature of the teacher's log-probs (> 0), apart from rollout.temperature (the
+    # student's): OPDVR's TEACHER_TEMPERATURE, 1.0 in its scripts.
+    teacher_temperature: float = 1.0
 
     def __post_init__(self) -> None:
         if self.topk < 0:
@@ -60,6 +67,11 @@ class DistillConfig:
             raise ConfigError(f"algorithm.distill.baseline={self.baseline} (GRPD u) must be >= 0")
         if not self.std_eps > 0:
             raise ConfigError(f"algorithm.distill.std_eps={self.std_eps} must be > 0; use 1e-6")
+        if not (math.isfinite(self.teacher_temperature) and self.teacher_temperature > 0):
+            raise ConfigError(
+                f"algorithm.distill.teacher_temperature={self.teacher_temperature} must be a "
+                "positive number (OPDVR's TEACHER_TEMPERATURE: 1.0)"
+            )
 
 
 def _per_row(values: Tensor, like: Tensor) -> Tensor:

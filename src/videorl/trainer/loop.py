@@ -74,7 +74,13 @@ def train_step(state: TrainState, indices: list[int]) -> dict[str, Any]:
     with timer("teacher"):
         if cfg.algorithm.is_distillation:
             teacher = state.teacher
-            batch = add_teacher_logprobs(batch, state.logprob_model, teacher, **_no_grad(cfg))
+            batch = add_teacher_logprobs(
+                batch,
+                state.logprob_model,
+                teacher,
+                teacher_temperature=cfg.algorithm.distill.teacher_temperature,
+                **_no_grad(cfg),
+            )
     with timer("advantage"):
         batch = compute_advantages(batch, cfg.algorithm)
         rows_before = batch.num_rows

@@ -157,11 +157,18 @@ def add_teacher_logprobs(
     *,
     temperature: float,
     token_budget: int,
+    teacher_temperature: float = 1.0,
 ) -> RolloutBatch:
-    """Teacher and student log-probs of the sampled tokens, for on-policy distillation."""
+    """Teacher and student log-probs of the sampled tokens, for on-policy distillation: the
+    student's at the rollout `temperature`, the teacher's at `teacher_temperature`
+    (`algorithm.distill.teacher_temperature`, OPDVR's `TEACHER_TEMPERATURE`)."""
     prompts = batch.row_prompts()
     teacher_logp = logprobs_in_microbatches(
-        teacher, prompts, batch.responses, temperature=temperature, token_budget=token_budget
+        teacher,
+        prompts,
+        batch.responses,
+        temperature=teacher_temperature,
+        token_budget=token_budget,
     )
     student_logp = logprobs_in_microbatches(
         student, prompts, batch.responses, temperature=temperature, token_budget=token_budget
