@@ -48,6 +48,8 @@ ORARL_COMMON = [
     ("video.max_pixels", 786432, "data.video_max_pixels 786432"),
     ("video.total_pixels", 8388608, "data.video_total_pixels 8388608"),
     ("video.min_pixels", 4096, "data.video_min_pixels 4096"),
+    ("video.image_max_pixels", 1048576, "data.image_max_pixels 1048576"),
+    ("video.image_min_pixels", None, "data.min_pixels 4096 (= video.min_pixels)"),
     ("algorithm.estimator", "orarl", "algorithm.name orarl"),
     ("reward.mode", "orarl", "worker.reward.reward_function orarl.rewards:compute_score"),
     ("algorithm.orarl.gain.gamma", 0.25, "directional_gain_gamma 0.25"),
@@ -167,6 +169,8 @@ PUBLISHED = {
         ("video.fps", 2.0, VIDEO_R1_VISION),
         ("video.max_frames", 16, "FPS_MAX_FRAMES 16"),
         ("video.max_pixels", 128 * 28 * 28, "VIDEO_MAX_PIXELS 128*28*28"),
+        ("video.image_min_pixels", 4 * 28 * 28, "MIN_PIXELS 4*28*28 (images)"),
+        ("video.image_max_pixels", 256 * 28 * 28, "MAX_PIXELS 256*28*28 (images)"),
         (
             "video.time_encoding",
             "processor_default",

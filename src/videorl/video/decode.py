@@ -73,6 +73,11 @@ class VideoConfig:
     min_pixels: int = 128 * 28 * 28
     # Largest frame area in pixels after resizing (>= min_pixels).
     max_pixels: int = 768 * 28 * 28
+    # Largest image (one-frame media) area in pixels after resizing, apart from video
+    # frames; null = max_pixels. OraRL: 1048576 (its frames: 786432).
+    image_max_pixels: int | None = None
+    # Smallest image area in pixels after resizing; null = min_pixels. Video-R1: 3136.
+    image_min_pixels: int | None = None
     # Pixel budget of the whole video (frames x area, >= 1); frames shrink to fit.
     total_pixels: int = int(128000 * 28 * 28 * 0.9)
     # Frame sides are rounded to multiples of this (patch x merge: 28 Qwen2.5-VL, 32 Qwen3-VL).
@@ -103,12 +108,26 @@ class VideoConfig:
             raise bad("factor", "must be a positive patch multiple (28 Qwen2.5-VL, 32 Qwen3-VL)")
         if self.min_pixels < 1 or self.max_pixels < self.min_pixels:
             raise bad("max_pixels", f"must be >= min_pixels={self.min_pixels} >= 1")
+        low, high = self.image_pixel_bounds()
+        if self.image_min_pixels is not None and low < 1:
+            raise bad("image_min_pixels", "must be >= 1 (null: min_pixels)")
+        if self.image_max_pixels is not None and high < low:
+            raise bad("image_max_pixels", f"must be >= the image minimum {low} (null: max_pixels)")
+        if self.image_min_pixels is not None and high < low:
+            raise bad("image_min_pixels", f"must be <= the image maximum {high}")
         if self.total_pixels < 1:
             raise bad("total_pixels", "must be a positive pixel budget")
         if self.cache_bytes < 0:
             raise bad("cache_bytes", "must be >= 0 (0 disables the in-memory cache)")
         if self.time_encoding not in TIME_ENCODINGS:
             raise bad("time_encoding", f"choose one of {', '.join(TIME_ENCODINGS)}")
+
+    def image_pixel_bounds(self) -> tuple[int, int]:
+        """(min, max) area of an image after resizing: `image_min_pixels` /
+        `image_max_pixels`, each defaulting to the video frames' bound."""
+        low = self.min_pixels if self.image_min_pixels is None else self.image_min_pixels
+        high = self.max_pixels if self.image_max_pixels is None else self.image_max_pixels
+        return low, high
 
     def sampling_key(self) -> tuple[Any, ...]:
         """The fields that change decoded frames (the cache key part from the config)."""
@@ -267,12 +286,9 @@ def frames_from_array(
 
 def _image_from_array(array: np.ndarray, config: VideoConfig) -> DecodedVideo:
     src_h, src_w = int(array.shape[0]), int(array.shape[1])
+    min_pixels, max_pixels = config.image_pixel_bounds()
     height, width = fit_resolution(
-        src_h,
-        src_w,
-        min_pixels=config.min_pixels,
-        max_pixels=config.max_pixels,
-        factor=config.factor,
+        src_h, src_w, min_pixels=min_pixels, max_pixels=max_pixels, factor=config.factor
     )
     frames = torch.from_numpy(np.array(array)).permute(2, 0, 1)[None]  # a writable copy
     meta = VideoMeta.still(width, height, source_width=src_w, source_height=src_h)
@@ -281,7 +297,7 @@ def _image_from_array(array: np.ndarray, config: VideoConfig) -> DecodedVideo:
 
 def load_image(path: str | os.PathLike, config: VideoConfig) -> DecodedVideo:
     """Load an image as a one-frame `DecodedVideo` (T = 1, `meta.is_image`), resized to
-    `fit_resolution(h, w, min_pixels, max_pixels)`."""
+    `fit_resolution(h, w, *config.image_pixel_bounds())`."""
     from PIL import Image, UnidentifiedImageError
 
     path = str(path)
