@@ -75,6 +75,7 @@ ORARL_COMMON = [
     ("trainer.save_every", 50, "trainer.save_freq 50"),
     ("trainer.keep_last", 3, "trainer.save_limit 3"),
     ("trainer.seed", 42, "ORARL_SEED 42"),
+    ("data.sampler", "orarl", "group_by_task true, group_by_task_key problem_type"),
 ]
 PUBLISHED = {
     "orarl": [

@@ -209,6 +209,11 @@ class DataConfig:
     # false: batches draw from all records, not one family at a time, so images and videos
     # of different tasks share a step (Video-R1 samples its mixed 260k set this way).
     group_by_family: bool = True
+    # Batch order: videorl (one family per batch, a short last batch topped up) or orarl
+    # (OraRL's TaskGroupedBatchSampler: one problem_type per batch, spatial-intelligence
+    # subtypes apart, groups sorted by name, torch.randperm from one generator, incomplete
+    # batches dropped; data/sampler.py).
+    sampler: str = "videorl"
 
     def __post_init__(self) -> None:
         from videorl.data.coordinates import check_coordinates
@@ -218,6 +223,13 @@ class DataConfig:
 
         check_coordinates(self.coordinates)
         check_prompt_style(self.prompt_style)
+        if self.sampler not in ("videorl", "orarl"):
+            raise ConfigError(f"data.sampler={self.sampler!r}; choose videorl or orarl")
+        if self.sampler == "orarl" and not self.group_by_family:
+            raise ConfigError(
+                "data.sampler=orarl groups batches by problem_type; set data.group_by_family=true "
+                "or data.sampler=videorl"
+            )
         load_format_prompt(self.format_prompt)
         check_template_kwargs(self.chat_template_kwargs)
         _positive("data", prompts_per_step=self.prompts_per_step)

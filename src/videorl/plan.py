@@ -36,6 +36,7 @@ class StepPlan:
     length_terms: str = "none"  # reward.overlong / reward.length_band when enabled
     temporal_contrast: str | None = None  # T-GRPO's shuffled rollouts and bonus, when on
     group_by_family: bool = True  # false: a step's prompts come from all families at once
+    sampler: str = "videorl"  # data.sampler: orarl batches by problem_type, drops short ones
     dynamic_sampling: str = "off"  # algorithm.dynamic_sampling when enabled
     validation: str = "off"  # set size, samples, frequency, before training
     lr_schedule: str = "constant"  # the schedule and its horizon
@@ -69,6 +70,7 @@ def plan_step(config: Config) -> StepPlan:
         length_terms=_length_terms_summary(config),
         temporal_contrast=_temporal_contrast(config),
         group_by_family=config.data.group_by_family,
+        sampler=config.data.sampler,
         dynamic_sampling=_dynamic_sampling_summary(config),
         validation=validation_summary(config),
         lr_schedule=_schedule_summary(config),
@@ -183,6 +185,8 @@ def plan_table(plan: StepPlan) -> Table:
         rows.insert(1, ("temporal contrast", plan.temporal_contrast))
     if not plan.group_by_family:
         rows.insert(4, ("prompt mix", "all families pooled: images and videos share a step"))
+    elif plan.sampler == "orarl":
+        rows.insert(4, ("prompt mix", "OraRL's: one problem_type per step, short batches dropped"))
     for name, value in rows:
         table.add_row(name, str(value))
     return table

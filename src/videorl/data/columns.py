@@ -441,6 +441,7 @@ def from_columns(
     options = _options(raw_options) if raw_options is not None else ()
     duration = _first(row, columns.duration)[1]
     row_id = _first(row, columns.id)[1]  # verl's extra_info.index starts at 0
+    task = _first(row, columns.problem_type)[1]  # as written: data.sampler=orarl groups by it
     return TaskRecord(
         id=default_id if row_id is None or row_id == "" else str(row_id),
         family=resolved,
@@ -452,6 +453,7 @@ def from_columns(
         subtype=subtype,
         source=None if (src := _first(row, columns.source)[1]) is None else str(src),
         options=options,
+        extra={"problem_type": task} if isinstance(task, str) and task.strip() else {},
         **prompt,
     )
 

@@ -9,6 +9,14 @@ a family smaller than a batch is still trained on. Batches are then taken round-
 the families in canonical order, skipping a family once its batches are used up. The
 order depends only on (records' families, batch_size, seed, epoch), so
 `load_state_dict(state_dict())` resumes at the same batch.
+
+`sampler="orarl"` is OraRL's `TaskGroupedBatchSampler` (`verl/utils/dataset.py` lines 236-326,
+used with `drop_last=True` by `verl/trainer/data_loader.py` lines 75-83): groups by the row's
+`problem_type` (`task_key`: spatial-intelligence subtypes are groups of their own), sorted by
+name; each epoch every group is permuted by `torch.randperm` from one generator seeded once
+with `seed` (so epoch e continues the draws of the epochs before it; `shuffle=False` keeps
+file order), cut into batches, the incomplete tail dropped, then taken round-robin over the
+sorted groups. Resuming replays the earlier epochs' draws.
 """
 
 from __future__ import annotations
@@ -17,12 +25,26 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
+import torch
 
 from videorl.data.families import Family
 from videorl.data.records import TaskRecord
 from videorl.errors import ConfigError
 
 _FAMILY_ORDER = tuple(Family)
+SAMPLERS = ("videorl", "orarl")
+
+
+def task_key(record: TaskRecord) -> str:
+    """OraRL's group key (`group_by_task_key: problem_type`): the row's own `problem_type`
+    (kept in `extra` by the column loaders), else the spatial-intelligence subtype, else the
+    family name."""
+    raw = record.extra.get("problem_type")
+    if isinstance(raw, str) and raw.strip():
+        return raw
+    if record.family is Family.SPATIAL_INTELLIGENCE and record.subtype:
+        return record.subtype
+    return record.family.value
 
 
 class TaskGroupedSampler:
@@ -35,11 +57,20 @@ class TaskGroupedSampler:
         seed: int = 0,
         shuffle: bool = True,
         group_by_family: bool = True,
+        sampler: str = "videorl",
     ) -> None:
         if batch_size < 1:
             raise ConfigError(f"data.batch_size={batch_size} must be at least 1")
         if not records:
             raise ConfigError("the sampler got no records; check the data files")
+        if sampler not in SAMPLERS:
+            raise ConfigError(f"data.sampler={sampler!r}; choose one of {', '.join(SAMPLERS)}")
+        if sampler == "orarl" and not group_by_family:
+            raise ConfigError(
+                "data.sampler=orarl groups batches by problem_type; set data.group_by_family=true "
+                "or data.sampler=videorl"
+            )
+        self.sampler = sampler
         self.batch_size = batch_size
         self.seed = seed
         self.shuffle = shuffle  # False: each family in file order (OPDVR's data.shuffle=False)
@@ -57,13 +88,32 @@ class TaskGroupedSampler:
             if group_by_family
             else {None: list(range(len(records)))}
         )
+        self._tasks: dict[str, list[int]] = {}
+        if sampler == "orarl":
+            tasks: dict[str, list[int]] = {}
+            for index, record in enumerate(records):
+                tasks.setdefault(task_key(record), []).append(index)
+            self._tasks = {name: tasks[name] for name in sorted(tasks)}
+            if len(self) == 0:
+                sizes = ", ".join(f"{name} ({len(ix)})" for name, ix in self._tasks.items())
+                raise ConfigError(
+                    f"data.sampler=orarl drops incomplete batches, and no problem_type has "
+                    f"{batch_size} records (data.prompts_per_step): {sizes}"
+                )
 
     @property
     def families(self) -> tuple[Family, ...]:
         return self._families
 
+    @property
+    def tasks(self) -> dict[str, int]:
+        """`sampler="orarl"`: the records of each problem_type group, in batch order."""
+        return {name: len(indices) for name, indices in self._tasks.items()}
+
     def epoch_batches(self, epoch: int) -> list[list[int]]:
         """All batches of `epoch`, in order."""
+        if self.sampler == "orarl":
+            return self._orarl_epoch_batches(epoch)
         per_family: list[list[list[int]]] = []
         for family, indices in self._groups.items():
             stream = len(_FAMILY_ORDER) if family is None else _FAMILY_ORDER.index(family)
@@ -80,8 +130,31 @@ class TaskGroupedSampler:
             batches.extend(b[round_] for b in per_family if round_ < len(b))
         return batches
 
+    def _orarl_epoch_batches(self, epoch: int) -> list[list[int]]:
+        """OraRL's batches of `epoch` (module docstring): the generator's draws of epochs
+        0..epoch-1 are replayed so that a resumed run continues the same sequence."""
+        generator = torch.Generator()
+        generator.manual_seed(self.seed)
+        per_task: list[list[list[int]]] = []
+        for _ in range(epoch + 1):
+            per_task = []
+            for indices in self._tasks.values():
+                order = indices
+                if self.shuffle:
+                    permutation = torch.randperm(len(indices), generator=generator).tolist()
+                    order = [indices[i] for i in permutation]
+                full = len(order) // self.batch_size  # drop_last: the short tail is dropped
+                size = self.batch_size
+                per_task.append([order[b * size : (b + 1) * size] for b in range(full)])
+        batches = []
+        for round_ in range(max(len(b) for b in per_task)):
+            batches.extend(b[round_] for b in per_task if round_ < len(b))
+        return batches
+
     def __len__(self) -> int:
         """Batches per epoch."""
+        if self.sampler == "orarl":
+            return sum(len(ix) // self.batch_size for ix in self._tasks.values())
         return sum(-(-len(ix) // self.batch_size) for ix in self._groups.values())
 
     def __iter__(self) -> Iterator[list[int]]:
@@ -120,13 +193,15 @@ class TaskGroupedSampler:
         }
         if not self.group_by_family:  # absent (as in older checkpoints): grouped
             state["group_by_family"] = False
+        if self.sampler != "videorl":  # absent (as in older checkpoints): videorl's
+            state["sampler"] = self.sampler
         return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Resume at `state`; refuses a state made with another seed, batch size or
         grouping, since the saved position would then point into a different order."""
-        state = {"group_by_family": True, **state}
-        for key in ("seed", "batch_size", "group_by_family"):
+        state = {"group_by_family": True, "sampler": "videorl", **state}
+        for key in ("seed", "batch_size", "group_by_family", "sampler"):
             if key in state and state[key] != getattr(self, key):
                 raise ConfigError(
                     f"sampler checkpoint has {key}={state[key]} but this run uses "

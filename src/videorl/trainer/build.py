@@ -71,6 +71,7 @@ def build_state(cfg: Config, resume: str | None, info: DistInfo | None = None) -
         seed=cfg.data.seed,
         shuffle=cfg.data.shuffle,
         group_by_family=cfg.data.group_by_family,
+        sampler=cfg.data.sampler,
     )
     cfg = steps_from_epochs(cfg, len(sampler))
     optimizer, scheduler = build_optimizer(cfg, models.policy.model)
