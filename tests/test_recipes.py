@@ -127,6 +127,7 @@ PUBLISHED = {
         ("reward.sensitivity.alpha", 0.3, "temp_alpha=0.3"),
         ("reward.sensitivity.margin", 0.0, "temp_margin=0.0"),
         ("reward.sensitivity.gate", 0.7, "temp_iou_thresh=0.7"),
+        ("reward.sensitivity.shuffle", "taro", "src/utils.py shuffle_boundary_frames"),
         ("reward.sensitivity.radius", 3.0, "shuffle_boundary_frames(time_radius=3)"),
         ("reward.sensitivity.threshold", "group_mean", "temp_diff_thresh=mean"),
     ],

@@ -54,6 +54,10 @@ class SensitivityConfig:
     radius: float = 3.0
     # group_mean (the group's mean d) or a constant threshold on d.
     threshold: str | float = "group_mean"
+    # Which frames move: videorl (start / end sets disjoint, each a cyclic permutation, so
+    # every frame near a boundary moves) or taro (TaRO's shuffle_boundary_frames: times from
+    # the first sampled frame, overlapping sets shuffled one after the other by randperm).
+    shuffle: str = "videorl"
 
     def __post_init__(self) -> None:
         if not isinstance(self.enabled, bool):
@@ -62,6 +66,10 @@ class SensitivityConfig:
         _number("reward.sensitivity.margin", self.margin, -math.inf)
         _number("reward.sensitivity.gate", self.gate, 0.0, 1.0)
         _number("reward.sensitivity.radius", self.radius, 0.0, open_low=True)
+        if self.shuffle not in ("videorl", "taro"):
+            raise ConfigError(
+                f"reward.sensitivity.shuffle={self.shuffle!r}; choose videorl or taro"
+            )
         if self.threshold != "group_mean":
             threshold = self.threshold
             if isinstance(threshold, str):  # a dotted override arrives as text

@@ -6,6 +6,10 @@ the original frames and with frames shuffled near the ground-truth boundaries, a
 `alpha * 1[d_i > thr_g + margin]` is added to row i's reward when its tIoU >= gate; `thr_g`
 is the mean of d over row i's group (or a constant). Each row keeps its own d_i (the
 reference implementation shared one value per group; that bug is not reproduced).
+
+Two shuffle laws (`reward.sensitivity.shuffle`): `videorl` (`boundary_shuffle`: disjoint
+start / end sets by timestamp, every frame moved) and `taro` (`taro_boundary_shuffle`: TaRO's
+`shuffle_boundary_frames`, `src/utils.py` lines 5-42, as its recipe calls it).
 """
 
 from __future__ import annotations
@@ -66,6 +70,40 @@ def boundary_shuffle(
     perm = list(range(len(timestamps)))
     for group in (near_start, near_end):
         for slot, source in zip(group, _derange(group, rng)):
+            perm[slot] = source
+    return perm
+
+
+def taro_boundary_shuffle(
+    frame_indices: Sequence[int],
+    source_fps: float,
+    window: tuple[float, float],
+    radius: float,
+    seed: int,
+) -> list[int]:
+    """TaRO's law (`src/utils.py: shuffle_boundary_frames`, lines 5-42) as a permutation
+    `perm` (shuffled frames = `frames[perm]`). A frame's time is its source index minus the
+    first sampled one, in source frames (lines 7-8); the frames within
+    `[(s - radius) fps, (s + radius) fps]` (inclusive) are permuted by `torch.randperm`,
+    then those around the end likewise (lines 10-24, 39-40). The two sets may overlap: a
+    frame near both is moved twice. A set of fewer than 2 frames stays (lines 28-29); the
+    permutation may leave frames in place. TaRO draws from the global torch generator; ours
+    is seeded (`seed`)."""
+    if not (math.isfinite(radius) and radius >= 0):
+        raise ValueError(f"radius={radius!r}: give a finite number of seconds >= 0")
+    first = int(frame_indices[0]) if len(frame_indices) else 0
+    offsets = [int(i) - first for i in frame_indices]
+    generator = torch.Generator()
+    generator.manual_seed(seed % 2**63)
+    perm = list(range(len(offsets)))
+    for bound in (float(window[0]), float(window[1])):
+        low, high = (bound - radius) * source_fps, (bound + radius) * source_fps
+        near = [k for k, offset in enumerate(offsets) if low <= offset <= high]
+        if len(near) < 2:
+            continue
+        order = torch.randperm(len(near), generator=generator).tolist()
+        moved = [perm[near[j]] for j in order]  # tensor[idx] = tensor[idx[perm]]
+        for slot, source in zip(near, moved, strict=True):
             perm[slot] = source
     return perm
 

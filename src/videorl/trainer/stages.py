@@ -38,6 +38,7 @@ from videorl.rewards.sensitivity import (
     boundary_shuffle,
     sensitivity_bonus,
     shuffle_seed,
+    taro_boundary_shuffle,
     token_mean_logp_gap,
 )
 from videorl.rollout.batch import RolloutBatch, pad_rows
@@ -141,12 +142,21 @@ def _boundary_shuffled_prompt(
     """Row `row`'s prompt with its frames shuffled near the ground-truth boundaries."""
     group = int(batch.group_ids[row])
     video, record = batch.videos[group], batch.records[group]
-    perm = boundary_shuffle(
-        video.meta.timestamps,
-        record.answer.windows[0],
-        config.sensitivity.radius,
-        shuffle_seed(step, row),
-    )
+    if config.sensitivity.shuffle == "taro":
+        perm = taro_boundary_shuffle(
+            video.meta.frame_indices,
+            video.meta.source_fps,
+            record.answer.windows[0],
+            config.sensitivity.radius,
+            shuffle_seed(step, row),
+        )
+    else:
+        perm = boundary_shuffle(
+            video.meta.timestamps,
+            record.answer.windows[0],
+            config.sensitivity.radius,
+            shuffle_seed(step, row),
+        )
     return encode(record, replace(video, frames=video.frames[perm]))
 
 
