@@ -341,6 +341,44 @@ def test_dry_run_prints_the_published_values(recipe, expected):
     )
 
 
+@pytest.mark.parametrize(
+    "recipe, validation, horizon, kl",
+    [
+        ("orarl", "off (all prompts x 1 samples when on)", "no decay horizon", "off (kl_coef 0)"),
+        ("taro", "all prompts x 1 samples, every 50 steps", "no decay horizon", "k3 x 0.01"),
+        (
+            "opdvr",
+            "all prompts x 16 samples, every 22 steps",
+            "no decay horizon",
+            "off (kl_coef 0)",
+        ),
+        ("grpd", "all prompts x 16 samples, every 22 steps", "no decay horizon", "off (kl_coef 0)"),
+        ("tgrpo", "off (no data.val)", "at step 65000", "k3_unclipped x 0.04"),
+        (
+            "dapo",
+            "all prompts x 1 samples, every 5 steps, and before training",
+            "no decay horizon",
+            "off (kl_coef 0)",
+        ),
+    ],
+)
+def test_dry_run_plan_shows_validation_horizon_and_kl(monkeypatch, recipe, validation, horizon, kl):
+    """Issue 31: the validation set size, the schedule horizon and the KL form of each recipe."""
+    from videorl import cli
+    from videorl.plan import plan_step
+
+    plan = plan_step(load_config(resolve_config_path(recipe)))
+    assert (plan.validation, plan.kl) == (validation, kl)
+    assert horizon in plan.lr_schedule
+    monkeypatch.setattr(cli.console, "_width", 200)  # one table row per line
+    result = CliRunner().invoke(
+        app, ["train", str(Path("configs") / f"{recipe}.yaml"), "--dry-run"]
+    )
+    assert result.exit_code == 0, result.output
+    for text in (validation, horizon, kl):
+        assert text in result.output, f"{recipe} --dry-run lacks {text!r}"
+
+
 def test_epochs_set_the_step_count(recipes):
     taro = recipes["taro"]
     assert steps_from_epochs(taro, 7).trainer.steps == 21

@@ -80,28 +80,30 @@ def plan_step(config: Config) -> StepPlan:
 
 def validation_summary(config: Config, samples: str | None = None) -> str:
     """How much of the validation set is scored, how (`samples`, default `k samples`), and
-    when; or `off`."""
+    when; or `off`, with the set it would score (`off (all prompts x 1 samples when on)`)."""
     trainer = config.trainer
-    if not config.data.val or not (trainer.val_every or trainer.val_before_train):
-        return "off"
     size = "all" if trainer.val_max_prompts is None else f"first {trainer.val_max_prompts}"
+    samples = samples or f"{trainer.val_samples} samples"
+    if not config.data.val:
+        return "off (no data.val)"
+    if not (trainer.val_every or trainer.val_before_train):
+        return f"off ({size} prompts x {samples} when on)"
     every = f"every {trainer.val_every} steps" if trainer.val_every else "no periodic"
     before = ", and before training" if trainer.val_before_train else ""
-    samples = samples or f"{trainer.val_samples} samples"
     return f"{size} prompts x {samples}, {every}{before}"
 
 
 def _schedule_summary(config: Config) -> str:
     optim = config.optim
     if optim.schedule == "constant":
-        return f"constant after {optim.warmup_steps} warm-up steps"
+        return f"constant after {optim.warmup_steps} warm-up steps (no decay horizon)"
     horizon = optim.schedule_steps or config.trainer.steps
     return f"cosine to {optim.min_lr_ratio:g} lr at step {horizon} (warm-up {optim.warmup_steps})"
 
 
 def _kl_summary(config: Config) -> str:
     loss = config.algorithm.loss
-    return f"{loss.kl_type} x {loss.kl_coef:g}" if loss.kl_coef > 0 else "off"
+    return f"{loss.kl_type} x {loss.kl_coef:g}" if loss.kl_coef > 0 else "off (kl_coef 0)"
 
 
 def _temporal_contrast(config: Config) -> str | None:
