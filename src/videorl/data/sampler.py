@@ -146,7 +146,7 @@ class TaskGroupedSampler:
                 full = len(order) // self.batch_size  # drop_last: the short tail is dropped
                 size = self.batch_size
                 per_task.append([order[b * size : (b + 1) * size] for b in range(full)])
-        batches = []
+        batches: list[list[int]] = []
         for round_ in range(max(len(b) for b in per_task)):
             batches.extend(b[round_] for b in per_task if round_ < len(b))
         return batches
