@@ -18,6 +18,7 @@ Recomputation under gradient checkpointing is not counted (model FLOPs, not hard
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import time
@@ -121,10 +122,8 @@ def reset_peak(settings: Settings) -> None:
     if settings.cuda:
         torch.cuda.reset_peak_memory_stats()
         return
-    try:
+    with contextlib.suppress(OSError):
         Path("/proc/self/clear_refs").write_text("5")
-    except OSError:
-        pass
 
 
 def peak_gb(settings: Settings) -> float | None:
@@ -316,7 +315,9 @@ def update_flops(loaded: Any, batch: Any) -> dict[str, float]:
     model = loaded.model
     text = model.config.get_text_config()
     layers = sum(p.numel() for layer in decoder_layers(model) for p in layer.parameters())
-    lengths = [p.length + int(r.numel()) for p, r in zip(batch.row_prompts(), batch.responses)]
+    lengths = [
+        p.length + int(r.numel()) for p, r in zip(batch.row_prompts(), batch.responses, strict=True)
+    ]
     tokens, response = sum(lengths), int(batch.response_lengths.sum())
     kinds = getattr(text, "layer_types", None) or ["full_attention"] * text.num_hidden_layers
     head_dim = getattr(text, "head_dim", None) or text.hidden_size // text.num_attention_heads

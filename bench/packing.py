@@ -64,7 +64,7 @@ def timed_pass(
     from videorl.models.batching import plan_microbatches
     from videorl.models.logprobs import rows_logprobs
 
-    sizes = [p.length + int(r.numel()) for p, r in zip(prompts, responses)]
+    sizes = [p.length + int(r.numel()) for p, r in zip(prompts, responses, strict=True)]
     micros = plan_microbatches(sizes, budget, packed=loaded.packing)
     computed = sum(
         sum(sizes[i] for i in m) if loaded.packing else len(m) * max(sizes[i] for i in m)

@@ -165,7 +165,7 @@ def time_variants(
     mode first grows the allocator to its peak (else the first timed run pays for that)."""
     names = list(VARIANTS)
     runs: dict[str, dict[str, list[dict[str, float]]]] = {m: {v: [] for v in names} for m in MODES}
-    for mode, mini_batches in MODES.items():
+    for mini_batches in MODES.values():
         update(state, restore(state, snap), batches["unpruned"], mini_batches)
     for r in range(repeats):
         for mode, mini_batches in MODES.items():
@@ -188,9 +188,11 @@ def time_variants(
             out[mode][clock] = {
                 "seconds": {v: harness.spread(seconds[v]) for v in names},
                 "speedup_vs_unpruned": harness.spread(
-                    [u / p for u, p in zip(seconds["unpruned"], pruned)]
+                    [u / p for u, p in zip(seconds["unpruned"], pruned, strict=True)]
                 ),
-                "speedup_vs_grpo": harness.spread([g / p for g, p in zip(seconds["grpo"], pruned)]),
+                "speedup_vs_grpo": harness.spread(
+                    [g / p for g, p in zip(seconds["grpo"], pruned, strict=True)]
+                ),
             }
     return out
 

@@ -129,7 +129,7 @@ def single_core_rate(
     records: list[TaskRecord], responses: list[str], config: RewardConfig
 ) -> float:
     start = time.perf_counter()
-    for record, response in zip(records, responses):
+    for record, response in zip(records, responses, strict=True):
         score_response(record, response, config)
     return len(records) / (time.perf_counter() - start)
 
@@ -164,7 +164,9 @@ def main() -> None:
             single = single_core_rate(records, responses, local)
             records, responses = samples(family, count, args.seed)  # fresh objects, cold caches
             pooled_rate = pool_rate(pool, records, responses)
-            mean = sum(score_response(r, t, local).overall for r, t in zip(records, responses))
+            mean = sum(
+                score_response(r, t, local).overall for r, t in zip(records, responses, strict=True)
+            )
             rows[family.value] = {
                 "samples": len(records),
                 "mean_reward": round(mean / len(records), 4),

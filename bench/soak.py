@@ -65,7 +65,11 @@ def slope_per_1000(xs: list[float], ys: list[float]) -> float:
     n = len(xs)
     mx, my = sum(xs) / n, sum(ys) / n
     var = sum((x - mx) ** 2 for x in xs)
-    return 0.0 if var == 0 else 1000 * sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / var
+    return (
+        0.0
+        if var == 0
+        else 1000 * sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / var
+    )
 
 
 def trends(samples: list[dict[str, float]]) -> dict[str, dict[str, float]]:

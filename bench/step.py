@@ -229,7 +229,7 @@ def paired_ratios(old: list[dict], new: list[dict], keys: list[str]) -> dict[str
     out = {}
     for clock in CLOCKS:
         out[clock] = {
-            k: harness.spread([a[clock][k] / b[clock][k] for a, b in zip(old, new)], 3)
+            k: harness.spread([a[clock][k] / b[clock][k] for a, b in zip(old, new, strict=True)], 3)
             for k in [*keys, "step"]
             if all(b[clock][k] > 1e-6 for b in new)
         }

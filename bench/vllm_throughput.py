@@ -102,12 +102,15 @@ def main(argv: list[str] | None = None) -> None:
 
     greedy = SamplingParams(n=1, max_new_tokens=args.max_new_tokens, temperature=0, logprobs=True)
     expected, got = hf.generate(prompts, greedy), vllm.generate(prompts, greedy)
-    equal = sum(e.token_ids[0].tolist() == g.token_ids[0].tolist() for e, g in zip(expected, got))
+    equal = sum(
+        e.token_ids[0].tolist() == g.token_ids[0].tolist()
+        for e, g in zip(expected, got, strict=True)
+    )
     diff = max(
         float(
             (e.logprobs[0][: len(g.logprobs[0])] - g.logprobs[0][: len(e.logprobs[0])]).abs().max()
         )
-        for e, g in zip(expected, got)
+        for e, g in zip(expected, got, strict=True)
     )
     vllm.close()
 

@@ -152,7 +152,9 @@ def trl_trainer(
 
     def reward(prompts: Any, completions: Any, rid: list[str], **_: Any) -> list[float]:
         texts = [c[-1]["content"] if isinstance(c, list) else c for c in completions]
-        return [score_response(by_id[i], t, cfg.reward).overall for i, t in zip(rid, texts)]
+        return [
+            score_response(by_id[i], t, cfg.reward).overall for i, t in zip(rid, texts, strict=True)
+        ]
 
     banned = load_model(cfg.model.path).banned_token_ids
     optim = cfg.optim

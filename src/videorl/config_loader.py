@@ -101,7 +101,9 @@ def _coerce_sequence(hint: Any, value: Any, key: str) -> list[Any] | tuple[Any, 
     if origin is tuple and args and args[-1] is not Ellipsis:
         if len(args) != len(value):
             raise ConfigError(f"config key {key!r} = {value!r} must have {len(args)} items")
-        return tuple(_coerce(a, v, f"{key}[{i}]") for i, (a, v) in enumerate(zip(args, value)))
+        return tuple(
+            _coerce(a, v, f"{key}[{i}]") for i, (a, v) in enumerate(zip(args, value, strict=True))
+        )
     item = args[0] if args else Any
     items = [_coerce(item, v, f"{key}[{i}]") for i, v in enumerate(value)]
     return tuple(items) if origin is tuple else items

@@ -98,7 +98,7 @@ def test_grpd_scales_the_gated_rows():
     result = grpd(TEACHER, STUDENT, MASK, scores=scores, group_ids=groups)
     scale = [2 / 3, 1 / 3, 1 / 3]
     gated = [[0.5, 0.0, 0.0], [-0.5, 0.0, 0.0], [0.0, -0.1, 0.0]]
-    close(result.advantages, [[s * v for v in row] for s, row in zip(scale, gated)])
+    close(result.advantages, [[s * v for v in row] for s, row in zip(scale, gated, strict=True)])
     assert abs(result.metrics["distill/scale_min"] - 1 / 3) < 1e-12
     assert abs(result.metrics["distill/scale_mean"] - 4 / 9) < 1e-12
 

@@ -80,7 +80,7 @@ def test_step_compares_old_and_new_paths_side_by_side(results):
         name: p["seconds"]["cpu"]["generate_prefill"]["median"]
         for name, p in result["paths"].items()
     }
-    assert 0 < prefill["new"] and result["same_outputs"]["max_metric_diff"] < 1e-4
+    assert prefill["new"] > 0 and result["same_outputs"]["max_metric_diff"] < 1e-4
 
 
 @pytest.mark.slow

@@ -81,7 +81,7 @@ def test_taro_test_row_prompt_is_its_own_once(tmp_path):
     # the nested prompt is gone, and our TaRO template is the row's text byte for byte
     assert TARO_INSTRUCTION.count("To accurately pinpoint the event") == 1
     assert "Find the start and end of the moment" not in build_prompt(record, think=True)
-    assert TARO_INSTRUCTION == TARO_TG.format(QUERY)
+    assert TARO_TG.format(QUERY) == TARO_INSTRUCTION
 
 
 def test_taro_train_row_query_captions_and_clip(tmp_path):

@@ -56,7 +56,7 @@ def components(mask: np.ndarray) -> int:
     """Number of 4-connected regions of a boolean mask."""
     seen = np.zeros_like(mask)
     count = 0
-    for start in zip(*np.nonzero(mask)):
+    for start in zip(*np.nonzero(mask), strict=True):
         if seen[start]:
             continue
         count += 1
@@ -114,8 +114,8 @@ def test_temporal_grounding_window_matches_the_pixels(records, cache):
         )
         changed = [bool((f - reference).abs().max() > 60) for f in frames]
         if record.subtype == "move":  # still until t0, moving in between, at the far side from t1
-            assert not any(c for c, t in zip(changed, times) if t <= t0), record.id
-            assert all(c for c, t in zip(changed, times) if t >= t1), record.id
+            assert not any(c for c, t in zip(changed, times, strict=True) if t <= t0), record.id
+            assert all(c for c, t in zip(changed, times, strict=True) if t >= t1), record.id
         else:  # visible / recoloured exactly during [t0, t1)
             assert changed == [t0 <= t < t1 for t in times], record.id
         assert [c.start for c in record.captions] == [0.0, t0, t1]

@@ -107,7 +107,7 @@ def test_batched_bf16_logprobs_equal_one_row_at_a_time(tiny_model_dir, device):
     prompts, responses = _rows(loaded)
     with torch.no_grad():
         batched, _ = _padded(loaded, prompts, responses)
-        for i, (prompt, response) in enumerate(zip(prompts, responses)):
+        for i, (prompt, response) in enumerate(zip(prompts, responses, strict=True)):
             single, _ = _padded(loaded, [prompt], [response])
             n = response.numel()
             torch.testing.assert_close(batched[i, :n].float(), single[0, :n].float(), **LOGP_TOL)

@@ -31,7 +31,7 @@ def test_batched_logprobs_equal_unbatched(tiny_model_dir, arch):
         batched, _ = response_logprobs(
             loaded.model, inputs, inputs["input_ids"][:, -mask.shape[1] :]
         )
-        for i, (prompt, response) in enumerate(zip(rows, responses)):
+        for i, (prompt, response) in enumerate(zip(rows, responses, strict=True)):
             one, _ = collate([prompt], [response], loaded.pad_token_id)
             single, _ = response_logprobs(loaded.model, one, response[None])
             torch.testing.assert_close(batched[i, : response.numel()], single[0], atol=1e-5, rtol=0)

@@ -58,7 +58,7 @@ def test_the_mixed_prompts_carry_both_processor_paths(mixed):
 def test_mixed_micro_batch_equals_each_row_alone(mixed, packing):
     loaded, prompts, responses = mixed
     together = _logprobs(loaded, prompts, responses, packing=packing)
-    for i, (prompt, response) in enumerate(zip(prompts, responses)):
+    for i, (prompt, response) in enumerate(zip(prompts, responses, strict=True)):
         alone = _logprobs(loaded, [prompt], [response], packing=False)
         n = int(response.numel())
         torch.testing.assert_close(together[i, :n], alone[0, :n], atol=1e-5, rtol=0)

@@ -63,7 +63,7 @@ def test_packed_positions_restart_per_row_with_multimodal_rope(tiny_model_dir):
     loaded = load_model(tiny_model_dir("qwen2_5_vl"))
     prompts, responses = _rows(loaded, "qwen2_5_vl")
     packed = pack_rows(loaded.model, prompts, responses)
-    lengths = [p.length + r.numel() for p, r in zip(prompts, responses)]
+    lengths = [p.length + r.numel() for p, r in zip(prompts, responses, strict=True)]
     positions = packed.inputs["position_ids"]
     assert positions.shape == (4, 1, sum(lengths))
     text = positions[0, 0]

@@ -51,9 +51,12 @@ def test_shared_prefill_samples_equal_unshared(tiny_model_dir, arch):
         handle.remove()
         assert calls == ([2] if share else [6])  # B prompt rows once, or B*n rows
     distinct = set()
-    for unshared, shared in zip(*outs):
+    for unshared, shared in zip(*outs, strict=True):
         for a, b, la, lb in zip(
-            unshared.token_ids, shared.token_ids, *[g.logprobs for g in (unshared, shared)]
+            unshared.token_ids,
+            shared.token_ids,
+            *[g.logprobs for g in (unshared, shared)],
+            strict=True,
         ):
             assert torch.equal(a, b)
             torch.testing.assert_close(la, lb, atol=1e-4, rtol=0)
@@ -69,5 +72,5 @@ def test_shared_prefill_greedy_equals_one_sample_per_prompt(tiny_model_dir, arch
     params = SamplingParams(n=2, max_new_tokens=10, temperature=0.0)
     single = generate(loaded, prompts, replace(params, n=1))  # HF greedy allows n=1 only
     shared = generate(loaded, prompts, params, share_prefill=True)
-    for one, many in zip(single, shared):
+    for one, many in zip(single, shared, strict=True):
         assert all(torch.equal(one.token_ids[0], t) for t in many.token_ids)

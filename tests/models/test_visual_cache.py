@@ -57,9 +57,11 @@ def test_frozen_tower_encodes_each_video_once(tiny_model_dir, arch, packing):
     (gens, logps, _, calls), (gens_c, logps_c, _, calls_c) = results[False], results[True]
     assert calls == 2 + 4 + 2 + 6  # recomputed in every forward
     assert calls_c == len(prompts) == loaded.visual_cache.encoded_items  # once per video
-    for a, b in zip(gens, gens_c):
-        assert all(torch.equal(x, y) for x, y in zip(a.token_ids, b.token_ids))
-    for recomputed, reused in zip(logps, logps_c):  # the same rows, so the same padding
+    for a, b in zip(gens, gens_c, strict=True):
+        assert all(torch.equal(x, y) for x, y in zip(a.token_ids, b.token_ids, strict=True))
+    for recomputed, reused in zip(
+        logps, logps_c, strict=True
+    ):  # the same rows, so the same padding
         torch.testing.assert_close(reused, recomputed, atol=1e-5, rtol=0)
 
 

@@ -63,7 +63,7 @@ def differences(a: Any, b: Any, where: str = "", atol: float = 0.0) -> list[str]
             return [f"{where}: lengths {len(a)} != {len(b)}"]
         return [
             d
-            for i, (x, y) in enumerate(zip(a, b))
+            for i, (x, y) in enumerate(zip(a, b, strict=True))
             for d in differences(x, y, f"{where}[{i}]", atol)
         ]
     if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):

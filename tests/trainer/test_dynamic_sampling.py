@@ -51,7 +51,7 @@ def flat_for(flat_ids: set[str]):
             0.5 if batch.records[g].id in flat_ids else (row % n) / n
             for row, g in enumerate(batch.group_ids.tolist())
         ]
-        components = [{**c, "task": v} for c, v in zip(batch.components, values)]
+        components = [{**c, "task": v} for c, v in zip(batch.components, values, strict=True)]
         return replace(batch, rewards=torch.tensor(values), components=components)
 
     return patched

@@ -137,7 +137,7 @@ def test_targets_score_one_under_the_training_rewards(tg_data):
     annotation = [target_text(r, "annotation", False, rng) for r in records]
     constructed = [target_text(r, "constructed", False, rng) for r in records]
     assert annotation == [serialize_annotation(r) for r in records]
-    for record, text in zip(records, constructed):
+    for record, text in zip(records, constructed, strict=True):
         assert text.startswith("<think>\nI need to find the specific moment")
         assert any(c.text in text for c in record.captions)
         assert text.endswith(serialize_annotation(record))

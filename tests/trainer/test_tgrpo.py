@@ -50,7 +50,9 @@ def mixed_data(tmp_path_factory) -> Path:
     images = [r for r in records if r.video is None]
     videos = [r for r in records if r.video is not None]
     assert len(images) == len(videos) == 3 and images[0].image is not None
-    write_records(out / "train.jsonl", [r for pair in zip(images, videos) for r in pair])
+    write_records(
+        out / "train.jsonl", [r for pair in zip(images, videos, strict=True) for r in pair]
+    )
     return out
 
 

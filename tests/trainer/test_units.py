@@ -88,7 +88,7 @@ def test_score_turns_non_finite_rewards_into_zero(monkeypatch):
     errors = [None, None, "crash: the worker died"]
     scores = types.SimpleNamespace(
         overall=overall,
-        results=[RewardResult(o, {"task": 0.5}, e) for o, e in zip(overall, errors)],
+        results=[RewardResult(o, {"task": 0.5}, e) for o, e in zip(overall, errors, strict=True)],
         metrics={"reward/seconds": 0.1},
     )
     monkeypatch.setattr(stages, "score_batch", lambda *a, **k: scores)

@@ -61,7 +61,7 @@ def teacher_forced(loaded, prompt, response: torch.Tensor) -> torch.Tensor:
 def assert_same_generations(hf, vllm) -> None:
     for h, v in zip(hf, vllm, strict=True):
         assert [t.tolist() for t in v.token_ids] == [t.tolist() for t in h.token_ids]
-        for hl, vl in zip(h.logprobs, v.logprobs):
+        for hl, vl in zip(h.logprobs, v.logprobs, strict=True):
             assert torch.allclose(vl, hl, atol=LOGPROB_TOL, rtol=0), (vl - hl).abs().max()
         assert v.truncated == h.truncated
 
@@ -84,7 +84,9 @@ def test_sampled_token_logprobs_equal_the_hf_model(case):
     )
     for prompt, gen in zip(prompts, generations, strict=True):
         assert len(gen.token_ids) == 3
-        for tokens, logprobs, truncated in zip(gen.token_ids, gen.logprobs, gen.truncated):
+        for tokens, logprobs, truncated in zip(
+            gen.token_ids, gen.logprobs, gen.truncated, strict=True
+        ):
             assert truncated == (
                 int(tokens[-1]) not in loaded.eos_token_ids
             )  # EOS kept when it ended
@@ -123,7 +125,7 @@ def test_outputs_follow_a_weight_sync(case):
         after = engine.generate(prompts, GREEDY)
         assert all(
             not torch.allclose(a.logprobs[0][:1], b.logprobs[0][:1], atol=1e-3)
-            for a, b in zip(after, before)
+            for a, b in zip(after, before, strict=True)
         )
         assert_same_generations(hf.generate(prompts, GREEDY), after)
     finally:

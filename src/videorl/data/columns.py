@@ -28,6 +28,7 @@ a row without media is text math. One video or image per row (our prompts hold o
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import re
@@ -187,8 +188,14 @@ def _row_prompt(value: Any, column: str) -> RowPrompt:
             f"column {column!r}: the chat prompt has an assistant turn; videorl prompts are one "
             "user turn (and a system turn), so move worked examples into the user text"
         )
-    system = [_content_text(m.get("content")) for m, r in zip(messages, roles) if r == "system"]
-    user = [_content_text(m.get("content")) for m, r in zip(messages, roles) if r == "user"]
+    system = [
+        _content_text(m.get("content"))
+        for m, r in zip(messages, roles, strict=True)
+        if r == "system"
+    ]
+    user = [
+        _content_text(m.get("content")) for m, r in zip(messages, roles, strict=True) if r == "user"
+    ]
     return RowPrompt("\n".join(user), "\n".join(system) if system else None, chat=True)
 
 
@@ -298,10 +305,8 @@ def resolve_row_family(value: Any, column: str) -> tuple[Family, str | None]:
 def parse_answer(family: Family, raw: Any, options: tuple[str, ...], column: str) -> Any:
     """The typed answer of `family` from an answer cell (value, JSON text or object)."""
     if isinstance(raw, str) and raw.strip()[:1] in ("{", "[") and family is not Family.MATH:
-        try:
+        with contextlib.suppress(json.JSONDecodeError):
             raw = json.loads(raw)
-        except json.JSONDecodeError:
-            pass
     where = f"column {column!r}"
     if isinstance(raw, dict):
         if family is Family.TEMPORAL_GROUNDING and "windows" not in raw:

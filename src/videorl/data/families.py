@@ -14,7 +14,9 @@ from typing import Any
 from videorl.errors import ConfigError
 
 
-class Family(str, Enum):
+# Not a StrEnum (ruff UP042): that would turn str() and format() of a member from
+# "Family.MATH" into "math".
+class Family(str, Enum):  # noqa: UP042
     """The seven video task families plus text-only math."""
 
     TEMPORAL_GROUNDING = "temporal_grounding"

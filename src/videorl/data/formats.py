@@ -183,7 +183,7 @@ def _options(value: Any) -> tuple[str, ...]:
     if not isinstance(value, (list, tuple)) or not 2 <= len(value) <= len(LETTERS):
         raise DataError(f"field 'options': expected 2 to 8 options, got {value!r}")
     texts = []
-    for letter, option in zip(LETTERS, value):
+    for letter, option in zip(LETTERS, value, strict=False):
         text = str(option).strip()
         match = _OPTION_PREFIX.match(text)
         if match and match.group(1) == letter:
@@ -368,7 +368,7 @@ def column_layout(row: dict[str, Any]) -> str | None:
         return "verl"
     if not keys & {"videos", "images"}:
         return None
-    if ORARL_FIELDS <= keys:
+    if keys >= ORARL_FIELDS:
         return "orarl"
     return "easyr1" if "problem" in keys else "columns"
 

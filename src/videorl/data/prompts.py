@@ -41,7 +41,7 @@ def _coordinates(record: TaskRecord, medium: str) -> str:
 
 
 def _options(record: TaskRecord) -> str:
-    lines = [f"{letter}. {text}" for letter, text in zip(LETTERS, record.options)]
+    lines = [f"{letter}. {text}" for letter, text in zip(LETTERS, record.options, strict=False)]
     letters = ", ".join(LETTERS[: len(record.options)])
     return (
         "Options:\n"

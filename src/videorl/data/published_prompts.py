@@ -117,7 +117,9 @@ TARO_TG = (
 
 
 def _options(record: TaskRecord) -> str:
-    return "\n".join(f"{letter}. {text}" for letter, text in zip(LETTERS, record.options))
+    return "\n".join(
+        f"{letter}. {text}" for letter, text in zip(LETTERS, record.options, strict=False)
+    )
 
 
 def _sentence(text: str) -> str:

@@ -190,7 +190,9 @@ def temporal_grounding(rng: np.random.Generator, rid: str, out: Path) -> TaskRec
         answer=TemporalAnswer(((t0, t1),)),
         video=save_video(out, rid, width, height, duration, at),
         duration=duration,
-        captions=tuple(DenseCaption(s, e, text) for (s, e), text in zip(bounds, texts)),
+        captions=tuple(
+            DenseCaption(s, e, text) for (s, e), text in zip(bounds, texts, strict=True)
+        ),
         subtype=kind,
         source="synth",
         width=width,

@@ -152,7 +152,9 @@ class Outputs:
 
 def knob_settings(defaults: Settings, values: Sequence[Any]) -> Settings:
     """`defaults` with the widgets' values (in `KNOBS` order), each cast to its type."""
-    return replace(defaults, **{name: cast(v) for (name, cast), v in zip(KNOBS.items(), values)})
+    return replace(
+        defaults, **{name: cast(v) for (name, cast), v in zip(KNOBS.items(), values, strict=True)}
+    )
 
 
 def guarded_answer(

@@ -244,7 +244,7 @@ def _model_source(backend: Any, run: Any, max_new_tokens: int, local: bool) -> d
 def _inputs(
     *paths: str | Path | None, labels: tuple[str, ...] = ("--compare A", "--compare B")
 ) -> list[tuple[str, str | Path | None]]:
-    return list(zip(labels, paths))
+    return list(zip(labels, paths, strict=True))
 
 
 def endpoint_model_type(

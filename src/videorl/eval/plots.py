@@ -77,7 +77,7 @@ def iou_histogram(ious: dict[Family, list[float]], path: Path) -> Path:
     """Per-sample IoU in 20 bins of 0.05, one panel per family."""
     fig = _figure(4.0 * len(ious), 3.2)
     axes = fig.subplots(1, len(ious), squeeze=False)[0]
-    for ax, (family, values) in zip(axes, ious.items()):
+    for ax, (family, values) in zip(axes, ious.items(), strict=True):
         ax.hist(values, bins=[i / 20 for i in range(21)], color="tab:blue", edgecolor="white")
         name = IOU_NAMES[IOU_KEYS[family]]
         ax.set(
@@ -134,7 +134,7 @@ def controls_chart(controls: dict[str, Any], path: Path) -> Path:
     grouped = by_family(controls)
     fig = _figure(max(4.5, 3.0 * len(grouped)), 3.4)
     axes = fig.subplots(1, len(grouped), squeeze=False)[0]
-    for ax, (family, present) in zip(axes, grouped.items()):
+    for ax, (family, present) in zip(axes, grouped.items(), strict=True):
         real = next(iter(present.values()))["real"][family]
         metrics = list(real)
         series = {"real": real, **{c: e["families"][family] for c, e in present.items()}}

@@ -221,7 +221,7 @@ def collate(
     response_mask = torch.zeros((batch, response_len), dtype=torch.float32)
     has_types = any(p.mm_token_type_ids is not None for p in prompts)
     types = torch.zeros((batch, total), dtype=torch.int32) if has_types else None
-    for i, (prompt, response) in enumerate(zip(prompts, responses)):
+    for i, (prompt, response) in enumerate(zip(prompts, responses, strict=True)):
         start = prompt_len - prompt.length
         input_ids[i, start:prompt_len] = prompt.input_ids
         attention[i, start:prompt_len] = 1

@@ -151,7 +151,7 @@ def logprobs_in_microbatches(
     micro-batches of at most `token_budget` prompt + response tokens (`rows_logprobs` each)."""
     length = max(int(r.numel()) for r in responses)
     out = torch.zeros(len(responses), length)
-    sizes = [p.length + int(r.numel()) for p, r in zip(prompts, responses)]
+    sizes = [p.length + int(r.numel()) for p, r in zip(prompts, responses, strict=True)]
     for micro in plan_microbatches(sizes, token_budget, packed=loaded.packing):
         logp, _, _ = rows_logprobs(
             loaded,

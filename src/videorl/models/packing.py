@@ -103,7 +103,7 @@ def pack_rows(
     multimodal = backbone is not None and hasattr(backbone, "get_rope_index")
     ids, types, text_pos, rope_pos, logit_pos, targets = [], [], [], [], [], []
     offset = 0
-    for prompt, response in zip(prompts, responses):
+    for prompt, response in zip(prompts, responses, strict=True):
         response = response.to(torch.long)
         row = torch.cat([prompt.input_ids, response])
         length, start = int(row.numel()), offset + prompt.length

@@ -55,7 +55,7 @@ def batch_metrics(
             sum(r.failure_reason == reason for r in results)
         )
     by_family: dict[str, list[float]] = defaultdict(list)
-    for record, result in zip(records, results):
+    for record, result in zip(records, results, strict=True):
         by_family[record.family.short].append(result.overall)
     for short, values in sorted(by_family.items()):
         metrics[f"{prefix}{short}/mean"] = sum(values) / len(values)
@@ -85,6 +85,7 @@ def score_batch(
             results = temporary.score(records, responses)
     else:
         results = [
-            score_response(record, response, config) for record, response in zip(records, responses)
+            score_response(record, response, config)
+            for record, response in zip(records, responses, strict=True)
         ]
     return BatchScores(results, batch_metrics(records, results, time.perf_counter() - start))

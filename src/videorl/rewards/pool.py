@@ -11,6 +11,7 @@ pool, a script that builds one needs the `if __name__ == "__main__":` guard.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import multiprocessing as mp
 import os
@@ -267,10 +268,8 @@ class ScoringPool:
     def close(self) -> None:
         """Stop the workers (also done at interpreter exit: they are daemons)."""
         for worker in self._workers:
-            try:
+            with contextlib.suppress(OSError):
                 worker.conn.send(None)
-            except OSError:
-                pass
             worker.process.join(timeout=1)
             self._stop(worker)
         self._workers = []

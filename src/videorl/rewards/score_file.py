@@ -85,7 +85,7 @@ def score_file(
         out = Path(out_path)
         out.parent.mkdir(parents=True, exist_ok=True)
         with out.open("w", encoding="utf-8") as handle:
-            for (record_id, _), result in zip(rows, batch.results):
+            for (record_id, _), result in zip(rows, batch.results, strict=True):
                 line = {
                     "id": record_id,
                     "family": records[record_id].family.value,
@@ -95,7 +95,7 @@ def score_file(
                 }
                 handle.write(json.dumps(line) + "\n")
     by_family: dict[str, list[float]] = defaultdict(list)
-    for (record_id, _), result in zip(rows, batch.results):
+    for (record_id, _), result in zip(rows, batch.results, strict=True):
         by_family[records[record_id].family.value].append(result.overall)
     return {
         "scored": len(rows),

@@ -69,7 +69,11 @@ def point_similarity(
         return 1.0
     sx, sy = scale
     best = min(
-        sum(math.hypot((p[0] - g[0]) * sx, (p[1] - g[1]) * sy) for p, g in zip(order, gt)) / len(gt)
+        sum(
+            math.hypot((p[0] - g[0]) * sx, (p[1] - g[1]) * sy)
+            for p, g in zip(order, gt, strict=True)
+        )
+        / len(gt)
         for order in itertools.permutations(pred)
     )
     return math.exp(-best * best / (2 * POINT_SIGMA**2)) if math.isfinite(best) else 0.0

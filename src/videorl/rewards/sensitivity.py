@@ -69,7 +69,7 @@ def boundary_shuffle(
     rng = random.Random(seed)
     perm = list(range(len(timestamps)))
     for group in (near_start, near_end):
-        for slot, source in zip(group, _derange(group, rng)):
+        for slot, source in zip(group, _derange(group, rng), strict=True):
             perm[slot] = source
     return perm
 

@@ -138,7 +138,7 @@ def concat_batches(batches: list[RolloutBatch]) -> RolloutBatch:
         records=[r for b in batches for r in b.records],
         prompts=[p for b in batches for p in b.prompts],
         videos=[v for b in batches for v in b.videos],
-        group_ids=torch.cat([b.group_ids + o for b, o in zip(batches, offsets)]),
+        group_ids=torch.cat([b.group_ids + o for b, o in zip(batches, offsets, strict=True)]),
         responses=[r for b in batches for r in b.responses],
         texts=[t for b in batches for t in b.texts],
         is_annotation=torch.cat([b.is_annotation for b in batches]),

@@ -70,10 +70,10 @@ class HFEngine:
         params: SamplingParams,
     ) -> list[Generation]:
         """One continuation per (prompt, prefix); the returned response includes the prefix."""
-        extended = [with_prefix(p, x) for p, x in zip(prompts, prefixes)]
+        extended = [with_prefix(p, x) for p, x in zip(prompts, prefixes, strict=True)]
         single = replace(params, n=1)
         out = []
-        for prefix, gen in zip(prefixes, self.generate(extended, single)):
+        for prefix, gen in zip(prefixes, self.generate(extended, single), strict=True):
             budget = max(0, params.max_new_tokens - prefix.numel())
             tokens = torch.cat([prefix, gen.token_ids[0]])[: prefix.numel() + budget]
             logprobs = gen.logprobs[0]

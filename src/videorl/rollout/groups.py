@@ -65,7 +65,7 @@ def generate_groups(
             for p, _ in wanted
         ]
         continued = engine.continue_prefixes([prompts[p] for p, _ in wanted], prefixes, params)
-        prefix_rows = {(p, j): gen for (p, j), gen in zip(wanted, continued)}
+        prefix_rows = {(p, j): gen for (p, j), gen in zip(wanted, continued, strict=True)}
     for p, gen in enumerate(generations):
         for j in range(params.n):
             source = prefix_rows.get((p, j))

@@ -156,7 +156,7 @@ class VLLMEngine:
             tokens = torch.tensor(list(completion.token_ids), dtype=torch.long)
             logprobs = [
                 step[int(t)].logprob
-                for t, step in zip(completion.token_ids, completion.logprobs or [])
+                for t, step in zip(completion.token_ids, completion.logprobs or [], strict=False)
             ]
             ids.append(tokens)
             lps.append(torch.tensor(logprobs, dtype=torch.float32))
@@ -182,7 +182,7 @@ class VLLMEngine:
         response includes the prefix (log-prob 0 on forced tokens, as in the HF engine)."""
         self._wake()
         requests, sampling, budgets = [], [], []
-        for prompt, prefix in zip(prompts, prefixes):
+        for prompt, prefix in zip(prompts, prefixes, strict=True):
             budget = max(0, params.max_new_tokens - prefix.numel())
             budgets.append(budget)
             if budget:
@@ -190,7 +190,7 @@ class VLLMEngine:
                 sampling.append(self._sampling(params, budget, 1))
         continued = iter([self._to_generation(o) for o in self._run(requests, sampling)])
         out = []
-        for prefix, budget in zip(prefixes, budgets):
+        for prefix, budget in zip(prefixes, budgets, strict=True):
             prefix = prefix.to(torch.long)[: params.max_new_tokens]
             gen = next(continued) if budget else None
             tokens = torch.cat([prefix, gen.token_ids[0]]) if gen else prefix

@@ -195,7 +195,7 @@ class ChatService:
         decode = self.loaded.tokenizer.decode
         return [
             (decode(ids, skip_special_tokens=True), "length" if cut else "stop", int(ids.numel()))
-            for ids, cut in zip(generation.token_ids, generation.truncated)
+            for ids, cut in zip(generation.token_ids, generation.truncated, strict=True)
         ]
 
     def completion(self, prompt: Prompt, generation: Generation) -> dict[str, Any]:
@@ -242,7 +242,7 @@ class ChatService:
         decode = self.loaded.tokenizer.decode
         used = 0
         for index, (ids, (text, reason, count)) in enumerate(
-            zip(generation.token_ids, self._choices(generation))
+            zip(generation.token_ids, self._choices(generation), strict=True)
         ):
             used += count
             yield chunk(index, {"role": "assistant", "content": ""})

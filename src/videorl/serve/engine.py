@@ -108,7 +108,7 @@ class GenerationQueue:
                 for job in batch:
                     job.future.set_exception(err)
                 continue
-            for job, result in zip(batch, results):
+            for job, result in zip(batch, results, strict=True):
                 job.future.set_result(result)
 
 

@@ -108,7 +108,7 @@ class StepGuard:
         s.step, s.best = start["step"], start["best"]
         s.sampler.load_state_dict(start["sampler"])
         s.scheduler.load_state_dict(start["scheduler"])
-        for group, lr in zip(s.optimizer.param_groups, start["lr"]):
+        for group, lr in zip(s.optimizer.param_groups, start["lr"], strict=True):
             group["lr"] = lr
         ckpt.set_rng_state(start["rng"])
         self.start = None

@@ -122,14 +122,16 @@ def plot_reward_curves(
         points = [(r["step"], r[key]) for r in rows if r.get(key) is not None]
         if points:
             short = len(points) < 50  # markers, so a curve of a few points (or one) still shows
-            ax.plot(*zip(*points), label=key, marker="o" if short else None, markersize=7)
+            ax.plot(
+                *zip(*points, strict=True), label=key, marker="o" if short else None, markersize=7
+            )
     val = [
         (r["step"], r["val/reward_mean_at_k"])
         for r in rows
         if r.get("val/reward_mean_at_k") is not None
     ]
     if val:
-        ax.plot(*zip(*val), "o--", label="val mean@k")
+        ax.plot(*zip(*val, strict=True), "o--", label="val mean@k")
     ax.set_xlabel("step")
     ax.set_ylabel("reward")
     ax.grid(alpha=0.3)
@@ -197,7 +199,7 @@ def step_metrics(
         "perf/peak_mem_gb": peak_memory_gb(),
         "samples": [
             {"id": batch.records[int(g)].id, "text": t, "reward": float(r)}
-            for g, t, r in zip(batch.group_ids[:4], batch.texts[:4], batch.rewards[:4])
+            for g, t, r in zip(batch.group_ids[:4], batch.texts[:4], batch.rewards[:4], strict=True)
         ],
     }
 

@@ -96,7 +96,7 @@ def response_nll(
     micro-batches (zero-weight dummy rows pad), so FSDP's collectives stay matched."""
     policy, cfg = state.policy, state.cfg
     device = next(policy.model.parameters()).device
-    sizes = [p.length + int(r.numel()) for p, r in zip(prompts, responses)]
+    sizes = [p.length + int(r.numel()) for p, r in zip(prompts, responses, strict=True)]
     plan = plan_rank_microbatches(sizes, cfg.optim.micro_batch_tokens, packed=policy.packing)
     autocast, padding = state.autocast_dtype, MicroBatch.padding(policy.pad_token_id)
     loss_sum = 0.0

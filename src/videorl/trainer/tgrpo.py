@@ -51,7 +51,7 @@ def video_groups(batch: RolloutBatch) -> list[int]:
     """Groups whose prompt carries a decoded video of 2+ frames (images are T=1 media)."""
     return [
         g
-        for g, (record, media) in enumerate(zip(batch.records, batch.videos))
+        for g, (record, media) in enumerate(zip(batch.records, batch.videos, strict=True))
         if record.video is not None and media is not None and len(media.frames) > 1
     ]
 
@@ -78,7 +78,7 @@ def generate_shuffled(
     n = config.shuffled_rollouts(params.n)
     generations = engine.generate(prompts, replace(params, n=n))
     responses = [ids for gen in generations for ids in gen.token_ids[:n]]
-    group_ids = [g for g, gen in zip(groups, generations) for _ in gen.token_ids[:n]]
+    group_ids = [g for g, gen in zip(groups, generations, strict=True) for _ in gen.token_ids[:n]]
     return ShuffledRollouts(
         groups=groups,
         group_ids=torch.tensor(group_ids, dtype=torch.long),

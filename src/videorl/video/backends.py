@@ -69,10 +69,7 @@ def _pyav_decode(container: Any, stream: Any, indices: list[int], fps: float) ->
     picked: dict[int, np.ndarray] = {}
     pointer, last = 0, -1
     for counter, frame in enumerate(container.decode(stream)):
-        if frame.pts is None:
-            index = counter
-        else:
-            index = round((frame.pts - start_pts) * time_base * fps)
+        index = counter if frame.pts is None else round((frame.pts - start_pts) * time_base * fps)
         last = max(last, index)
         if index < wanted[pointer]:
             continue
