@@ -172,19 +172,19 @@ def distill_advantages(
         if scores is None or group_ids is None:
             raise ValueError("verifier-gated distillation needs `scores` and `group_ids`")
         check_rows(group_ids, scores=scores, teacher_logp=teacher_logp)
-    if gate:
-        gated, correct = verifier_gate(
-            raw, scores, threshold=config.threshold, mode=config.gate_mode
-        )
-    if scale:
-        row_scale = grpd_scale(
-            scores,
-            group_ids,
-            group_std=config.group_std,
-            baseline=config.baseline,
-            eps=config.std_eps,
-        )
-        gated = gated * _per_row(row_scale.to(gated.dtype), gated)
+        if gate:
+            gated, correct = verifier_gate(
+                raw, scores, threshold=config.threshold, mode=config.gate_mode
+            )
+        if scale:
+            row_scale = grpd_scale(
+                scores,
+                group_ids,
+                group_std=config.group_std,
+                baseline=config.baseline,
+                eps=config.std_eps,
+            )
+            gated = gated * _per_row(row_scale.to(gated.dtype), gated)
     return AdvantageResult(gated, _metrics(raw, gated, mask, correct, row_scale))
 
 

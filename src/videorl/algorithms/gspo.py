@@ -61,7 +61,8 @@ def gspo_terms(
     log_ratio = logp - logp.detach() + seq_log_ratio.unsqueeze(-1)
     ratio = log_ratio.clamp(max=MAX_LOG_SEQUENCE_RATIO).exp()
     unclipped = -advantages * ratio
-    clipped = -advantages * ratio.clamp(1 - config.clip_low, 1 + config.clip_high)
+    low, high = config.clip
+    clipped = -advantages * ratio.clamp(1 - low, 1 + high)
     loss = torch.maximum(unclipped, clipped)
     binds = ((clipped > unclipped) & mask.bool()).any(-1)
     sequence_ratio = seq_log_ratio.clamp(max=MAX_LOG_SEQUENCE_RATIO).exp()

@@ -75,7 +75,8 @@ class PolicyLossConfig:
         for key in ("clip_low", "clip_high", "aggregation"):
             if getattr(self, key) is None:
                 object.__setattr__(self, key, getattr(registered, key))
-        if not (0 <= self.clip_low < 1 and self.clip_high >= 0):
+        low, high = self.clip
+        if not (0 <= low < 1 and high >= 0):
             raise ConfigError(
                 f"algorithm.loss.clip_low={self.clip_low} must be in [0, 1) and algorithm.loss."
                 f"clip_high={self.clip_high} >= 0; the OraRL recipe uses 0.2 and 0.2"
@@ -107,6 +108,13 @@ class PolicyLossConfig:
                 f"algorithm.loss.kl_coef={self.kl_coef} and algorithm.loss.entropy_coef="
                 f"{self.entropy_coef} must be >= 0"
             )
+
+    @property
+    def clip(self) -> tuple[float, float]:
+        """(clip_low, clip_high), never null once `__post_init__` filled the loss's defaults."""
+        low, high = self.clip_low, self.clip_high
+        assert low is not None and high is not None, "set by __post_init__"
+        return low, high
 
 
 @dataclass(frozen=True)
@@ -161,6 +169,7 @@ def _aggregate(
     elif config.aggregation == "seq-mean-token-sum":
         per_sequence = summed.sum(-1)
     else:
+        assert config.max_length is not None, "__post_init__ requires it for this aggregation"
         per_sequence = summed.sum(-1) / float(config.max_length)
     sequences = int((tokens > 0).sum()) if num_sequences_global is None else num_sequences_global
     return per_sequence.sum() / max(sequences, 1)
@@ -174,7 +183,8 @@ def ppo_terms(
     unused (every token is its own sample)."""
     ratio = (logp - old_logp).clamp(-_MAX_LOG_RATIO, _MAX_LOG_RATIO).exp()
     unclipped = -advantages * ratio
-    clipped = -advantages * ratio.clamp(1 - config.clip_low, 1 + config.clip_high)
+    low, high = config.clip
+    clipped = -advantages * ratio.clamp(1 - low, 1 + high)
     loss = torch.maximum(unclipped, clipped)
     dual = torch.zeros_like(loss, dtype=torch.bool)
     if config.dual_clip is not None:

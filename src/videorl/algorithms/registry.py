@@ -23,10 +23,11 @@ class Registry(dict[str, Entry]):
 
     def add(self, name: str, entry: Entry, fn: Any) -> None:
         """Register `entry` (wrapping `fn`); another function under a taken name is refused."""
-        if name in self and getattr(self[name], "fn", None) is not fn:
+        owner = getattr(self[name], "fn", None) if name in self else fn
+        if owner is not fn:
             raise ConfigError(
                 f"{self.what} {name!r} is already registered by "
-                f"{self[name].fn.__module__}; pick another name"
+                f"{owner.__module__}; pick another name"
             )
         self[name] = entry
 

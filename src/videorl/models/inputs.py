@@ -18,6 +18,7 @@ from videorl.models.chat_template import used_by_template
 
 if TYPE_CHECKING:
     from videorl.models.loaded import LoadedModel
+    from videorl.video.decode import DecodedVideo
 
 # Per-video / per-image tensors concatenated across rows (the processor's layout).
 VISION_KEYS = (
@@ -37,8 +38,8 @@ class PromptSource:
     the processor was given (the same frames and metadata: decode once)."""
 
     token_ids: torch.Tensor  # [L0] long
-    video: Any | None = None  # DecodedVideo
-    image: Any | None = None  # DecodedVideo with T = 1
+    video: DecodedVideo | None = None
+    image: DecodedVideo | None = None  # T = 1
 
 
 @dataclass(frozen=True)
@@ -135,8 +136,8 @@ def encode_prompt(
     loaded: LoadedModel,
     text: str,
     *,
-    video: Any | None = None,
-    image: Any | None = None,
+    video: DecodedVideo | None = None,
+    image: DecodedVideo | None = None,
     system: str | None = None,
     template_kwargs: dict[str, Any] | None = None,
 ) -> PromptEncoding:

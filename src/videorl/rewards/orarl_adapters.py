@@ -60,6 +60,7 @@ from videorl.rewards.orarl_parsing import (
     box_iou,
     canonical_payload,
     finite,
+    finite_all,
     frame_boxes,
     interval_iou,
     is_sequence,
@@ -184,8 +185,7 @@ TIME_WEIGHT = 0.2
 def _time_pair(value: Any) -> list[float] | None:
     if not (is_sequence(value) and len(value) == 2):
         return None
-    pair = [finite(part) for part in value]
-    return None if None in pair else pair
+    return finite_all(value)
 
 
 def spatio_temporal_grounding(record: TaskRecord, response: str) -> tuple[float, Components]:
@@ -306,17 +306,17 @@ def frame_at(record: TaskRecord, keys: list[str], seconds: float) -> int:
     key nearest `seconds * fps` (fps: `extra.fps` / `extra.video_fps`), or index
     `round(seconds * fps)` for keys that are not numbers; without fps, index
     `round(seconds / duration * (n - 1))`, else the key nearest `seconds`, else 0."""
-    numbers = [finite(key) for key in keys]
+    numbers = finite_all(keys)
     fps = _first_number(record.extra, ("fps", "video_fps"))
     if fps is not None and fps > 0.0:
         target = seconds * fps
-        if None in numbers:
+        if numbers is None:
             index = round(target)
         else:
             index = min(range(len(keys)), key=lambda i: abs(numbers[i] - target))
     elif record.duration is not None and record.duration > 0.0:
         index = round(seconds / record.duration * max(len(keys) - 1, 0))
-    elif None not in numbers:
+    elif numbers is not None:
         index = min(range(len(keys)), key=lambda i: abs(numbers[i] - seconds))
     else:
         index = 0
@@ -357,9 +357,10 @@ class _Frame:
     def __init__(self, record: TaskRecord, pixels: np.ndarray) -> None:
         self.pixels = pixels
         self.rows, self.cols = pixels.shape
-        known = bool(record.width and record.height and record.width > 0 and record.height > 0)
-        self.width = int(record.width) if known else self.cols
-        self.height = int(record.height) if known else self.rows
+        if record.width and record.height and record.width > 0 and record.height > 0:
+            self.width, self.height = int(record.width), int(record.height)
+        else:
+            self.width, self.height = self.cols, self.rows
         self.thousandths = record.box_format == "norm1000"
 
     def x(self, value: float) -> float:
@@ -441,7 +442,7 @@ def segmentation(record: TaskRecord, response: str) -> tuple[float, Components]:
     if time is not None and answer.time is not None:
         time_sim = math.exp(-abs(time - answer.time) / TIME_TAU)
     has_mask, pixels = (False, None) if predicted is None else _mask_of(record, answer, video, time)
-    if has_mask:
+    if has_mask and predicted is not None:  # has_mask implies predicted
         terms = (
             {"task": 0.0, "iou": 0.0, "pos": 0.0, "neg": 0.0}
             if pixels is None

@@ -28,7 +28,7 @@ import ast
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 NUMBER = r"[-+]?(?:\d+(?:\.\d+)?|\.\d+)"
@@ -51,6 +51,14 @@ def finite(value: Any) -> float | None:
     except (TypeError, ValueError):
         return None
     return number if math.isfinite(number) else None
+
+
+def finite_all(values: Iterable[Any]) -> list[float] | None:
+    """`finite` of every one of `values` (each is converted, so a too-large int raises), or
+    None when any is not a finite number."""
+    numbers = [finite(value) for value in values]
+    kept = [number for number in numbers if number is not None]
+    return kept if len(kept) == len(numbers) else None
 
 
 def is_sequence(value: Any) -> bool:
@@ -163,8 +171,8 @@ def box(value: Any, *, reorder: bool = False) -> list[float] | None:
     if not is_sequence(value):
         return None
     if len(value) == 4:
-        numbers = [finite(item) for item in value]
-        if None not in numbers:
+        numbers = finite_all(value)
+        if numbers is not None:
             x1, y1, x2, y2 = numbers
             if reorder:
                 (x1, x2), (y1, y2) = sorted((x1, x2)), sorted((y1, y2))
@@ -206,8 +214,8 @@ def interval_iou(first: Any, second: Any) -> float:
     """tIoU of two `[start, end]` pairs, each sorted first; 0 for anything else."""
     if not (is_sequence(first) and is_sequence(second) and len(first) == len(second) == 2):
         return 0.0
-    values = [finite(v) for v in (*first, *second)]
-    if None in values:
+    values = finite_all((*first, *second))
+    if values is None:
         return 0.0
     a0, a1 = sorted(values[:2])
     b0, b1 = sorted(values[2:])

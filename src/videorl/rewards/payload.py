@@ -84,8 +84,8 @@ def as_box(value: Any) -> Box | None:
     """A box `[x1, y1, x2, y2]` of finite numbers with x1 <= x2 and y1 <= y2, else None."""
     if not isinstance(value, (list, tuple)) or len(value) != 4:
         return None
-    numbers = [finite(v) for v in value]
-    if any(n is None for n in numbers):
+    numbers = [n for n in (finite(v) for v in value) if n is not None]
+    if len(numbers) != 4:
         return None
     x1, y1, x2, y2 = numbers
     if x2 < x1 or y2 < y1:

@@ -23,8 +23,9 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from multiprocessing.connection import Connection, wait
+from multiprocessing.context import ForkServerContext, SpawnContext
 from multiprocessing.process import BaseProcess
-from typing import Any, Self
+from typing import Self
 
 from videorl.data.records import TaskRecord
 from videorl.rewards.config import RewardConfig
@@ -40,7 +41,7 @@ STARTUP_TIMEOUT_S = 120.0
 MAX_CHUNK = 64
 
 
-def _context() -> Any:
+def _context() -> ForkServerContext | SpawnContext:
     if "forkserver" in mp.get_all_start_methods():
         context = mp.get_context("forkserver")
         context.set_forkserver_preload(_PRELOAD)

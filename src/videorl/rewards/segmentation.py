@@ -154,7 +154,7 @@ def score(record: TaskRecord, payload: str, config: RewardConfig) -> dict[str, f
     else:
         terms, inside = _point_terms(record, answer, pred), None
     video = answer.time is not None
-    if video:
+    if answer.time is not None:  # video
         terms["time"] = 0.0 if pred.time is None else time_similarity(pred.time, answer.time)
     weights = VIDEO_WEIGHTS if video else IMAGE_WEIGHTS
     task = sum(weight * terms[name] for name, weight in weights.items()) / 100

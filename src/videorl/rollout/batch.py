@@ -8,12 +8,12 @@ sees the same frames (decode once, docs/methods.md#video-contract).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 import torch
 
 from videorl.data.records import TaskRecord
 from videorl.models.inputs import PromptEncoding
+from videorl.video.decode import DecodedVideo
 
 
 @dataclass(frozen=True)
@@ -22,7 +22,7 @@ class RolloutBatch:
 
     records: list[TaskRecord]
     prompts: list[PromptEncoding]
-    videos: list[Any]
+    videos: list[DecodedVideo | None]  # per prompt: its video, or image (T = 1); None: text
     group_ids: torch.Tensor  # [B] long: index into records / prompts / videos
     responses: list[torch.Tensor]  # [B] response token ids (EOS kept)
     texts: list[str]  # [B] decoded responses
@@ -35,6 +35,24 @@ class RolloutBatch:
     teacher_logp: torch.Tensor | None = None  # [B, R]
     student_logp: torch.Tensor | None = None  # [B, R]
     metrics: dict[str, float] = field(default_factory=dict)
+
+    def scored_rewards(self) -> torch.Tensor:
+        """`rewards`, which the score stage sets (an error before it ran)."""
+        if self.rewards is None:
+            raise ValueError("the batch has no rewards: it was not scored")
+        return self.rewards
+
+    def scored_components(self) -> list[dict[str, float]]:
+        """`components`, which the score stage sets (an error before it ran)."""
+        if self.components is None:
+            raise ValueError("the batch has no reward components: it was not scored")
+        return self.components
+
+    def token_advantages(self) -> torch.Tensor:
+        """`advantages`, which the advantage stage sets (an error before it ran)."""
+        if self.advantages is None:
+            raise ValueError("the batch has no advantages: they were not computed")
+        return self.advantages
 
     @property
     def num_rows(self) -> int:
@@ -132,7 +150,7 @@ def concat_batches(batches: list[RolloutBatch]) -> RolloutBatch:
             parts = [torch.nn.functional.pad(p, (0, width - p.shape[1])) for p in parts]
         return torch.cat(parts)
 
-    components = [b.components for b in batches]
+    components = [b.components for b in batches if b.components is not None]
     return replace(
         first,
         records=[r for b in batches for r in b.records],
@@ -145,9 +163,9 @@ def concat_batches(batches: list[RolloutBatch]) -> RolloutBatch:
         off_policy=torch.cat([b.off_policy for b in batches]),
         truncated=torch.cat([b.truncated for b in batches]),
         rewards=cat_rows("rewards"),
-        components=None
-        if any(c is None for c in components)
-        else [c for part in components for c in part],
+        components=[c for part in components for c in part]
+        if len(components) == len(batches)
+        else None,
         advantages=cat_rows("advantages"),
         teacher_logp=cat_rows("teacher_logp"),
         student_logp=cat_rows("student_logp"),

@@ -15,6 +15,7 @@ from videorl.models.inputs import PromptEncoding
 from videorl.rewards.annotation import serialize_annotation
 from videorl.rollout.batch import RolloutBatch
 from videorl.rollout.engine import RolloutEngine
+from videorl.video.decode import DecodedVideo
 
 
 def constructed_prefix(record: TaskRecord, rng: random.Random) -> str:
@@ -37,7 +38,7 @@ def generate_groups(
     engine: RolloutEngine,
     records: Sequence[TaskRecord],
     prompts: Sequence[PromptEncoding],
-    videos: Sequence[Any],
+    videos: Sequence[DecodedVideo | None],
     params: SamplingParams,
     tokenizer: Any,
     *,

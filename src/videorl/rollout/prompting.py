@@ -13,18 +13,22 @@ from videorl.errors import MediaError
 from videorl.models.chat_template import template_kwargs
 from videorl.models.inputs import PromptEncoding, encode_prompt
 from videorl.models.loading import LoadedModel
-from videorl.video.cache import VideoCache
+from videorl.video.cache import MediaSource
+from videorl.video.decode import DecodedVideo
 
 if TYPE_CHECKING:
     from videorl.config import DataConfig
 
 log = logging.getLogger(__name__)
 
+# A record and its decoded media (None: text only) -> the policy's prompt encoding.
+Encoder = Callable[[TaskRecord, DecodedVideo | None], PromptEncoding]
+
 
 def encode_record(
     policy: LoadedModel,
     record: TaskRecord,
-    media: Any,
+    media: DecodedVideo | None,
     think: bool,
     chat_template_kwargs: Mapping[str, Any] | None = None,
     style: str = "videorl",
@@ -48,13 +52,13 @@ class DecodedPrompts(NamedTuple):
 
     records: list[TaskRecord]
     prompts: list[PromptEncoding]
-    media: list[Any]
+    media: list[DecodedVideo | None]
     skipped_media: int  # media that failed to decode
     skipped_long: int  # prompts over data.max_prompt_tokens
 
 
 def decode_prompts(
-    records: Sequence[TaskRecord], videos: VideoCache, policy: LoadedModel, data: DataConfig
+    records: Sequence[TaskRecord], videos: MediaSource, policy: LoadedModel, data: DataConfig
 ) -> DecodedPrompts:
     """Decode each record's media once (`videos` caches it) and encode its prompt in the
     model family's coordinates; bad media and over-long prompts are skipped and counted."""
@@ -85,13 +89,11 @@ def decode_prompts(
     return out
 
 
-def record_encoder(
-    policy: LoadedModel, data: DataConfig
-) -> Callable[[TaskRecord, Any], PromptEncoding]:
+def record_encoder(policy: LoadedModel, data: DataConfig) -> Encoder:
     """`encode_record` with the run's prompt settings (`data.think`, template kwargs, style):
     what a stage calls to re-encode a record with other media (e.g. shuffled frames)."""
 
-    def encode(record: TaskRecord, media: Any) -> PromptEncoding:
+    def encode(record: TaskRecord, media: DecodedVideo | None) -> PromptEncoding:
         return encode_record(
             policy, record, media, data.think, data.chat_template_kwargs, style=data.prompt_style
         )

@@ -23,7 +23,7 @@ import logging
 import os
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 
@@ -39,6 +39,8 @@ from videorl.rollout.vllm_support import (
 )
 
 if TYPE_CHECKING:
+    from torch.distributed import ProcessGroup
+
     from videorl.config import Config
     from videorl.distributed import DistInfo
 
@@ -68,7 +70,7 @@ class VLLMEngine:
         from vllm import LLM
 
         self.loaded = loaded
-        self._group = None
+        self._group: ProcessGroup | None = None
         self._lockstep = False
         extra: dict[str, Any] = {}
         if (
@@ -87,7 +89,8 @@ class VLLMEngine:
             if tp > 1:
                 index, groups = _group_ranks(tp)
                 made = [torch.distributed.new_group(ranks, backend="gloo") for ranks in groups]
-                self._group = made[index]
+                # this rank's own group, never GroupMember.NON_GROUP_MEMBER
+                self._group = cast("ProcessGroup", made[index])
         if not device_normalization_safe(settings.model_path):
             log.info(
                 "%s: image and video processors normalize differently; vLLM normalizes pixels on the host",

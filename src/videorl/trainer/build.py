@@ -6,6 +6,7 @@ import copy
 import random
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -146,6 +147,7 @@ class _Models:
             )
             apply_fsdp(policy.model, bf16=cfg.trainer.bf16 and "cuda" in info.device)
         if cfg.algorithm.is_distillation:
+            assert cfg.model.teacher_path, "Config validation requires it for distillation"
             models.teacher = load_model(cfg.model.teacher_path, **kwargs)
             check_same_tokenizer(policy, models.teacher)
             models.teacher.model.eval()
@@ -170,7 +172,7 @@ def _policy(cfg: Config, info: DistInfo, policy: LoadedModel) -> LoadedModel:
             if "visual" in name:
                 param.requires_grad_(False)
     if cfg.model.gradient_checkpointing:  # transformers' current name, else the pre-5.2x one
-        model = policy.model
+        model: Any = policy.model  # a transformers model: methods nn.Module does not declare
         getattr(model, "activation_checkpointing_enable", model.gradient_checkpointing_enable)()
     return _with_lora(cfg, policy, info) if cfg.model.lora.enabled else policy
 
@@ -184,7 +186,8 @@ def _with_lora(cfg: Config, policy: LoadedModel, info: DistInfo) -> LoadedModel:
             "(trainer.nproc=1) or set model.lora.rank=0"
         )
     if cfg.model.gradient_checkpointing:  # frozen embeddings: checkpointed blocks need grads
-        policy.model.enable_input_require_grads()
+        hf_model: Any = policy.model
+        hf_model.enable_input_require_grads()
     model = apply_lora(
         policy.model,
         cfg.model.lora,

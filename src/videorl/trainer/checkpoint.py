@@ -134,7 +134,7 @@ def load_checkpoint(
     checkpoint: Path, *, policy: Any, optimizer: torch.optim.Optimizer, info: DistInfo
 ) -> dict[str, Any]:
     """Restore model and optimizer shards (any world size), this rank's RNG; return extras."""
-    state = {
+    state: dict[str, Any] = {
         "model": get_model_state_dict(policy.model),
         "optim": get_optimizer_state_dict(policy.model, optimizer),
     }
@@ -154,8 +154,12 @@ def list_checkpoints(output_dir: str | Path) -> list[Path]:
     root = Path(output_dir)
     if not root.is_dir():
         return []
-    found = [p for p in root.iterdir() if _STEP_DIR.match(p.name) and (p / "state.pt").is_file()]
-    return sorted(found, key=lambda p: int(_STEP_DIR.match(p.name).group(1)))
+    found = [
+        (int(match.group(1)), p)
+        for p in root.iterdir()
+        if (match := _STEP_DIR.match(p.name)) and (p / "state.pt").is_file()
+    ]
+    return [p for _, p in sorted(found, key=lambda pair: pair[0])]
 
 
 def resolve_resume(resume: str | None, output_dir: str | Path) -> Path | None:

@@ -42,7 +42,7 @@ Draw = Callable[[list[int], int], RolloutBatch]
 def metric_values(batch: RolloutBatch, metric: str) -> torch.Tensor:
     """Each row's value of `metric`: `reward` (the whole reward) or a reward component."""
     if metric == "reward":
-        return batch.rewards.float()
+        return batch.scored_rewards().float()
     missing = [i for i, c in enumerate(batch.components or []) if metric not in c]
     if batch.components is None or missing:
         row = missing[0] if missing else 0

@@ -74,6 +74,7 @@ def train_step(state: TrainState, indices: list[int]) -> dict[str, Any]:
     with timer("teacher"):
         if cfg.algorithm.is_distillation:
             teacher = state.teacher
+            assert teacher is not None, "build loads the teacher for distillation"
             batch = add_teacher_logprobs(
                 batch,
                 state.logprob_model,
@@ -346,7 +347,7 @@ def _finish(
     """The last checkpoint (unless just saved), final/ and the reward curves."""
     checkpointer.save_unsaved(state)
     final = Path(state.cfg.trainer.output_dir) / "final"
-    if state.info.is_main:
+    if state.info.is_main and writer is not None:  # rank 0 has the writer
         ckpt.write_atomically(
             final, lambda tmp: ckpt.save_model_folder(state.logprob_model, tmp), replace=True
         )

@@ -163,8 +163,9 @@ def rollout_metrics(batch: RolloutBatch, max_new_tokens: int) -> dict[str, Any]:
     constructed rows' rewards (sensitivity bonus included) under their own prefixes."""
     kinds = row_kinds(batch)
     policy_rows, annotation = kinds[POLICY_PREFIX], batch.is_annotation
+    rewards = batch.scored_rewards()
     metrics = {
-        "reward/mean": float(batch.rewards[policy_rows].mean()),
+        "reward/mean": float(rewards[policy_rows].mean()),
         "response/length_mean": float(batch.response_lengths[policy_rows].float().mean()),
         "response/truncated_frac": float(batch.truncated[policy_rows].float().mean()),
         "rollout/constructed_rows": float(batch.off_policy.sum()),
@@ -172,7 +173,7 @@ def rollout_metrics(batch: RolloutBatch, max_new_tokens: int) -> dict[str, Any]:
     }
     for prefix in (ANNOTATION_PREFIX, CONSTRUCTED_PREFIX):
         if kinds[prefix].any():
-            metrics[f"{prefix}mean"] = float(batch.rewards[kinds[prefix]].mean())
+            metrics[f"{prefix}mean"] = float(rewards[kinds[prefix]].mean())
     if metrics["rollout/annotation_truncated"]:
         log.warning(
             "%d annotation rows were cut by rollout.max_new_tokens=%d and score below 1; raise it",
@@ -199,7 +200,9 @@ def step_metrics(
         "perf/peak_mem_gb": peak_memory_gb(),
         "samples": [
             {"id": batch.records[int(g)].id, "text": t, "reward": float(r)}
-            for g, t, r in zip(batch.group_ids[:4], batch.texts[:4], batch.rewards[:4], strict=True)
+            for g, t, r in zip(
+                batch.group_ids[:4], batch.texts[:4], batch.scored_rewards()[:4], strict=True
+            )
         ],
     }
 

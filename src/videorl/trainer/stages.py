@@ -6,7 +6,6 @@ score -> sensitivity (TaRO) -> teacher log-probs (OPD family) -> advantages -> s
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 import torch
 
@@ -21,6 +20,7 @@ from videorl.algorithms.selection import (
 )
 from videorl.algorithms.taro import off_policy_advantages
 from videorl.config import AlgorithmConfig
+from videorl.data.records import TemporalAnswer
 from videorl.models.inputs import PromptEncoding
 from videorl.models.loading import LoadedModel
 from videorl.models.logprobs import logprobs_in_microbatches
@@ -33,6 +33,7 @@ from videorl.rewards.batch import (
 )
 from videorl.rewards.config import RewardConfig
 from videorl.rewards.length import length_bonus, overlong_penalty
+from videorl.rewards.pool import ScoringPool
 from videorl.rewards.sensitivity import (
     applies_to,
     boundary_shuffle,
@@ -42,6 +43,7 @@ from videorl.rewards.sensitivity import (
     token_mean_logp_gap,
 )
 from videorl.rollout.batch import RolloutBatch, pad_rows
+from videorl.rollout.prompting import Encoder
 
 
 def row_kinds(batch: RolloutBatch) -> dict[str, torch.Tensor]:
@@ -56,7 +58,9 @@ def row_kinds(batch: RolloutBatch) -> dict[str, torch.Tensor]:
     }
 
 
-def score(batch: RolloutBatch, config: RewardConfig, pool: Any = None) -> RolloutBatch:
+def score(
+    batch: RolloutBatch, config: RewardConfig, pool: ScoringPool | None = None
+) -> RolloutBatch:
     """Reward every row with its family's verifier (in worker processes when configured).
 
     `reward/*` metrics describe the policy rows only; annotation and constructed rows get
@@ -81,7 +85,7 @@ def score(batch: RolloutBatch, config: RewardConfig, pool: Any = None) -> Rollou
 def add_sensitivity_bonus(
     batch: RolloutBatch,
     loaded: LoadedModel,
-    encode: Any,
+    encode: Encoder,
     config: RewardConfig,
     *,
     step: int,
@@ -122,11 +126,10 @@ def add_sensitivity_bonus(
     mask = pad_rows([torch.ones(r.numel()) for r in responses], original.shape[1])
     d = token_mean_logp_gap(original, shuffled, mask)
     index = torch.tensor(rows)
-    tiou = torch.tensor(
-        [batch.components[i].get("iou", batch.components[i].get("task", 0.0)) for i in rows]
-    )
+    components = batch.scored_components()
+    tiou = torch.tensor([components[i].get("iou", components[i].get("task", 0.0)) for i in rows])
     bonus = sensitivity_bonus(d, batch.group_ids[index], tiou, config.sensitivity)
-    rewards = batch.rewards.clone()
+    rewards = batch.scored_rewards().clone()
     rewards[index] += bonus
     return replace(batch, rewards=rewards).with_metrics(
         **{
@@ -137,11 +140,13 @@ def add_sensitivity_bonus(
 
 
 def _boundary_shuffled_prompt(
-    batch: RolloutBatch, row: int, encode: Any, config: RewardConfig, step: int
+    batch: RolloutBatch, row: int, encode: Encoder, config: RewardConfig, step: int
 ) -> PromptEncoding:
     """Row `row`'s prompt with its frames shuffled near the ground-truth boundaries."""
     group = int(batch.group_ids[row])
     video, record = batch.videos[group], batch.records[group]
+    assert video is not None, "the bonus applies to rows with a decoded video only"
+    assert isinstance(record.answer, TemporalAnswer), f"{record.id}: not temporal grounding"
     if config.sensitivity.shuffle == "taro":
         perm = taro_boundary_shuffle(
             video.meta.frame_indices,
@@ -226,8 +231,10 @@ def select(
     if selection is None:
         return batch
     mask = batch.response_mask()
-    scores = row_scores(batch.advantages, mask)
-    reference = selection_reference(scores, batch.rewards, batch.group_ids, batch.is_annotation)
+    scores = row_scores(batch.token_advantages(), mask)
+    reference = selection_reference(
+        scores, batch.scored_rewards(), batch.group_ids, batch.is_annotation
+    )
     selected = select_rows(scores, batch.group_ids, batch.is_annotation, selection)
     corrected = post_selection_correction(
         scores, batch.group_ids, batch.is_annotation, selected.kept, reference, correction
@@ -254,7 +261,7 @@ def add_length_rewards(
     generated = ~batch.is_annotation
     lengths = batch.response_lengths
     count = max(int(generated.sum()), 1)
-    rewards, metrics = batch.rewards.clone(), {}
+    rewards, metrics = batch.scored_rewards().clone(), {}
     if config.overlong.enabled:
         penalty = torch.where(
             generated, overlong_penalty(lengths, max_new_tokens, config.overlong), 0.0
@@ -263,7 +270,8 @@ def add_length_rewards(
         metrics["reward/overlong_penalty_mean"] = float(penalty.sum()) / count
         metrics["reward/overlong_frac"] = float((penalty < 0).sum()) / count
     if config.length_band.enabled:
-        task = torch.tensor([c.get("task", 0.0) for c in batch.components], dtype=torch.float32)
+        components = batch.scored_components()
+        task = torch.tensor([c.get("task", 0.0) for c in components], dtype=torch.float32)
         bonus = length_bonus(task, lengths, batch.group_ids, generated, config.length_band)
         rewards += bonus
         metrics["reward/length_bonus_frac"] = float((bonus != 0).sum()) / count

@@ -10,7 +10,6 @@ prompts get no shuffled rollouts and no bonus.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -22,19 +21,16 @@ from videorl.algorithms.tgrpo import (
     group_accuracy,
     temporal_contrast_bonus,
 )
-from videorl.data.records import TaskRecord
 from videorl.models.generate import SamplingParams
-from videorl.models.inputs import PromptEncoding
 from videorl.rewards.batch import POLICY_PREFIX, score_batch
 from videorl.rewards.config import RewardConfig
+from videorl.rewards.pool import ScoringPool
 from videorl.rewards.sensitivity import shuffle_seed
 from videorl.rollout.batch import RolloutBatch
 from videorl.rollout.engine import RolloutEngine
-from videorl.rollout.prompting import record_encoder
+from videorl.rollout.prompting import Encoder, record_encoder
 from videorl.trainer.stages import row_kinds
 from videorl.trainer.state import TrainState
-
-Encode = Callable[[TaskRecord, Any], PromptEncoding]
 
 
 @dataclass(frozen=True)
@@ -59,7 +55,7 @@ def video_groups(batch: RolloutBatch) -> list[int]:
 def generate_shuffled(
     engine: RolloutEngine,
     batch: RolloutBatch,
-    encode: Encode,
+    encode: Encoder,
     params: SamplingParams,
     config: TemporalContrastConfig,
     *,
@@ -73,6 +69,7 @@ def generate_shuffled(
     prompts = []
     for g in groups:
         media = batch.videos[g]
+        assert media is not None, "video_groups keeps decoded videos only"
         perm = frame_permutation(len(media.frames), shuffle_seed(step, g))
         prompts.append(encode(batch.records[g], replace(media, frames=media.frames[perm])))
     n = config.shuffled_rollouts(params.n)
@@ -113,7 +110,7 @@ def add_temporal_contrast_bonus(
     shuffled: ShuffledRollouts,
     reward: RewardConfig,
     config: TemporalContrastConfig,
-    pool: Any = None,
+    pool: ScoringPool | None = None,
 ) -> RolloutBatch:
     """Score the shuffled rows with the same reward, then add `temporal_contrast_bonus` to
     the ordered policy rows of each video group (annotation and constructed rows neither
@@ -131,11 +128,12 @@ def add_temporal_contrast_bonus(
     videos = torch.tensor(shuffled.groups, dtype=torch.long)
     shuffled_acc[videos] = group_accuracy(shuffled_row_acc, shuffled.group_ids, num_groups)[videos]
     rows = row_kinds(batch)[POLICY_PREFIX].nonzero().flatten()
-    accuracy = torch.tensor([task_accuracy(batch.components[int(i)]) for i in rows])
+    components = batch.scored_components()
+    accuracy = torch.tensor([task_accuracy(components[int(i)]) for i in rows])
     group_ids = batch.group_ids[rows]
     ordered_acc = group_accuracy(accuracy, group_ids, num_groups)
     bonus = temporal_contrast_bonus(accuracy, group_ids, ordered_acc, shuffled_acc, config)
-    rewards = batch.rewards.clone()
+    rewards = batch.scored_rewards().clone()
     rewards[rows] += bonus
     in_video = torch.isin(group_ids, videos)
     p, p_shuffled = ordered_acc[videos], shuffled_acc[videos]

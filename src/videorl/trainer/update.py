@@ -125,7 +125,7 @@ def plan_micro_batches(
             MicroBatch(
                 [prompts[i] for i in rows],
                 [batch.responses[i] for i in rows],
-                advantages=batch.advantages[rows, :width],
+                advantages=batch.token_advantages()[rows, :width],
                 off_policy=batch.off_policy[rows],
                 old_logp=None if rows[0] in own_old else old_logp[rows, :width],
                 ref_logp=None if ref_logp is None else ref_logp[rows, :width],
@@ -191,9 +191,9 @@ def update_policy(ctx: UpdateContext, batch: RolloutBatch) -> dict[str, float]:
     own_old = set(minis[0]) if ctx.optim.epochs == 1 else set()
     others = [i for i in range(batch.num_rows) if i not in own_old]
     old_logp = _logprobs(ctx, ctx.logprob_model or ctx.policy, batch, others)
-    use_ref = ctx.reference is not None and ctx.loss.kl_coef > 0 and batch.num_rows
+    reference = ctx.reference if ctx.loss.kl_coef > 0 and batch.num_rows else None
     ref_logp = (
-        _logprobs(ctx, ctx.reference, batch, list(range(batch.num_rows))) if use_ref else None
+        None if reference is None else _logprobs(ctx, reference, batch, list(range(batch.num_rows)))
     )
     averages = _Averages()
     ctx.policy.model.train()

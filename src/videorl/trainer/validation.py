@@ -16,10 +16,12 @@ from videorl.rewards.batch import score_batch
 from videorl.rollout.engine import HFEngine
 from videorl.rollout.prompting import decode_prompts
 from videorl.trainer.checkpoint import save_model_folder, write_atomically
+from videorl.video.cache import MediaSource
 from videorl.video.controls import ControlledVideos
 
 if TYPE_CHECKING:
     from videorl.config import Config
+    from videorl.data.records import TaskRecord
     from videorl.models.generate import SamplingParams
     from videorl.rewards.config import RewardConfig
     from videorl.trainer.state import TrainState
@@ -69,7 +71,7 @@ def validate(state: TrainState) -> dict[str, Any]:
     return {**metrics, **control_metrics(state, mean_k, measure)}
 
 
-def family_rows(records: list[Any]) -> dict[str, list[int]]:
+def family_rows(records: list[TaskRecord]) -> dict[str, list[int]]:
     """Family short name -> the row indices of its records."""
     by_family: dict[str, list[int]] = defaultdict(list)
     for i, record in enumerate(records):
@@ -78,7 +80,9 @@ def family_rows(records: list[Any]) -> dict[str, list[int]]:
 
 
 def control_metrics(
-    state: TrainState, real_mean: float, measure: Callable[[Any], tuple[Any, torch.Tensor, int]]
+    state: TrainState,
+    real_mean: float,
+    measure: Callable[[MediaSource], tuple[list[TaskRecord], torch.Tensor, int]],
 ) -> dict[str, float]:
     """For each of `trainer.val_controls`: the mean reward on the control's media and the
     video gain `val/video_gain/NAME` = `real_mean` - that mean (same records, same sampling)."""
@@ -91,8 +95,8 @@ def control_metrics(
 
 
 def sampled_rewards(
-    state: TrainState, videos: Any, *, params: SamplingParams, reward: RewardConfig
-) -> tuple[list[Any], torch.Tensor, int]:
+    state: TrainState, videos: MediaSource, *, params: SamplingParams, reward: RewardConfig
+) -> tuple[list[TaskRecord], torch.Tensor, int]:
     """(records that decoded, rewards [P, k] of `params.n` samples each, records skipped)
     of the validation set, its media read through `videos`."""
     cfg = state.cfg

@@ -18,7 +18,7 @@ import threading
 from collections import OrderedDict
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import torch
@@ -36,6 +36,12 @@ from videorl.video.media import MediaRef
 from videorl.video.meta import VideoMeta
 
 logger = logging.getLogger(__name__)
+
+
+class MediaSource(Protocol):
+    """What prompts read their media through: a `VideoCache`, or a view of one (a control)."""
+
+    def get(self, media: MediaRef) -> DecodedVideo: ...
 
 
 class VideoCache:

@@ -24,11 +24,11 @@ from __future__ import annotations
 import zlib
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
 
 import torch
 
 from videorl.errors import ConfigError
+from videorl.video.cache import MediaSource
 from videorl.video.decode import DecodedVideo
 from videorl.video.media import MediaRef
 
@@ -91,7 +91,7 @@ class ControlledVideos:
     """A video cache's view whose `get(media)` is the decoded media under one control (the
     decodes are the cache's; `shuffled` is seeded by the media's path and clip)."""
 
-    def __init__(self, videos: Any, control: str) -> None:
+    def __init__(self, videos: MediaSource, control: str) -> None:
         self.videos, self.control = videos, control
 
     def get(self, media: MediaRef) -> DecodedVideo:
