@@ -14,10 +14,12 @@ $(VENV)/.installed: pyproject.toml
 
 setup: $(VENV)/.installed
 
-# The docs site builds with --strict: a broken link or anchor, or a page left out, fails.
+# ruff (check + format), mypy over the [tool.mypy] packages, and the docs site with --strict
+# (a broken link or anchor, or a page left out, fails).
 lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet --site-dir $(VENV)/site
 
 docs-serve: setup
