@@ -22,7 +22,7 @@ LAYERS: list[set[str]] = [
     {"models", "rewards", "algorithms"},
     {"data"},
     {"video"},
-    {"config_loader", "distributed", "errors", "outputs", "versions"},
+    {"config_loader", "distributed", "errors", "outputs", "reduction", "versions"},
 ]
 
 

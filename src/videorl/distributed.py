@@ -14,6 +14,8 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from videorl.reduction import combine
+
 
 @dataclass(frozen=True)
 class DistInfo:
@@ -118,7 +120,9 @@ def shard_indices(indices: list[int], info: DistInfo) -> list[int]:
 
 
 def reduce_metrics(metrics: dict[str, Any], info: DistInfo) -> dict[str, Any]:
-    """Rank 0 gets the mean over ranks of each numeric metric (lists are concatenated)."""
+    """Every rank gets each numeric metric combined over the ranks by its declared reduction
+    (`videorl.reduction.combine`: a `Summed` one adds up, any other is the mean over the
+    ranks that report it); lists are concatenated."""
     if not info.enabled:
         return metrics
     gathered: list[dict[str, Any]] = [{} for _ in range(info.world_size)]
@@ -127,7 +131,7 @@ def reduce_metrics(metrics: dict[str, Any], info: DistInfo) -> dict[str, Any]:
     for key in {k for m in gathered for k in m}:
         values = [m[key] for m in gathered if key in m and m[key] is not None]
         if values and all(isinstance(v, (int, float)) for v in values):
-            merged[key] = sum(values) / len(values)
+            merged[key] = combine([(value, 1.0) for value in values])
         elif values and all(isinstance(v, list) for v in values):
             merged[key] = [item for v in values for item in v]
     return merged

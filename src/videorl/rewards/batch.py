@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from videorl.data.records import TaskRecord
+from videorl.reduction import Summed
 from videorl.rewards.config import RewardConfig
 from videorl.rewards.pool import ScoringPool
 from videorl.rewards.result import FAILURE_REASONS, RewardResult
@@ -40,18 +41,19 @@ def batch_metrics(
 ) -> dict[str, float]:
     """`reward/mean`, `reward/format_mean`, `reward/<family>/mean`, `reward/failed_<reason>`
     (counts, every reason always present), `reward/samples`, `reward/seconds` (`prefix`
-    replaces `reward/`, e.g. `reward/annotation/` for the annotation rows)."""
+    replaces `reward/`, e.g. `reward/annotation/` for the annotation rows). The counts and
+    the seconds are `Summed` over draws and ranks; the rest are means."""
     count = len(results)
-    metrics = {
-        f"{prefix}samples": float(count),
-        f"{prefix}seconds": seconds,
+    metrics: dict[str, float] = {
+        f"{prefix}samples": Summed(count),
+        f"{prefix}seconds": Summed(seconds),
         f"{prefix}mean": sum(r.overall for r in results) / count if count else 0.0,
         f"{prefix}format_mean": sum(r.components.get("format", 0.0) for r in results) / count
         if count
         else 0.0,
     }
     for reason in FAILURE_REASONS:
-        metrics[f"{prefix}failed_{reason}"] = float(
+        metrics[f"{prefix}failed_{reason}"] = Summed(
             sum(r.failure_reason == reason for r in results)
         )
     by_family: dict[str, list[float]] = defaultdict(list)

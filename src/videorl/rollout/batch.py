@@ -13,6 +13,7 @@ import torch
 
 from videorl.data.records import TaskRecord
 from videorl.models.inputs import PromptEncoding
+from videorl.reduction import combine
 from videorl.video.decode import DecodedVideo
 
 
@@ -173,23 +174,13 @@ def concat_batches(batches: list[RolloutBatch]) -> RolloutBatch:
     )
 
 
-_SUMMED = ("seconds", "samples", "failed_")
-
-
 def merge_metrics(parts: list[tuple[dict[str, float], int]]) -> dict[str, float]:
-    """The metrics of several batches as one: counts and times (`*seconds`, `*samples`,
-    `*failed_*`) are summed, every other value is the mean weighted by each batch's rows
-    (over the batches that report it)."""
+    """The metrics of several batches as one, each by its declared reduction
+    (`videorl.reduction.combine`): a `Summed` count or time adds up, any other value is the
+    mean weighted by each batch's rows (over the batches that report it)."""
     merged: dict[str, float] = {}
     for key in dict.fromkeys(k for metrics, _ in parts for k in metrics):
-        values = [(m[key], rows) for m, rows in parts if key in m]
-        if any(s in key.rsplit("/", 1)[-1] for s in _SUMMED):
-            merged[key] = float(sum(v for v, _ in values))
-        else:
-            weight = sum(rows for _, rows in values)
-            merged[key] = float(
-                sum(v * rows for v, rows in values) / weight if weight else values[-1][0]
-            )
+        merged[key] = combine([(m[key], rows) for m, rows in parts if key in m])
     return merged
 
 

@@ -37,6 +37,7 @@ from videorl.models.generate import SamplingParams
 from videorl.models.inputs import PromptEncoding
 from videorl.models.loading import LoadedModel
 from videorl.models.logprobs import rows_logprobs
+from videorl.reduction import Summed
 from videorl.rewards.annotation import serialize_annotation
 from videorl.rewards.protocol import THINK_CLOSE
 from videorl.rewards.registry import FAMILY_REWARDS
@@ -147,7 +148,7 @@ def sft_step(state: TrainState, indices: list[int]) -> dict[str, Any]:
         "sft/truncated_targets": float(truncated),
         "sft/grad_norm": norm,
         "sft/skipped_nonfinite_steps": float(not finite),
-        "data/skipped_media": float(skipped),
+        "data/skipped_media": Summed(skipped),
         "lr": state.scheduler.get_last_lr()[0],
         "perf/step_s": seconds,
         "perf/tokens_per_s": tokens / max(seconds, 1e-9),
@@ -165,9 +166,9 @@ def greedy_validate(state: TrainState) -> dict[str, Any]:
     measure = functools.partial(sampled_rewards, state, params=params, reward=cfg.reward)
     records, rewards, skipped = measure(state.videos)
     if not records:
-        return {"val/skipped_media": float(skipped)}
+        return {"val/skipped_media": Summed(skipped)}
     mean = float(rewards.mean())
-    metrics: dict[str, Any] = {"val/reward_mean_at_k": mean, "val/skipped_media": float(skipped)}
+    metrics: dict[str, Any] = {"val/reward_mean_at_k": mean, "val/skipped_media": Summed(skipped)}
     for family, index in family_rows(records).items():
         metrics[f"val/{family}/mean_at_k"] = float(rewards[index].mean())
     return {**metrics, **control_metrics(state, mean, measure)}

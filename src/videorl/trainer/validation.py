@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from videorl.distributed import barrier
+from videorl.reduction import Summed
 from videorl.rewards.batch import score_batch
 from videorl.rollout.engine import HFEngine
 from videorl.rollout.prompting import decode_prompts
@@ -57,12 +58,12 @@ def validate(state: TrainState) -> dict[str, Any]:
     )
     records, rewards, skipped = measure(state.videos)
     if not records:
-        return {"val/skipped_media": float(skipped)}
+        return {"val/skipped_media": Summed(skipped)}
     mean_k, best_k = mean_and_best_at_k(rewards)
     metrics: dict[str, Any] = {
         "val/reward_mean_at_k": mean_k,
         "val/reward_best_at_k": best_k,
-        "val/skipped_media": float(skipped),
+        "val/skipped_media": Summed(skipped),
     }
     for family, index in family_rows(records).items():
         mean_f, best_f = mean_and_best_at_k(rewards[index])
