@@ -23,6 +23,7 @@ from videorl.rollout.batch import RolloutBatch, empty_batch, pad_rows
 from videorl.rollout.groups import add_annotation_rows, constructed_prefix, generate_groups
 from videorl.trainer import stages
 from videorl.trainer import update as update_module
+from videorl.trainer.state import BestStep
 from videorl.trainer.update import UpdateContext, update_policy
 
 
@@ -287,3 +288,14 @@ def test_bf16_autocast_update_runs_on_cpu(tiny_model_dir, monkeypatch):
     assert seen and all(enabled and dtype == torch.bfloat16 for enabled, dtype in seen)
     assert metrics["actor/skipped_nonfinite_steps"] == 0
     assert metrics["actor/grad_norm"] == pytest.approx(plain["actor/grad_norm"], rel=0.1)
+
+
+# ----- the best validation record ---------------------------------------------------------
+
+
+def test_best_step_reads_the_checkpoint_mapping_every_version_wrote():
+    saved = {"step": 2, "value": 0.5, "metric": "val/tg/best_at_k"}  # state.pt's `best`
+    best = BestStep.from_dict(saved)
+    assert best == BestStep(step=2, value=0.5, metric="val/tg/best_at_k")
+    assert best.to_dict() == saved  # written back in the same form
+    assert BestStep.from_dict({}) is None and BestStep.from_dict(None) is None  # none yet

@@ -28,7 +28,7 @@ from videorl.rollout.vllm_engine import build_vllm_engine
 from videorl.rollout.vllm_support import rollout_engine
 from videorl.trainer import checkpoint as ckpt
 from videorl.trainer.optim import build_optimizer
-from videorl.trainer.state import TrainState
+from videorl.trainer.state import BestStep, TrainState
 from videorl.trainer.threads import busy_cores_hint, set_cpu_threads
 from videorl.video.cache import VideoCache
 
@@ -211,7 +211,7 @@ def _restore(state: TrainState, checkpoint: Path) -> None:
     )
     state.scheduler.load_state_dict(saved["scheduler"])
     state.sampler.load_state_dict(saved["sampler"])
-    state.step, state.best = int(saved["step"]), dict(saved.get("best", {}))
+    state.step, state.best = int(saved["step"]), BestStep.from_dict(saved.get("best"))
     state.engine.sync_weights(state.policy.model)
     if state.info.is_main:
         console.print(

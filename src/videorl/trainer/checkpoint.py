@@ -250,7 +250,7 @@ class Checkpointer:
         extras = {
             "scheduler": state.scheduler.state_dict(),
             "sampler": state.sampler.state_dict(),
-            "best": state.best,
+            "best": state.best.to_dict() if state.best else {},
         }
         path = save_checkpoint(
             self.out,

@@ -90,7 +90,7 @@ class StepGuard:
             "step": s.step,
             "sampler": s.sampler.state_dict(),
             "scheduler": s.scheduler.state_dict(),
-            "best": dict(s.best),
+            "best": s.best,
             "lr": [group["lr"] for group in s.optimizer.param_groups],
             "rng": ckpt.rng_state(),
         }

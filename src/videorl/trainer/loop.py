@@ -355,10 +355,8 @@ def _finish(
             writer.path, final.parent / "reward_curves.png", hooks.curve_keys
         )
         console.print(f"final model: {final}\nmetrics: {writer.path}\ncurves: {curves}")
-        if state.best:
-            console.print(
-                f"best checkpoint by {state.best['metric']}: step {state.best['step']} ({state.best['value']:.4f})"
-            )
+        if (best := state.best) is not None:
+            console.print(f"best checkpoint by {best.metric}: step {best.step} ({best.value:.4f})")
     barrier()
     return final
 

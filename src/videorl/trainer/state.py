@@ -17,6 +17,27 @@ from videorl.rollout.engine import RolloutEngine
 from videorl.video.cache import VideoCache
 
 
+@dataclass(frozen=True)
+class BestStep:
+    """The best validation so far by `trainer.best_metric`: the step whose model `best/`
+    holds."""
+
+    step: int
+    value: float
+    metric: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """The checkpoint form (`state.pt`'s `best`), the mapping every version writes."""
+        return {"step": self.step, "value": self.value, "metric": self.metric}
+
+    @classmethod
+    def from_dict(cls, saved: dict[str, Any] | None) -> BestStep | None:
+        """A checkpoint's `best` mapping; `{}` or none (no validation yet) is None."""
+        if not saved:
+            return None
+        return cls(int(saved["step"]), float(saved["value"]), str(saved["metric"]))
+
+
 @dataclass
 class TrainState:
     """Everything a step touches, built once by `build_state`."""
@@ -35,7 +56,7 @@ class TrainState:
     pool: ScoringPool | None = None
     info: DistInfo = field(default_factory=DistInfo)
     step: int = 0
-    best: dict[str, Any] = field(default_factory=dict)
+    best: BestStep | None = None
     skipped_long_prompts: int = 0  # prompts over data.max_prompt_tokens, skipped so far
 
     @property

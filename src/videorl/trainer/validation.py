@@ -17,6 +17,7 @@ from videorl.rewards.batch import score_batch
 from videorl.rollout.engine import HFEngine
 from videorl.rollout.prompting import decode_prompts
 from videorl.trainer.checkpoint import save_model_folder, write_atomically
+from videorl.trainer.state import BestStep
 from videorl.video.cache import MediaSource
 from videorl.video.controls import ControlledVideos
 
@@ -156,7 +157,7 @@ class Validator:
         """Remember the best validation step by `trainer.best_metric`; True when it improved."""
         name = state.cfg.trainer.best_metric
         value = metrics.get(name)
-        if value is None or (state.best and value <= state.best["value"]):
+        if value is None or (state.best is not None and value <= state.best.value):
             return False
-        state.best = {"step": state.step, "value": float(value), "metric": name}
+        state.best = BestStep(step=state.step, value=float(value), metric=name)
         return True
