@@ -17,8 +17,7 @@ import pytest
 import torch
 
 from videorl.models.logprobs import logprobs_in_microbatches
-from videorl.trainer import loop
-from videorl.trainer.loop import build_state, train_step
+from videorl.trainer.loop import STAGES, build_state, train_step
 
 DIRECTION = ["optim.lr=1e-4", "rollout.n=4", "data.prompts_per_step=2"]
 
@@ -54,10 +53,10 @@ def fake_teacher(batch, student, teacher, *, temperature, token_budget, teacher_
     return replace(batch, student_logp=torch.zeros_like(mask), teacher_logp=sign[:, None] * mask)
 
 
-def run_one_update(state, monkeypatch) -> dict:
+def run_one_update(state) -> dict:
     """`train_step` with fixed rewards; returns the updated batch and per-row log-probs."""
     seen = {}
-    real_update = loop.update_policy
+    real_update = STAGES.update
 
     def spy(ctx, batch):
         def logp():
@@ -76,10 +75,8 @@ def run_one_update(state, monkeypatch) -> dict:
         seen["batch"] = batch
         return metrics
 
-    monkeypatch.setattr(loop, "score", fixed_score)
-    monkeypatch.setattr(loop, "add_teacher_logprobs", fake_teacher)
-    monkeypatch.setattr(loop, "update_policy", spy)
-    train_step(state, next(iter(state.sampler)))
+    stages = replace(STAGES, score=fixed_score, teacher_logprobs=fake_teacher, update=spy)
+    train_step(state, next(iter(state.sampler)), stages)
     seen["delta"] = seen["after"] - seen["before"]
     return seen
 
@@ -97,15 +94,15 @@ def _assert_direction(seen, rows: torch.Tensor, up: torch.Tensor) -> None:
 
 
 @pytest.mark.parametrize("recipe", ["grpo", "opdvr", "grpd"])
-def test_outcome_and_distillation_rows_move_with_their_reward(make_config, monkeypatch, recipe):
+def test_outcome_and_distillation_rows_move_with_their_reward(make_config, recipe):
     config, _ = make_config(recipe, *DIRECTION)
-    seen = run_one_update(build_state(config, None), monkeypatch)
+    seen = run_one_update(build_state(config, None))
     batch = seen["batch"]
     up = favoured(batch)
     _assert_direction(seen, torch.ones_like(up), up)
 
 
-def test_orarl_kept_rows_and_annotation_row_move_with_their_reward(make_config, monkeypatch):
+def test_orarl_kept_rows_and_annotation_row_move_with_their_reward(make_config):
     """n=4, keep 3 of 5 rows per group (the annotation, one positive, one negative)."""
     config, _ = make_config(
         "orarl",
@@ -114,7 +111,7 @@ def test_orarl_kept_rows_and_annotation_row_move_with_their_reward(make_config, 
         "algorithm.pruning.pos_quota=1",
         "algorithm.pruning.neg_quota=1",
     )
-    seen = run_one_update(build_state(config, None), monkeypatch)
+    seen = run_one_update(build_state(config, None))
     batch = seen["batch"]
     assert int(batch.is_annotation.sum()) == 2 and batch.num_rows == 6
     up = batch.rewards > 0.5  # favoured rows keep their reward through selection
@@ -122,7 +119,7 @@ def test_orarl_kept_rows_and_annotation_row_move_with_their_reward(make_config, 
     assert (seen["delta"][batch.is_annotation] > 0).all()
 
 
-def test_taro_constructed_rows_move_with_their_reward(make_config, monkeypatch):
+def test_taro_constructed_rows_move_with_their_reward(make_config):
     """Curriculum p = 0.5 at step 1: a mix of on-policy and constructed rows. Constructed
     rows with a positive advantage go up (`mask` mode zeroes their negative advantages, so
     those are not checked); on-policy rows go up or down with their reward."""
@@ -134,7 +131,7 @@ def test_taro_constructed_rows_move_with_their_reward(make_config, monkeypatch):
     )
     state = build_state(config, None)
     state.step = 1
-    seen = run_one_update(state, monkeypatch)
+    seen = run_one_update(state)
     batch = seen["batch"]
     up = favoured(batch)
     off = batch.off_policy

@@ -18,7 +18,7 @@ from tests.trainer.pause import PausePoint
 from tests.trainer.runs import assert_same_checkpoint, metrics_by_step
 from tests.trainer.test_distributed import _env
 from videorl.trainer.checkpoint import list_checkpoints
-from videorl.trainer.loop import run_training
+from videorl.trainer.loop import LoopHooks, run_training, train_step
 
 pytestmark = pytest.mark.slow  # multi-process or whole-run: `make test`, not `make test-fast`
 
@@ -116,20 +116,16 @@ def test_corrupt_and_missing_videos_are_skipped_and_counted(make_config, tg_data
         assert not bad & set(m["batch_ids"])
 
 
-def test_ctrl_c_saves_a_checkpoint(make_config, tmp_path, monkeypatch):
-    from videorl.trainer import loop
-
+def test_ctrl_c_saves_a_checkpoint(make_config, tmp_path):
     config, _ = make_config("grpo", "trainer.steps=5", output=tmp_path / "out")
-    real_step = loop.train_step
     calls = {"n": 0}
 
     def interrupted_step(state, indices):
         calls["n"] += 1
         if calls["n"] == 3:
             raise KeyboardInterrupt
-        return real_step(state, indices)
+        return train_step(state, indices)
 
-    monkeypatch.setattr(loop, "train_step", interrupted_step)
-    path = run_training(config)
+    path = run_training(config, hooks=LoopHooks(step=interrupted_step))
     assert path.name == "step-000002"
     assert (path / "model" / "config.json").is_file()

@@ -14,8 +14,7 @@ from videorl.config import TrainerConfig
 from videorl.errors import ConfigError
 from videorl.models.loading import load_model
 from videorl.rewards.pool import ScoringPool
-from videorl.trainer import loop
-from videorl.trainer.loop import run_training
+from videorl.trainer.loop import LoopHooks, run_training
 
 LR = 1e-2  # tests/trainer/conftest.py SMALL
 
@@ -95,9 +94,8 @@ def paths_run(build_config, teacher_dir, tmp_path_factory):
         return real_score(self, *args, **kwargs)
 
     with pytest.MonkeyPatch.context() as m:
-        m.setattr(loop, "validate", scripted_validate)
         m.setattr(ScoringPool, "score", counting_score)
-        run_training(config)
+        run_training(config, hooks=LoopHooks(validate=scripted_validate))
     return out, seen
 
 

@@ -21,11 +21,12 @@ from videorl.models.generate import SamplingParams
 from videorl.models.loading import load_model
 from videorl.rewards.config import RewardConfig
 from videorl.rewards.sensitivity import shuffle_seed
+from videorl.rollout.batch import ShuffledRollouts
 from videorl.rollout.engine import HFEngine
 from videorl.rollout.groups import generate_groups
 from videorl.rollout.prompting import decode_prompts, encode_record
 from videorl.trainer.stages import score
-from videorl.trainer.tgrpo import ShuffledRollouts, add_temporal_contrast_bonus, generate_shuffled
+from videorl.trainer.tgrpo import add_shuffled_rollouts, add_temporal_contrast_bonus
 from videorl.video.cache import VideoCache
 
 TINY_VIDEO = ["video.max_frames=4", "video.min_pixels=3136", "video.max_pixels=12544"]
@@ -87,10 +88,11 @@ def rollouts(tiny_model_dir, mixed_data):
         seen.append(media)
         return encode_record(loaded, record, media, cfg.data.think)
 
-    shuffled = generate_shuffled(
-        engine, batch, encode, params, CONFIG, step=3, tokenizer=loaded.tokenizer
+    with_shuffled = add_shuffled_rollouts(
+        batch, engine, encode, params, CONFIG, step=3, tokenizer=loaded.tokenizer
     )
-    return batch, shuffled, engine.calls, seen
+    assert with_shuffled.num_rows == batch.num_rows  # beside the rows, never among them
+    return batch, with_shuffled.shuffled, engine.calls, seen
 
 
 def test_only_video_prompts_get_shuffled_rollouts_of_their_decoded_frames(rollouts):
@@ -119,7 +121,7 @@ def test_bonus_goes_to_correct_ordered_video_rows_only(rollouts):
     # video group 1: p = 2/4 = 0.5, shuffled p~ = 1/2 = 0.5: 0.5 >= 0.8 * 0.5 -> rows 4, 5
     batch = _scored(batch, ["right", "wrong", "right", "right", "right", "right", "no", "no"])
     shuffled = ShuffledRollouts([1], torch.tensor([1, 1]), ["right", "wrong"])
-    out = add_temporal_contrast_bonus(batch, shuffled, RIGHT, CONFIG)
+    out = add_temporal_contrast_bonus(replace(batch, shuffled=shuffled), RIGHT, CONFIG)
     assert out.num_rows == batch.num_rows == 8  # the shuffled rows never join the batch
     torch.testing.assert_close(
         out.rewards - batch.rewards, torch.tensor([0, 0, 0, 0, 0.3, 0.3, 0, 0])
@@ -128,7 +130,7 @@ def test_bonus_goes_to_correct_ordered_video_rows_only(rollouts):
     assert out.metrics["tgrpo/bonus_frac"] == 0.5 and out.metrics["tgrpo/passed_frac"] == 1.0
     # p~ = 1: 0.5 < 0.8 -> no bonus anywhere
     shuffled = ShuffledRollouts([1], torch.tensor([1, 1]), ["right", "right"])
-    out = add_temporal_contrast_bonus(batch, shuffled, RIGHT, CONFIG)
+    out = add_temporal_contrast_bonus(replace(batch, shuffled=shuffled), RIGHT, CONFIG)
     assert torch.equal(out.rewards, batch.rewards) and out.metrics["tgrpo/bonus_frac"] == 0.0
 
 
@@ -140,7 +142,7 @@ def test_annotation_rows_neither_count_nor_get_the_bonus(rollouts):
     annotated.rewards[7] = 1.0  # an annotation row is right; it must not raise p
     # policy rows of group 1: p = 1/3; p~ = 1/2 -> 1/3 < 0.4: no bonus
     shuffled = ShuffledRollouts([1], torch.tensor([1, 1]), ["right", "no"])
-    out = add_temporal_contrast_bonus(annotated, shuffled, RIGHT, CONFIG)
+    out = add_temporal_contrast_bonus(replace(annotated, shuffled=shuffled), RIGHT, CONFIG)
     assert torch.equal(out.rewards, annotated.rewards)
     assert out.metrics["tgrpo/ordered_acc"] == pytest.approx(1 / 3)
 

@@ -18,6 +18,28 @@ from videorl.video.decode import DecodedVideo
 
 
 @dataclass(frozen=True)
+class ShuffledRollouts:
+    """T-GRPO's shuffled-frame responses (`trainer/tgrpo.py`): measured only, never rows of
+    the batch. `groups` are the batch's video groups that got them, `group_ids[j]` is
+    shuffled response j's group (an index into the batch's `records`)."""
+
+    groups: list[int]
+    group_ids: torch.Tensor
+    texts: list[str]
+
+    def renumbered(self, renumber: torch.Tensor) -> ShuffledRollouts:
+        """The responses of the groups `renumber` keeps (`renumber[g]` is g's new index, -1
+        for a dropped group), with their new group indices."""
+        new = renumber.tolist()
+        rows = [(j, new[g]) for j, g in enumerate(self.group_ids.tolist()) if new[g] >= 0]
+        return ShuffledRollouts(
+            groups=sorted(new[g] for g in self.groups if new[g] >= 0),
+            group_ids=torch.tensor([g for _, g in rows], dtype=torch.long),
+            texts=[self.texts[j] for j, _ in rows],
+        )
+
+
+@dataclass(frozen=True)
 class RolloutBatch:
     """Rows of one step. Per-row tensors have length B; token tensors are [B, R]."""
 
@@ -35,6 +57,8 @@ class RolloutBatch:
     advantages: torch.Tensor | None = None  # [B, R] token advantages
     teacher_logp: torch.Tensor | None = None  # [B, R]
     student_logp: torch.Tensor | None = None  # [B, R]
+    # T-GRPO: the shuffled-frame responses of the batch's video groups (not rows; None: off)
+    shuffled: ShuffledRollouts | None = None
     metrics: dict[str, float] = field(default_factory=dict)
 
     def scored_rewards(self) -> torch.Tensor:
@@ -127,6 +151,7 @@ class RolloutBatch:
             prompts=[self.prompts[g] for g in groups],
             videos=[self.videos[g] for g in groups],
             group_ids=renumber[picked.group_ids],
+            shuffled=None if self.shuffled is None else self.shuffled.renumbered(renumber),
         )
 
 
@@ -152,6 +177,9 @@ def concat_batches(batches: list[RolloutBatch]) -> RolloutBatch:
         return torch.cat(parts)
 
     components = [b.components for b in batches if b.components is not None]
+    shuffled = [
+        (b.shuffled, o) for b, o in zip(batches, offsets, strict=True) if b.shuffled is not None
+    ]
     return replace(
         first,
         records=[r for b in batches for r in b.records],
@@ -170,6 +198,13 @@ def concat_batches(batches: list[RolloutBatch]) -> RolloutBatch:
         advantages=cat_rows("advantages"),
         teacher_logp=cat_rows("teacher_logp"),
         student_logp=cat_rows("student_logp"),
+        shuffled=ShuffledRollouts(
+            groups=[g + o for part, o in shuffled for g in part.groups],
+            group_ids=torch.cat([part.group_ids + o for part, o in shuffled]),
+            texts=[t for part, _ in shuffled for t in part.texts],
+        )
+        if shuffled
+        else None,
         metrics=merge_metrics([(b.metrics, b.num_rows) for b in batches]),
     )
 

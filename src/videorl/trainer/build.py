@@ -80,6 +80,7 @@ def build_state(cfg: Config, resume: str | None, info: DistInfo | None = None) -
         cfg=cfg,
         policy=models.policy,
         engine=_engine(cfg, models.rollout, info),
+        logprob_model=models.rollout,
         optimizer=optimizer,
         scheduler=scheduler,
         videos=VideoCache(cfg.video),

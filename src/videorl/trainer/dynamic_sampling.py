@@ -24,16 +24,17 @@ dynamic sampling). The reward stages' metrics are combined over every row drawn
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import torch
 
-from videorl.algorithms.dynamic_sampling import zero_variance_groups
-from videorl.distributed import all_reduce
+from videorl.algorithms.dynamic_sampling import DynamicSamplingConfig, zero_variance_groups
+from videorl.data.sampler import TaskGroupedSampler
+from videorl.distributed import DistInfo, all_reduce
 from videorl.errors import DataError
+from videorl.models.loading import LoadedModel
 from videorl.models.visual_cache import retain_visual_caches
 from videorl.rollout.batch import RolloutBatch, concat_batches
-from videorl.trainer.state import TrainState
 
 # draw(indices, draw_number) -> the scored rows of those prompts (this rank's share)
 Draw = Callable[[list[int], int], RolloutBatch]
@@ -65,34 +66,42 @@ def keep_varied_groups(batch: RolloutBatch, metric: str) -> tuple[RolloutBatch, 
     return batch.take_groups(kept), batch.num_groups - len(kept)
 
 
-def collect_groups(state: TrainState, indices: list[int], draw: Draw) -> RolloutBatch:
-    """Draw until this rank keeps its share of `data.prompts_per_step` non-zero-variance
-    groups (or the cap), then cut to exactly that many. `indices` is the loop's batch; a
-    draw of `batches_per_draw` > 1 adds the next sampler batches to it."""
-    cfg = state.cfg.algorithm.dynamic_sampling
-    want = state.cfg.data.prompts_per_step // state.info.world_size
+def collect_groups(
+    indices: list[int],
+    draw: Draw,
+    config: DynamicSamplingConfig,
+    *,
+    want: int,
+    sampler: TaskGroupedSampler,
+    models: Sequence[LoadedModel | None],
+    info: DistInfo,
+) -> RolloutBatch:
+    """Draw until this rank keeps `want` non-zero-variance groups (its share of
+    `data.prompts_per_step`) or the cap, then cut to exactly that many. `indices` is the
+    loop's batch; a draw of `batches_per_draw` > 1 adds the next `sampler` batches to it.
+    The vision caches of `models` keep only the kept groups' videos."""
     kept: list[RolloutBatch] = []
     dropped, draws, have, drawn = 0, 0, 0, []
     while True:
-        scored = draw(_draw_indices(state, indices, draws), draws)
+        scored = draw(_draw_indices(sampler, config, indices, draws), draws)
         if scored.rewards is not None:  # the policy's own rows (as `reward/mean`)
             drawn.append(scored.rewards[~(scored.is_annotation | scored.off_policy)])
-        batch, gone = keep_varied_groups(scored, cfg.metric)
+        batch, gone = keep_varied_groups(scored, config.metric)
         kept.append(batch)
         kept_prompts = [p for b in kept for p in b.prompts]  # dropped videos leave the cache
-        retain_visual_caches(kept_prompts, state.policy, state.reference, state.teacher)
+        retain_visual_caches(kept_prompts, *models)
         draws, dropped, have = draws + 1, dropped + gone, have + batch.num_groups
         short = have < want
-        can_draw = cfg.max_draws == 0 or draws < cfg.max_draws
-        if not all_reduce(float(short and can_draw), "max", state.info):
+        can_draw = config.max_draws == 0 or draws < config.max_draws
+        if not all_reduce(float(short and can_draw), "max", info):
             break
-    capped = all_reduce(float(short), "max", state.info) > 0
-    if capped and cfg.on_cap == "error":
+    capped = all_reduce(float(short), "max", info) > 0
+    if capped and config.on_cap == "error":
         raise DataError(
             f"dynamic sampling kept {have} of {want} groups after "
-            f"algorithm.dynamic_sampling.max_draws={cfg.max_draws} draws (each dropped group's "
-            f"rows all had one {cfg.metric} value); raise max_draws (0 = no limit), set "
-            "algorithm.dynamic_sampling.on_cap=train, or check the data and rewards"
+            f"algorithm.dynamic_sampling.max_draws={config.max_draws} draws (each dropped "
+            f"group's rows all had one {config.metric} value); raise max_draws (0 = no limit), "
+            "set algorithm.dynamic_sampling.on_cap=train, or check the data and rewards"
         )
     merged = concat_batches(kept)
     batch = merged.take_groups(list(range(min(have, want))))
@@ -112,10 +121,11 @@ def _mean(parts: list[torch.Tensor]) -> float:
     return float(values.mean()) if values.numel() else 0.0
 
 
-def _draw_indices(state: TrainState, indices: list[int], draw: int) -> list[int]:
+def _draw_indices(
+    sampler: TaskGroupedSampler, config: DynamicSamplingConfig, indices: list[int], draw: int
+) -> list[int]:
     """Draw 0: the loop's batch plus `batches_per_draw - 1` more; later draws:
     `batches_per_draw` new sampler batches."""
-    per_draw = state.cfg.algorithm.dynamic_sampling.batches_per_draw
     first = [indices] if draw == 0 else []
-    extra = [state.sampler.next_batch() for _ in range(per_draw - len(first))]
+    extra = [sampler.next_batch() for _ in range(config.batches_per_draw - len(first))]
     return [i for batch in first + extra for i in batch]

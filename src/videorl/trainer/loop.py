@@ -16,8 +16,13 @@ from videorl.algorithms.taro import constructed_probability, draw_constructed
 from videorl.config import Config, check_world_size, save_run_config
 from videorl.config_loader import to_dict
 from videorl.distributed import barrier, init_distributed, reduce_metrics, shard_indices
+from videorl.models.loading import LoadedModel
 from videorl.models.visual_cache import clear_visual_caches
+from videorl.reduction import Summed
+from videorl.rewards.config import RewardConfig
+from videorl.rewards.pool import ScoringPool
 from videorl.rollout.batch import RolloutBatch
+from videorl.rollout.engine import RolloutEngine
 from videorl.rollout.groups import add_annotation_rows, generate_groups
 from videorl.rollout.prompting import DecodedPrompts, decode_prompts, record_encoder
 from videorl.trainer import checkpoint as ckpt
@@ -43,39 +48,57 @@ from videorl.trainer.stages import (
     select,
 )
 from videorl.trainer.state import TrainState
-from videorl.trainer.tgrpo import (
-    ShuffledRollouts,
-    add_temporal_contrast_bonus,
-    shuffled_rollouts,
-)
+from videorl.trainer.tgrpo import add_shuffled_rollouts, add_temporal_contrast_bonus
 from videorl.trainer.update import UpdateContext, update_policy
 from videorl.trainer.validation import Validator, validate
 
 console = Console()
 
 
-def train_step(state: TrainState, indices: list[int]) -> dict[str, Any]:
-    """decode -> rollout (+ constructed, + annotation, + T-GRPO shuffled rows) -> rewards
+@dataclass(frozen=True)
+class Stages:
+    """Stages `train_step` calls through this table, so that a caller can substitute one (a
+    fixed reward, a spy around the update) and still run the whole step, alone or in the
+    loop: `LoopHooks(step=functools.partial(train_step, stages=replace(STAGES, score=...)))`."""
+
+    score: Callable[[RolloutBatch, RewardConfig, ScoringPool | None], RolloutBatch] = score
+    teacher_logprobs: Callable[..., RolloutBatch] = add_teacher_logprobs
+    update: Callable[[UpdateContext, RolloutBatch], dict[str, float]] = update_policy
+
+
+STAGES = Stages()
+
+
+def train_step(state: TrainState, indices: list[int], stages: Stages = STAGES) -> dict[str, Any]:
+    """decode -> rollout (+ constructed, + annotation, + T-GRPO shuffled responses) -> rewards
     (+ temporal contrast, length terms, sensitivity) [-> dynamic sampling: drop
     zero-variance groups, refill] -> teacher log-probs -> advantages -> selection -> update
-    -> weight sync."""
+    -> weight sync. Every stage takes a batch and returns one; the step reads its metrics
+    (skipped prompts included) from the batch it ends with."""
     cfg, timer = state.cfg, StageTimer()
     clear_visual_caches(state.policy, state.reference, state.teacher)  # e.g. validation's videos
-    skipped: list[int] = []  # bad media per draw
-    draw = functools.partial(_scored_draw, state, timer, skipped)
+    draw = functools.partial(_scored_draw, state, timer, stages)
     if cfg.algorithm.dynamic_sampling.enabled:
-        batch = collect_groups(state, indices, draw)
+        batch = collect_groups(
+            indices,
+            draw,
+            cfg.algorithm.dynamic_sampling,
+            want=cfg.data.prompts_per_step // state.info.world_size,
+            sampler=state.sampler,
+            models=(state.policy, state.reference, state.teacher),
+            info=state.info,
+        )
     else:
         batch = draw(indices, 0)
     if not batch.num_rows:  # every sample of this rank was bad (or no group had variance)
-        return _empty_step(state, batch, sum(skipped))
+        return _empty_step(state, batch, stages)
     batch_ids = [r.id for r in batch.records]
     rollout_stats = rollout_metrics(batch, cfg.rollout.max_new_tokens)
     with timer("teacher"):
         if cfg.algorithm.is_distillation:
             teacher = state.teacher
             assert teacher is not None, "build loads the teacher for distillation"
-            batch = add_teacher_logprobs(
+            batch = stages.teacher_logprobs(
                 batch,
                 state.logprob_model,
                 teacher,
@@ -87,57 +110,115 @@ def train_step(state: TrainState, indices: list[int]) -> dict[str, Any]:
         rows_before = batch.num_rows
         batch = select(batch, cfg.selection, cfg.algorithm.pruning.correction)
     with timer("update"):
-        update_stats = update_policy(_update_context(state), batch)
+        update_stats = stages.update(_update_context(state), batch)
     lr = state.scheduler.get_last_lr()[0]  # the rate this step's update used
     _end_step(state)
     return {
         **batch.metrics,
         **rollout_stats,
         **update_stats,
-        **step_metrics(batch, rows_before, timer, sum(skipped)),
-        "data/skipped_long_prompts_total": float(state.skipped_long_prompts),
+        **step_metrics(batch, rows_before, timer),
         "lr": lr,
         "batch_ids": batch_ids,
     }
 
 
 def _scored_draw(
-    state: TrainState, timer: StageTimer, skipped: list[int], indices: list[int], draw: int
+    state: TrainState, timer: StageTimer, stages: Stages, indices: list[int], draw: int
 ) -> RolloutBatch:
     """This rank's share of `indices`, decoded, rolled out and rewarded (draw 0 is the
-    step's batch; later draws are dynamic sampling's refills). No usable prompt: still
+    step's batch; later draws are dynamic sampling's refills); its metrics count the
+    prompts skipped (bad media, over `data.max_prompt_tokens`). No usable prompt: still
     rolls out (lockstep) and returns the empty batch."""
     cfg = state.cfg
     with timer("decode"):
         mine = [state.records[i] for i in shard_indices(indices, state.info)]
         decoded = decode_prompts(mine, state.videos, state.policy, cfg.data)
-        state.skipped_long_prompts += decoded.skipped_long
-    skipped.append(decoded.skipped_media)
     with timer("rollout"):
-        batch = _rollout(state, decoded, draw)
-        shuffled = _shuffled_rollouts(state, batch)  # T-GRPO's; they stay out of `batch`
+        batch = _rollout(
+            decoded,
+            state.engine,
+            state.policy,
+            state.logprob_model,
+            cfg,
+            step=state.step,
+            epoch=state.sampler.epoch,
+            draw=draw,
+        )
     state.engine.sleep()  # free the rollout engine's KV cache (and weights) until the weight sync
+    batch = batch.with_metrics(
+        **{
+            "data/skipped_media": Summed(decoded.skipped_media),
+            "data/skipped_long_prompts": Summed(decoded.skipped_long),
+        }
+    )
     if not decoded.records:
         return batch
     with timer("reward"):
-        batch = _rewards(state, batch, shuffled)
+        batch = _rewards(batch, cfg, stages.score, state.pool, state.logprob_model, step=state.step)
+    return batch
+
+
+def _rollout(
+    decoded: DecodedPrompts,
+    engine: RolloutEngine,
+    policy: LoadedModel,
+    logprob_model: LoadedModel,
+    cfg: Config,
+    *,
+    step: int,
+    epoch: int,
+    draw: int,
+) -> RolloutBatch:
+    """n rows per prompt, TaRO's constructed rows drawn by the curriculum, OraRL's annotation
+    rows appended, T-GRPO's shuffled-frame responses beside the rows. Called with no prompts
+    too: vLLM's data-parallel engines step in lockstep. `draw` > 0 (dynamic sampling's
+    refills) seeds the constructed prefixes apart."""
+    tokenizer, algorithm = policy.tokenizer, cfg.algorithm
+    constructed = None
+    if algorithm.constructed.enabled:
+        p = constructed_probability(step, epoch, algorithm.constructed.curriculum)
+        constructed = draw_constructed((len(decoded.prompts), cfg.rollout.n), p)
+    batch = generate_groups(
+        engine,
+        decoded.records,
+        decoded.prompts,
+        decoded.media,
+        cfg.rollout.sampling(),
+        tokenizer,
+        constructed=constructed,
+        rng=random.Random(step if draw == 0 else f"{step}:{draw}"),
+    )
+    if algorithm.annotation_rows:
+        eos, budget = policy.eos_token_ids[0], cfg.rollout.max_new_tokens
+        batch = add_annotation_rows(batch, tokenizer, eos, budget, think=cfg.data.think)
+    if algorithm.temporal_contrast.enabled:
+        encode = record_encoder(logprob_model, cfg.data)
+        params, tgrpo = cfg.rollout.sampling(), algorithm.temporal_contrast
+        batch = add_shuffled_rollouts(
+            batch, engine, encode, params, tgrpo, step=step, tokenizer=tokenizer
+        )
     return batch
 
 
 def _rewards(
-    state: TrainState, batch: RolloutBatch, shuffled: ShuffledRollouts | None
+    batch: RolloutBatch,
+    cfg: Config,
+    score_stage: Callable[[RolloutBatch, RewardConfig, ScoringPool | None], RolloutBatch],
+    pool: ScoringPool | None,
+    logprob_model: LoadedModel,
+    *,
+    step: int,
 ) -> RolloutBatch:
     """score -> T-GRPO temporal contrast bonus -> length terms -> TaRO sensitivity bonus."""
-    cfg = state.cfg
-    batch = score(batch, cfg.reward, state.pool)
-    if shuffled is not None:
-        tgrpo = cfg.algorithm.temporal_contrast
-        batch = add_temporal_contrast_bonus(batch, shuffled, cfg.reward, tgrpo, state.pool)
+    batch = score_stage(batch, cfg.reward, pool)
+    tgrpo = cfg.algorithm.temporal_contrast
+    batch = add_temporal_contrast_bonus(batch, cfg.reward, tgrpo, pool)  # needs `shuffled`
     batch = add_length_rewards(batch, cfg.reward, max_new_tokens=cfg.rollout.max_new_tokens)
     if cfg.reward.sensitivity.enabled:
-        encode = record_encoder(state.logprob_model, cfg.data)
+        encode = record_encoder(logprob_model, cfg.data)
         batch = add_sensitivity_bonus(
-            batch, state.logprob_model, encode, cfg.reward, step=state.step, **_no_grad(cfg)
+            batch, logprob_model, encode, cfg.reward, step=step, **_no_grad(cfg)
         )
     return batch
 
@@ -147,47 +228,14 @@ def _no_grad(cfg: Config) -> dict[str, Any]:
     return {"temperature": cfg.rollout.temperature, "token_budget": cfg.optim.micro_batch_tokens}
 
 
-def _shuffled_rollouts(state: TrainState, batch: RolloutBatch) -> ShuffledRollouts | None:
-    """T-GRPO: rollouts of each video prompt on its frames shuffled (no gradient); every rank
-    calls the engine, with no prompts too, so vLLM's data-parallel engines stay in lockstep."""
-    if not state.cfg.algorithm.temporal_contrast.enabled:
-        return None
-    return shuffled_rollouts(state, batch, state.cfg.rollout.sampling())
-
-
-def _rollout(state: TrainState, decoded: DecodedPrompts, draw: int = 0):
-    """n rows per prompt, TaRO's constructed rows drawn by the curriculum, OraRL's annotation
-    rows appended. Called with no prompts too: vLLM's data-parallel engines step in lockstep.
-    `draw` > 0 (dynamic sampling's refills) seeds the constructed prefixes apart."""
-    cfg, tokenizer = state.cfg, state.policy.tokenizer
-    constructed = None
-    if cfg.algorithm.constructed.enabled:
-        p = constructed_probability(
-            state.step, state.sampler.epoch, cfg.algorithm.constructed.curriculum
-        )
-        constructed = draw_constructed((len(decoded.prompts), cfg.rollout.n), p)
-    batch = generate_groups(
-        state.engine,
-        decoded.records,
-        decoded.prompts,
-        decoded.media,
-        cfg.rollout.sampling(),
-        tokenizer,
-        constructed=constructed,
-        rng=random.Random(state.step if draw == 0 else f"{state.step}:{draw}"),
-    )
-    if not cfg.algorithm.annotation_rows:
-        return batch
-    eos, budget = state.policy.eos_token_ids[0], cfg.rollout.max_new_tokens
-    return add_annotation_rows(batch, tokenizer, eos, budget, think=cfg.data.think)
-
-
-def _empty_step(state: TrainState, batch: RolloutBatch, skipped_media: int) -> dict[str, Any]:
+def _empty_step(state: TrainState, batch: RolloutBatch, stages: Stages) -> dict[str, Any]:
     """A rank with no usable sample still joins the rollout's and the update's collectives."""
-    update_policy(_update_context(state), batch)
+    stages.update(_update_context(state), batch)
     _end_step(state)
-    counts = {k: v for k, v in batch.metrics.items() if k.startswith("dynamic_sampling/")}
-    return {**counts, "data/skipped_media": float(skipped_media), "step/skipped": 1.0}
+    counts = {
+        k: v for k, v in batch.metrics.items() if k.startswith(("dynamic_sampling/", "data/"))
+    }
+    return {**counts, "step/skipped": 1.0}
 
 
 def _end_step(state: TrainState) -> None:
@@ -215,15 +263,30 @@ def _update_context(state: TrainState) -> UpdateContext:
 @dataclass(frozen=True)
 class LoopHooks:
     """What differs between jobs that share `run_training` (RL; `videorl sft`): the step, the
-    validation and what the progress shows (None: RL's `train_step` and `validate`, looked
-    up when the loop starts). Data, models, checkpoints, resume, metric sinks, best/ and
-    final/ are the loop's."""
+    validation and what the progress shows. Data, models, checkpoints, resume, metric
+    sinks, best/ and final/ are the loop's."""
 
-    step: Callable[[TrainState, list[int]], dict[str, Any]] | None = None
-    validate: Callable[[TrainState], dict[str, Any]] | None = None
+    step: Callable[[TrainState, list[int]], dict[str, Any]] = train_step
+    validate: Callable[[TrainState], dict[str, Any]] = validate
     reward_key: str = "reward/mean"  # the progress bar's and log line's reward and loss
     loss_key: str = "actor/loss"
     curve_keys: tuple[str, ...] = ()  # what reward_curves.png plots (default: the rewards)
+
+
+# Per-step counts that the log shows as totals since the process started (a resumed run
+# counts from its restart).
+RUNNING_TOTALS = {"data/skipped_long_prompts": "data/skipped_long_prompts_total"}
+
+
+def with_running_totals(metrics: dict[str, Any], totals: dict[str, float]) -> dict[str, Any]:
+    """`metrics` with each count of `RUNNING_TOTALS` replaced by its total so far, which
+    `totals` carries from step to step."""
+    out = dict(metrics)
+    for key, total in RUNNING_TOTALS.items():
+        if key in out:
+            totals[total] = totals.get(total, 0.0) + out.pop(key)
+            out[total] = totals[total]
+    return out
 
 
 def run_training(
@@ -278,9 +341,8 @@ def _train(
 ) -> None:
     """Steps until `trainer.steps`; validation, metrics and checkpoints after each."""
     cfg = state.cfg
-    step_fn = hooks.step or train_step
-    validator = Validator(state, hooks.validate or validate)
-    batches = _endless(state.sampler)
+    validator = Validator(state, hooks.validate)
+    batches, totals = _endless(state.sampler), dict[str, float]()
     with StepProgress(
         console,
         cfg.trainer.steps,
@@ -296,7 +358,8 @@ def _train(
             if stop.agreed():  # Ctrl-C: stop between steps, on every rank at once
                 raise KeyboardInterrupt
             guard.begin()
-            metrics = reduce_metrics(step_fn(state, next(batches)), state.info)
+            metrics = reduce_metrics(hooks.step(state, next(batches)), state.info)
+            metrics = with_running_totals(metrics, totals)
             state.step += 1
             if validator.should_validate(state.step):
                 metrics.update(validator(state))

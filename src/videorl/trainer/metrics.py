@@ -183,9 +183,7 @@ def rollout_metrics(batch: RolloutBatch, max_new_tokens: int) -> dict[str, Any]:
     return metrics
 
 
-def step_metrics(
-    batch: RolloutBatch, rows_before: int, timer: StageTimer, skipped_media: int
-) -> dict[str, Any]:
+def step_metrics(batch: RolloutBatch, rows_before: int, timer: StageTimer) -> dict[str, Any]:
     """The step's row counts, throughput, memory and first samples (after selection)."""
     tokens = float(batch.response_lengths.sum())
     total = sum(timer.seconds.values())
@@ -194,7 +192,6 @@ def step_metrics(
         "rows/total": float(rows_before),
         "rows/kept": float(batch.num_rows),
         "rows/dropped": float(rows_before - batch.num_rows),
-        "data/skipped_media": float(skipped_media),
         "perf/tokens_per_s": tokens / max(total, 1e-9),
         "perf/step_s": total,
         "perf/peak_mem_gb": peak_memory_gb(),

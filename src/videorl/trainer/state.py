@@ -45,6 +45,9 @@ class TrainState:
     cfg: Config
     policy: LoadedModel
     engine: RolloutEngine
+    # The model of no-grad passes (old, sensitivity and student log-probs, best/ and final/):
+    # the policy itself, or its unsharded copy under FSDP that the engine syncs each step.
+    logprob_model: LoadedModel
     optimizer: torch.optim.Optimizer
     scheduler: torch.optim.lr_scheduler.LambdaLR
     videos: VideoCache
@@ -57,15 +60,8 @@ class TrainState:
     info: DistInfo = field(default_factory=DistInfo)
     step: int = 0
     best: BestStep | None = None
-    skipped_long_prompts: int = 0  # prompts over data.max_prompt_tokens, skipped so far
 
     @property
     def autocast_dtype(self) -> torch.dtype | None:
         """bf16 autocast for the policy's forwards on a GPU with `trainer.bf16`, else None."""
         return torch.bfloat16 if self.cfg.trainer.bf16 and torch.cuda.is_available() else None
-
-    @property
-    def logprob_model(self) -> LoadedModel:
-        """The model of no-grad passes (old, sensitivity and student log-probs, best/ and
-        final/): the policy itself, or its synced unsharded copy under FSDP."""
-        return self.engine.loaded

@@ -1,16 +1,16 @@
 """T-GRPO stages (Video-R1's temporal contrast, `algorithms/tgrpo.py`): shuffled-frame
 rollouts in the rollout phase, their scores and the ordered rows' bonus in the reward phase.
 
-The shuffled rows are measured only: they are never added to the `RolloutBatch`, so they
-take no part in advantages, selection or the update. Each video prompt's frames come from
-the step's decode (`batch.videos[g]`, the decode-once cache) and are permuted in memory,
-seeded by (step, group) with the sensitivity reward's `shuffle_seed`; images and text
-prompts get no shuffled rollouts and no bonus.
+The shuffled responses ride in the batch (`RolloutBatch.shuffled`) but are never rows of it,
+so they take no part in advantages, selection or the update. Each video prompt's frames come
+from the step's decode (`batch.videos[g]`, the decode-once cache) and are permuted in
+memory, seeded by (step, group) with the sensitivity reward's `shuffle_seed`; images and
+text prompts get no shuffled rollouts and no bonus.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import torch
@@ -26,21 +26,10 @@ from videorl.rewards.batch import POLICY_PREFIX, score_batch
 from videorl.rewards.config import RewardConfig
 from videorl.rewards.pool import ScoringPool
 from videorl.rewards.sensitivity import shuffle_seed
-from videorl.rollout.batch import RolloutBatch
+from videorl.rollout.batch import RolloutBatch, ShuffledRollouts
 from videorl.rollout.engine import RolloutEngine
-from videorl.rollout.prompting import Encoder, record_encoder
+from videorl.rollout.prompting import Encoder
 from videorl.trainer.stages import row_kinds
-from videorl.trainer.state import TrainState
-
-
-@dataclass(frozen=True)
-class ShuffledRollouts:
-    """The shuffled-frame responses of a step: `groups` are the batch's video groups,
-    `group_ids[j]` is shuffled row j's group (an index into `batch.records`)."""
-
-    groups: list[int]
-    group_ids: torch.Tensor
-    texts: list[str]
 
 
 def video_groups(batch: RolloutBatch) -> list[int]:
@@ -52,19 +41,20 @@ def video_groups(batch: RolloutBatch) -> list[int]:
     ]
 
 
-def generate_shuffled(
-    engine: RolloutEngine,
+def add_shuffled_rollouts(
     batch: RolloutBatch,
+    engine: RolloutEngine,
     encode: Encoder,
     params: SamplingParams,
     config: TemporalContrastConfig,
     *,
     step: int,
     tokenizer: Any,
-) -> ShuffledRollouts:
-    """`config.shuffled_rollouts(params.n)` responses per video prompt, on its frames in the
-    order `frame_permutation(T, shuffle_seed(step, g))`. The engine is called even without
-    video prompts: vLLM's data-parallel engines step in lockstep."""
+) -> RolloutBatch:
+    """The batch with `shuffled` set: `config.shuffled_rollouts(params.n)` responses per
+    video prompt, on its frames in the order `frame_permutation(T, shuffle_seed(step, g))`.
+    The engine is called even without video prompts: vLLM's data-parallel engines step in
+    lockstep."""
     groups = video_groups(batch)
     prompts = []
     for g in groups:
@@ -76,27 +66,12 @@ def generate_shuffled(
     generations = engine.generate(prompts, replace(params, n=n))
     responses = [ids for gen in generations for ids in gen.token_ids[:n]]
     group_ids = [g for g, gen in zip(groups, generations, strict=True) for _ in gen.token_ids[:n]]
-    return ShuffledRollouts(
+    shuffled = ShuffledRollouts(
         groups=groups,
         group_ids=torch.tensor(group_ids, dtype=torch.long),
         texts=tokenizer.batch_decode(responses, skip_special_tokens=True) if responses else [],
     )
-
-
-def shuffled_rollouts(
-    state: TrainState, batch: RolloutBatch, params: SamplingParams
-) -> ShuffledRollouts:
-    """`generate_shuffled` with the step's engine, prompt encoding and step number."""
-    cfg = state.cfg
-    return generate_shuffled(
-        state.engine,
-        batch,
-        record_encoder(state.logprob_model, cfg.data),
-        params,
-        cfg.algorithm.temporal_contrast,
-        step=state.step,
-        tokenizer=state.policy.tokenizer,
-    )
+    return replace(batch, shuffled=shuffled)
 
 
 def task_accuracy(components: dict[str, float]) -> float:
@@ -107,17 +82,17 @@ def task_accuracy(components: dict[str, float]) -> float:
 
 def add_temporal_contrast_bonus(
     batch: RolloutBatch,
-    shuffled: ShuffledRollouts,
     reward: RewardConfig,
     config: TemporalContrastConfig,
     pool: ScoringPool | None = None,
 ) -> RolloutBatch:
-    """Score the shuffled rows with the same reward, then add `temporal_contrast_bonus` to
-    the ordered policy rows of each video group (annotation and constructed rows neither
-    count towards p nor get the bonus). Metrics over the video groups: `tgrpo/ordered_acc`
-    (mean p), `tgrpo/shuffled_acc` (mean p~), `tgrpo/passed_frac` (groups with
-    p >= mu * p~), `tgrpo/bonus_frac` (their policy rows that got the bonus)."""
-    if not shuffled.groups:
+    """Score the batch's shuffled responses (`batch.shuffled`) with the same reward, then add
+    `temporal_contrast_bonus` to the ordered policy rows of each video group (annotation and
+    constructed rows neither count towards p nor get the bonus). Metrics over the video
+    groups: `tgrpo/ordered_acc` (mean p), `tgrpo/shuffled_acc` (mean p~), `tgrpo/passed_frac`
+    (groups with p >= mu * p~), `tgrpo/bonus_frac` (their policy rows that got the bonus)."""
+    shuffled = batch.shuffled
+    if shuffled is None or not shuffled.groups:
         return batch
     num_groups = batch.num_groups
     scores = score_batch(
