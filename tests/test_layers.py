@@ -18,7 +18,7 @@ LAYERS: list[set[str]] = [
     {"trainer", "eval", "demo", "serve"},
     {"inference"},
     {"rollout"},
-    {"config", "plan"},
+    {"config", "plan", "run_config"},
     {"models", "rewards", "algorithms"},
     {"data"},
     {"video"},

@@ -3,7 +3,7 @@ model loaded on a device. `videorl eval`, `videorl serve` and `videorl demo` rea
 
 `RunSettings.from_checkpoint(path)` reads the run's `config.yaml`, found in the checkpoint
 folder or up to two levels above it (`final/`, `best/`, `step-N/model/`;
-`config.find_run_config`): video sampling (`video:`), think mode (`data.think`), prompt
+`run_config.find_run_config`): video sampling (`video:`), think mode (`data.think`), prompt
 style (`data.prompt_style`), chat-template variables (`data.chat_template_kwargs`) and box
 coordinates (`data.coordinates`). A folder no run wrote (a Hub id, a `make-tiny` folder) gets
 the defaults: `VideoConfig()`, no think block, videorl's prompts, no extra template
@@ -60,7 +60,8 @@ class RunSettings:
     @classmethod
     def from_checkpoint(cls, path: str | Path) -> RunSettings:
         """The settings of the run that wrote the checkpoint at `path`, else the defaults."""
-        from videorl.config import find_run_config, load_config
+        from videorl.config import load_config
+        from videorl.run_config import find_run_config
 
         run = find_run_config(path)
         return cls() if run is None else cls.from_config(load_config(run), source=run)

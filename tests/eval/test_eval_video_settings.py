@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 
 from videorl.cli import resolve_config_path
-from videorl.config import find_run_config, load_config, save_run_config
+from videorl.config import load_config
 from videorl.errors import ConfigError
 from videorl.eval.commands import eval_run_settings
+from videorl.run_config import find_run_config, save_run_config
 
 
 @pytest.fixture

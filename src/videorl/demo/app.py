@@ -16,7 +16,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from videorl.config import run_model_name
 from videorl.data.families import Family
 from videorl.demo.examples import FAMILY_NAMES, Example, make_examples
 from videorl.demo.guard import REFUSED, DemoLimits, client_video, parse_auth
@@ -24,6 +23,7 @@ from videorl.demo.inference import Question, Settings, ask
 from videorl.demo.views import View, build_view
 from videorl.errors import ConfigError, VideoRLError
 from videorl.models.loading import LoadedModel
+from videorl.run_config import run_model_name
 
 logger = logging.getLogger(__name__)
 

@@ -75,8 +75,8 @@ def serve_command(
     check_serve_installed()
     from rich.console import Console
 
-    from videorl.config import run_model_name
     from videorl.inference import RunSettings, load_for_inference
+    from videorl.run_config import run_model_name
     from videorl.serve.app import serve
     from videorl.serve.chat import ChatService
 

@@ -13,7 +13,7 @@ from typing import Any
 from rich.console import Console
 
 from videorl.algorithms.taro import constructed_probability, draw_constructed
-from videorl.config import Config, check_world_size, save_run_config
+from videorl.config import Config, check_world_size
 from videorl.config_loader import to_dict
 from videorl.distributed import barrier, init_distributed, reduce_metrics, shard_indices
 from videorl.models.loading import LoadedModel
@@ -25,6 +25,7 @@ from videorl.rollout.batch import RolloutBatch
 from videorl.rollout.engine import RolloutEngine
 from videorl.rollout.groups import add_annotation_rows, generate_groups
 from videorl.rollout.prompting import DecodedPrompts, decode_prompts, record_encoder
+from videorl.run_config import save_run_config
 from videorl.trainer import checkpoint as ckpt
 from videorl.trainer.build import build_state
 from videorl.trainer.checkpoint import Checkpointer
