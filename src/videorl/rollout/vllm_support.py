@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +25,28 @@ from videorl.models.inputs import PromptEncoding, hf_video_metadata
 
 # Head sizes of vLLM's CPU attention kernels (vllm/v1/attention/backends/cpu_attn.py, 0.32).
 CPU_HEAD_SIZES = (32, 64, 80, 96, 112, 128, 160, 192, 224, 256, 512)
+# Qwen3.5's gated delta net (linear attention) on vLLM's CPU build (0.32): its kernel asserts
+# bfloat16 ("CPU GDN attention requires BF16") and rejects a head size of 32 ("Unexpected
+# head dim size"); 64 and 128 (Qwen3.5's own) run
+# (docs/development.md#vllm-parity-make-test-vllm).
+CPU_LINEAR_ATTENTION_DTYPE = "bfloat16"
+CPU_LINEAR_HEAD_SIZES = (64, 128)
+LINEAR_HEAD_KEYS = ("linear_key_head_dim", "linear_value_head_dim")
+# What vLLM's CPU build needs of a model type beyond the attention head size (`cpu_limits`).
+CPU_CONDITIONS = {
+    "qwen3_5": f"CPU: {CPU_LINEAR_ATTENTION_DTYPE} only, linear-attention head size "
+    + " or ".join(map(str, CPU_LINEAR_HEAD_SIZES)),
+}
 # Model types whose vLLM implementation the parity tests cover (tests/vllm).
-SUPPORTED_MODEL_TYPES = ("qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "qwen3", "qwen2")
+SUPPORTED_MODEL_TYPES = ("qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3", "qwen2")
+# The architecture (config.json `architectures`, vLLM's model registry key) of each model
+# type `videorl make-tiny` builds: what `videorl doctor` looks up in the installed vLLM.
+ARCHITECTURES = {
+    "qwen2_5_vl": "Qwen2_5_VLForConditionalGeneration",
+    "qwen3_vl": "Qwen3VLForConditionalGeneration",
+    "qwen3_5": "Qwen3_5ForConditionalGeneration",
+    "qwen3": "Qwen3ForCausalLM",
+}
 LOGPROB_NOTE = (
     "log-probs are log softmax(z / T) of the raw logits z over the whole vocabulary, as the HF "
     "engine returns them, only when T == 1 (greedy included); at other temperatures vLLM returns "
@@ -152,6 +173,35 @@ def device_normalization_safe(model_path: str | Path) -> bool:
     return all(image.get(k) == video.get(k) for k in NORMALIZATION_KEYS if k in image or k in video)
 
 
+def cpu_limits(model_path: str | Path, dtype: str) -> list[str]:
+    """Why vLLM's CPU build cannot run this model in `dtype` (empty: it can)."""
+    config = text_config(model_path)
+    heads = int(config["num_attention_heads"])
+    head_dim = int(config.get("head_dim") or config["hidden_size"] // heads)
+    reasons = []
+    if head_dim not in CPU_HEAD_SIZES:
+        reasons.append(
+            f"the model's attention head size is {head_dim}, which vLLM's CPU attention kernels "
+            f"lack (they support {', '.join(map(str, CPU_HEAD_SIZES))}); use a model with a "
+            "supported head size (`videorl make-tiny` builds head size 32)"
+        )
+    if "linear_attention" in config.get("layer_types", []):
+        if dtype != CPU_LINEAR_ATTENTION_DTYPE:
+            reasons.append(
+                f"vLLM's CPU kernel of the gated delta net (linear attention) runs in "
+                f"{CPU_LINEAR_ATTENTION_DTYPE} only, not {dtype}; set model.dtype: "
+                f"{CPU_LINEAR_ATTENTION_DTYPE}"
+            )
+        sizes = {int(config.get(k) or head_dim) for k in LINEAR_HEAD_KEYS}
+        if not sizes <= set(CPU_LINEAR_HEAD_SIZES):
+            reasons.append(
+                f"the gated delta net's head size is {'/'.join(map(str, sorted(sizes)))}: vLLM's "
+                f"CPU kernel runs {' and '.join(map(str, CPU_LINEAR_HEAD_SIZES))} (tested; it "
+                "rejects 32, the tiny models' size)"
+            )
+    return reasons
+
+
 def check_vllm_support(settings: VLLMSettings, *, on_cpu: bool, world_size: int) -> None:
     """Refuse settings the vLLM engine cannot honour, naming the key and the fix."""
     config = text_config(settings.model_path)
@@ -162,12 +212,9 @@ def check_vllm_support(settings: VLLMSettings, *, on_cpu: bool, world_size: int)
             f"vLLM path; use one of {', '.join(SUPPORTED_MODEL_TYPES)} or set rollout.engine=hf"
         )
     heads = int(config["num_attention_heads"])
-    head_dim = int(config.get("head_dim") or config["hidden_size"] // heads)
-    if on_cpu and head_dim not in CPU_HEAD_SIZES:
+    if on_cpu and (reasons := cpu_limits(settings.model_path, settings.dtype)):
         raise ConfigError(
-            f"rollout.engine=vllm on CPU: the model's attention head size is {head_dim}, which vLLM's CPU "
-            f"attention kernels lack (they support {', '.join(map(str, CPU_HEAD_SIZES))}); use a model "
-            "with a supported head size (`videorl make-tiny` builds head size 32) or set rollout.engine=hf"
+            f"rollout.engine=vllm on CPU: {'; '.join(reasons)}; or set rollout.engine=hf"
         )
     tp = settings.rollout.tensor_parallel_size
     if tp < 1 or world_size % tp:
@@ -191,26 +238,57 @@ def check_vllm_support(settings: VLLMSettings, *, on_cpu: bool, world_size: int)
         )
 
 
-def rollout_engine(engine: str, model_path: str) -> str:
-    """The engine a run uses: `rollout.engine`, except that `vllm` falls back to `hf` with a
-    one-line warning when vLLM is not installed or the model type has no parity-tested vLLM
-    path (the GPU recipes select vLLM, as the published setups do)."""
+@cache
+def installed_architectures() -> tuple[str, frozenset[str]] | None:
+    """The installed vLLM's version and the architectures its model registry runs; None
+    where vLLM does not import (what fails is then reported when the engine is built)."""
+    try:
+        from vllm.model_executor.models.registry import ModelRegistry
+
+        import vllm
+    except ImportError:
+        return None
+    return str(vllm.__version__), frozenset(ModelRegistry.get_supported_archs())
+
+
+def vllm_missing_piece(model_path: str) -> str | None:
+    """What keeps the vLLM engine from running this model, in a few words (None: nothing):
+    vLLM itself, a parity test of the model type, or the architecture in the installed vLLM."""
     import importlib.util
+
+    if importlib.util.find_spec("vllm") is None:
+        return "vLLM is not installed (pip install 'videorl[vllm]')"
+    config_file = Path(model_path) / "config.json"
+    config = json.loads(config_file.read_text()) if config_file.is_file() else {}
+    model_type = config.get("model_type")
+    if model_type is not None and model_type not in SUPPORTED_MODEL_TYPES:
+        return (
+            f"model type {model_type!r} has no parity-tested vLLM path (tests/vllm covers "
+            f"{', '.join(SUPPORTED_MODEL_TYPES)})"
+        )
+    architecture = (config.get("architectures") or [None])[0]
+    installed = installed_architectures()
+    if installed is not None and architecture is not None and architecture not in installed[1]:
+        return (
+            f"the installed vLLM {installed[0]} has no {architecture} (model type "
+            f"{model_type!r}); upgrade it (pip install -U 'videorl[vllm]')"
+        )
+    return None
+
+
+def rollout_engine(engine: str, model_path: str, key: str = "rollout.engine") -> str:
+    """The engine a run uses for `key` (`rollout.engine`, `algorithm.distill.teacher_engine`):
+    its value, except that `vllm` falls back to `hf` with a one-line warning naming the
+    missing piece (`vllm_missing_piece`); the GPU recipes select vLLM, as the published
+    setups do."""
     import logging
 
     if engine != "vllm":
         return engine
-    reason = None
-    if importlib.util.find_spec("vllm") is None:
-        reason = "vLLM is not installed (pip install 'videorl[vllm]')"
-    else:
-        config = Path(model_path) / "config.json"
-        model_type = json.loads(config.read_text()).get("model_type") if config.is_file() else None
-        if model_type is not None and model_type not in SUPPORTED_MODEL_TYPES:
-            reason = f"model type {model_type!r} has no parity-tested vLLM path"
+    reason = vllm_missing_piece(model_path)
     if reason is None:
         return "vllm"
     logging.getLogger("videorl").warning(
-        "rollout.engine=vllm: %s; using the HF engine (set rollout.engine=hf to silence)", reason
+        "%s=vllm: %s; using the HF engine (set %s=hf to silence)", key, reason, key
     )
     return "hf"
