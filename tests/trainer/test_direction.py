@@ -45,7 +45,9 @@ def fixed_score(batch, config, pool=None):
     return replace(batch, rewards=rewards, components=components)
 
 
-def fake_teacher(batch, student, teacher, *, temperature, token_budget, teacher_temperature):
+def fake_teacher(
+    batch, student, teacher, *, temperature, token_budget, teacher_temperature, teacher_engine
+):
     """The teacher is 1 nat more likely than the student on every token of a favoured
     (verifier-correct) row and 1 nat less likely on the others: d_t = +-1."""
     mask = batch.response_mask()

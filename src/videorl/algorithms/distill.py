@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Literal
 
 import torch
 from torch import Tensor
@@ -35,7 +36,10 @@ class DistillConfig:
     gate). `group_std`: GRPD divides the group-relative advantage by the group std.
     `baseline`: GRPD's u >= 0 in `|a_i| + u`. `teacher_temperature`: the teacher's
     log-probs are `log_softmax(logits / teacher_temperature)`, apart from the rollout
-    temperature the student's use (OPDVR's `TEACHER_TEMPERATURE`, 1.0 in opdvr.sh / grpd.sh)."""
+    temperature the student's use (OPDVR's `TEACHER_TEMPERATURE`, 1.0 in opdvr.sh / grpd.sh).
+    `teacher_engine`: `hf` scores the student's tokens with a Hugging Face forward of the
+    teacher (as OPDVR's verl reward-model worker does), `vllm` with a vLLM engine of it
+    (prompt log-probs of prompt + response; temperature 1.0 only: vLLM applies none to them)."""
 
     # Teacher distribution: 0 = the sampled token only (>= 0; the trainer supports 0 only).
     topk: int = 0
@@ -52,6 +56,9 @@ class DistillConfig:
     # Temperature of the teacher's log-probs (> 0), apart from rollout.temperature (the
     # student's): OPDVR's TEACHER_TEMPERATURE, 1.0 in its scripts.
     teacher_temperature: float = 1.0
+    # What scores the teacher's log-probs: hf (a forward of model.teacher_path) or vllm (a
+    # vLLM engine of it; falls back to hf with a warning where vLLM cannot run it).
+    teacher_engine: Literal["hf", "vllm"] = "hf"
 
     def __post_init__(self) -> None:
         if self.topk < 0:
@@ -71,6 +78,14 @@ class DistillConfig:
             raise ConfigError(
                 f"algorithm.distill.teacher_temperature={self.teacher_temperature} must be a "
                 "positive number (OPDVR's TEACHER_TEMPERATURE: 1.0)"
+            )
+        if self.teacher_engine not in ("hf", "vllm"):
+            raise ConfigError(f"teacher_engine={self.teacher_engine!r} must be hf or vllm")
+        if self.teacher_engine == "vllm" and self.teacher_temperature != 1.0:
+            raise ConfigError(
+                f"teacher_temperature={self.teacher_temperature} with teacher_engine=vllm: "
+                "vLLM's prompt log-probs are taken at temperature 1.0 (it applies no "
+                "temperature to them); set teacher_engine=hf for another teacher temperature"
             )
 
 

@@ -40,6 +40,15 @@ class RolloutEngine(Protocol):
     def sleep(self) -> None: ...
 
 
+class TokenScorer(Protocol):
+    """Scores given responses: each one's per-token log-probs at temperature 1 (the vLLM
+    distillation teacher, `VLLMEngine.token_logprobs`)."""
+
+    def token_logprobs(
+        self, prompts: Sequence[PromptEncoding], responses: Sequence[torch.Tensor]
+    ) -> list[torch.Tensor]: ...
+
+
 class HFEngine:
     """Generation with the training model itself (`model.generate`), batched over prompts.
 

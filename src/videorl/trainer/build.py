@@ -24,7 +24,7 @@ from videorl.models.shared_prompt import enable_shared_prompts
 from videorl.models.visual_cache import share_visual_cache
 from videorl.rewards.pool import ScoringPool
 from videorl.rollout.engine import HFEngine, RolloutEngine
-from videorl.rollout.vllm_engine import build_vllm_engine
+from videorl.rollout.vllm_engine import VLLMEngine, build_vllm_engine, build_vllm_teacher
 from videorl.rollout.vllm_support import rollout_engine
 from videorl.trainer import checkpoint as ckpt
 from videorl.trainer.optim import build_optimizer
@@ -89,6 +89,7 @@ def build_state(cfg: Config, resume: str | None, info: DistInfo | None = None) -
         val_records=val_records,
         reference=models.reference,
         teacher=models.teacher,
+        teacher_engine=_teacher_engine(cfg, models.teacher, info),
         info=info,
         pool=ScoringPool(cfg.reward) if cfg.reward.workers > 1 else None,
     )
@@ -203,6 +204,17 @@ def _engine(cfg: Config, rollout_model: LoadedModel, info: DistInfo) -> RolloutE
     if rollout_engine(cfg.rollout.engine, cfg.model.path) == "hf":
         return HFEngine(rollout_model, share_prefill=cfg.rollout.share_prefill)
     return build_vllm_engine(cfg, rollout_model, info)
+
+
+def _teacher_engine(cfg: Config, teacher: LoadedModel | None, info: DistInfo) -> VLLMEngine | None:
+    """The teacher's vLLM engine for `algorithm.distill.teacher_engine: vllm` (None: the
+    teacher's log-probs are HF forwards of `teacher`)."""
+    if teacher is None or not cfg.model.teacher_path:
+        return None
+    key = "algorithm.distill.teacher_engine"
+    if rollout_engine(cfg.algorithm.distill.teacher_engine, cfg.model.teacher_path, key) == "hf":
+        return None
+    return build_vllm_teacher(cfg, teacher, info)
 
 
 def _restore(state: TrainState, checkpoint: Path) -> None:

@@ -104,6 +104,7 @@ def train_step(state: TrainState, indices: list[int], stages: Stages = STAGES) -
                 state.logprob_model,
                 teacher,
                 teacher_temperature=cfg.algorithm.distill.teacher_temperature,
+                teacher_engine=state.teacher_engine,
                 **_no_grad(cfg),
             )
     with timer("advantage"):

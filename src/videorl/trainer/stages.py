@@ -43,6 +43,7 @@ from videorl.rewards.sensitivity import (
     token_mean_logp_gap,
 )
 from videorl.rollout.batch import RolloutBatch, pad_rows
+from videorl.rollout.engine import TokenScorer
 from videorl.rollout.prompting import Encoder
 
 
@@ -173,18 +174,29 @@ def add_teacher_logprobs(
     temperature: float,
     token_budget: int,
     teacher_temperature: float = 1.0,
+    teacher_engine: TokenScorer | None = None,
 ) -> RolloutBatch:
     """Teacher and student log-probs of the sampled tokens, for on-policy distillation: the
     student's at the rollout `temperature`, the teacher's at `teacher_temperature`
-    (`algorithm.distill.teacher_temperature`, OPDVR's `TEACHER_TEMPERATURE`)."""
+    (`algorithm.distill.teacher_temperature`, OPDVR's `TEACHER_TEMPERATURE`). With a
+    `teacher_engine` (`algorithm.distill.teacher_engine: vllm`) the teacher's come from it
+    (temperature 1.0, which the config enforces) instead of an HF forward of `teacher`."""
     prompts = batch.row_prompts()
-    teacher_logp = logprobs_in_microbatches(
-        teacher,
-        prompts,
-        batch.responses,
-        temperature=teacher_temperature,
-        token_budget=token_budget,
-    )
+    if teacher_engine is not None:
+        teacher_logp = torch.zeros(
+            len(batch.responses), max(int(r.numel()) for r in batch.responses)
+        )
+        scored = teacher_engine.token_logprobs(prompts, batch.responses)
+        for row, logp in enumerate(scored):
+            teacher_logp[row, : logp.numel()] = logp
+    else:
+        teacher_logp = logprobs_in_microbatches(
+            teacher,
+            prompts,
+            batch.responses,
+            temperature=teacher_temperature,
+            token_budget=token_budget,
+        )
     student_logp = logprobs_in_microbatches(
         student, prompts, batch.responses, temperature=temperature, token_budget=token_budget
     )

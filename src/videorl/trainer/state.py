@@ -13,7 +13,7 @@ from videorl.data.sampler import TaskGroupedSampler
 from videorl.distributed import DistInfo
 from videorl.models.loading import LoadedModel
 from videorl.rewards.pool import ScoringPool
-from videorl.rollout.engine import RolloutEngine
+from videorl.rollout.engine import RolloutEngine, TokenScorer
 from videorl.video.cache import VideoCache
 
 
@@ -56,6 +56,8 @@ class TrainState:
     val_records: list[TaskRecord]
     reference: LoadedModel | None = None
     teacher: LoadedModel | None = None
+    # algorithm.distill.teacher_engine=vllm: the teacher's vLLM engine (None: HF forwards)
+    teacher_engine: TokenScorer | None = None
     pool: ScoringPool | None = None
     info: DistInfo = field(default_factory=DistInfo)
     step: int = 0
