@@ -8,6 +8,7 @@ import functools
 import os
 import shutil
 import signal
+from dataclasses import replace
 
 import pytest
 
@@ -15,7 +16,8 @@ from tests.trainer.runs import assert_same_checkpoint, metrics_by_step, with_out
 from videorl.trainer import loop
 from videorl.trainer.checkpoint import Checkpointer
 from videorl.trainer.interrupt import StopRequest
-from videorl.trainer.loop import run_training
+from videorl.trainer.loop import STAGES, LoopHooks, run_training, train_step
+from videorl.trainer.validation import validate
 
 pytestmark = pytest.mark.slow  # multi-process or whole-run: `make test`, not `make test-fast`
 
@@ -45,13 +47,9 @@ def _sigint(times: int = 1) -> None:
         os.kill(os.getpid(), signal.SIGINT)
 
 
-def _interrupt_at(
-    monkeypatch, name: str, *, call: int, times: int = 1, after: bool = False, owner=loop
-):
-    """Send SIGINT (`times` in a row) to this process at the `call`-th call of
-    `<owner>.<name>` (the loop module's by default), before the real function runs (or right
-    after it with `after`)."""
-    real = getattr(owner, name)
+def _interrupting(real, *, call: int, times: int = 1, after: bool = False):
+    """`real` wrapped to send SIGINT (`times` in a row) to this process at its `call`-th
+    call, before `real` runs (or right after it with `after`); and its call counter."""
     calls = {"n": 0}
 
     def wrapped(*args, **kwargs):
@@ -63,6 +61,13 @@ def _interrupt_at(
             _sigint(times)
         return result
 
+    return wrapped, calls
+
+
+def _interrupt_at(monkeypatch, name: str, *, owner, **when):
+    """`_interrupting` in place of `<owner>.<name>`, a function deep inside the step or the
+    loop that no hook reaches (the rollout's `generate_groups`, `Checkpointer.save`)."""
+    wrapped, calls = _interrupting(getattr(owner, name), **when)
     monkeypatch.setattr(owner, name, wrapped)
     return calls
 
@@ -88,9 +93,21 @@ def test_ctrl_c_at_five_points_then_resume_equals_the_uninterrupted_run(
     monkeypatch.setattr(loop, "StopRequest", functools.partial(StopRequest, grace_s=0.0))
 
     def resume(name, *, call, times=1, after=False, first=False, owner=loop):
+        """Run until the interruption at `name`: the update and the validation are
+        interrupted through the step's stages and the loop's hooks, deeper points by
+        patching their `owner`."""
+        when = {"call": call, "times": times, "after": after}
         with monkeypatch.context() as m:
-            calls = _interrupt_at(m, name, call=call, times=times, after=after, owner=owner)
-            path = run_training(config, resume=None if first else "auto")
+            if name == "update":
+                update, calls = _interrupting(STAGES.update, **when)
+                step = functools.partial(train_step, stages=replace(STAGES, update=update))
+                hooks = LoopHooks(step=step)
+            elif name == "validate":
+                checked, calls = _interrupting(validate, **when)
+                hooks = LoopHooks(validate=checked)
+            else:
+                calls, hooks = _interrupt_at(m, name, owner=owner, **when), LoopHooks()
+            path = run_training(config, resume=None if first else "auto", hooks=hooks)
         assert calls["n"] >= call, f"{name} was not reached"
         return path
 
@@ -111,11 +128,11 @@ def test_ctrl_c_at_five_points_then_resume_equals_the_uninterrupted_run(
     assert saves["n"] == 1, "the Ctrl-C on a save step wrote the checkpoint again"
     assert_same_checkpoint(path, reference_out / "step-000002")
 
-    path = resume("update_policy", call=1, times=2, after=True)
+    path = resume("update", call=1, times=2, after=True)
     assert path == out / "step-000002" and _steps(out) == [1, 2], "a moved step was saved"
     assert_same_checkpoint(path, reference_out / "step-000002")
 
-    path = resume("update_policy", call=1, times=2)
+    path = resume("update", call=1, times=2)
     assert path == out / "step-000002" and _steps(out) == [1, 2]
     assert_same_checkpoint(path, reference_out / "step-000002")
 
