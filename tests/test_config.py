@@ -48,6 +48,35 @@ def test_errors_are_one_line_and_name_the_key(override, message):
     assert "\n" not in text
 
 
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("algorithm.distill.topk=-1", "algorithm.distill.topk=-1 must be >= 0"),
+        ("algorithm.grpo.std_eps=0", "algorithm.grpo.std_eps=0.0 must be > 0"),
+        ("algorithm.orarl.gain.min_gain=9", "algorithm.orarl.gain.min_gain=9.0 and max_gain="),
+        ("algorithm.loss.dual_clip=0.5", "algorithm.loss.dual_clip=0.5 must be > 1"),
+        ("algorithm.dynamic_sampling.max_draws=-1", "algorithm.dynamic_sampling.max_draws=-1"),
+        ("algorithm.temporal_contrast.bonus=-1", "algorithm.temporal_contrast.bonus=-1.0"),
+        (
+            "algorithm.constructed.curriculum.warmup_steps=-1",
+            "algorithm.constructed.curriculum.warmup_epochs=1 and warmup_steps=-1 must be >= 0",
+        ),
+        ("algorithm.pruning.correction.eps=0", "algorithm.pruning.correction.min_reward_std="),
+        ("reward.length_band.max=1", "reward.length_band.max=1 is below min=320"),
+        ("reward.sensitivity.alpha=-1", "reward.sensitivity.alpha=-1.0 is invalid"),
+        ("reward.timeout_s=0", "reward.timeout_s=0.0 is invalid"),
+        ("reward.plugins={nope: 'm:f'}", "reward.plugins: unknown task family 'nope'"),
+    ],
+)
+def test_sections_name_their_own_keys_and_the_loader_places_them(override, message):
+    """Algorithm and reward sections write their keys relative to themselves (`topk=-1`);
+    the loader puts the section's path in front, so the line names the full key."""
+    with pytest.raises(ConfigError) as err:
+        load_config(None, [override])
+    assert str(err.value).startswith(message.split(" ")[0]), str(err.value)
+    assert message in str(err.value)
+
+
 def test_missing_file_and_bad_override_syntax(tmp_path):
     with pytest.raises(ConfigError, match="not found"):
         load_config(tmp_path / "nope.yaml")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import math
+import re
 import types
 import typing
 from collections.abc import Sequence
@@ -144,11 +145,21 @@ def build(cls: type[T], data: dict[str, Any] | None, prefix: str = "") -> T:
     try:
         return cls(**kwargs)
     except ConfigError as err:
-        message = str(err)
-        where = prefix.rstrip(".")
-        raise ConfigError(
-            f"{where}: {message}" if where and not message.startswith(where) else message
-        ) from None
+        raise ConfigError(in_section(str(err), prefix.rstrip("."), names)) from None
+
+
+def in_section(message: str, where: str, keys: Sequence[str]) -> str:
+    """A section's own error, placed in the config: one that begins with one of the
+    section's `keys` (`topk=-1 must be >= 0`, `plugins: ...`) gets the section's path in
+    front (`algorithm.distill.topk=-1 must be >= 0`), any other gets `where: `. The
+    sections name their keys relative to themselves and leave the path to the loader; a
+    message that already starts with the path is kept as it is."""
+    if not where or message.startswith(where):
+        return message
+    head = re.match(r"\w+", message)
+    if head and head.group() in keys and message[head.end() : head.end() + 1] in "=.[:":
+        return f"{where}.{message}"
+    return f"{where}: {message}"
 
 
 def to_dict(config: Any) -> dict[str, Any]:

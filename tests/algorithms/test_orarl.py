@@ -142,7 +142,7 @@ def test_registered_as_orarl():
         (lambda: DirectionalGainConfig(min_gain=2, max_gain=1), "min_gain=2"),
         (lambda: AnchorConfig(cap_min=0.5, cap_max=0.1), "cap_min=0.5"),
         (lambda: AnchorConfig(beta=-2), "beta=-2"),
-        (lambda: OraRLConfig(gain=3), "algorithm.orarl.gain"),
+        (lambda: OraRLConfig(gain=3), "gain must be a mapping"),
         (lambda: OraRLConfig(anchor={"scale": -1}), "scale=-1"),
     ],
 )

@@ -13,6 +13,7 @@ from videorl.algorithms.taro import (
     draw_constructed,
     off_policy_advantages,
 )
+from videorl.config import load_config
 from videorl.errors import ConfigError
 
 F64 = torch.float64
@@ -69,8 +70,8 @@ def test_raft_ties_go_to_the_lower_row_and_flat_groups_have_no_best():
 
 
 def test_off_policy_config_validation():
-    with pytest.raises(ConfigError, match="off_policy.mode='bc'"):
-        OffPolicyConfig(mode="bc")
+    with pytest.raises(ConfigError, match="algorithm.constructed.off_policy.mode.*'bc'"):
+        load_config(None, ["algorithm.constructed.off_policy.mode=bc"])
     with pytest.raises(ConfigError, match="awr_beta=0"):
         OffPolicyConfig(mode="awr", awr_beta=0)
 

@@ -1,4 +1,5 @@
-"""RewardConfig validation: errors name the key, the value and the fix, at load time."""
+"""RewardConfig validation: errors name the key, the value and the fix, at load time
+(`from_dict` builds the section as the config loader does, so errors carry `reward.`)."""
 
 import pytest
 
@@ -26,14 +27,18 @@ def test_defaults():
         ({"plugin_mode": "merge"}, ["reward.plugin_mode", "merge", "extend"]),
         ({"plugin_weight": 1.5}, ["reward.plugin_weight", "1.5"]),
         ({"think_required": "yes"}, ["reward.think_required"]),
-        ({"sensitivity": {"alpha": 1}}, ["reward.sensitivity", "from_dict"]),
     ],
 )
 def test_invalid_values(kwargs, words):
     with pytest.raises(ConfigError) as info:
-        RewardConfig(**kwargs)
+        RewardConfig.from_dict(kwargs)
     for word in words:
         assert word in str(info.value)
+
+
+def test_a_section_given_as_a_mapping_needs_from_dict():
+    with pytest.raises(ConfigError, match="sensitivity=.*give a SensitivityConfig.*from_dict"):
+        RewardConfig(sensitivity={"alpha": 1})
 
 
 @pytest.mark.parametrize(
@@ -49,7 +54,7 @@ def test_invalid_values(kwargs, words):
 )
 def test_invalid_sensitivity(kwargs, key):
     with pytest.raises(ConfigError, match=f"reward.sensitivity.{key}"):
-        SensitivityConfig(**kwargs)
+        RewardConfig.from_dict({"sensitivity": kwargs})
 
 
 def test_constant_threshold_allowed():
@@ -61,7 +66,7 @@ def test_unknown_family_in_plugins_is_a_load_time_error(plugin_module):
     with pytest.raises(
         ConfigError, match="reward.plugins: unknown task family 'temporal_grouding'.*did you mean"
     ):
-        RewardConfig(plugins={"temporal_grouding": f"{plugin_module}:quarter"})
+        RewardConfig.from_dict({"plugins": {"temporal_grouding": f"{plugin_module}:quarter"}})
 
 
 def test_plugin_family_aliases_are_canonicalised(plugin_module):
@@ -93,9 +98,9 @@ def test_from_dict():
         and config.sensitivity.enabled
         and config.sensitivity.gate == 0.5
     )
-    with pytest.raises(ConfigError, match="unknown key.*tg_shape.*valid keys"):
+    with pytest.raises(ConfigError, match="'reward.tg_shape' is unknown.*valid keys in reward"):
         RewardConfig.from_dict({"tg_shape": "iou"})
-    with pytest.raises(ConfigError, match="reward.sensitivity: unknown key.*beta"):
+    with pytest.raises(ConfigError, match="'reward.sensitivity.beta' is unknown"):
         RewardConfig.from_dict({"sensitivity": {"beta": 1}})
 
 

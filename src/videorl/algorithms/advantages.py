@@ -75,16 +75,15 @@ class Estimator:
         if self.config_cls is None:
             if params:
                 raise ConfigError(
-                    f"algorithm.estimator={self.name!r} takes no parameters, got "
-                    f"{sorted(params)}; remove them"
+                    f"estimator={self.name!r} takes no parameters, got {sorted(params)}; "
+                    "remove them"
                 )
             return None
         known = {f.name for f in dataclasses.fields(self.config_cls)}
         unknown = sorted(set(params) - known)
         if unknown:
             raise ConfigError(
-                f"algorithm.estimator={self.name!r} has no parameter(s) {unknown}; "
-                f"valid: {sorted(known)}"
+                f"estimator={self.name!r} has no parameter(s) {unknown}; valid: {sorted(known)}"
             )
         return self.config_cls(**params)
 
@@ -129,8 +128,7 @@ class GRPOConfig:
     def __post_init__(self) -> None:
         if not self.std_eps > 0:
             raise ConfigError(
-                f"grpo std_eps={self.std_eps} must be > 0 to keep zero-variance groups "
-                "finite; use 1e-6"
+                f"std_eps={self.std_eps} must be > 0 to keep zero-variance groups finite; use 1e-6"
             )
 
 

@@ -62,22 +62,19 @@ class DistillConfig:
 
     def __post_init__(self) -> None:
         if self.topk < 0:
-            raise ConfigError(
-                f"algorithm.distill.topk={self.topk} must be >= 0 (0 = sampled token)"
-            )
+            raise ConfigError(f"topk={self.topk} must be >= 0 (0 = sampled token)")
         if self.gate_mode not in GATE_MODES:
             raise ConfigError(
-                f"algorithm.distill.gate_mode={self.gate_mode!r} is not a gate mode; use one of "
-                f"{list(GATE_MODES)}"
+                f"gate_mode={self.gate_mode!r} is not a gate mode; use one of {list(GATE_MODES)}"
             )
         if self.baseline < 0:
-            raise ConfigError(f"algorithm.distill.baseline={self.baseline} (GRPD u) must be >= 0")
+            raise ConfigError(f"baseline={self.baseline} (GRPD u) must be >= 0")
         if not self.std_eps > 0:
-            raise ConfigError(f"algorithm.distill.std_eps={self.std_eps} must be > 0; use 1e-6")
+            raise ConfigError(f"std_eps={self.std_eps} must be > 0; use 1e-6")
         if not (math.isfinite(self.teacher_temperature) and self.teacher_temperature > 0):
             raise ConfigError(
-                f"algorithm.distill.teacher_temperature={self.teacher_temperature} must be a "
-                "positive number (OPDVR's TEACHER_TEMPERATURE: 1.0)"
+                f"teacher_temperature={self.teacher_temperature} must be a positive number "
+                "(OPDVR's TEACHER_TEMPERATURE: 1.0)"
             )
         if self.teacher_engine not in ("hf", "vllm"):
             raise ConfigError(f"teacher_engine={self.teacher_engine!r} must be hf or vllm")

@@ -63,18 +63,17 @@ class DynamicSamplingConfig:
     on_cap: Literal["error", "train"] = "error"
 
     def __post_init__(self) -> None:
-        key = "algorithm.dynamic_sampling"
         if not _METRIC.match(self.metric):
             raise ConfigError(
-                f"{key}.metric={self.metric!r} is not a name; use reward or a reward "
-                "component such as task"
+                f"metric={self.metric!r} is not a name; use reward or a reward component "
+                "such as task"
             )
         if self.max_draws < 0:
-            raise ConfigError(f"{key}.max_draws={self.max_draws} must be >= 0 (0 = no limit)")
+            raise ConfigError(f"max_draws={self.max_draws} must be >= 0 (0 = no limit)")
         if self.batches_per_draw < 1:
-            raise ConfigError(f"{key}.batches_per_draw={self.batches_per_draw} must be >= 1")
+            raise ConfigError(f"batches_per_draw={self.batches_per_draw} must be >= 1")
         if self.on_cap not in ON_CAP:
-            raise ConfigError(f"{key}.on_cap={self.on_cap!r} must be one of {', '.join(ON_CAP)}")
+            raise ConfigError(f"on_cap={self.on_cap!r} must be one of {', '.join(ON_CAP)}")
 
 
 def zero_variance_groups(

@@ -78,35 +78,28 @@ class PolicyLossConfig:
         low, high = self.clip
         if not (0 <= low < 1 and high >= 0):
             raise ConfigError(
-                f"algorithm.loss.clip_low={self.clip_low} must be in [0, 1) and algorithm.loss."
-                f"clip_high={self.clip_high} >= 0; the OraRL recipe uses 0.2 and 0.2"
+                f"clip_low={self.clip_low} must be in [0, 1) and clip_high={self.clip_high} "
+                ">= 0; the OraRL recipe uses 0.2 and 0.2"
             )
         if self.dual_clip is not None and not self.dual_clip > 1:
-            raise ConfigError(
-                f"algorithm.loss.dual_clip={self.dual_clip} must be > 1 (3.0 is usual) or null"
-            )
+            raise ConfigError(f"dual_clip={self.dual_clip} must be > 1 (3.0 is usual) or null")
         if self.aggregation not in AGGREGATIONS:
             raise ConfigError(
-                f"algorithm.loss.aggregation={self.aggregation!r} is not an aggregation; use one "
-                f"of {list(AGGREGATIONS)}"
+                f"aggregation={self.aggregation!r} is not an aggregation; use one of "
+                f"{list(AGGREGATIONS)}"
             )
         if self.aggregation == "seq-mean-token-sum-norm" and not (self.max_length or 0) > 0:
             raise ConfigError(
-                f"algorithm.loss.aggregation='seq-mean-token-sum-norm' needs max_length > 0, got "
+                f"aggregation='seq-mean-token-sum-norm' needs max_length > 0, got "
                 f"{self.max_length}; set it to the response length budget"
             )
         if self.max_length is not None and self.max_length < 1:
-            raise ConfigError(
-                f"algorithm.loss.max_length={self.max_length} must be >= 1 (tokens) or null"
-            )
+            raise ConfigError(f"max_length={self.max_length} must be >= 1 (tokens) or null")
         if self.kl_type not in KL_TYPES:
-            raise ConfigError(
-                f"algorithm.loss.kl_type={self.kl_type!r}; use one of {list(KL_TYPES)}"
-            )
+            raise ConfigError(f"kl_type={self.kl_type!r}; use one of {list(KL_TYPES)}")
         if self.kl_coef < 0 or self.entropy_coef < 0:
             raise ConfigError(
-                f"algorithm.loss.kl_coef={self.kl_coef} and algorithm.loss.entropy_coef="
-                f"{self.entropy_coef} must be >= 0"
+                f"kl_coef={self.kl_coef} and entropy_coef={self.entropy_coef} must be >= 0"
             )
 
     @property

@@ -72,14 +72,14 @@ class DirectionalGainConfig:
 
     def __post_init__(self) -> None:
         if self.gamma < 0:
-            raise ConfigError(f"algorithm.orarl.gain.gamma={self.gamma} must be >= 0 (0 = off)")
+            raise ConfigError(f"gamma={self.gamma} must be >= 0 (0 = off)")
         if not 0 < self.min_gain <= self.max_gain:
             raise ConfigError(
-                f"algorithm.orarl.gain needs 0 < min_gain <= max_gain, got "
-                f"min_gain={self.min_gain}, max_gain={self.max_gain}; defaults are 1 and 4"
+                f"min_gain={self.min_gain} and max_gain={self.max_gain} need "
+                "0 < min_gain <= max_gain; defaults are 1 and 4"
             )
         if not self.eps > 0:
-            raise ConfigError(f"algorithm.orarl.gain.eps={self.eps} must be > 0; use 1e-6")
+            raise ConfigError(f"eps={self.eps} must be > 0; use 1e-6")
 
 
 @dataclass(frozen=True)
@@ -102,16 +102,16 @@ class AnchorConfig:
     def __post_init__(self) -> None:
         if self.beta < 0 or self.scale < 0 or self.cap_factor < 0:
             raise ConfigError(
-                f"algorithm.orarl.anchor needs beta, scale and cap_factor >= 0, got "
-                f"beta={self.beta}, scale={self.scale}, cap_factor={self.cap_factor}"
+                f"beta={self.beta}, scale={self.scale} and cap_factor={self.cap_factor} must "
+                "be >= 0"
             )
         if not 0 <= self.cap_min <= self.cap_max:
             raise ConfigError(
-                f"algorithm.orarl.anchor needs 0 <= cap_min <= cap_max, got "
-                f"cap_min={self.cap_min}, cap_max={self.cap_max}; defaults are 0.05 and 1.0"
+                f"cap_min={self.cap_min} and cap_max={self.cap_max} need "
+                "0 <= cap_min <= cap_max; defaults are 0.05 and 1.0"
             )
         if not self.eps > 0:
-            raise ConfigError(f"algorithm.orarl.anchor.eps={self.eps} must be > 0; use 1e-6")
+            raise ConfigError(f"eps={self.eps} must be > 0; use 1e-6")
 
 
 @dataclass(frozen=True)
@@ -129,8 +129,7 @@ class OraRLConfig:
                 object.__setattr__(self, name, cls(**value))
             elif not isinstance(value, cls):
                 raise ConfigError(
-                    f"algorithm.orarl.{name} must be a mapping or {cls.__name__}, "
-                    f"got {type(value).__name__}"
+                    f"{name} must be a mapping or {cls.__name__}, got {type(value).__name__}"
                 )
 
 

@@ -190,13 +190,12 @@ class CorrectionConfig:
     def __post_init__(self) -> None:
         if not 0 <= self.min_scale <= self.max_scale:
             raise ConfigError(
-                f"algorithm.pruning.correction needs 0 <= min_scale <= max_scale, got "
-                f"min_scale={self.min_scale}, max_scale={self.max_scale}; defaults 0.25 and 1.0"
+                f"min_scale={self.min_scale} and max_scale={self.max_scale} need "
+                "0 <= min_scale <= max_scale; defaults 0.25 and 1.0"
             )
         if self.min_reward_std < 0 or not self.eps > 0:
             raise ConfigError(
-                f"algorithm.pruning.correction needs min_reward_std >= 0 and eps > 0, got "
-                f"min_reward_std={self.min_reward_std}, eps={self.eps}"
+                f"min_reward_std={self.min_reward_std} must be >= 0 and eps={self.eps} > 0"
             )
 
 

@@ -49,13 +49,11 @@ class OffPolicyConfig:
     def __post_init__(self) -> None:
         if self.mode not in OFF_POLICY_MODES:
             raise ConfigError(
-                f"algorithm.constructed.off_policy.mode={self.mode!r} is not a mode; use one of "
-                f"{list(OFF_POLICY_MODES)}"
+                f"mode={self.mode!r} is not a mode; use one of {list(OFF_POLICY_MODES)}"
             )
         if not self.awr_beta > 0 or not self.awr_max_weight > 0:
             raise ConfigError(
-                f"algorithm.constructed.off_policy.awr_beta={self.awr_beta} and awr_max_weight="
-                f"{self.awr_max_weight} must be > 0"
+                f"awr_beta={self.awr_beta} and awr_max_weight={self.awr_max_weight} must be > 0"
             )
 
 
@@ -112,18 +110,17 @@ class CurriculumConfig:
     def __post_init__(self) -> None:
         if self.schedule not in SCHEDULES:
             raise ConfigError(
-                f"algorithm.constructed.curriculum.schedule={self.schedule!r} is not a "
-                f"schedule; use one of {list(SCHEDULES)}"
+                f"schedule={self.schedule!r} is not a schedule; use one of {list(SCHEDULES)}"
             )
         if self.warmup_epochs < 0 or self.warmup_steps < 0:
             raise ConfigError(
-                f"algorithm.constructed.curriculum.warmup_epochs={self.warmup_epochs} and "
-                f"warmup_steps={self.warmup_steps} must be >= 0"
+                f"warmup_epochs={self.warmup_epochs} and warmup_steps={self.warmup_steps} "
+                "must be >= 0"
             )
         if self.schedule == "linear" and self.warmup_steps <= 0:
             raise ConfigError(
-                f"algorithm.constructed.curriculum.schedule='linear' needs warmup_steps > 0, got "
-                f"{self.warmup_steps}; set algorithm.constructed.curriculum.warmup_steps"
+                f"schedule='linear' needs warmup_steps > 0, got {self.warmup_steps}; set "
+                "warmup_steps"
             )
 
 

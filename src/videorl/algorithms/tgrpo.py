@@ -48,20 +48,17 @@ class TemporalContrastConfig:
     correct_threshold: float = 0.1
 
     def __post_init__(self) -> None:
-        key = "algorithm.temporal_contrast"
         if not (math.isfinite(self.margin) and self.margin >= 0):
-            raise ConfigError(
-                f"{key}.margin={self.margin} must be a finite number >= 0 (paper: 0.8)"
-            )
+            raise ConfigError(f"margin={self.margin} must be a finite number >= 0 (paper: 0.8)")
         if not (math.isfinite(self.bonus) and self.bonus >= 0):
-            raise ConfigError(f"{key}.bonus={self.bonus} must be a finite number >= 0 (paper: 0.3)")
+            raise ConfigError(f"bonus={self.bonus} must be a finite number >= 0 (paper: 0.3)")
         if self.n_shuffled is not None and self.n_shuffled < 1:
             raise ConfigError(
-                f"{key}.n_shuffled={self.n_shuffled} must be >= 1, or null for rollout.n // 2"
+                f"n_shuffled={self.n_shuffled} must be >= 1, or null for rollout.n // 2"
             )
         if not 0 <= self.correct_threshold < 1:
             raise ConfigError(
-                f"{key}.correct_threshold={self.correct_threshold} must be in [0, 1) (Video-R1: 0.1)"
+                f"correct_threshold={self.correct_threshold} must be in [0, 1) (Video-R1: 0.1)"
             )
 
     def shuffled_rollouts(self, n: int) -> int:

@@ -1,7 +1,8 @@
 """Reward configuration, validated at load time (docs/methods.md#rewards,
 #temporal-sensitivity-reward).
 
-Errors name the key, the value and the fix; an unknown family name in `plugins` is a
+Errors name the key (relative to its section: the config loader puts `reward.` and the
+section's path in front), the value and the fix; an unknown family name in `plugins` is a
 configuration error here, never a silent 0 during training.
 """
 
@@ -9,9 +10,10 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
+from videorl.config_loader import build
 from videorl.data.families import parse_family
 from videorl.errors import ConfigError
 from videorl.rewards.plugins import load_plugin
@@ -61,15 +63,13 @@ class SensitivityConfig:
 
     def __post_init__(self) -> None:
         if not isinstance(self.enabled, bool):
-            raise ConfigError(f"reward.sensitivity.enabled={self.enabled!r}; set true or false")
-        _number("reward.sensitivity.alpha", self.alpha, 0.0)
-        _number("reward.sensitivity.margin", self.margin, -math.inf)
-        _number("reward.sensitivity.gate", self.gate, 0.0, 1.0)
-        _number("reward.sensitivity.radius", self.radius, 0.0, open_low=True)
+            raise ConfigError(f"enabled={self.enabled!r}; set true or false")
+        _number("alpha", self.alpha, 0.0)
+        _number("margin", self.margin, -math.inf)
+        _number("gate", self.gate, 0.0, 1.0)
+        _number("radius", self.radius, 0.0, open_low=True)
         if self.shuffle not in ("videorl", "taro"):
-            raise ConfigError(
-                f"reward.sensitivity.shuffle={self.shuffle!r}; choose videorl or taro"
-            )
+            raise ConfigError(f"shuffle={self.shuffle!r}; choose videorl or taro")
         if self.threshold != "group_mean":
             threshold = self.threshold
             if isinstance(threshold, str):  # a dotted override arrives as text
@@ -77,10 +77,9 @@ class SensitivityConfig:
                     threshold = float(threshold)
                 except ValueError:
                     raise ConfigError(
-                        f"reward.sensitivity.threshold={self.threshold!r}; "
-                        "set 'group_mean' or a number"
+                        f"threshold={self.threshold!r}; set 'group_mean' or a number"
                     ) from None
-            _number("reward.sensitivity.threshold", threshold, -math.inf)
+            _number("threshold", threshold, -math.inf)
             object.__setattr__(self, "threshold", float(threshold))
 
 
@@ -104,9 +103,9 @@ class OverlongConfig:
 
     def __post_init__(self) -> None:
         if not isinstance(self.enabled, bool):
-            raise ConfigError(f"reward.overlong.enabled={self.enabled!r}; set true or false")
-        _count("reward.overlong.buffer_len", self.buffer_len, 1)
-        _number("reward.overlong.penalty_factor", self.penalty_factor, 0.0)
+            raise ConfigError(f"enabled={self.enabled!r}; set true or false")
+        _count("buffer_len", self.buffer_len, 1)
+        _number("penalty_factor", self.penalty_factor, 0.0)
 
 
 @dataclass(frozen=True)
@@ -131,17 +130,17 @@ class LengthBandConfig:
 
     def __post_init__(self) -> None:
         if not isinstance(self.enabled, bool):
-            raise ConfigError(f"reward.length_band.enabled={self.enabled!r}; set true or false")
-        _count("reward.length_band.min", self.min, 0)
-        _count("reward.length_band.max", self.max, 0)
+            raise ConfigError(f"enabled={self.enabled!r}; set true or false")
+        _count("min", self.min, 0)
+        _count("max", self.max, 0)
         if self.max < self.min:
             raise ConfigError(
-                f"reward.length_band.max={self.max} is below reward.length_band.min={self.min}; "
-                "set max >= min (Video-R1: 320 and 512 tokens)"
+                f"max={self.max} is below min={self.min}; set max >= min (Video-R1: 320 and "
+                "512 tokens)"
             )
-        _number("reward.length_band.bonus", self.bonus, 0.0)
-        _number("reward.length_band.correct_threshold", self.correct_threshold, 0.0, 1.0)
-        _count("reward.length_band.min_correct", self.min_correct, 1)
+        _number("bonus", self.bonus, 0.0)
+        _number("correct_threshold", self.correct_threshold, 0.0, 1.0)
+        _count("min_correct", self.min_correct, 1)
 
 
 @dataclass(frozen=True)
@@ -208,12 +207,12 @@ class RewardConfig:
     def __post_init__(self) -> None:
         if self.mode not in REWARD_MODES:
             raise ConfigError(
-                f"reward.mode={self.mode!r} is unknown; set one of {', '.join(REWARD_MODES)} "
+                f"mode={self.mode!r} is unknown; set one of {', '.join(REWARD_MODES)} "
                 "(orarl = OraRL's per-task reward adapters)"
             )
         if self.mode == "orarl":
             clashes = [
-                f"reward.{key}={getattr(self, key)!r}"
+                f"{key}={getattr(self, key)!r}"
                 for key, ours in (
                     ("composition", "product"),
                     ("tg_shaping", "iou"),
@@ -224,24 +223,24 @@ class RewardConfig:
             ]
             if clashes:
                 raise ConfigError(
-                    f"reward.mode=orarl scores as OraRL's adapters (accuracy * format, plain "
-                    f"tIoU, its own answer parsing, think optional); it cannot be combined "
-                    f"with {', '.join(clashes)}: drop those keys or set reward.mode=videorl"
+                    f"mode=orarl scores as OraRL's adapters (accuracy * format, plain tIoU, its "
+                    f"own answer parsing, think optional); it cannot be combined with "
+                    f"{', '.join(clashes)}: drop those keys or set mode=videorl"
                 )
         if self.composition not in COMPOSITIONS:
             raise ConfigError(
-                f"reward.composition={self.composition!r} is unknown; set one of "
+                f"composition={self.composition!r} is unknown; set one of "
                 f"{', '.join(COMPOSITIONS)} (sum = TaRO's format + task)"
             )
         if self.tg_parser not in TG_PARSERS:
             raise ConfigError(
-                f"reward.tg_parser={self.tg_parser!r} is unknown; set one of {', '.join(TG_PARSERS)}"
+                f"tg_parser={self.tg_parser!r} is unknown; set one of {', '.join(TG_PARSERS)}"
             )
         if not isinstance(self.think_required, bool):
-            raise ConfigError(f"reward.think_required={self.think_required!r}; set true or false")
+            raise ConfigError(f"think_required={self.think_required!r}; set true or false")
         if self.tg_shaping not in TG_SHAPINGS:
             raise ConfigError(
-                f"reward.tg_shaping={self.tg_shaping!r} is unknown; set one of {', '.join(TG_SHAPINGS)}"
+                f"tg_shaping={self.tg_shaping!r} is unknown; set one of {', '.join(TG_SHAPINGS)}"
             )
         if self.num_workers is not None and (
             not isinstance(self.num_workers, int)
@@ -249,29 +248,29 @@ class RewardConfig:
             or self.num_workers < 0
         ):
             raise ConfigError(
-                f"reward.num_workers={self.num_workers!r}; set an integer >= 0 "
+                f"num_workers={self.num_workers!r}; set an integer >= 0 "
                 "(0 or 1 = in-process) or null for all cores"
             )
-        _number("reward.timeout_s", self.timeout_s, 0.0, open_low=True)
+        _number("timeout_s", self.timeout_s, 0.0, open_low=True)
         if self.plugin_mode not in PLUGIN_MODES:
             raise ConfigError(
-                f"reward.plugin_mode={self.plugin_mode!r} is unknown; set one of {', '.join(PLUGIN_MODES)}"
+                f"plugin_mode={self.plugin_mode!r} is unknown; set one of {', '.join(PLUGIN_MODES)}"
             )
-        _number("reward.plugin_weight", self.plugin_weight, 0.0, 1.0)
+        _number("plugin_weight", self.plugin_weight, 0.0, 1.0)
         if not isinstance(self.sensitivity, SensitivityConfig):
             raise ConfigError(
-                f"reward.sensitivity={self.sensitivity!r}; give a SensitivityConfig "
+                f"sensitivity={self.sensitivity!r}; give a SensitivityConfig "
                 "(RewardConfig.from_dict accepts a mapping)"
             )
         for name, section in (("overlong", OverlongConfig), ("length_band", LengthBandConfig)):
             if not isinstance(getattr(self, name), section):
                 raise ConfigError(
-                    f"reward.{name}={getattr(self, name)!r}; give a {section.__name__} "
+                    f"{name}={getattr(self, name)!r}; give a {section.__name__} "
                     "(RewardConfig.from_dict accepts a mapping)"
                 )
         if not isinstance(self.plugins, dict):
             raise ConfigError(
-                f"reward.plugins={self.plugins!r}; give a mapping family -> 'module:function'"
+                f"plugins={self.plugins!r}; give a mapping family -> 'module:function'"
             )
         # Canonical family names as keys, so that the router's lookup is exact.
         plugins: dict[str, str] = {}
@@ -279,10 +278,10 @@ class RewardConfig:
             try:
                 family = parse_family(name).value
             except ConfigError as exc:
-                raise ConfigError(f"reward.plugins: {exc}") from None
+                raise ConfigError(f"plugins: {exc}") from None
             if family in plugins:
                 raise ConfigError(
-                    f"reward.plugins: {name!r} names {family}, which already has a plug-in; "
+                    f"plugins: {name!r} names {family}, which already has a plug-in; "
                     "keep one entry per family"
                 )
             load_plugin(str(spec))  # imported now: a broken plug-in is a load-time error
@@ -301,26 +300,6 @@ class RewardConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RewardConfig:
-        """Build from a plain mapping (YAML); an unknown key is an error naming the valid ones."""
-        valid = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - valid)
-        if unknown:
-            raise ConfigError(
-                f"reward: unknown key(s) {unknown}; valid keys: {', '.join(sorted(valid))}"
-            )
-        values = dict(data)
-        sections = {
-            "sensitivity": SensitivityConfig,
-            "overlong": OverlongConfig,
-            "length_band": LengthBandConfig,
-        }
-        for name, section in sections.items():
-            if isinstance(values.get(name), dict):
-                known = {f.name for f in fields(section)}
-                extra = sorted(set(values[name]) - known)
-                if extra:
-                    raise ConfigError(
-                        f"reward.{name}: unknown key(s) {extra}; valid keys: {', '.join(sorted(known))}"
-                    )
-                values[name] = section(**values[name])
-        return cls(**values)
+        """Build from a plain mapping (a YAML `reward:` section) as the config loader does:
+        keys, types and values checked, each error one line naming `reward.<key>`."""
+        return build(cls, data, prefix="reward.")
