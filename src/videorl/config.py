@@ -20,7 +20,7 @@ from videorl.algorithms.distill import DistillConfig
 from videorl.algorithms.dynamic_sampling import DynamicSamplingConfig
 from videorl.algorithms.loss import PolicyLossConfig
 from videorl.algorithms.orarl import OraRLConfig
-from videorl.algorithms.selection import CorrectionConfig, SelectionConfig
+from videorl.algorithms.selection import PruningConfig
 from videorl.algorithms.taro import CurriculumConfig, OffPolicyConfig
 from videorl.algorithms.tgrpo import TemporalContrastConfig
 from videorl.config_loader import build, merge_sources
@@ -310,30 +310,6 @@ class RolloutConfig:
 
 
 @dataclass(frozen=True)
-class PruningConfig:
-    """OraRL sign-balanced selection (stage D) and post-selection correction (stage E)."""
-
-    # Turn on OraRL stages D and E (needs algorithm.annotation_rows).
-    enabled: bool = False
-    # Fraction of each group's rows dropped before the update, in [0, 1).
-    prune_ratio: float = 0.5
-    # Rows with a positive advantage that selection always keeps (>= 0).
-    pos_quota: int = 1
-    # Rows with a negative advantage that selection always keeps (>= 0).
-    neg_quota: int = 2
-    correction: CorrectionConfig = field(default_factory=CorrectionConfig)
-
-    def __post_init__(self) -> None:
-        _in_range("algorithm.pruning.prune_ratio", self.prune_ratio, 0.0, 1.0, open_high=True)
-        _at_least_zero("algorithm.pruning", pos_quota=self.pos_quota, neg_quota=self.neg_quota)
-
-    def selection(self, n: int) -> SelectionConfig:
-        return SelectionConfig(
-            n=n, prune_ratio=self.prune_ratio, pos_quota=self.pos_quota, neg_quota=self.neg_quota
-        )
-
-
-@dataclass(frozen=True)
 class ConstructedConfig:
     """TaRO constructed reasoning prefixes and their curriculum
     (docs/methods.md#taro-constructed-rows)."""
@@ -571,7 +547,7 @@ class Config:
                     "algorithm.pruning.enabled=true needs algorithm.annotation_rows=true "
                     "(sign-balanced selection always keeps the annotation row)"
                 )
-            algo.pruning.selection(self.rollout.n)  # validates the quotas against rollout.n
+            _check_quotas(algo.pruning, self.rollout.n)
         if algo.estimator == "orarl" and not algo.annotation_rows:
             raise ConfigError("algorithm.estimator=orarl needs algorithm.annotation_rows=true")
         if algo.is_distillation and algo.distill.topk > 0:
@@ -588,26 +564,39 @@ class Config:
             raise ConfigError(
                 "algorithm.constructed.enabled and algorithm.annotation_rows are separate recipes (TaRO vs OraRL); enable one"
             )
-        rows_per_step = self.data.prompts_per_step * (self.rollout.n + int(algo.annotation_rows))
+        rows_per_step = self.data.prompts_per_step * self.group_size
         if rows_per_step % self.optim.mini_batches:
             raise ConfigError(
                 f"optim.mini_batches={self.optim.mini_batches} must divide the rows per step "
-                f"({self.data.prompts_per_step} prompts x {self.rollout.n + int(algo.annotation_rows)} rows = {rows_per_step})"
+                f"({self.data.prompts_per_step} prompts x {self.group_size} rows = {rows_per_step})"
             )
         check_world_size(self.data, self.trainer.nproc)
         _check_length_terms(self.reward, self.rollout.max_new_tokens)
         _check_dynamic_sampling(algo)
 
     @property
-    def selection(self) -> SelectionConfig | None:
-        """OraRL stage D's config with n = `rollout.n`; None when pruning is off."""
-        pruning = self.algorithm.pruning
-        return pruning.selection(self.rollout.n) if pruning.enabled else None
+    def group_size(self) -> int:
+        """Rows per group (one group per prompt): `rollout.n` sampled rows, plus OraRL's
+        annotation row with `algorithm.annotation_rows`."""
+        return self.rollout.n + int(self.algorithm.annotation_rows)
 
     def rows_kept_per_group(self) -> int:
         """Rows per group that reach the backward pass."""
-        group = self.rollout.n + int(self.algorithm.annotation_rows)
-        return group if self.selection is None else self.selection.k
+        pruning = self.algorithm.pruning
+        return pruning.kept_rows(self.rollout.n) if pruning.enabled else self.group_size
+
+
+def _check_quotas(pruning: PruningConfig, n: int) -> None:
+    """OraRL stage D keeps `k = pruning.kept_rows(n)` rows of a group: the annotation row,
+    `pos_quota` and `neg_quota`."""
+    k = pruning.kept_rows(n)
+    if pruning.pos_quota + pruning.neg_quota + 1 != k:
+        raise ConfigError(
+            f"rollout.n={n} with algorithm.pruning.prune_ratio={pruning.prune_ratio} keeps "
+            f"k={k} rows per group, which needs pos_quota + neg_quota + 1 == {k} "
+            f"(got {pruning.pos_quota} + {pruning.neg_quota} + 1); set algorithm.pruning."
+            f"pos_quota and algorithm.pruning.neg_quota to sum to {k - 1}"
+        )
 
 
 def check_world_size(data: DataConfig, world_size: int) -> None:

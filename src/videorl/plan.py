@@ -45,7 +45,6 @@ class StepPlan:
 
 def plan_step(config: Config) -> StepPlan:
     world = config.trainer.nproc
-    group = config.rollout.n + int(config.algorithm.annotation_rows)
     kept = config.rows_kept_per_group() * config.data.prompts_per_step
     return StepPlan(
         world_size=world,
@@ -53,7 +52,7 @@ def plan_step(config: Config) -> StepPlan:
         prompts_per_rank=config.data.prompts_per_step // world,
         policy_rows_per_group=config.rollout.n,
         annotation_rows_per_group=int(config.algorithm.annotation_rows),
-        rows_per_step=group * config.data.prompts_per_step,
+        rows_per_step=config.group_size * config.data.prompts_per_step,
         rows_kept_per_step=kept,
         max_response_tokens=config.rollout.max_new_tokens,
         response_tokens_per_step=kept * config.rollout.max_new_tokens,

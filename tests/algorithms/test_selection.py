@@ -10,7 +10,7 @@ from tests.algorithms.tensors import F64, flags, ids, t
 from videorl.algorithms.orarl import orarl_advantages
 from videorl.algorithms.selection import (
     CorrectionConfig,
-    SelectionConfig,
+    PruningConfig,
     SelectionReference,
     check_divisible,
     post_selection_correction,
@@ -18,38 +18,46 @@ from videorl.algorithms.selection import (
     select_rows,
     selection_reference,
 )
+from videorl.config import load_config
 from videorl.errors import ConfigError
 
-DEFAULT = SelectionConfig()  # n = 8, prune_ratio = 0.5 -> k = 4, quotas 1 + 2 + 1
+DEFAULT = PruningConfig(enabled=True)  # prune_ratio = 0.5, quotas 1 + 2 + 1
+N = 8  # policy rows per group: k = 4
 
 
 def kept_rows(advantages, annotation_row=None, groups=None, config=DEFAULT):
     n = len(advantages)
     annotation = [i == annotation_row for i in range(n)]
-    result = select_rows(t(advantages), ids(groups or [0] * n), flags(annotation), config)
+    result = select_rows(t(advantages), ids(groups or [0] * n), flags(annotation), config, N)
     return sorted(torch.nonzero(result.kept).flatten().tolist()), result.metrics
 
 
 def test_k_and_quota_rule():
-    assert DEFAULT.k == 4
-    assert SelectionConfig(n=20, prune_ratio=0.9, pos_quota=1, neg_quota=0).k == 2
-    assert SelectionConfig(n=3, prune_ratio=0.9, pos_quota=0, neg_quota=0).k == 1
+    assert DEFAULT.kept_rows(8) == 4
+    assert PruningConfig(prune_ratio=0.9).kept_rows(20) == 2
+    assert PruningConfig(prune_ratio=0.9).kept_rows(3) == 1
 
 
 def test_quota_mismatch_names_the_numbers():
     with pytest.raises(ConfigError) as error:
-        SelectionConfig(n=8, prune_ratio=0.5, pos_quota=1, neg_quota=1)
+        load_config(
+            None,
+            [
+                "algorithm.annotation_rows=true",
+                "algorithm.pruning.enabled=true",
+                "rollout.n=8",
+                "algorithm.pruning.neg_quota=1",
+            ],
+        )
     message = str(error.value)
     assert "rollout.n=8" in message and "algorithm.pruning.prune_ratio=0.5" in message
     assert "pos_quota + neg_quota + 1 == 4 (got 1 + 1 + 1)" in message
 
 
-@pytest.mark.parametrize(
-    "kwargs", [{"n": 0}, {"prune_ratio": 1.0}, {"prune_ratio": -0.1}, {"pos_quota": -1}]
-)
+@pytest.mark.parametrize("kwargs", [{"prune_ratio": 1.0}, {"prune_ratio": -0.1}, {"pos_quota": -1}])
 def test_invalid_selection_config(kwargs):
     with pytest.raises(ConfigError):
-        SelectionConfig(**kwargs)
+        PruningConfig(**kwargs)
 
 
 def test_top_positive_and_negatives_plus_annotation():
@@ -113,7 +121,7 @@ def test_annotation_row_is_always_kept():
         for g in groups.unique():
             rows = torch.nonzero(groups == g).flatten()
             annotation[rows[torch.randint(len(rows), (1,), generator=generator)]] = True
-        kept = select_rows(scores, groups, annotation, DEFAULT).kept
+        kept = select_rows(scores, groups, annotation, DEFAULT, N).kept
         assert kept[annotation].all()
         for g in groups.unique():
             in_group = groups == g
@@ -135,7 +143,7 @@ def test_small_groups_keep_everything_and_groups_need_not_be_contiguous():
     groups = [0, 1, 0, 1, 0, 1, 1, 1, 1, 1, 0, 1]
     annotation_rows = {10, 11}
     result = select_rows(
-        t(scores), ids(groups), flags([i in annotation_rows for i in range(12)]), DEFAULT
+        t(scores), ids(groups), flags([i in annotation_rows for i in range(12)]), DEFAULT, N
     )
     kept = set(torch.nonzero(result.kept).flatten().tolist())
     assert {0, 2, 4, 10} <= kept  # group 0 has exactly k = 4 rows
@@ -144,7 +152,7 @@ def test_small_groups_keep_everything_and_groups_need_not_be_contiguous():
 
 def test_two_annotation_rows_are_an_error():
     with pytest.raises(ValueError, match="2 annotation rows"):
-        select_rows(t([0.1, 0.2, 0.3]), ids([0, 0, 0]), flags([1, 1, 0]), DEFAULT)
+        select_rows(t([0.1, 0.2, 0.3]), ids([0, 0, 0]), flags([1, 1, 0]), DEFAULT, N)
 
 
 def test_row_scores_is_the_masked_mean():
@@ -253,7 +261,7 @@ def test_pipeline_a_to_e_is_finite_and_centred():
     rewards[:8] = 0.5  # one zero-variance group
     advantages = orarl_advantages(rewards, groups, is_annotation=annotation).advantages
     reference = selection_reference(advantages, rewards, groups, annotation)
-    kept = select_rows(advantages, groups, annotation, DEFAULT).kept
+    kept = select_rows(advantages, groups, annotation, DEFAULT, N).kept
     corrected = post_selection_correction(advantages, groups, annotation, kept, reference)
     assert torch.isfinite(corrected.advantages).all()
     assert int(kept.sum()) == 24 and check_divisible(int(kept.sum()), 4) == 0

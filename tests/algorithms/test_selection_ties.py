@@ -14,7 +14,7 @@ The rule is the same: given the rows in OraRL's order, ours picks OraRL's rows.
 import torch
 from tests.algorithms.tensors import flags, ids, t
 
-from videorl.algorithms.selection import SelectionConfig, select_rows
+from videorl.algorithms.selection import PruningConfig, select_rows
 
 # one group: 8 policy rows with 0/1 rewards (three correct: 1, 4, 6), then the annotation
 # row; equal rewards give equal advantages, so both buckets are all ties
@@ -28,7 +28,8 @@ def kept(order: list[int]) -> set[int]:
         t([SCORES[i] for i in order]),
         ids([0] * len(order)),
         flags([ANNOTATION[i] for i in order]),
-        SelectionConfig(n=8, prune_ratio=0.5, pos_quota=1, neg_quota=2),
+        PruningConfig(enabled=True, prune_ratio=0.5, pos_quota=1, neg_quota=2),
+        n=8,
     )
     return {order[p] for p in torch.nonzero(result.kept).flatten().tolist()}
 

@@ -12,8 +12,8 @@ import torch
 from tests.trainer.dist_update_worker import fixed_batch
 from videorl import distributed
 from videorl.algorithms.loss import PolicyLossConfig
-from videorl.algorithms.selection import CorrectionConfig
-from videorl.config import AlgorithmConfig, ConstructedConfig, OptimConfig, PruningConfig
+from videorl.algorithms.selection import PruningConfig
+from videorl.config import AlgorithmConfig, ConstructedConfig, OptimConfig
 from videorl.data.families import Family
 from videorl.data.records import DenseCaption, TaskRecord, TemporalAnswer
 from videorl.distributed import DistInfo, reduce_metrics, shard_indices
@@ -107,10 +107,10 @@ def test_select_keeps_every_row_without_pruning_and_drops_rows_with_it():
     )
     config = AlgorithmConfig(estimator="orarl", annotation_rows=True)
     scored = stages.compute_advantages(batch, config)
-    kept = stages.select(scored, None, CorrectionConfig())
+    kept = stages.select(scored, PruningConfig(), n=4)  # pruning off
     assert kept.num_rows == 5
     pruning = PruningConfig(enabled=True, prune_ratio=0.25, pos_quota=1, neg_quota=1)
-    pruned = stages.select(scored, pruning.selection(4), pruning.correction)
+    pruned = stages.select(scored, pruning, n=4)
     # keep 3 of 5: the annotation, the best positive (row 0) and the worst negative (row 1)
     assert pruned.num_rows == 3
     assert pruned.is_annotation.tolist() == [False, False, True]

@@ -26,7 +26,7 @@ from videorl.algorithms.advantages import AdvantageResult, register_advantage
 from videorl.algorithms.groups import check_rows, group_max, group_stats
 from videorl.algorithms.selection import (
     CorrectionConfig,
-    SelectionConfig,
+    PruningConfig,
     SelectionReference,
     SelectionResult,
     check_divisible,
@@ -42,7 +42,7 @@ __all__ = [
     "CorrectionConfig",
     "DirectionalGainConfig",
     "OraRLConfig",
-    "SelectionConfig",
+    "PruningConfig",
     "SelectionReference",
     "SelectionResult",
     "annotation_anchor",

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from torch import Tensor
@@ -20,43 +20,6 @@ from torch import Tensor
 from videorl.algorithms.advantages import AdvantageResult
 from videorl.algorithms.groups import check_rows, dense_group_index, group_stats, group_sum
 from videorl.errors import ConfigError
-
-
-@dataclass(frozen=True)
-class SelectionConfig:
-    """Stage D. `n` is the number of policy rows per group (`rollout.n`)."""
-
-    n: int = 8
-    prune_ratio: float = 0.5
-    pos_quota: int = 1
-    neg_quota: int = 2
-
-    @property
-    def k(self) -> int:
-        """Rows kept per group, annotation included. The 1e-9 absorbs float error so that
-        n = 20, prune_ratio = 0.9 keeps 2 rows, not 1."""
-        return max(1, math.floor(self.n * (1 - self.prune_ratio) + 1e-9))
-
-    def __post_init__(self) -> None:
-        if self.n < 1:
-            raise ConfigError(f"rollout.n={self.n} must be >= 1")
-        if not 0 <= self.prune_ratio < 1:
-            raise ConfigError(
-                f"algorithm.pruning.prune_ratio={self.prune_ratio} must be in [0, 1); "
-                "0.5 keeps half"
-            )
-        if self.pos_quota < 0 or self.neg_quota < 0:
-            raise ConfigError(
-                f"algorithm.pruning.pos_quota={self.pos_quota} and algorithm.pruning.neg_quota="
-                f"{self.neg_quota} must be >= 0"
-            )
-        if self.pos_quota + self.neg_quota + 1 != self.k:
-            raise ConfigError(
-                f"rollout.n={self.n} with algorithm.pruning.prune_ratio={self.prune_ratio} keeps "
-                f"k={self.k} rows per group, which needs pos_quota + neg_quota + 1 == {self.k} "
-                f"(got {self.pos_quota} + {self.neg_quota} + 1); set algorithm.pruning.pos_quota "
-                f"and algorithm.pruning.neg_quota to sum to {self.k - 1}"
-            )
 
 
 @dataclass(frozen=True)
@@ -80,10 +43,11 @@ def _select_group(
     rows: list[int],
     scores: list[float],
     annotation: list[bool],
-    config: SelectionConfig,
+    k: int,
+    config: PruningConfig,
     fallbacks: Counter[str],
 ) -> list[int]:
-    if len(rows) <= config.k:
+    if len(rows) <= k:
         return rows
     policy = [i for i in rows if not annotation[i]]
 
@@ -98,7 +62,7 @@ def _select_group(
     fallbacks["pos"] += len(positive) < config.pos_quota
     fallbacks["neg"] += len(negative) < config.neg_quota
     leftover = sorted(positive[config.pos_quota :] + negative[config.neg_quota :], key=by_magnitude)
-    fill = (leftover + zero)[: config.k - len(kept)]
+    fill = (leftover + zero)[: k - len(kept)]
     fallbacks["zero"] += any(scores[i] == 0 for i in fill)
     return kept + fill
 
@@ -118,12 +82,15 @@ def select_rows(
     advantages: Tensor,
     group_ids: Tensor,
     is_annotation: Tensor | None,
-    config: SelectionConfig,
+    config: PruningConfig,
+    n: int,
 ) -> SelectionResult:
     """Stage D: which rows of each group take part in the update (see module docstring).
 
-    `advantages [B]` is each row's score (`row_scores` for token advantages). A group with
-    at most k rows keeps them all; a group with more than one annotation row is an error.
+    `advantages [B]` is each row's score (`row_scores` for token advantages); `n` is the
+    policy rows per group (`rollout.n`), of which `config.kept_rows(n)` are kept. A group
+    with at most that many rows keeps them all; a group with more than one annotation row
+    is an error.
     """
     check_rows(group_ids, advantages=advantages)
     annotation = (
@@ -143,7 +110,7 @@ def select_rows(
                 f"group {group} has {sum(flags[i] for i in rows)} annotation rows; OraRL "
                 "appends at most one annotation row per group"
             )
-        kept_rows += _select_group(rows, scores, flags, config, fallbacks)
+        kept_rows += _select_group(rows, scores, flags, config.kept_rows(n), config, fallbacks)
     kept = torch.zeros_like(annotation)
     kept[torch.tensor(kept_rows, dtype=torch.long, device=kept.device)] = True
     metrics = {
@@ -197,6 +164,37 @@ class CorrectionConfig:
             raise ConfigError(
                 f"min_reward_std={self.min_reward_std} must be >= 0 and eps={self.eps} > 0"
             )
+
+
+@dataclass(frozen=True)
+class PruningConfig:
+    """OraRL sign-balanced selection (stage D) and post-selection correction (stage E).
+
+    Of each group of n policy rows (`rollout.n`) stage D keeps `kept_rows(n)` rows, the
+    annotation row among them, so `pos_quota + neg_quota + 1` must equal it: the config
+    checks that against `rollout.n` when it loads."""
+
+    # Turn on OraRL stages D and E (needs algorithm.annotation_rows).
+    enabled: bool = False
+    # Fraction of each group's rows dropped before the update, in [0, 1).
+    prune_ratio: float = 0.5
+    # Rows with a positive advantage that selection always keeps (>= 0).
+    pos_quota: int = 1
+    # Rows with a negative advantage that selection always keeps (>= 0).
+    neg_quota: int = 2
+    correction: CorrectionConfig = field(default_factory=CorrectionConfig)
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.prune_ratio < 1:
+            raise ConfigError(f"prune_ratio={self.prune_ratio} must be in [0.0, 1.0)")
+        for name in ("pos_quota", "neg_quota"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"{name}={getattr(self, name)} must be >= 0")
+
+    def kept_rows(self, n: int) -> int:
+        """k: the rows kept per group of `n` policy rows, the annotation row included. The
+        1e-9 absorbs float error so that n = 20, prune_ratio = 0.9 keeps 2 rows, not 1."""
+        return max(1, math.floor(n * (1 - self.prune_ratio) + 1e-9))
 
 
 @dataclass(frozen=True)

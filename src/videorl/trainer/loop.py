@@ -110,7 +110,7 @@ def train_step(state: TrainState, indices: list[int], stages: Stages = STAGES) -
     with timer("advantage"):
         batch = compute_advantages(batch, cfg.algorithm)
         rows_before = batch.num_rows
-        batch = select(batch, cfg.selection, cfg.algorithm.pruning.correction)
+        batch = select(batch, cfg.algorithm.pruning, cfg.rollout.n)
     with timer("update"):
         update_stats = stages.update(_update_context(state), batch)
     lr = state.scheduler.get_last_lr()[0]  # the rate this step's update used

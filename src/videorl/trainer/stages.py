@@ -11,8 +11,7 @@ import torch
 
 from videorl.algorithms.advantages import get_estimator
 from videorl.algorithms.selection import (
-    CorrectionConfig,
-    SelectionConfig,
+    PruningConfig,
     post_selection_correction,
     row_scores,
     select_rows,
@@ -234,22 +233,21 @@ def compute_advantages(batch: RolloutBatch, config: AlgorithmConfig) -> RolloutB
     return replace(batch, advantages=token_adv).with_metrics(**result.metrics)
 
 
-def select(
-    batch: RolloutBatch, selection: SelectionConfig | None, correction: CorrectionConfig
-) -> RolloutBatch:
-    """OraRL stage D (sign-balanced selection, `selection`; None keeps every row) then stage
-    E (post-selection correction); dropped rows leave the batch, so they take no part in the
-    backward pass."""
-    if selection is None:
+def select(batch: RolloutBatch, pruning: PruningConfig, n: int) -> RolloutBatch:
+    """OraRL stage D (sign-balanced selection of `pruning.kept_rows(n)` rows per group of n
+    policy rows) then stage E (post-selection correction, `pruning.correction`); dropped
+    rows leave the batch, so they take no part in the backward pass. Pruning off: every
+    row stays."""
+    if not pruning.enabled:
         return batch
     mask = batch.response_mask()
     scores = row_scores(batch.token_advantages(), mask)
     reference = selection_reference(
         scores, batch.scored_rewards(), batch.group_ids, batch.is_annotation
     )
-    selected = select_rows(scores, batch.group_ids, batch.is_annotation, selection)
+    selected = select_rows(scores, batch.group_ids, batch.is_annotation, pruning, n)
     corrected = post_selection_correction(
-        scores, batch.group_ids, batch.is_annotation, selected.kept, reference, correction
+        scores, batch.group_ids, batch.is_annotation, selected.kept, reference, pruning.correction
     )
     advantages = corrected.advantages.float()[:, None] * mask
     kept_rows = torch.nonzero(selected.kept).flatten()
