@@ -1,0 +1,104 @@
+"""Running tool calls: validate, run under a time limit, and turn every failure into an
+error message for the model (never an exception in the rollout).
+
+Each call runs on a worker thread and is waited for at most its tool's `timeout_s`; a call
+that overruns is reported as timed out and its thread is left to finish in the background
+(Python cannot stop a thread), so tools should bound their own work (the video tools bound
+frames and pixels).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from videorl.errors import ConfigError
+from videorl.rollout.tools.parsing import ToolCall
+from videorl.rollout.tools.registry import TOOLS, ToolContext, ToolError, ToolResult, ToolSpec
+from videorl.rollout.tools.schema import validate, with_defaults
+from videorl.video.decode import DecodedVideo
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    """One call's result: the text and media for the tool turn; `error` set when it failed
+    (then `text` is the error message shown to the model)."""
+
+    call: ToolCall
+    text: str
+    media: tuple[DecodedVideo, ...] = ()
+    error: str | None = None
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    @property
+    def name(self) -> str:
+        return self.call.name or "?"
+
+
+class ToolRunner:
+    """Runs calls to the tools `specs` (the run's `rollout.tools`)."""
+
+    def __init__(self, specs: Sequence[ToolSpec], workers: int = 4) -> None:
+        self.specs = {spec.name: spec for spec in specs}
+        self._pool = concurrent.futures.ThreadPoolExecutor(workers, "videorl-tool")
+
+    def schemas(self) -> list[dict]:
+        return [spec.schema() for spec in self.specs.values()]
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def run(self, call: ToolCall, ctx: ToolContext) -> ToolOutcome:
+        """The outcome of `call`; an unknown tool, bad arguments, a `ToolError`, any other
+        exception and a timeout are all errors with a message, never raised."""
+        started = time.perf_counter()
+
+        def failed(message: str) -> ToolOutcome:
+            seconds = time.perf_counter() - started
+            return ToolOutcome(call, f"Error: {message}", error=message, seconds=seconds)
+
+        if call.error is not None:
+            return failed(call.error)
+        spec = self.specs.get(call.name or "")
+        if spec is None:
+            return failed(f"unknown tool {call.name!r}; available: {', '.join(self.specs)}")
+        if problem := validate(call.arguments, spec.parameters):
+            return failed(f"{spec.name}: {problem}")
+        arguments = with_defaults(call.arguments, spec.parameters)
+        future = self._pool.submit(spec.fn, ctx, **arguments)
+        try:
+            result = future.result(timeout=spec.timeout_s)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            return failed(f"{spec.name} took longer than its limit of {spec.timeout_s:g} s")
+        except ToolError as err:
+            return failed(f"{spec.name}: {err}")
+        except Exception as err:  # noqa: BLE001 - a tool bug is an error message, logged
+            log.warning("tool %s failed on %s: %r", spec.name, call.arguments, err)
+            return failed(f"{spec.name} failed ({type(err).__name__}: {err})")
+        if isinstance(result, str):
+            result = ToolResult(text=result)
+        seconds = time.perf_counter() - started
+        return ToolOutcome(call, result.text, tuple(result.media), seconds=seconds)
+
+
+def resolve_tools(names: Iterable[str]) -> list[ToolSpec]:
+    """The registered tools `names`, in order; an unknown name is a `ConfigError` that
+    lists the registered ones."""
+    names = list(names)
+    unknown = [n for n in names if n not in TOOLS]
+    if unknown:
+        raise ConfigError(
+            f"rollout.tools names unknown tools {unknown}; registered: {sorted(TOOLS)} "
+            "(register your own with @videorl.rollout.tools.register_tool)"
+        )
+    return [TOOLS[n] for n in names]
