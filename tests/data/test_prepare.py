@@ -294,7 +294,7 @@ def test_canary_that_would_starve_a_quota_fails(tmp_path):
             r"'benchmark' is unknown; did you mean 'benchmarks'",
         ),
         ({"sources": [{"name": "a"}]}, r"sources\[0\]: key 'path' is missing"),
-        ({"sources": [{"name": "a", "path": "a.jsonl", "quota": 0}]}, r"sources\[0\]: quota=0"),
+        ({"sources": [{"name": "a", "path": "a.jsonl", "quota": 0}]}, r"sources\[0\]\.quota=0"),
         (
             {"sources": [{"name": "a", "path": "a.jsonl", "format": "csv"}]},
             r"format='csv' is unknown",
