@@ -204,11 +204,14 @@ def collate(
     prompts: Sequence[PromptEncoding],
     responses: Sequence[torch.Tensor] | None,
     pad_id: int,
+    response_token_types: Sequence[torch.Tensor] | None = None,
 ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
     """Batch rows as [left-padded prompt | right-padded response].
 
     Returns the model inputs and the response mask [B, R] (R = longest response; 0 when
     `responses` is None). Vision tensors of the rows are concatenated in row order.
+    `response_token_types` (multi-turn rows, `rollout/multiturn.py`) are the token types of
+    each response, whose tool turns hold media; by default responses are text (0).
     """
     batch = len(prompts)
     prompt_len = max(p.length for p in prompts)
@@ -220,7 +223,7 @@ def collate(
     input_ids = torch.full((batch, total), pad_id, dtype=torch.long)
     attention = torch.zeros((batch, total), dtype=torch.long)
     response_mask = torch.zeros((batch, response_len), dtype=torch.float32)
-    has_types = any(p.mm_token_type_ids is not None for p in prompts)
+    has_types = any(p.mm_token_type_ids is not None for p in prompts) or bool(response_token_types)
     types = torch.zeros((batch, total), dtype=torch.int32) if has_types else None
     for i, (prompt, response) in enumerate(zip(prompts, responses, strict=True)):
         start = prompt_len - prompt.length
@@ -232,6 +235,8 @@ def collate(
         response_mask[i, :n] = 1.0
         if types is not None and prompt.mm_token_type_ids is not None:
             types[i, start:prompt_len] = prompt.mm_token_type_ids
+        if types is not None and response_token_types is not None:
+            types[i, prompt_len : prompt_len + n] = response_token_types[i][:n]
     inputs: dict[str, torch.Tensor] = {"input_ids": input_ids, "attention_mask": attention}
     if types is not None:
         inputs["mm_token_type_ids"] = types

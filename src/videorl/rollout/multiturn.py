@@ -1,0 +1,303 @@
+"""Multi-turn rollouts with tools for the Hugging Face engine (docs/tools.md).
+
+Each row starts from its prompt (encoded with the tool list, `tools.chat.tool_prompt_args`)
+and alternates: the model generates until EOS; if its turn holds `<tool_call>`s, the runner
+executes them (`tools/runner.py`), the tool turn (result text plus any images or clips as
+media, `tools/chat.py`) is appended as context, and the model continues, up to
+`max_turns` model turns and `max_total_tokens` tokens after the prompt.
+
+A row keeps its whole context as one `PromptEncoding` (`context`: prompt, every model turn,
+every tool turn, and the vision tensors of the prompt's and the tools' media in token
+order), so the loss forward (`loss_inputs`) is built from exactly the tensors the last
+generation call saw: the same frames, the same token types and so the same mRoPE
+positions. `response_ids` are all tokens after the prompt; `loss_mask` is 1 on the model's
+tokens and 0 on tool-turn tokens, which are context only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import torch
+
+from videorl.models.generate import Generation, SamplingParams, generate
+from videorl.models.inputs import PromptEncoding, collate
+from videorl.models.loaded import LoadedModel
+from videorl.rollout.tools.chat import encode_tool_turn, tool_turn_text
+from videorl.rollout.tools.parsing import parse_tool_calls
+from videorl.rollout.tools.registry import ToolContext
+from videorl.rollout.tools.runner import ToolOutcome, ToolRunner
+from videorl.video.decode import DecodedVideo
+
+# (model, contexts, params) -> one Generation per context (params.n of them)
+GenerateFn = Callable[[LoadedModel, Sequence[PromptEncoding], SamplingParams], list[Generation]]
+
+
+@dataclass(frozen=True)
+class MultiTurnLimits:
+    """How long a multi-turn rollout may run."""
+
+    # Most model turns per row (>= 1); the last one may not call tools any more.
+    max_turns: int = 4
+    # Most tokens per row after the prompt: model turns and tool turns together.
+    max_total_tokens: int = 2048
+    # Most tool calls run per model turn; further calls in the same turn are errors.
+    max_calls_per_turn: int = 4
+
+    def __post_init__(self) -> None:
+        if self.max_turns < 1 or self.max_total_tokens < 1 or self.max_calls_per_turn < 1:
+            raise ValueError(f"multi-turn limits must be >= 1: {self}")
+
+
+@dataclass(frozen=True)
+class MultiTurnRow:
+    """One sampled trajectory: its tokens, loss mask, media and tool calls."""
+
+    prompt: PromptEncoding  # the group's prompt, as encoded
+    context: PromptEncoding  # prompt + every turn, with every turn's vision tensors
+    loss_mask: torch.Tensor  # [R] float: 1 model tokens, 0 tool-turn tokens
+    # [R] sampling log-probs (0 on tool tokens and forced tokens); empty if not asked for
+    logprobs: torch.Tensor
+    media: list[DecodedVideo]  # every video/image the model saw, in order (prompt's first)
+    outcomes: list[ToolOutcome] = field(default_factory=list)
+    turns: int = 1  # model turns
+    truncated: bool = False  # stopped by a budget (tokens or turns), not by a final answer
+    model_texts: list[str] = field(default_factory=list)  # each model turn, decoded
+
+    @property
+    def response_ids(self) -> torch.Tensor:
+        """Every token after the prompt (model and tool turns)."""
+        return self.context.input_ids[self.prompt.length :]
+
+    @property
+    def response_token_types(self) -> torch.Tensor:
+        """Token types after the prompt (tool-turn media tokens are 1 image / 2 video)."""
+        types = self.context.mm_token_type_ids
+        if types is None:
+            return torch.zeros_like(self.response_ids, dtype=torch.int32)
+        return types[self.prompt.length :]
+
+    @property
+    def calls(self) -> int:
+        return len(self.outcomes)
+
+    @property
+    def errors(self) -> int:
+        return sum(not o.ok for o in self.outcomes)
+
+    @property
+    def text(self) -> str:
+        """The final model turn (what answer rewards read)."""
+        return self.model_texts[-1] if self.model_texts else ""
+
+    def loss_prompt(self) -> PromptEncoding:
+        """The prompt as the loss forward takes it: its tokens, with the vision tensors of
+        every media item of the trajectory (the tools' follow in the response region)."""
+        return replace(self.prompt, vision=dict(self.context.vision), source=None)
+
+
+def extend(
+    context: PromptEncoding,
+    ids: torch.Tensor,
+    types: torch.Tensor | None = None,
+    vision: Mapping[str, torch.Tensor] | None = None,
+) -> PromptEncoding:
+    """`context` followed by tokens `ids` (types 0 unless given) and their vision tensors."""
+    merged = dict(context.vision)
+    for key, value in (vision or {}).items():
+        merged[key] = torch.cat([merged[key], value]) if key in merged else value
+    old_types = context.mm_token_type_ids
+    if old_types is None and types is None:
+        new_types = None
+    else:
+        if old_types is None:
+            old_types = torch.zeros_like(context.input_ids, dtype=torch.int32)
+        if types is None:
+            types = torch.zeros_like(ids, dtype=old_types.dtype)
+        new_types = torch.cat([old_types, types.to(old_types.dtype)])
+    return PromptEncoding(
+        input_ids=torch.cat([context.input_ids, ids.to(torch.long)]),
+        mm_token_type_ids=new_types,
+        vision=merged,
+        source=None,  # engines that re-run the processor (vLLM) do not take multi-turn rows
+    )
+
+
+@dataclass
+class _Row:
+    prompt: PromptEncoding
+    ctx: ToolContext
+    context: PromptEncoding
+    mask: list[torch.Tensor] = field(default_factory=list)
+    logprobs: list[torch.Tensor] = field(default_factory=list)
+    media: list[DecodedVideo] = field(default_factory=list)
+    outcomes: list[ToolOutcome] = field(default_factory=list)
+    texts: list[str] = field(default_factory=list)
+    truncated: bool = False
+    done: bool = False
+    want_logprobs: bool = False
+
+    @property
+    def used(self) -> int:
+        return self.context.length - self.prompt.length
+
+
+def _prompt_media(prompt: PromptEncoding) -> list[DecodedVideo]:
+    source = prompt.source
+    if source is None:
+        return []
+    return [m for m in (source.image, source.video) if m is not None]
+
+
+def _hf_generate(
+    loaded: LoadedModel, contexts: Sequence[PromptEncoding], params: SamplingParams
+) -> list[Generation]:
+    return generate(loaded, contexts, params)
+
+
+def rollout_multiturn(
+    loaded: LoadedModel,
+    prompts: Sequence[PromptEncoding],
+    contexts: Sequence[ToolContext],
+    runner: ToolRunner,
+    params: SamplingParams,
+    limits: MultiTurnLimits,
+    *,
+    template_kwargs: Mapping[str, Any] | None = None,
+    generate_fn: GenerateFn = _hf_generate,
+) -> list[list[MultiTurnRow]]:
+    """`params.n` trajectories per prompt (`contexts[i]` is prompt i's tool context);
+    `params.max_new_tokens` bounds each model turn, `limits` the whole trajectory."""
+    first = generate_fn(loaded, prompts, params)
+    rows = [
+        _Row(p, c, p, media=_prompt_media(p), want_logprobs=params.logprobs)
+        for p, c in zip(prompts, contexts, strict=True)
+        for _ in range(params.n)
+    ]
+    pending = _expand(rows, first, params.n)
+    turn = 1
+    while pending:
+        active = []
+        for row, gen in pending:
+            _take_turn(loaded, row, gen, runner, limits, turn, template_kwargs)
+            if not row.done:
+                active.append(row)
+        if not active:
+            break
+        turn += 1
+        budget = min(limits.max_total_tokens - r.used for r in active)
+        step = replace(params, n=1, max_new_tokens=max(1, min(params.max_new_tokens, budget)))
+        outs = generate_fn(loaded, [r.context for r in active], step)
+        pending = list(zip(active, outs, strict=True))
+    return [
+        [_finish(r) for r in rows[i * params.n : (i + 1) * params.n]] for i in range(len(prompts))
+    ]
+
+
+def _expand(rows: list[_Row], gens: list[Generation], n: int) -> list[tuple[_Row, Generation]]:
+    """Row k of prompt i takes sample k of generation i (as one-sample generations)."""
+    out = []
+    for i, gen in enumerate(gens):
+        for k in range(n):
+            lp = gen.logprobs[k] if gen.logprobs else torch.zeros(0)
+            single = Generation([gen.token_ids[k]], [lp], [gen.truncated[k]])
+            out.append((rows[i * n + k], single))
+    return out
+
+
+def _take_turn(
+    loaded: LoadedModel,
+    row: _Row,
+    gen: Generation,
+    runner: ToolRunner,
+    limits: MultiTurnLimits,
+    turn: int,
+    template_kwargs: Mapping[str, Any] | None,
+) -> None:
+    """Append the model turn; run its calls and append the tool turn, or end the row."""
+    room = limits.max_total_tokens - row.used
+    tokens = gen.token_ids[0][:room]
+    cut = gen.truncated[0] or tokens.numel() < gen.token_ids[0].numel()
+    row.context = extend(row.context, tokens)
+    row.mask.append(torch.ones(tokens.numel()))
+    sampled = gen.logprobs[0][: tokens.numel()].float() if gen.logprobs else torch.zeros(0)
+    row.logprobs.append(sampled if sampled.numel() == tokens.numel() else torch.zeros(len(tokens)))
+    text = loaded.tokenizer.decode(tokens, skip_special_tokens=True)
+    row.texts.append(text)
+    calls = parse_tool_calls(text)
+    if not calls or cut:  # a final answer, or the turn ran out of tokens mid-way
+        row.done, row.truncated = True, cut
+        return
+    if turn >= limits.max_turns:
+        row.done, row.truncated = True, True
+        return
+    outcomes = [runner.run(c, row.ctx) for c in calls[: limits.max_calls_per_turn]]
+    for extra in calls[limits.max_calls_per_turn :]:
+        message = f"at most {limits.max_calls_per_turn} tool calls per turn"
+        outcomes.append(ToolOutcome(extra, f"Error: {message}", error=message))
+    ends_with_eos = tokens.numel() > 0 and int(tokens[-1]) in loaded.eos_token_ids
+    text = tool_turn_text(
+        loaded, outcomes, close_turn=not ends_with_eos, template_kwargs=template_kwargs
+    )
+    media = [m for o in outcomes for m in o.media]
+    encoded = encode_tool_turn(loaded, text, media)
+    row.outcomes.extend(outcomes)
+    if row.used + encoded.input_ids.numel() >= limits.max_total_tokens:
+        row.done, row.truncated = True, True  # no room left to read the result and answer
+        return
+    row.context = extend(row.context, encoded.input_ids, encoded.mm_token_type_ids, encoded.vision)
+    row.mask.append(torch.zeros(encoded.input_ids.numel()))
+    row.logprobs.append(torch.zeros(encoded.input_ids.numel()))
+    row.media.extend(encoded.media)
+
+
+def _finish(row: _Row) -> MultiTurnRow:
+    return MultiTurnRow(
+        prompt=row.prompt,
+        context=row.context,
+        loss_mask=torch.cat(row.mask) if row.mask else torch.zeros(0),
+        logprobs=torch.cat(row.logprobs) if row.want_logprobs else torch.zeros(0),
+        media=row.media,
+        outcomes=row.outcomes,
+        turns=len(row.texts),
+        truncated=row.truncated,
+        model_texts=row.texts,
+    )
+
+
+def loss_inputs(
+    rows: Sequence[MultiTurnRow], pad_id: int
+) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+    """Model inputs [left-padded prompt | right-padded turns] of `rows` and their loss mask
+    [B, R] (1 on model tokens only): the tokens, token types and vision tensors the rollout
+    generated with."""
+    prompts = [row.loss_prompt() for row in rows]
+    responses = [row.response_ids for row in rows]
+    inputs, mask = collate(
+        prompts, responses, pad_id, response_token_types=[r.response_token_types for r in rows]
+    )
+    for i, row in enumerate(rows):
+        mask[i, : row.loss_mask.numel()] = row.loss_mask
+    return inputs, mask
+
+
+def trajectory_metrics(rows: Sequence[MultiTurnRow]) -> dict[str, float]:
+    """`tools/calls_per_row`, `tools/errors_per_row`, `tools/turns` (mean) and
+    `tools/turns_max`, and mean seconds per call of each tool (`tools/seconds/<name>`)."""
+    if not rows:
+        return {}
+    count = len(rows)
+    out = {
+        "tools/calls_per_row": sum(r.calls for r in rows) / count,
+        "tools/errors_per_row": sum(r.errors for r in rows) / count,
+        "tools/turns": sum(r.turns for r in rows) / count,
+        "tools/turns_max": float(max(r.turns for r in rows)),
+    }
+    seconds: dict[str, list[float]] = {}
+    for outcome in (o for r in rows for o in r.outcomes):
+        seconds.setdefault(outcome.name, []).append(outcome.seconds)
+    for name, values in sorted(seconds.items()):
+        out[f"tools/seconds/{name}"] = sum(values) / len(values)
+    return out
