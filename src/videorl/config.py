@@ -25,12 +25,15 @@ from videorl.algorithms.taro import CurriculumConfig, OffPolicyConfig
 from videorl.algorithms.tgrpo import TemporalContrastConfig
 from videorl.config_loader import build, merge_sources
 from videorl.data.columns import ColumnsConfig
+from videorl.data.coordinates import CoordinateMode
 from videorl.data.families import parse_family
+from videorl.data.prompts import PromptStyle
+from videorl.data.sampler import SAMPLERS, SamplerName
 from videorl.errors import ConfigError
 from videorl.models.generate import SamplingParams
 from videorl.models.lora import LoraSettings
 from videorl.rewards.config import RewardConfig
-from videorl.video.controls import check_controls
+from videorl.video.controls import Control, check_controls
 from videorl.video.decode import VideoConfig
 
 
@@ -193,7 +196,7 @@ class DataConfig:
     # Prompt templates: videorl (ours), orarl, taro or video_r1 (the published ones,
     # data.published_prompts). Rows that carry their own prompt (verl chats, TaRO rows,
     # EasyR1 rows in their format prompt) use it as given; OraRL-Data rows use orarl's.
-    prompt_style: str = "videorl"
+    prompt_style: PromptStyle = "videorl"
     # EasyR1 rows (data.format=easyr1): the format prompt around `problem`, as EasyR1's
     # data.format_prompt: math / r1v (its examples/format_prompt/*.jinja), none (the problem
     # as given), a path to a .jinja file, or auto: math for text math (its \boxed{} reward),
@@ -202,7 +205,7 @@ class DataConfig:
     shuffle: bool = True  # False: records in file order each epoch (OPDVR: data.shuffle=False)
     # Box coordinates: auto = the model family's (Qwen2.5-VL pixels of the resized input,
     # Qwen3-VL / Qwen3.5 0-1000; data.coordinates), record = each record's own box_format.
-    coordinates: str = "auto"
+    coordinates: CoordinateMode = "auto"
     # Longest prompt (tokens, video included); a longer one is skipped and counted
     # (data/skipped_long_prompts_total). null = no limit.
     max_prompt_tokens: int | None = None
@@ -213,7 +216,7 @@ class DataConfig:
     # (OraRL's TaskGroupedBatchSampler: one problem_type per batch, spatial-intelligence
     # subtypes apart, groups sorted by name, torch.randperm from one generator, incomplete
     # batches dropped; data/sampler.py).
-    sampler: str = "videorl"
+    sampler: SamplerName = "videorl"
 
     def __post_init__(self) -> None:
         from videorl.data.coordinates import check_coordinates
@@ -223,8 +226,8 @@ class DataConfig:
 
         check_coordinates(self.coordinates)
         check_prompt_style(self.prompt_style)
-        if self.sampler not in ("videorl", "orarl"):
-            raise ConfigError(f"data.sampler={self.sampler!r}; choose videorl or orarl")
+        if self.sampler not in SAMPLERS:
+            raise ConfigError(f"data.sampler={self.sampler!r}; choose {' or '.join(SAMPLERS)}")
         if self.sampler == "orarl" and not self.group_by_family:
             raise ConfigError(
                 "data.sampler=orarl groups batches by problem_type; set data.group_by_family=true "
@@ -464,7 +467,7 @@ class TrainerConfig:
     val_top_p: float | None = None
     # Video controls validation also samples on (video/controls.py: frozen, reversed,
     # shuffled, blank): logs val/control/NAME/mean_at_k and val/video_gain/NAME.
-    val_controls: tuple[str, ...] = ()
+    val_controls: tuple[Control, ...] = ()
     log_every: int = 1  # steps between log lines when stdout is not a terminal
     # Intra-op torch threads on CPU; 0 = the process's cores / local ranks, unless
     # OMP_NUM_THREADS is set (trainer/threads.py).

@@ -141,7 +141,7 @@ def test_config_and_recipes():
             True,
         )
     assert load_config(None).data.sampler == "videorl"
-    with pytest.raises(ConfigError, match="data.sampler='random'"):
+    with pytest.raises(ConfigError, match="data.sampler.*'random'"):
         load_config(None, ["data.sampler=random"])
     with pytest.raises(ConfigError, match="data.group_by_family=true"):
         load_config(None, ["data.sampler=orarl", "data.group_by_family=false"])

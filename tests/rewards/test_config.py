@@ -3,6 +3,7 @@
 
 import pytest
 
+from videorl.config import load_config
 from videorl.errors import ConfigError
 from videorl.rewards import RewardConfig, SensitivityConfig
 
@@ -59,7 +60,8 @@ def test_invalid_sensitivity(kwargs, key):
 
 def test_constant_threshold_allowed():
     assert SensitivityConfig(threshold=0.1).threshold == 0.1
-    assert SensitivityConfig(threshold="-0.5").threshold == -0.5  # a dotted override is text
+    loaded = load_config(None, ["reward.sensitivity.threshold=-0.5"])
+    assert loaded.reward.sensitivity.threshold == -0.5
 
 
 def test_unknown_family_in_plugins_is_a_load_time_error(plugin_module):

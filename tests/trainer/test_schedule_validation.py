@@ -148,7 +148,7 @@ def test_validation_logs_the_video_gain_of_each_control(make_config, tmp_path):
 
 
 def test_an_unknown_validation_control_is_refused_at_load(make_config, tmp_path):
-    with pytest.raises(ConfigError, match="trainer.val_controls: 'mirror' is unknown"):
+    with pytest.raises(ConfigError, match=r"trainer.val_controls\[0\]' = 'mirror' is not allowed"):
         make_config("grpo", "trainer.val_controls=[mirror]", output=tmp_path / "run")
 
 

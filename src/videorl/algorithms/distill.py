@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 import torch
 from torch import Tensor
@@ -26,7 +26,8 @@ from videorl.algorithms.advantages import AdvantageResult, register_advantage
 from videorl.algorithms.groups import check_rows, group_stats
 from videorl.errors import ConfigError
 
-GATE_MODES = ("default", "inverse")
+GateMode = Literal["default", "inverse"]
+GATE_MODES: tuple[str, ...] = get_args(GateMode)
 
 
 @dataclass(frozen=True)
@@ -46,7 +47,7 @@ class DistillConfig:
     # A row is correct when its verifier score exceeds this.
     threshold: float = 0.0
     # default (verifier gating as published) or inverse (the swapped-gate ablation).
-    gate_mode: str = "default"
+    gate_mode: GateMode = "default"
     # GRPD: divide the group-relative advantage by the group std.
     group_std: bool = False
     # GRPD's u in `|a_i| + u` (>= 0).

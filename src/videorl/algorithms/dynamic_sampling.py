@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 import torch
 from torch import Tensor
@@ -31,7 +31,8 @@ from torch import Tensor
 from videorl.algorithms.groups import group_max, group_sum
 from videorl.errors import ConfigError
 
-ON_CAP = ("error", "train")
+OnCap = Literal["error", "train"]
+ON_CAP: tuple[str, ...] = get_args(OnCap)
 _METRIC = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -60,7 +61,7 @@ class DynamicSamplingConfig:
     # Sampler batches of data.prompts_per_step prompts per draw (>= 1).
     batches_per_draw: int = 1
     # At the draw cap with too few groups: error stops the run, train trains on what it kept.
-    on_cap: Literal["error", "train"] = "error"
+    on_cap: OnCap = "error"
 
     def __post_init__(self) -> None:
         if not _METRIC.match(self.metric):

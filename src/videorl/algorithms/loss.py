@@ -23,6 +23,7 @@ per-token loss sums over the k ids.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 import torch
 from torch import Tensor
@@ -30,13 +31,12 @@ from torch import Tensor
 from videorl.algorithms.policy_losses import PolicyTerms, get_policy_loss, register_policy_loss
 from videorl.errors import ConfigError
 
-AGGREGATIONS = (
-    "token-mean",
-    "seq-mean-token-mean",
-    "seq-mean-token-sum",
-    "seq-mean-token-sum-norm",
-)
-KL_TYPES = ("k1", "k3", "k3_unclipped")
+Aggregation = Literal[
+    "token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "seq-mean-token-sum-norm"
+]
+AGGREGATIONS: tuple[str, ...] = get_args(Aggregation)
+KLType = Literal["k1", "k3", "k3_unclipped"]
+KL_TYPES: tuple[str, ...] = get_args(KLType)
 _MAX_LOG_RATIO = 20.0  # exp(20) is finite in float32; keeps rho and k3 free of inf/NaN
 K3_CLIP = 10.0  # verl / EasyR1 clamp the low-variance KL estimate to [-10, 10]
 VIDEO_R1_LOG_CLIP = 10.0  # Video-R1 clamps ref - logp to [-10, 10] and leaves k3 unclipped
@@ -58,13 +58,13 @@ class PolicyLossConfig:
     # Dual-clip constant c (> 1) for negative advantages (ppo only); null = off.
     dual_clip: float | None = 3.0
     # How token losses reduce to a scalar; null = the named loss's default.
-    aggregation: str | None = None
+    aggregation: Aggregation | None = None
     # Constant divisor (tokens, >= 1) of seq-mean-token-sum-norm; null = none.
     max_length: int | None = None
     # Weight of the KL penalty to the reference model (>= 0); 0 = no reference pass.
     kl_coef: float = 0.0
     # KL estimator: k1, k3 or k3_unclipped.
-    kl_type: str = "k3"
+    kl_type: KLType = "k3"
     # Weight of the entropy bonus (>= 0).
     entropy_coef: float = 0.0
     # Registered policy surrogate: ppo or gspo (or a registered plugin).

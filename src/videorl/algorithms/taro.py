@@ -18,6 +18,7 @@ The curriculum gives the probability `p(step)` that a row is constructed:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 import torch
 from torch import Tensor
@@ -25,8 +26,10 @@ from torch import Tensor
 from videorl.algorithms.groups import check_rows, dense_group_index, group_max
 from videorl.errors import ConfigError
 
-OFF_POLICY_MODES = ("mask", "clone", "awr", "raft")
-SCHEDULES = ("hard", "linear")
+OffPolicyMode = Literal["mask", "clone", "awr", "raft"]
+OFF_POLICY_MODES: tuple[str, ...] = get_args(OffPolicyMode)
+Schedule = Literal["hard", "linear"]
+SCHEDULES: tuple[str, ...] = get_args(Schedule)
 
 
 @dataclass(frozen=True)
@@ -38,7 +41,7 @@ class OffPolicyConfig:
     (ties and all-equal groups included)."""
 
     # Loss on the constructed (off-policy) rows: mask, clone, awr or raft.
-    mode: str = "mask"
+    mode: OffPolicyMode = "mask"
     # AWR temperature beta (> 0).
     awr_beta: float = 1.0
     # Cap on AWR's weight exp(A / beta) (> 0).
@@ -101,7 +104,7 @@ class CurriculumConfig:
     """`schedule`: `hard` (needs `warmup_epochs`) or `linear` (needs `warmup_steps` > 0)."""
 
     # How constructed rows fade out: hard (after warmup_epochs) or linear (over warmup_steps).
-    schedule: str = "hard"
+    schedule: Schedule = "hard"
     # hard: epochs with constructed rows (>= 0).
     warmup_epochs: int = 1
     # linear: steps over which constructed rows fade out (> 0 for linear).

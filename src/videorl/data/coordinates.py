@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from typing import Literal, get_args
 
 from videorl.data.records import (
     BoxAnswer,
@@ -30,7 +31,8 @@ from videorl.data.records import (
 )
 from videorl.errors import ConfigError
 
-COORDINATE_MODES = ("auto", "record")
+CoordinateMode = Literal["auto", "record"]
+COORDINATE_MODES: tuple[str, ...] = get_args(CoordinateMode)
 ABSOLUTE_MODELS = ("qwen2_5_vl", "qwen2_vl")
 NORMALIZED_MODELS = ("qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe")
 

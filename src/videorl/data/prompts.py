@@ -10,6 +10,7 @@ described in the record's `box_format`: pixels of its `width x height` frame (`a
 from __future__ import annotations
 
 import itertools
+from typing import Literal, get_args
 
 from videorl.data.published_prompts import published_prompt
 from videorl.data.records import NumericAnswer, SpatioTemporalAnswer, TaskRecord, TrackingAnswer
@@ -140,7 +141,8 @@ def math(record: TaskRecord) -> str:
     )
 
 
-PROMPT_STYLES = ("videorl", "orarl", "taro", "video_r1")
+PromptStyle = Literal["videorl", "orarl", "taro", "video_r1"]
+PROMPT_STYLES: tuple[str, ...] = get_args(PromptStyle)
 
 
 def check_prompt_style(style: str, key: str = "data.prompt_style") -> str:

@@ -22,7 +22,7 @@ sorted groups. Resuming replays the earlier epochs' draws.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, Literal, get_args
 
 import numpy as np
 import torch
@@ -32,7 +32,8 @@ from videorl.data.records import TaskRecord
 from videorl.errors import ConfigError
 
 _FAMILY_ORDER = tuple(Family)
-SAMPLERS = ("videorl", "orarl")
+SamplerName = Literal["videorl", "orarl"]
+SAMPLERS: tuple[str, ...] = get_args(SamplerName)
 
 
 def task_key(record: TaskRecord) -> str:

@@ -11,18 +11,24 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, get_args
 
 from videorl.config_loader import build
 from videorl.data.families import parse_family
 from videorl.errors import ConfigError
 from videorl.rewards.plugins import load_plugin
 
-TG_SHAPINGS = ("iou", "iou_v2")
-PLUGIN_MODES = ("replace", "extend")
-COMPOSITIONS = ("product", "sum")
-TG_PARSERS = ("strict", "taro")
-REWARD_MODES = ("videorl", "orarl")
+TgShaping = Literal["iou", "iou_v2"]
+TG_SHAPINGS: tuple[str, ...] = get_args(TgShaping)
+PluginMode = Literal["replace", "extend"]
+PLUGIN_MODES: tuple[str, ...] = get_args(PluginMode)
+Composition = Literal["product", "sum"]
+COMPOSITIONS: tuple[str, ...] = get_args(Composition)
+TgParser = Literal["strict", "taro"]
+TG_PARSERS: tuple[str, ...] = get_args(TgParser)
+RewardMode = Literal["videorl", "orarl"]
+REWARD_MODES: tuple[str, ...] = get_args(RewardMode)
+BoundaryShuffle = Literal["videorl", "taro"]
 
 
 def _number(
@@ -55,11 +61,11 @@ class SensitivityConfig:
     # Frames within this many seconds of a ground-truth boundary are shuffled (> 0).
     radius: float = 3.0
     # group_mean (the group's mean d) or a constant threshold on d.
-    threshold: str | float = "group_mean"
+    threshold: Literal["group_mean"] | float = "group_mean"
     # Which frames move: videorl (start / end sets disjoint, each a cyclic permutation, so
     # every frame near a boundary moves) or taro (TaRO's shuffle_boundary_frames: times from
     # the first sampled frame, overlapping sets shuffled one after the other by randperm).
-    shuffle: str = "videorl"
+    shuffle: BoundaryShuffle = "videorl"
 
     def __post_init__(self) -> None:
         if not isinstance(self.enabled, bool):
@@ -71,16 +77,10 @@ class SensitivityConfig:
         if self.shuffle not in ("videorl", "taro"):
             raise ConfigError(f"shuffle={self.shuffle!r}; choose videorl or taro")
         if self.threshold != "group_mean":
-            threshold = self.threshold
-            if isinstance(threshold, str):  # a dotted override arrives as text
-                try:
-                    threshold = float(threshold)
-                except ValueError:
-                    raise ConfigError(
-                        f"threshold={self.threshold!r}; set 'group_mean' or a number"
-                    ) from None
-            _number("threshold", threshold, -math.inf)
-            object.__setattr__(self, "threshold", float(threshold))
+            if isinstance(self.threshold, str):  # built directly, not loaded
+                raise ConfigError(f"threshold={self.threshold!r}; set 'group_mean' or a number")
+            _number("threshold", self.threshold, -math.inf)
+            object.__setattr__(self, "threshold", float(self.threshold))
 
 
 def _count(key: str, value: Any, low: int) -> None:
@@ -182,7 +182,7 @@ class RewardConfig:
     # A response without a `<think>` block gets format 0.
     think_required: bool = False
     # Temporal-grounding task reward: iou (plain tIoU) or iou_v2 (TaRO's shaping; training only).
-    tg_shaping: str = "iou"
+    tg_shaping: TgShaping = "iou"
     # Scoring processes (>= 0); null = all cores, 0 or 1 = in-process.
     num_workers: int | None = None
     # Per-sample scoring time limit in seconds (> 0); a sample over it scores 0.
@@ -190,19 +190,19 @@ class RewardConfig:
     # Family name -> `module:function` reward plug-in (imported when the config loads).
     plugins: dict[str, str] = field(default_factory=dict)
     # replace (the plug-in's reward) or extend (blend it with the built-in by plugin_weight).
-    plugin_mode: str = "replace"
+    plugin_mode: PluginMode = "replace"
     # extend mode: weight of the plug-in in overall, in [0, 1].
     plugin_weight: float = 0.5
     sensitivity: SensitivityConfig = field(default_factory=SensitivityConfig)
     # How format and task combine: product (task x format, in [0, 1]) or sum (format + task, in [0,
     # 2], TaRO).
-    composition: str = "product"
+    composition: Composition = "product"
     # Temporal-grounding answer parser: strict (`S to E`) or taro (the last `Xs to Ys`).
-    tg_parser: str = "strict"
+    tg_parser: TgParser = "strict"
     overlong: OverlongConfig = field(default_factory=OverlongConfig)
     length_band: LengthBandConfig = field(default_factory=LengthBandConfig)
     # videorl (our scorers) or orarl (OraRL's per-task adapters, exactly); details above.
-    mode: str = "videorl"
+    mode: RewardMode = "videorl"
 
     def __post_init__(self) -> None:
         if self.mode not in REWARD_MODES:

@@ -11,11 +11,12 @@ from __future__ import annotations
 import importlib.util
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, get_args
 
 import numpy as np
 
-BACKENDS = ("pyav", "torchcodec", "decord")
+Backend = Literal["pyav", "torchcodec", "decord"]
+BACKENDS: tuple[str, ...] = get_args(Backend)
 _MODULE = {"pyav": "av", "torchcodec": "torchcodec", "decord": "decord"}
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import zlib
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import Literal, get_args
 
 import torch
 
@@ -32,7 +33,8 @@ from videorl.video.cache import MediaSource
 from videorl.video.decode import DecodedVideo
 from videorl.video.media import MediaRef
 
-CONTROLS = ("frozen", "reversed", "shuffled", "blank")
+Control = Literal["frozen", "reversed", "shuffled", "blank"]
+CONTROLS: tuple[str, ...] = get_args(Control)
 TEMPORAL = frozenset({"frozen", "reversed", "shuffled"})
 BLANK_VALUE = 128  # mid grey: no colour, no edge
 

@@ -22,8 +22,8 @@ from torchvision.transforms import InterpolationMode
 from torchvision.transforms.v2 import functional as tvf
 
 from videorl.errors import ConfigError, DataError, MediaError
-from videorl.video.backends import BACKENDS, READERS, SourceInfo, backend_available
-from videorl.video.meta import TIME_ENCODINGS, VideoMeta
+from videorl.video.backends import BACKENDS, READERS, Backend, SourceInfo, backend_available
+from videorl.video.meta import TIME_ENCODINGS, TimeEncoding, VideoMeta
 from videorl.video.sampling import (
     clip_bounds,
     fit_resolution,
@@ -62,7 +62,7 @@ class VideoConfig:
     """
 
     # Video decoder: pyav, torchcodec or decord (the latter two must be installed).
-    backend: str = "pyav"
+    backend: Backend = "pyav"
     # Frames sampled per second of video (> 0), within min_frames..max_frames.
     fps: float = 2.0
     # Fewest frames sampled from a video (>= 1).
@@ -88,7 +88,7 @@ class VideoConfig:
     cache_dir: str | None = None
     # What the model is told about frame times: sampled (true fps and timestamps) or
     # processor_default (Video-R1's fixed 2 fps); details above.
-    time_encoding: str = "sampled"
+    time_encoding: TimeEncoding = "sampled"
 
     def __post_init__(self) -> None:
         def bad(key: str, fix: str) -> ConfigError:
