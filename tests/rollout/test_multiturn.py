@@ -173,3 +173,44 @@ def test_bad_calls_and_budgets_end_rows_without_crashing(setup):
     assert row.turns == 2 and row.truncated and row.calls == 1
     row, _ = _rollout(setup, [CALL, "x"], limits=MultiTurnLimits(max_total_tokens=40))
     assert row.truncated and row.turns == 1 and row.loss_mask.sum() == row.loss_mask.numel()
+
+
+# Qwen3-VL's handling of `tools` and tool messages, cut down to what the tool turn uses.
+TOOL_TEMPLATE = (
+    "{%- if tools %}{{- '<|im_start|>system\\n# Tools\\n<tools>' }}{% for t in tools %}"
+    "{{- '\\n' + (t | tojson) }}{% endfor %}{{- '\\n</tools><|im_end|>\\n' }}{%- endif %}"
+    "{%- for message in messages %}"
+    "{%- if message.role == 'tool' %}"
+    "{%- if loop.first or messages[loop.index0 - 1].role != 'tool' %}"
+    "{{- '<|im_start|>user' }}{%- endif %}"
+    "{{- '\\n<tool_response>\\n' }}{%- for part in message.content %}"
+    "{%- if part.type == 'text' %}{{- part.text }}"
+    "{%- elif part.type == 'video' %}{{- '<|vision_start|><|video_pad|><|vision_end|>' }}"
+    "{%- endif %}{%- endfor %}{{- '\\n</tool_response>' }}"
+    "{%- if loop.last or messages[loop.index0 + 1].role != 'tool' %}"
+    "{{- '<|im_end|>\\n' }}{%- endif %}"
+    "{%- else %}{{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>\\n' }}"
+    "{%- endif %}{%- endfor %}"
+    "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"
+)
+
+
+def test_a_template_that_renders_tools_writes_the_tool_turn(tiny_model_dir):
+    from dataclasses import replace
+
+    from videorl.rollout.tools import ToolCall, ToolOutcome
+    from videorl.rollout.tools.chat import template_renders_tools
+
+    loaded = load_model(tiny_model_dir("qwen2_5_vl"))
+    loaded.tokenizer.chat_template = TOOL_TEMPLATE
+    loaded = replace(loaded, processor=None)
+    assert template_renders_tools(loaded)
+    schemas = ToolRunner(resolve_tools(["get_frame"])).schemas()
+    system, kwargs = tool_prompt_args(loaded, schemas, None, {})
+    assert system is None and kwargs["tools"] == schemas
+    outcomes = [ToolOutcome(ToolCall(""), "first"), ToolOutcome(ToolCall(""), "second")]
+    text = tool_turn_text(loaded, outcomes, close_turn=False)
+    assert text == (
+        "\n<|im_start|>user\n<tool_response>\nfirst\n</tool_response>\n<tool_response>\n"
+        "second\n</tool_response><|im_end|>\n<|im_start|>assistant\n"
+    )
