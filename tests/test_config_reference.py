@@ -1,6 +1,6 @@
 """The configuration reference (docs/config.md) is generated from the config dataclasses:
-every key has a description, the committed page is what the generator writes now, and the
-reader takes descriptions from attribute docstrings, comments above and trailing comments."""
+every field has an attribute docstring, the committed page is what the generator writes
+now, and the reader takes descriptions from those docstrings only."""
 
 from __future__ import annotations
 
@@ -28,15 +28,33 @@ def _keys(cls: type, prefix: str = "") -> list[str]:
     return keys
 
 
+def _sections(cls: type) -> list[type]:
+    found = [cls]
+    for hint in typing.get_type_hints(cls).values():
+        if isinstance(hint, type) and dataclasses.is_dataclass(hint) and hint not in found:
+            found += [s for s in _sections(hint) if s not in found]
+    return found
+
+
+def test_every_config_field_has_an_attribute_docstring():
+    missing = [
+        f"{cls.__name__}.{name}"
+        for cls in _sections(Config)
+        for name, (_, description) in field_sources(cls).items()
+        if not description.strip()
+    ]
+    assert not missing, (
+        f"{len(missing)} config fields have no attribute docstring (a string literal right "
+        f"below the field, which docs/config.md shows): {missing}"
+    )
+
+
 def test_every_config_key_has_a_description_in_the_reference():
     rows = {row.key: row for row in all_fields()}
     keys = _keys(Config)
     assert len(keys) > 150 and sorted(rows) == sorted(keys)
     undocumented = [key for key in keys if not rows[key].description.strip()]
-    assert not undocumented, (
-        f"{len(undocumented)} config keys have no description; add a `# comment` above the "
-        f"field (or an attribute docstring below it): {undocumented}"
-    )
+    assert not undocumented, f"config keys with no description: {undocumented}"
     page = render()
     missing = [key for key in keys if f"| `{key}` |" not in page]
     assert not missing, f"keys missing from the rendered reference: {missing}"
@@ -75,15 +93,15 @@ def test_nothing_in_the_package_imports_the_reference_module():
     assert not importers, importers
 
 
-# A toy config: the reader must take each field's description from the right place.
+# A toy config: the reader must take each field's description from its docstring only.
 
 
 @dataclass(frozen=True)
 class _ToyInner:
     """An inner section."""
 
-    # Depth in metres.
     depth: float = 1.5
+    """Depth in metres."""
 
 
 @dataclass(frozen=True)
@@ -92,15 +110,13 @@ class _Toy:
 
     Second paragraph."""
 
-    # Frames per second
-    # (continued on a second line).
     fps: float = 2.0
+    """Frames per second
+    (continued on a second line)."""
     mode: Literal["fast", "slow"] = "fast"
     """How hard to try."""
-    budget: int = 256  # tokens per response
+    budget: int = 256  # a comment is not a description
     undocumented: str | None = None
-
-    # A comment separated from the next field by a blank line belongs to nothing.
 
     names: tuple[str, ...] = field(default_factory=lambda: ("a", "b"))
     inner: _ToyInner = field(default_factory=_ToyInner)
@@ -110,7 +126,7 @@ def test_toy_dataclass_descriptions_are_read_from_the_source():
     sources = field_sources(_Toy)
     assert sources["fps"] == ("float", "Frames per second (continued on a second line).")
     assert sources["mode"] == ("Literal['fast', 'slow']", "How hard to try.")
-    assert sources["budget"] == ("int", "tokens per response")
+    assert sources["budget"] == ("int", "")
     assert sources["undocumented"] == ("str | None", "")
     assert sources["names"] == ("tuple[str, ...]", "")
 
@@ -127,6 +143,6 @@ def test_toy_dataclass_walk_renders_sections_defaults_and_choices():
     assert rows["inner"].description == "An inner section." and rows["inner"].group == "inner"
     assert rows["inner.depth"].description == "Depth in metres."
     page = render(_Toy)
-    assert "| `budget` | `int` | `256` | tokens per response |" in page
+    assert "| `budget` | `int` | `256` |  |" in page
     assert "| `undocumented` | `str \\| None` | `null` |  |" in page
     assert "{ #inner }" in page and "(#inner)" in page

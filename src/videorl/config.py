@@ -103,53 +103,52 @@ def _require_module(module: str, key: str, extra: str) -> None:
 class ModelConfig:
     """The policy and the optional frozen reference (KL) and teacher (distillation)."""
 
-    # The policy: a local Hugging Face folder, a Hub id (`org/name`, `org/name@rev`) or a folder a
-    # run wrote.
     path: str = "runs/tiny-model"
-    # Weight dtype the policy (and reference and teacher) load in.
+    """The policy: a local Hugging Face folder, a Hub id (`org/name`, `org/name@rev`) or a folder a
+    run wrote."""
     dtype: Literal["float32", "bfloat16", "float16"] = "float32"
-    # Frozen KL reference model; null = none (with LoRA: the base, adapters off). Used when
-    # algorithm.loss.kl_coef > 0.
+    """Weight dtype the policy (and reference and teacher) load in."""
     reference_path: str | None = None
-    # Teacher model of the distillation estimators (OPD, OPDVR, GRPD); same tokenizer as the policy.
-    # Required by them, unused otherwise.
+    """Frozen KL reference model; null = none (with LoRA: the base, adapters off). Used when
+    algorithm.loss.kl_coef > 0."""
     teacher_path: str | None = None
-    # Freeze the vision tower (every parameter named `visual*`, its merger included).
+    """Teacher model of the distillation estimators (OPD, OPDVR, GRPD); same tokenizer as the
+    policy. Required by them, unused otherwise."""
     freeze_vision: bool = True
-    # Recompute activations in the backward pass: less memory, more compute.
+    """Freeze the vision tower (every parameter named `visual*`, its merger included)."""
     gradient_checkpointing: bool = False
-    # Attention kernel. sdpa_varlen = sdpa, plus per-row attention for packed rows (any
-    # device); flash_attention_2/3 need a CUDA GPU and their package.
+    """Recompute activations in the backward pass: less memory, more compute."""
     attn_implementation: Literal[
         "sdpa", "sdpa_varlen", "eager", "flex_attention", "flash_attention_2", "flash_attention_3"
     ] = "sdpa_varlen"
-    # Padding-free packed rows in log-prob/training forwards: auto = with a varlen
-    # (flash-attention) kernel where the model supports it; true = wherever supported.
+    """Attention kernel. sdpa_varlen = sdpa, plus per-row attention for packed rows (any device);
+    flash_attention_2/3 need a CUDA GPU and their package."""
     packing: Literal["auto"] | bool = "auto"
-    # Hub revision (branch, tag or commit) of model.path when it is a Hugging Face Hub id;
-    # `org/name@rev` in any model path does the same.
+    """Padding-free packed rows in log-prob/training forwards: auto = with a varlen
+    (flash-attention) kernel where the model supports it; true = wherever supported."""
     revision: str | None = None
-    # LoRA adapters (peft): rank > 0 trains adapters only; the KL reference is the base
-    # with the adapters off; runs save adapter folders (`videorl merge` makes full ones).
+    """Hub revision (branch, tag or commit) of model.path when it is a Hugging Face Hub id;
+    `org/name@rev` in any model path does the same."""
     lora: LoraSettings = field(default_factory=LoraSettings)
-    # Encode each distinct video once per step and reuse its vision-tower output in every
-    # forward of the step (a trainable tower is recomputed with gradients in the update).
+    """LoRA adapters (peft): rank > 0 trains adapters only; the KL reference is the base with the
+    adapters off; runs save adapter folders (`videorl merge` makes full ones)."""
     reuse_visual_embeddings: bool = True
-    # Rows of one prompt run its forward once (log-prob passes and the update) and attend to
-    # its expanded KV cache; same values up to float order (models/shared_prompt.py).
+    """Encode each distinct video once per step and reuse its vision-tower output in every forward
+    of the step (a trainable tower is recomputed with gradients in the update)."""
     share_prompt_forward: bool = True
+    """Rows of one prompt run its forward once (log-prob passes and the update) and attend to its
+    expanded KV cache; same values up to float order (models/shared_prompt.py)."""
 
 
 @dataclass(frozen=True)
 class DataConfig:
     """Training and validation records (any supported format) and how prompts are drawn."""
 
-    # Training records: a file (JSONL, JSON, Parquet, ...), a folder or a Hugging Face dataset id
-    # (`org/name@split`).
     train: str = ""
-    # Validation records (same forms as data.train); null = no validation set.
+    """Training records: a file (JSONL, JSON, Parquet, ...), a folder or a Hugging Face dataset id
+    (`org/name@split`)."""
     val: str | None = None
-    # columns/easyr1/verl/orarl: column-mapped rows with media lists (data/columns.py)
+    """Validation records (same forms as data.train); null = no validation set."""
     format: Literal[
         "auto",
         "records",
@@ -163,60 +162,64 @@ class DataConfig:
         "orarl",
         "video_r1",
     ] = "auto"
-    # Task family for rows that do not name one (e.g. temporal_grounding, video_qa, math); null =
-    # each row's own.
+    """columns/easyr1/verl/orarl: column-mapped rows with media lists (data/columns.py)"""
     family: str | None = None
-    # Folder that relative video and image paths in the records resolve against; null = the data
-    # file's folder.
+    """Task family for rows that do not name one (e.g. temporal_grounding, video_qa, math); null =
+    each row's own."""
     video_root: str | None = None
-    # Keep only records of these task families; empty = all.
+    """Folder that relative video and image paths in the records resolve against; null = the data
+    file's folder."""
     families: tuple[str, ...] = ()
-    # Skip (and count) records that fail to parse instead of stopping with an error.
+    """Keep only records of these task families; empty = all."""
     skip_invalid: bool = False
-    # Prompts per training step (> 0); each gets rollout.n responses. Must divide evenly over
-    # trainer.nproc ranks.
+    """Skip (and count) records that fail to parse instead of stopping with an error."""
     prompts_per_step: int = 4
-    # Ask for a `<think>` reasoning block before the answer (and enable the template's thinking
-    # mode).
+    """Prompts per training step (> 0); each gets rollout.n responses. Must divide evenly over
+    trainer.nproc ranks."""
     think: bool = True
-    # Seed of the prompt sampler's shuffling, in [0, 2**63 - 1].
+    """Ask for a `<think>` reasoning block before the answer (and enable the template's thinking
+    mode)."""
     seed: int = 0
-    # Column names of verl/EasyR1/OraRL-style rows (data.columns.prompt=problem, ...).
+    """Seed of the prompt sampler's shuffling, in [0, 2**63 - 1]."""
     columns: ColumnsConfig = field(default_factory=ColumnsConfig)
-    # Split of a Hugging Face dataset or of a folder whose file names carry splits
-    # (`org/name@split` in data.train / data.val wins).
+    """Column names of verl/EasyR1/OraRL-style rows (data.columns.prompt=problem, ...)."""
     split: str = "train"
-    # Split of data.val read from a Hugging Face dataset or split-named folder.
+    """Split of a Hugging Face dataset or of a folder whose file names carry splits
+    (`org/name@split` in data.train / data.val wins)."""
     val_split: str = "validation"
-    streaming: bool = False  # Hugging Face Hub datasets: read rows without a full download
-    max_rows: int | None = None  # read at most this many rows of each of data.train / data.val
-    # Extra chat-template variables; `enable_thinking` follows `think` unless set here
-    # (OPDVR/GRPD: {enable_thinking: false}, as their data.apply_chat_template_kwargs).
+    """Split of data.val read from a Hugging Face dataset or split-named folder."""
+    streaming: bool = False
+    """Hugging Face Hub datasets: read rows without a full download"""
+    max_rows: int | None = None
+    """read at most this many rows of each of data.train / data.val"""
     chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
-    # Prompt templates: videorl (ours), orarl, taro or video_r1 (the published ones,
-    # data.published_prompts). Rows that carry their own prompt (verl chats, TaRO rows,
-    # EasyR1 rows in their format prompt) use it as given; OraRL-Data rows use orarl's.
+    """Extra chat-template variables; `enable_thinking` follows `think` unless set here (OPDVR/GRPD:
+    {enable_thinking: false}, as their data.apply_chat_template_kwargs)."""
     prompt_style: PromptStyle = "videorl"
-    # EasyR1 rows (data.format=easyr1): the format prompt around `problem`, as EasyR1's
-    # data.format_prompt: math / r1v (its examples/format_prompt/*.jinja), none (the problem
-    # as given), a path to a .jinja file, or auto: math for text math (its \boxed{} reward),
-    # r1v for video families (<think> then <answer>, what their rewards read).
+    """Prompt templates: videorl (ours), orarl, taro or video_r1 (the published ones,
+    data.published_prompts). Rows that carry their own prompt (verl chats, TaRO rows, EasyR1 rows
+    in their format prompt) use it as given; OraRL-Data rows use orarl's."""
     format_prompt: str = "auto"
-    shuffle: bool = True  # False: records in file order each epoch (OPDVR: data.shuffle=False)
-    # Box coordinates: auto = the model family's (Qwen2.5-VL pixels of the resized input,
-    # Qwen3-VL / Qwen3.5 0-1000; data.coordinates), record = each record's own box_format.
+    """EasyR1 rows (data.format=easyr1): the format prompt around `problem`, as EasyR1's
+    data.format_prompt: math / r1v (its examples/format_prompt/*.jinja), none (the problem as
+    given), a path to a .jinja file, or auto: math for text math (its \\boxed{} reward), r1v for
+    video families (<think> then <answer>, what their rewards read)."""
+    shuffle: bool = True
+    """False: records in file order each epoch (OPDVR: data.shuffle=False)"""
     coordinates: CoordinateMode = "auto"
-    # Longest prompt (tokens, video included); a longer one is skipped and counted
-    # (data/skipped_long_prompts_total). null = no limit.
+    """Box coordinates: auto = the model family's (Qwen2.5-VL pixels of the resized input, Qwen3-VL
+    / Qwen3.5 0-1000; data.coordinates), record = each record's own box_format."""
     max_prompt_tokens: int | None = None
-    # false: batches draw from all records, not one family at a time, so images and videos
-    # of different tasks share a step (Video-R1 samples its mixed 260k set this way).
+    """Longest prompt (tokens, video included); a longer one is skipped and counted
+    (data/skipped_long_prompts_total). null = no limit."""
     group_by_family: bool = True
-    # Batch order: videorl (one family per batch, a short last batch topped up) or orarl
-    # (OraRL's TaskGroupedBatchSampler: one problem_type per batch, spatial-intelligence
-    # subtypes apart, groups sorted by name, torch.randperm from one generator, incomplete
-    # batches dropped; data/sampler.py).
+    """false: batches draw from all records, not one family at a time, so images and videos of
+    different tasks share a step (Video-R1 samples its mixed 260k set this way)."""
     sampler: SamplerName = "videorl"
+    """Batch order: videorl (one family per batch, a short last batch topped up) or orarl (OraRL's
+    TaskGroupedBatchSampler: one problem_type per batch, spatial-intelligence subtypes apart,
+    groups sorted by name, torch.randperm from one generator, incomplete batches dropped;
+    data/sampler.py)."""
 
     def __post_init__(self) -> None:
         from videorl.data.coordinates import check_coordinates
@@ -252,31 +255,36 @@ class DataConfig:
 class RolloutConfig:
     """How n responses per prompt are sampled."""
 
-    # Generation engine: hf (transformers, any device) or vllm (GPU, or vLLM's CPU build).
     engine: Literal["hf", "vllm"] = "hf"
-    # Responses sampled per prompt (the group size, > 0).
+    """Generation engine: hf (transformers, any device) or vllm (GPU, or vLLM's CPU build)."""
     n: int = 8
-    # Sampling temperature (> 0).
+    """Responses sampled per prompt (the group size, > 0)."""
     temperature: float = 1.0
-    # Nucleus sampling mass, in (0, 1]; 1 = off.
+    """Sampling temperature (> 0)."""
     top_p: float = 1.0
-    # Sample from the k most likely tokens (>= 0); 0 = off.
+    """Nucleus sampling mass, in (0, 1]; 1 = off."""
     top_k: int = 0
-    # Response budget in tokens (> 0); longer responses are cut.
+    """Sample from the k most likely tokens (>= 0); 0 = off."""
     max_new_tokens: int = 256
-    # vLLM: fraction of GPU memory it may take, in (0, 1].
+    """Response budget in tokens (> 0); longer responses are cut."""
     gpu_memory_utilization: float = 0.5
-    # vLLM: GPUs one engine shards the model over (> 0).
+    """vLLM: fraction of GPU memory it may take, in (0, 1]."""
     tensor_parallel_size: int = 1
-    max_model_len: int = 8192  # vLLM: longest prompt + response
-    videos_per_prompt: int = 1  # vLLM's limit_mm_per_prompt
-    # vLLM's limit_mm_per_prompt for images (>= 0).
+    """vLLM: GPUs one engine shards the model over (> 0)."""
+    max_model_len: int = 8192
+    """vLLM: longest prompt + response"""
+    videos_per_prompt: int = 1
+    """vLLM's limit_mm_per_prompt"""
     images_per_prompt: int = 1
-    vllm_sleep_level: int = 0  # GPU: 1 offloads weights, 2 drops them, from rollout to sync
-    # vLLM: run without CUDA graphs (slower, less memory, faster start).
+    """vLLM's limit_mm_per_prompt for images (>= 0)."""
+    vllm_sleep_level: int = 0
+    """GPU: 1 offloads weights, 2 drops them, from rollout to sync"""
     vllm_enforce_eager: bool = False
-    vllm_cpu_kv_cache_gb: float = 4.0  # KV cache size when vLLM runs on the CPU
-    share_prefill: bool = True  # HF engine: prefill each prompt once for its n samples
+    """vLLM: run without CUDA graphs (slower, less memory, faster start)."""
+    vllm_cpu_kv_cache_gb: float = 4.0
+    """KV cache size when vLLM runs on the CPU"""
+    share_prefill: bool = True
+    """HF engine: prefill each prompt once for its n samples"""
 
     def sampling(self, **overrides: Any) -> SamplingParams:
         """The rollout's sampling parameters (n, length, temperature, top-p/k); `overrides`
@@ -317,34 +325,63 @@ class ConstructedConfig:
     """TaRO constructed reasoning prefixes and their curriculum
     (docs/methods.md#taro-constructed-rows)."""
 
-    # Add TaRO's constructed reasoning rows to the groups (not with algorithm.annotation_rows).
     enabled: bool = False
+    """Add TaRO's constructed reasoning rows to the groups (not with algorithm.annotation_rows)."""
     curriculum: CurriculumConfig = field(default_factory=CurriculumConfig)
+    """`schedule`: `hard` (needs `warmup_epochs`) or `linear` (needs `warmup_steps` > 0)."""
     off_policy: OffPolicyConfig = field(default_factory=OffPolicyConfig)
+    """`mode`: one of `mask` (default), `clone`, `awr`, `raft`. `awr_beta` is AWR's temperature and
+    `awr_max_weight` caps exp(A / beta) so that a large advantage cannot overflow the loss.
+    `exact`: TaRO's own formulas (`verl/trainer/ppo/core_algos.py`): `awr` uncapped, `raft` = 1
+    for every row whose advantage equals its group's maximum (ties and all-equal groups
+    included)."""
 
 
 @dataclass(frozen=True)
 class AlgorithmConfig:
     """Advantage estimator (by registry name) and the stages a recipe turns on."""
 
-    # Advantage estimator by registry name: grpo, dr_grpo, rloo, orarl, opd, opdvr, grpd or a
-    # registered plugin.
     estimator: str = "grpo"
-    # OraRL: add the ground truth as one extra row per group (n + 1 rows); needed by orarl and
-    # pruning.
+    """Advantage estimator by registry name: grpo, dr_grpo, rloo, orarl, opd, opdvr, grpd or a
+    registered plugin."""
     annotation_rows: bool = False
+    """OraRL: add the ground truth as one extra row per group (n + 1 rows); needed by orarl and
+    pruning."""
     grpo: GRPOConfig = field(default_factory=GRPOConfig)
+    """`std_eps`: added to the group std before dividing (docs/methods.md#advantage-estimators:
+    1e-6)."""
     orarl: OraRLConfig = field(default_factory=OraRLConfig)
+    """Stages B and C of `orarl_advantages` (stage A has no parameters). Nested mappings (from YAML)
+    are converted to the stage configs."""
     distill: DistillConfig = field(default_factory=DistillConfig)
-    params: dict[str, Any] = field(default_factory=dict)  # a plugin estimator's config
+    """`topk`: 0 = sampled token, k > 0 = top-k ids. `threshold`: a row is correct iff its verifier
+    score > threshold. `gate_mode`: `default` or `inverse` (ablation: swapped gate). `group_std`:
+    GRPD divides the group-relative advantage by the group std. `baseline`: GRPD's u >= 0 in
+    `|a_i| + u`. `teacher_temperature`: the teacher's log-probs are `log_softmax(logits /
+    teacher_temperature)`, apart from the rollout temperature the student's use (OPDVR's
+    `TEACHER_TEMPERATURE`, 1.0 in opdvr.sh / grpd.sh). `teacher_engine`: `hf` scores the
+    student's tokens with a Hugging Face forward of the teacher (as OPDVR's verl reward-model
+    worker does), `vllm` with a vLLM engine of it (prompt log-probs of prompt + response;
+    temperature 1.0 only: vLLM applies none to them)."""
+    params: dict[str, Any] = field(default_factory=dict)
+    """a plugin estimator's config"""
     pruning: PruningConfig = field(default_factory=PruningConfig)
+    """OraRL sign-balanced selection (stage D) and post-selection correction (stage E)."""
     constructed: ConstructedConfig = field(default_factory=ConstructedConfig)
+    """TaRO constructed reasoning prefixes and their curriculum
+    (docs/methods.md#taro-constructed-rows)."""
     loss: PolicyLossConfig = field(default_factory=PolicyLossConfig)
-    # T-GRPO (Video-R1): shuffled-frame rollouts per video prompt, a bonus for correct
-    # ordered rows when the ordered group beats the shuffled one (algorithms/tgrpo.py).
+    """`dual_clip` None disables the dual clip; `max_length` is the constant divisor of
+    `seq-mean-token-sum-norm`; `kl_type` is `k1` or `k3`; `name` the registered surrogate (`ppo`,
+    `gspo`). `clip_low`, `clip_high` and `aggregation` left unset (null) take the named loss's
+    published defaults: ppo 0.2 / 0.2, `token-mean`; gspo 3e-4 / 4e-4, `seq-mean-token-mean`
+    (GSPO paper section 5.1; verl `compute_policy_loss_gspo`). `gspo` has no dual clip (verl's
+    has none), so `dual_clip` applies to `ppo` only."""
     temporal_contrast: TemporalContrastConfig = field(default_factory=TemporalContrastConfig)
-    # DAPO dynamic sampling: drop zero-variance groups, refill the step from the next prompts
+    """T-GRPO (Video-R1): shuffled-frame rollouts per video prompt, a bonus for correct ordered rows
+    when the ordered group beats the shuffled one (algorithms/tgrpo.py)."""
     dynamic_sampling: DynamicSamplingConfig = field(default_factory=DynamicSamplingConfig)
+    """DAPO dynamic sampling: drop zero-variance groups, refill the step from the next prompts"""
 
     def __post_init__(self) -> None:
         estimator = get_estimator(self.estimator)
@@ -377,31 +414,31 @@ class AlgorithmConfig:
 class OptimConfig:
     """AdamW, schedule, clipping and how a step's rows are split for the update."""
 
-    # AdamW learning rate (> 0).
     lr: float = 1e-6
-    # AdamW decoupled weight decay (>= 0).
+    """AdamW learning rate (> 0)."""
     weight_decay: float = 0.0
-    # AdamW (beta1, beta2), each in [0, 1).
+    """AdamW decoupled weight decay (>= 0)."""
     betas: tuple[float, float] = (0.9, 0.999)
-    # Learning-rate schedule after warm-up.
+    """AdamW (beta1, beta2), each in [0, 1)."""
     schedule: Literal["constant", "cosine"] = "constant"
-    # The step at which the cosine reaches min_lr_ratio; None: trainer.steps. A published
-    # run stopped before its schedule ended (Video-R1: 1.2k of ~65k steps) sets it.
+    """Learning-rate schedule after warm-up."""
     schedule_steps: int | None = None
-    # Optimizer steps of linear warm-up from 0 (>= 0).
+    """The step at which the cosine reaches min_lr_ratio; None: trainer.steps. A published run
+    stopped before its schedule ended (Video-R1: 1.2k of ~65k steps) sets it."""
     warmup_steps: int = 0
-    # Cosine floor as a fraction of optim.lr, in [0, 1].
+    """Optimizer steps of linear warm-up from 0 (>= 0)."""
     min_lr_ratio: float = 0.0
-    # Global gradient-norm clip (> 0).
+    """Cosine floor as a fraction of optim.lr, in [0, 1]."""
     grad_clip: float = 1.0
-    # Optimizer steps per training step: the step's rows split into this many mini-batches (must
-    # divide them).
+    """Global gradient-norm clip (> 0)."""
     mini_batches: int = 1
-    # Passes of the update over one step's rows (> 0).
+    """Optimizer steps per training step: the step's rows split into this many mini-batches (must
+    divide them)."""
     epochs: int = 1
-    # Token budget of one forward/backward micro-batch (> 0); gradients accumulate over micro-
-    # batches.
+    """Passes of the update over one step's rows (> 0)."""
     micro_batch_tokens: int = 8192
+    """Token budget of one forward/backward micro-batch (> 0); gradients accumulate over micro-
+    batches."""
 
     def __post_init__(self) -> None:
         _positive(
@@ -427,51 +464,53 @@ class OptimConfig:
 class TrainerConfig:
     """Loop length, output, checkpoints, validation and metric sinks."""
 
-    # Training steps (> 0); replaced by trainer.epochs when that is set.
     steps: int = 10
-    # Run folder: config, metrics, samples, checkpoints and the final model.
+    """Training steps (> 0); replaced by trainer.epochs when that is set."""
     output_dir: str = "runs/default"
-    # Seed of torch, random and numpy for the run (sampling, dropout), in [0, 2**63 - 1].
+    """Run folder: config, metrics, samples, checkpoints and the final model."""
     seed: int = 0
-    # auto, cpu, mps, cuda, cuda:N, xpu or xpu:N; auto = the accelerator if any, else cpu.
+    """Seed of torch, random and numpy for the run (sampling, dropout), in [0, 2**63 - 1]."""
     device: str = "auto"
-    # Steps between checkpoints (>= 0); 0 = only the final model.
+    """auto, cpu, mps, cuda, cuda:N, xpu or xpu:N; auto = the accelerator if any, else cpu."""
     save_every: int = 0
-    # Checkpoints kept on disk (> 0); older ones are removed.
+    """Steps between checkpoints (>= 0); 0 = only the final model."""
     keep_last: int = 2
-    # Steps between validations (>= 0); 0 = none during training.
+    """Checkpoints kept on disk (> 0); older ones are removed."""
     val_every: int = 0
-    # Responses sampled per validation prompt (k of mean@k, > 0).
+    """Steps between validations (>= 0); 0 = none during training."""
     val_samples: int = 4
-    # The first N validation records; None: all of them (the published recipes validate
-    # their whole sets: TaRO 800 rows, OPDVR/GRPD 1,590 problems).
+    """Responses sampled per validation prompt (k of mean@k, > 0)."""
     val_max_prompts: int | None = None
-    # Validate once before the first step (verl's `trainer.val_before_train`), logged as step 0.
+    """The first N validation records; None: all of them (the published recipes validate their whole
+    sets: TaRO 800 rows, OPDVR/GRPD 1,590 problems)."""
     val_before_train: bool = False
-    # Metric whose best validation value is kept as the `best/` model.
+    """Validate once before the first step (verl's `trainer.val_before_train`), logged as step 0."""
     best_metric: str = "val/reward_mean_at_k"
-    # Write TensorBoard event files into the run folder.
+    """Metric whose best validation value is kept as the `best/` model."""
     tensorboard: bool = True
-    # Log to this Weights & Biases project (needs the wandb extra); null = off.
+    """Write TensorBoard event files into the run folder."""
     wandb_project: str | None = None
-    # bf16 autocast of the policy's forwards on a CUDA GPU (and FSDP mixed precision).
+    """Log to this Weights & Biases project (needs the wandb extra); null = off."""
     bf16: bool = False
-    # Processes (ranks) the run expects, one per device (> 0); must divide data.prompts_per_step.
+    """bf16 autocast of the policy's forwards on a CUDA GPU (and FSDP mixed precision)."""
     nproc: int = 1
-    # Passes over the training data; when set, steps = epochs x batches per epoch (the
-    # published recipes count epochs: OraRL 1, TaRO 3, OPDVR/GRPD 3).
+    """Processes (ranks) the run expects, one per device (> 0); must divide
+    data.prompts_per_step."""
     epochs: int | None = None
-    # Validation sampling; None = the rollout's value, val_temperature 0 = greedy.
+    """Passes over the training data; when set, steps = epochs x batches per epoch (the published
+    recipes count epochs: OraRL 1, TaRO 3, OPDVR/GRPD 3)."""
     val_temperature: float | None = None
-    # Validation top-p in (0, 1]; null = rollout.top_p.
+    """Validation sampling; None = the rollout's value, val_temperature 0 = greedy."""
     val_top_p: float | None = None
-    # Video controls validation also samples on (video/controls.py: frozen, reversed,
-    # shuffled, blank): logs val/control/NAME/mean_at_k and val/video_gain/NAME.
+    """Validation top-p in (0, 1]; null = rollout.top_p."""
     val_controls: tuple[Control, ...] = ()
-    log_every: int = 1  # steps between log lines when stdout is not a terminal
-    # Intra-op torch threads on CPU; 0 = the process's cores / local ranks, unless
-    # OMP_NUM_THREADS is set (trainer/threads.py).
+    """Video controls validation also samples on (video/controls.py: frozen, reversed, shuffled,
+    blank): logs val/control/NAME/mean_at_k and val/video_gain/NAME."""
+    log_every: int = 1
+    """steps between log lines when stdout is not a terminal"""
     cpu_threads: int = 0
+    """Intra-op torch threads on CPU; 0 = the process's cores / local ranks, unless OMP_NUM_THREADS
+    is set (trainer/threads.py)."""
 
     def __post_init__(self) -> None:
         _positive(
@@ -519,10 +558,11 @@ class SFTConfig:
     `constructed` = TaRO's constructed reasoning (query + dense captions), then the answer.
     """
 
-    # The SFT target response: annotation (the serialized ground truth) or constructed (TaRO's
-    # reasoning, then the answer).
     target: Literal["annotation", "constructed"] = "annotation"
-    max_response_tokens: int = 256  # targets longer than this (EOS included) are cut
+    """The SFT target response: annotation (the serialized ground truth) or constructed (TaRO's
+    reasoning, then the answer)."""
+    max_response_tokens: int = 256
+    """targets longer than this (EOS included) are cut"""
 
     def __post_init__(self) -> None:
         _positive("sft", max_response_tokens=self.max_response_tokens)
@@ -533,14 +573,25 @@ class Config:
     """The whole job."""
 
     model: ModelConfig = field(default_factory=ModelConfig)
+    """The policy and the optional frozen reference (KL) and teacher (distillation)."""
     data: DataConfig = field(default_factory=DataConfig)
+    """Training and validation records (any supported format) and how prompts are drawn."""
     video: VideoConfig = field(default_factory=VideoConfig)
+    """How videos are decoded, sampled, resized and cached."""
     rollout: RolloutConfig = field(default_factory=RolloutConfig)
+    """How n responses per prompt are sampled."""
     reward: RewardConfig = field(default_factory=RewardConfig)
+    """How responses are scored."""
     algorithm: AlgorithmConfig = field(default_factory=AlgorithmConfig)
+    """Advantage estimator (by registry name) and the stages a recipe turns on."""
     optim: OptimConfig = field(default_factory=OptimConfig)
+    """AdamW, schedule, clipping and how a step's rows are split for the update."""
     trainer: TrainerConfig = field(default_factory=TrainerConfig)
+    """Loop length, output, checkpoints, validation and metric sinks."""
     sft: SFTConfig = field(default_factory=SFTConfig)
+    """`videorl sft`: supervised warm start. Each trainer step is one optimizer step over
+    `data.prompts_per_step` records; the loss is the token-mean next-token NLL of the target
+    response only (the prompt is context, never a label)."""
 
     def __post_init__(self) -> None:
         algo = self.algorithm

@@ -122,8 +122,8 @@ class GRPOConfig:
     """`std_eps`: added to the group std before dividing (docs/methods.md#advantage-estimators:
     1e-6)."""
 
-    # Added to the group reward std before dividing (> 0).
     std_eps: float = 1e-6
+    """Added to the group reward std before dividing (> 0)."""
 
     def __post_init__(self) -> None:
         if not self.std_eps > 0:

@@ -42,24 +42,24 @@ class DistillConfig:
     teacher (as OPDVR's verl reward-model worker does), `vllm` with a vLLM engine of it
     (prompt log-probs of prompt + response; temperature 1.0 only: vLLM applies none to them)."""
 
-    # Teacher distribution: 0 = the sampled token only (>= 0; the trainer supports 0 only).
     topk: int = 0
-    # A row is correct when its verifier score exceeds this.
+    """Teacher distribution: 0 = the sampled token only (>= 0; the trainer supports 0 only)."""
     threshold: float = 0.0
-    # default (verifier gating as published) or inverse (the swapped-gate ablation).
+    """A row is correct when its verifier score exceeds this."""
     gate_mode: GateMode = "default"
-    # GRPD: divide the group-relative advantage by the group std.
+    """default (verifier gating as published) or inverse (the swapped-gate ablation)."""
     group_std: bool = False
-    # GRPD's u in `|a_i| + u` (>= 0).
+    """GRPD: divide the group-relative advantage by the group std."""
     baseline: float = 0.0
-    # Added to the group std before dividing (> 0).
+    """GRPD's u in `|a_i| + u` (>= 0)."""
     std_eps: float = 1e-6
-    # Temperature of the teacher's log-probs (> 0), apart from rollout.temperature (the
-    # student's): OPDVR's TEACHER_TEMPERATURE, 1.0 in its scripts.
+    """Added to the group std before dividing (> 0)."""
     teacher_temperature: float = 1.0
-    # What scores the teacher's log-probs: hf (a forward of model.teacher_path) or vllm (a
-    # vLLM engine of it; falls back to hf with a warning where vLLM cannot run it).
+    """Temperature of the teacher's log-probs (> 0), apart from rollout.temperature (the student's):
+    OPDVR's TEACHER_TEMPERATURE, 1.0 in its scripts."""
     teacher_engine: Literal["hf", "vllm"] = "hf"
+    """What scores the teacher's log-probs: hf (a forward of model.teacher_path) or vllm (a vLLM
+    engine of it; falls back to hf with a warning where vLLM cannot run it)."""
 
     def __post_init__(self) -> None:
         if self.topk < 0:

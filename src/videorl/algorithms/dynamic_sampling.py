@@ -52,16 +52,16 @@ class DynamicSamplingConfig:
       step's) and counts it in `dynamic_sampling/capped`.
     """
 
-    # Drop zero-variance groups and refill the step from further prompts (DAPO).
     enabled: bool = False
-    # Per-row value that decides zero variance: reward or a reward component (task).
+    """Drop zero-variance groups and refill the step from further prompts (DAPO)."""
     metric: str = "reward"
-    # Prompt batches drawn per step at most, the first included (>= 0); 0 = no limit.
+    """Per-row value that decides zero variance: reward or a reward component (task)."""
     max_draws: int = 10
-    # Sampler batches of data.prompts_per_step prompts per draw (>= 1).
+    """Prompt batches drawn per step at most, the first included (>= 0); 0 = no limit."""
     batches_per_draw: int = 1
-    # At the draw cap with too few groups: error stops the run, train trains on what it kept.
+    """Sampler batches of data.prompts_per_step prompts per draw (>= 1)."""
     on_cap: OnCap = "error"
+    """At the draw cap with too few groups: error stops the run, train trains on what it kept."""
 
     def __post_init__(self) -> None:
         if not _METRIC.match(self.metric):

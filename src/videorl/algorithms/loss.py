@@ -51,24 +51,24 @@ class PolicyLossConfig:
     `seq-mean-token-mean` (GSPO paper section 5.1; verl `compute_policy_loss_gspo`).
     `gspo` has no dual clip (verl's has none), so `dual_clip` applies to `ppo` only."""
 
-    # Lower ratio clip epsilon, in [0, 1); null = the named loss's default.
     clip_low: float | None = None
-    # Upper ratio clip epsilon (>= 0); null = the named loss's default.
+    """Lower ratio clip epsilon, in [0, 1); null = the named loss's default."""
     clip_high: float | None = None
-    # Dual-clip constant c (> 1) for negative advantages (ppo only); null = off.
+    """Upper ratio clip epsilon (>= 0); null = the named loss's default."""
     dual_clip: float | None = 3.0
-    # How token losses reduce to a scalar; null = the named loss's default.
+    """Dual-clip constant c (> 1) for negative advantages (ppo only); null = off."""
     aggregation: Aggregation | None = None
-    # Constant divisor (tokens, >= 1) of seq-mean-token-sum-norm; null = none.
+    """How token losses reduce to a scalar; null = the named loss's default."""
     max_length: int | None = None
-    # Weight of the KL penalty to the reference model (>= 0); 0 = no reference pass.
+    """Constant divisor (tokens, >= 1) of seq-mean-token-sum-norm; null = none."""
     kl_coef: float = 0.0
-    # KL estimator: k1, k3 or k3_unclipped.
+    """Weight of the KL penalty to the reference model (>= 0); 0 = no reference pass."""
     kl_type: KLType = "k3"
-    # Weight of the entropy bonus (>= 0).
+    """KL estimator: k1, k3 or k3_unclipped."""
     entropy_coef: float = 0.0
-    # Registered policy surrogate: ppo or gspo (or a registered plugin).
+    """Weight of the entropy bonus (>= 0)."""
     name: str = "ppo"
+    """Registered policy surrogate: ppo or gspo (or a registered plugin)."""
 
     def __post_init__(self) -> None:
         registered = get_policy_loss(self.name)

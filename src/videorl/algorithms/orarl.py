@@ -61,14 +61,14 @@ __all__ = [
 class DirectionalGainConfig:
     """Stage B. `gamma = 0` turns the gain off (g = 1)."""
 
-    # Strength of the directional gain (>= 0); 0 = off (gain 1).
     gamma: float = 0.25
-    # Lower clip of the gain (> 0, <= max_gain).
+    """Strength of the directional gain (>= 0); 0 = off (gain 1)."""
     min_gain: float = 1.0
-    # Upper clip of the gain (>= min_gain).
+    """Lower clip of the gain (> 0, <= max_gain)."""
     max_gain: float = 4.0
-    # Numerical floor in the gain's denominator (> 0).
+    """Upper clip of the gain (>= min_gain)."""
     eps: float = 1e-6
+    """Numerical floor in the gain's denominator (> 0)."""
 
     def __post_init__(self) -> None:
         if self.gamma < 0:
@@ -86,18 +86,18 @@ class DirectionalGainConfig:
 class AnchorConfig:
     """Stage C: `A* = min(scale * w, clip(cap_factor * best, cap_min, cap_max))`."""
 
-    # Sharpness of the anchor weight w (>= 0).
     beta: float = 2.0
-    # Multiplier of w in the anchor advantage A* (>= 0).
+    """Sharpness of the anchor weight w (>= 0)."""
     scale: float = 2.0
-    # Cap on A* as a multiple of the best policy row's advantage (>= 0).
+    """Multiplier of w in the anchor advantage A* (>= 0)."""
     cap_factor: float = 1.2
-    # Lower clip of the cap (>= 0, <= cap_max).
+    """Cap on A* as a multiple of the best policy row's advantage (>= 0)."""
     cap_min: float = 0.05
-    # Upper clip of the cap (>= cap_min).
+    """Lower clip of the cap (>= 0, <= cap_max)."""
     cap_max: float = 1.0
-    # Numerical floor in the anchor's denominators (> 0).
+    """Upper clip of the cap (>= cap_min)."""
     eps: float = 1e-6
+    """Numerical floor in the anchor's denominators (> 0)."""
 
     def __post_init__(self) -> None:
         if self.beta < 0 or self.scale < 0 or self.cap_factor < 0:
@@ -120,7 +120,9 @@ class OraRLConfig:
     (from YAML) are converted to the stage configs."""
 
     gain: DirectionalGainConfig = field(default_factory=DirectionalGainConfig)
+    """Stage B. `gamma = 0` turns the gain off (g = 1)."""
     anchor: AnchorConfig = field(default_factory=AnchorConfig)
+    """Stage C: `A* = min(scale * w, clip(cap_factor * best, cap_min, cap_max))`."""
 
     def __post_init__(self) -> None:
         for name, cls in (("gain", DirectionalGainConfig), ("anchor", AnchorConfig)):

@@ -145,14 +145,14 @@ class CorrectionConfig:
     """Stage E: the shrink factor is `clip(rms_ref / (rms + eps), min_scale, max_scale)`,
     applied only when the group's policy reward std is at least `min_reward_std`."""
 
-    # Lower clip of the shrink factor (>= 0, <= max_scale).
     min_scale: float = 0.25
-    # Upper clip of the shrink factor (>= min_scale).
+    """Lower clip of the shrink factor (>= 0, <= max_scale)."""
     max_scale: float = 1.0
-    # Correct only groups whose policy reward std is at least this (>= 0).
+    """Upper clip of the shrink factor (>= min_scale)."""
     min_reward_std: float = 1e-3
-    # Numerical floor in the factor's denominator (> 0).
+    """Correct only groups whose policy reward std is at least this (>= 0)."""
     eps: float = 1e-6
+    """Numerical floor in the factor's denominator (> 0)."""
 
     def __post_init__(self) -> None:
         if not 0 <= self.min_scale <= self.max_scale:
@@ -174,15 +174,17 @@ class PruningConfig:
     annotation row among them, so `pos_quota + neg_quota + 1` must equal it: the config
     checks that against `rollout.n` when it loads."""
 
-    # Turn on OraRL stages D and E (needs algorithm.annotation_rows).
     enabled: bool = False
-    # Fraction of each group's rows dropped before the update, in [0, 1).
+    """Turn on OraRL stages D and E (needs algorithm.annotation_rows)."""
     prune_ratio: float = 0.5
-    # Rows with a positive advantage that selection always keeps (>= 0).
+    """Fraction of each group's rows dropped before the update, in [0, 1)."""
     pos_quota: int = 1
-    # Rows with a negative advantage that selection always keeps (>= 0).
+    """Rows with a positive advantage that selection always keeps (>= 0)."""
     neg_quota: int = 2
+    """Rows with a negative advantage that selection always keeps (>= 0)."""
     correction: CorrectionConfig = field(default_factory=CorrectionConfig)
+    """Stage E: the shrink factor is `clip(rms_ref / (rms + eps), min_scale, max_scale)`, applied
+    only when the group's policy reward std is at least `min_reward_std`."""
 
     def __post_init__(self) -> None:
         if not 0 <= self.prune_ratio < 1:

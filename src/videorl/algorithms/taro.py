@@ -40,14 +40,14 @@ class OffPolicyConfig:
     `awr` uncapped, `raft` = 1 for every row whose advantage equals its group's maximum
     (ties and all-equal groups included)."""
 
-    # Loss on the constructed (off-policy) rows: mask, clone, awr or raft.
     mode: OffPolicyMode = "mask"
-    # AWR temperature beta (> 0).
+    """Loss on the constructed (off-policy) rows: mask, clone, awr or raft."""
     awr_beta: float = 1.0
-    # Cap on AWR's weight exp(A / beta) (> 0).
+    """AWR temperature beta (> 0)."""
     awr_max_weight: float = 20.0
-    # Use TaRO's own formulas (awr uncapped, raft keeps every row at the group maximum).
+    """Cap on AWR's weight exp(A / beta) (> 0)."""
     exact: bool = False
+    """Use TaRO's own formulas (awr uncapped, raft keeps every row at the group maximum)."""
 
     def __post_init__(self) -> None:
         if self.mode not in OFF_POLICY_MODES:
@@ -103,12 +103,12 @@ def off_policy_advantages(
 class CurriculumConfig:
     """`schedule`: `hard` (needs `warmup_epochs`) or `linear` (needs `warmup_steps` > 0)."""
 
-    # How constructed rows fade out: hard (after warmup_epochs) or linear (over warmup_steps).
     schedule: Schedule = "hard"
-    # hard: epochs with constructed rows (>= 0).
+    """How constructed rows fade out: hard (after warmup_epochs) or linear (over warmup_steps)."""
     warmup_epochs: int = 1
-    # linear: steps over which constructed rows fade out (> 0 for linear).
+    """hard: epochs with constructed rows (>= 0)."""
     warmup_steps: int = 0
+    """linear: steps over which constructed rows fade out (> 0 for linear)."""
 
     def __post_init__(self) -> None:
         if self.schedule not in SCHEDULES:

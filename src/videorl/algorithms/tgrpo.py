@@ -36,16 +36,16 @@ class TemporalContrastConfig:
     per video prompt (null: `rollout.n // 2`, Video-R1's count); a row is correct when its
     task accuracy (the reward's `task` component) is > `correct_threshold`."""
 
-    # Turn on T-GRPO's shuffled-frame rollouts and temporal bonus.
     enabled: bool = False
-    # mu: the ordered group's accuracy must reach mu x the shuffled group's (>= 0).
+    """Turn on T-GRPO's shuffled-frame rollouts and temporal bonus."""
     margin: float = 0.8
-    # alpha: reward added to correct ordered rows when it does (>= 0).
+    """mu: the ordered group's accuracy must reach mu x the shuffled group's (>= 0)."""
     bonus: float = 0.3
-    # Shuffled-frame rollouts per video prompt (>= 1); null = rollout.n // 2.
+    """alpha: reward added to correct ordered rows when it does (>= 0)."""
     n_shuffled: int | None = None
-    # A row is correct when its task accuracy exceeds this, in [0, 1).
+    """Shuffled-frame rollouts per video prompt (>= 1); null = rollout.n // 2."""
     correct_threshold: float = 0.1
+    """A row is correct when its task accuracy exceeds this, in [0, 1)."""
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.margin) and self.margin >= 0):

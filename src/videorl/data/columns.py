@@ -72,32 +72,32 @@ class ColumnsConfig:
     A dotted name reads a nested field (`reward_model.ground_truth`, `extra_info.index`).
     """
 
-    # Column of the prompt text or chat messages; null = the preset's name.
     prompt: str | None = None
-    # Column of the ground-truth answer; null = the preset's name.
+    """Column of the prompt text or chat messages; null = the preset's name."""
     answer: str | None = None
-    # Column of the video list (paths or objects); null = the preset's name.
+    """Column of the ground-truth answer; null = the preset's name."""
     videos: str | None = None
-    # Column of the image list; null = the preset's name.
+    """Column of the video list (paths or objects); null = the preset's name."""
     images: str | None = None
-    # Column of the task family / problem type; null = the preset's name.
+    """Column of the image list; null = the preset's name."""
     problem_type: str | None = None
-    # Column of the multiple-choice options; null = the preset's name.
+    """Column of the task family / problem type; null = the preset's name."""
     options: str | None = None
-    # Column of the row id; null = the preset's name.
+    """Column of the multiple-choice options; null = the preset's name."""
     id: str | None = None
-    # Column of the video duration in seconds; null = the preset's name.
+    """Column of the row id; null = the preset's name."""
     duration: str | None = None
-    # Column of the source dataset name; null = the preset's name.
+    """Column of the video duration in seconds; null = the preset's name."""
     source: str | None = None
-    # Column of the TaRO query (the event to ground); null = the preset's name.
+    """Column of the source dataset name; null = the preset's name."""
     query: str | None = None
-    # Column of the TaRO dense captions; null = the preset's name.
+    """Column of the TaRO query (the event to ground); null = the preset's name."""
     captions: str | None = None
-    # Column of the clip start time in seconds (TaRO); null = the preset's name.
+    """Column of the TaRO dense captions; null = the preset's name."""
     video_start: str | None = None
-    # Column of the clip end time in seconds (TaRO); null = the preset's name.
+    """Column of the clip start time in seconds (TaRO); null = the preset's name."""
     video_end: str | None = None
+    """Column of the clip end time in seconds (TaRO); null = the preset's name."""
 
     def any_set(self) -> bool:
         return any(getattr(self, f.name) is not None for f in fields(self))

@@ -32,14 +32,15 @@ class LoraSettings:
     """`model.lora.*`: rank 0 trains all (unfrozen) weights; rank > 0 trains LoRA adapters
     of `target_modules` (module-name suffixes) in the language model."""
 
-    # LoRA rank r (>= 0); 0 = no adapters, full fine-tuning.
     rank: int = 0
-    # LoRA scaling alpha (> 0); adapters are scaled by alpha / rank.
+    """LoRA rank r (>= 0); 0 = no adapters, full fine-tuning."""
     alpha: float = 16.0
-    # Dropout on the adapters' input, in [0, 1).
+    """LoRA scaling alpha (> 0); adapters are scaled by alpha / rank."""
     dropout: float = 0.0
-    # Module-name suffixes of the language-model layers that get adapters (non-empty when rank > 0).
+    """Dropout on the adapters' input, in [0, 1)."""
     target_modules: tuple[str, ...] = DEFAULT_TARGETS
+    """Module-name suffixes of the language-model layers that get adapters (non-empty when rank >
+    0)."""
 
     def __post_init__(self) -> None:
         if self.rank < 0:

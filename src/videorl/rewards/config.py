@@ -50,22 +50,22 @@ class SensitivityConfig:
     boundary are shuffled. `enabled` tells the trainer whether to run the two extra log-prob
     passes."""
 
-    # Add TaRO's temporal-sensitivity bonus (two extra log-prob passes per step).
     enabled: bool = False
-    # Bonus added to a qualifying row (>= 0).
+    """Add TaRO's temporal-sensitivity bonus (two extra log-prob passes per step)."""
     alpha: float = 0.3
-    # A row qualifies when its d exceeds the threshold by more than this.
+    """Bonus added to a qualifying row (>= 0)."""
     margin: float = 0.0
-    # Only TG rows with tIoU >= gate can earn the bonus, in [0, 1].
+    """A row qualifies when its d exceeds the threshold by more than this."""
     gate: float = 0.7
-    # Frames within this many seconds of a ground-truth boundary are shuffled (> 0).
+    """Only TG rows with tIoU >= gate can earn the bonus, in [0, 1]."""
     radius: float = 3.0
-    # group_mean (the group's mean d) or a constant threshold on d.
+    """Frames within this many seconds of a ground-truth boundary are shuffled (> 0)."""
     threshold: Literal["group_mean"] | float = "group_mean"
-    # Which frames move: videorl (start / end sets disjoint, each a cyclic permutation, so
-    # every frame near a boundary moves) or taro (TaRO's shuffle_boundary_frames: times from
-    # the first sampled frame, overlapping sets shuffled one after the other by randperm).
+    """group_mean (the group's mean d) or a constant threshold on d."""
     shuffle: BoundaryShuffle = "videorl"
+    """Which frames move: videorl (start / end sets disjoint, each a cyclic permutation, so every
+    frame near a boundary moves) or taro (TaRO's shuffle_boundary_frames: times from the first
+    sampled frame, overlapping sets shuffled one after the other by randperm)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.enabled, bool):
@@ -94,12 +94,13 @@ class OverlongConfig:
     tokens of the `rollout.max_new_tokens` budget the penalty grows linearly from 0 to
     `-penalty_factor` (DAPO `recipe/dapo`: `overlong_buffer.len` 4096, `penalty_factor` 1.0)."""
 
-    # Add DAPO's overlong penalty to the generated rows' rewards.
     enabled: bool = False
-    # Tokens at the end of the rollout.max_new_tokens budget over which the penalty grows (>= 1).
+    """Add DAPO's overlong penalty to the generated rows' rewards."""
     buffer_len: int = 4096
-    # Penalty at the full budget (>= 0); it grows linearly from 0 over the buffer.
+    """Tokens at the end of the rollout.max_new_tokens budget over which the penalty grows (>=
+    1)."""
     penalty_factor: float = 1.0
+    """Penalty at the full budget (>= 0); it grows linearly from 0 over the buffer."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.enabled, bool):
@@ -115,18 +116,18 @@ class LengthBandConfig:
     with at least `min_correct` correct rows (Video-R1 `grpo_trainer.py`, `len_control`:
     accuracy > 0.1, 320..512 tokens, +0.2, `len(selected_indices) > 1`)."""
 
-    # Add Video-R1's length bonus to correct rows of a length within the band.
     enabled: bool = False
-    # Shortest response in tokens that earns the bonus (>= 0).
+    """Add Video-R1's length bonus to correct rows of a length within the band."""
     min: int = 320
-    # Longest response in tokens that earns the bonus (>= min).
+    """Shortest response in tokens that earns the bonus (>= 0)."""
     max: int = 512
-    # Reward added to a qualifying row (>= 0).
+    """Longest response in tokens that earns the bonus (>= min)."""
     bonus: float = 0.2
-    # A row is correct when its task component exceeds this, in [0, 1].
+    """Reward added to a qualifying row (>= 0)."""
     correct_threshold: float = 0.1
-    # Correct rows a group needs before any earns the bonus (>= 1).
+    """A row is correct when its task component exceeds this, in [0, 1]."""
     min_correct: int = 2
+    """Correct rows a group needs before any earns the bonus (>= 1)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.enabled, bool):
@@ -179,30 +180,43 @@ class RewardConfig:
       `composition: sum`, `tg_shaping: iou_v2`, `tg_parser: taro`, `think_required: true`.
     """
 
-    # A response without a `<think>` block gets format 0.
     think_required: bool = False
-    # Temporal-grounding task reward: iou (plain tIoU) or iou_v2 (TaRO's shaping; training only).
+    """A response without a `<think>` block gets format 0."""
     tg_shaping: TgShaping = "iou"
-    # Scoring processes (>= 0); null = all cores, 0 or 1 = in-process.
+    """Temporal-grounding task reward: iou (plain tIoU) or iou_v2 (TaRO's shaping; training
+    only)."""
     num_workers: int | None = None
-    # Per-sample scoring time limit in seconds (> 0); a sample over it scores 0.
+    """Scoring processes (>= 0); null = all cores, 0 or 1 = in-process."""
     timeout_s: float = 5.0
-    # Family name -> `module:function` reward plug-in (imported when the config loads).
+    """Per-sample scoring time limit in seconds (> 0); a sample over it scores 0."""
     plugins: dict[str, str] = field(default_factory=dict)
-    # replace (the plug-in's reward) or extend (blend it with the built-in by plugin_weight).
+    """Family name -> `module:function` reward plug-in (imported when the config loads)."""
     plugin_mode: PluginMode = "replace"
-    # extend mode: weight of the plug-in in overall, in [0, 1].
+    """replace (the plug-in's reward) or extend (blend it with the built-in by plugin_weight)."""
     plugin_weight: float = 0.5
+    """extend mode: weight of the plug-in in overall, in [0, 1]."""
     sensitivity: SensitivityConfig = field(default_factory=SensitivityConfig)
-    # How format and task combine: product (task x format, in [0, 1]) or sum (format + task, in [0,
-    # 2], TaRO).
+    """TaRO temporal-sensitivity reward (docs/methods.md#temporal-sensitivity-reward): bonus `alpha
+    * 1[d_i > thr + margin]` for TG rows whose tIoU >= `gate`; `thr` is the group mean of d
+    (`"group_mean"`) or a constant; frames within +-`radius` seconds of each ground-truth
+    boundary are shuffled. `enabled` tells the trainer whether to run the two extra log-prob
+    passes."""
     composition: Composition = "product"
-    # Temporal-grounding answer parser: strict (`S to E`) or taro (the last `Xs to Ys`).
+    """How format and task combine: product (task x format, in [0, 1]) or sum (format + task, in [0,
+    2], TaRO)."""
     tg_parser: TgParser = "strict"
+    """Temporal-grounding answer parser: strict (`S to E`) or taro (the last `Xs to Ys`)."""
     overlong: OverlongConfig = field(default_factory=OverlongConfig)
+    """DAPO's overlong reward shaping (`rewards/length.py`): over the last `buffer_len` tokens of
+    the `rollout.max_new_tokens` budget the penalty grows linearly from 0 to `-penalty_factor`
+    (DAPO `recipe/dapo`: `overlong_buffer.len` 4096, `penalty_factor` 1.0)."""
     length_band: LengthBandConfig = field(default_factory=LengthBandConfig)
-    # videorl (our scorers) or orarl (OraRL's per-task adapters, exactly); details above.
+    """Video-R1's length reward (`rewards/length.py`): `+bonus` for a correct row (task component >
+    `correct_threshold`) whose response has `min <= tokens <= max`, in a group with at least
+    `min_correct` correct rows (Video-R1 `grpo_trainer.py`, `len_control`: accuracy > 0.1,
+    320..512 tokens, +0.2, `len(selected_indices) > 1`)."""
     mode: RewardMode = "videorl"
+    """videorl (our scorers) or orarl (OraRL's per-task adapters, exactly); details above."""
 
     def __post_init__(self) -> None:
         if self.mode not in REWARD_MODES:

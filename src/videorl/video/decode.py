@@ -61,34 +61,34 @@ class VideoConfig:
       checkpoint trained that way (Video-R1's SFT); it discards the real time scale.
     """
 
-    # Video decoder: pyav, torchcodec or decord (the latter two must be installed).
     backend: Backend = "pyav"
-    # Frames sampled per second of video (> 0), within min_frames..max_frames.
+    """Video decoder: pyav, torchcodec or decord (the latter two must be installed)."""
     fps: float = 2.0
-    # Fewest frames sampled from a video (>= 1).
+    """Frames sampled per second of video (> 0), within min_frames..max_frames."""
     min_frames: int = 4
-    # Most frames sampled from a video (>= 2 and >= min_frames).
+    """Fewest frames sampled from a video (>= 1)."""
     max_frames: int = 64
-    # Smallest frame area in pixels after resizing (>= 1); smaller frames are upscaled.
+    """Most frames sampled from a video (>= 2 and >= min_frames)."""
     min_pixels: int = 128 * 28 * 28
-    # Largest frame area in pixels after resizing (>= min_pixels).
+    """Smallest frame area in pixels after resizing (>= 1); smaller frames are upscaled."""
     max_pixels: int = 768 * 28 * 28
-    # Largest image (one-frame media) area in pixels after resizing, apart from video
-    # frames; null = max_pixels. OraRL: 1048576 (its frames: 786432).
+    """Largest frame area in pixels after resizing (>= min_pixels)."""
     image_max_pixels: int | None = None
-    # Smallest image area in pixels after resizing; null = min_pixels. Video-R1: 3136.
+    """Largest image (one-frame media) area in pixels after resizing, apart from video frames; null
+    = max_pixels. OraRL: 1048576 (its frames: 786432)."""
     image_min_pixels: int | None = None
-    # Pixel budget of the whole video (frames x area, >= 1); frames shrink to fit.
+    """Smallest image area in pixels after resizing; null = min_pixels. Video-R1: 3136."""
     total_pixels: int = int(128000 * 28 * 28 * 0.9)
-    # Frame sides are rounded to multiples of this (patch x merge: 28 Qwen2.5-VL, 32 Qwen3-VL).
+    """Pixel budget of the whole video (frames x area, >= 1); frames shrink to fit."""
     factor: int = 28
-    # Size of the in-memory decoded-video cache in bytes (>= 0); 0 = off.
+    """Frame sides are rounded to multiples of this (patch x merge: 28 Qwen2.5-VL, 32 Qwen3-VL)."""
     cache_bytes: int = 4 * 1024**3
-    # Folder of an on-disk decoded-video cache; null = none.
+    """Size of the in-memory decoded-video cache in bytes (>= 0); 0 = off."""
     cache_dir: str | None = None
-    # What the model is told about frame times: sampled (true fps and timestamps) or
-    # processor_default (Video-R1's fixed 2 fps); details above.
+    """Folder of an on-disk decoded-video cache; null = none."""
     time_encoding: TimeEncoding = "sampled"
+    """What the model is told about frame times: sampled (true fps and timestamps) or
+    processor_default (Video-R1's fixed 2 fps); details above."""
 
     def __post_init__(self) -> None:
         def bad(key: str, fix: str) -> ConfigError:
