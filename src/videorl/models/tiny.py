@@ -25,6 +25,7 @@ from typing import Any
 import torch
 from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
+from videorl.errors import ConfigError
 from videorl.models.specs import (  # noqa: F401  (ARCHS, SIZES, PRESETS: the public names)
     ARCHS,
     PRESETS,
@@ -34,6 +35,7 @@ from videorl.models.specs import (  # noqa: F401  (ARCHS, SIZES, PRESETS: the pu
     model_spec,
     sizes_for,
 )
+from videorl.models.vision_warmup import WarmupReport, WarmupSettings, warm_up_vision
 
 _PRETOKENIZE = (
     r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"""
@@ -305,6 +307,7 @@ class BuiltModel:
     embedding_rows: int
     tokenizer_size: int
     seconds: float
+    vision_warmup: WarmupReport | None = None
 
 
 def _model_class(arch: str):
@@ -362,12 +365,23 @@ def make_model(
 
 
 def build_model(
-    arch: str, out_dir: str | Path, *, size: str = "tiny", **options: Any
+    arch: str,
+    out_dir: str | Path,
+    *,
+    size: str = "tiny",
+    vision_warmup: WarmupSettings | None = None,
+    **options: Any,
 ) -> BuiltModel:
     """`make_model(arch, size, **options)` (seed, device, dtype, layers, vision_depth,
-    small_vocab), saved like a real checkpoint (weights, config, tokenizer/processor)."""
+    small_vocab), its vision tower warmed up when `vision_warmup` is given
+    (`models/vision_warmup.py`), saved like a real checkpoint (weights, config,
+    tokenizer/processor)."""
+    warm = vision_warmup is not None and vision_warmup.steps > 0
+    if warm and arch == "qwen3":
+        raise ConfigError("--vision-warmup: qwen3 is text-only; it has no vision tower")
     started = time.perf_counter()
     model, processor = make_model(arch, size, **options)
+    warmup = warm_up_vision(model, processor, vision_warmup) if warm else None
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out)
@@ -379,6 +393,7 @@ def build_model(
         embedding_rows=int(model.config.get_text_config().vocab_size),
         tokenizer_size=len(tokenizer),
         seconds=time.perf_counter() - started,
+        vision_warmup=warmup,
     )
 
 
