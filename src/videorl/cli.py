@@ -80,6 +80,11 @@ def make_tiny(
     small_vocab: bool = typer.Option(
         False, help="Embeddings sized to our tokenizer, not the published vocabulary."
     ),
+    vision_warmup: int = typer.Option(
+        0,
+        help="Steps of a self-supervised warm-up of the vision tower on synthetic clips, a "
+        "stand-in for a pretrained encoder (0: the random tower; the quickstart uses 150).",
+    ),
     overwrite: bool = typer.Option(False, "--overwrite", help="Write into a non-empty OUT."),
 ) -> None:
     """Build a random-init model offline and save it like a real checkpoint."""
@@ -91,6 +96,7 @@ def make_tiny(
 
     from videorl.errors import ConfigError
     from videorl.models.tiny import build_model
+    from videorl.models.vision_warmup import WarmupSettings
 
     if dtype not in ("float32", "bfloat16", "float16"):
         raise ConfigError(f"--dtype {dtype!r} is unknown; choose float32, bfloat16 or float16")
@@ -106,6 +112,7 @@ def make_tiny(
         layers=layers,
         vision_depth=vision_depth,
         small_vocab=small_vocab,
+        vision_warmup=WarmupSettings(steps=vision_warmup, seed=seed) if vision_warmup else None,
     )
     vocab = (
         f"; {built.embedding_rows} embedding rows (published vocab size), our tokenizer uses "
@@ -117,6 +124,12 @@ def make_tiny(
         f"wrote {arch} ({size}, {built.params / 1e6:.2f} M params, {dtype}{vocab}) to "
         f"{built.path} in {built.seconds:.1f} s"
     )
+    if built.vision_warmup is not None:
+        report = built.vision_warmup
+        console.print(
+            f"vision tower warmed up: {report.steps} steps, loss {report.first_loss:.3f} -> "
+            f"{report.last_loss:.3f} in {report.seconds:.1f} s"
+        )
 
 
 @app.command("synth")
@@ -130,6 +143,11 @@ def synth(
         0, help="Extra records per family written to val.jsonl (disjoint videos)."
     ),
     seed: int = typer.Option(0, help="Random seed (same seed, same files)."),
+    tg_events: str = typer.Option(
+        "appear,colour,move",
+        help="Temporal-grounding event kinds to draw from: a shape appears on an empty "
+        "screen, changes colour, or moves (the quickstart uses appear).",
+    ),
     overwrite: bool = typer.Option(
         False, "--overwrite", help="Replace what an earlier synth wrote into --out."
     ),
@@ -141,7 +159,10 @@ def synth(
     beat by looking."""
     from videorl.data.synth import write_dataset
 
-    manifest = write_dataset(out, families.split(","), n=n, val=val, seed=seed, overwrite=overwrite)
+    events = tuple(e.strip() for e in tg_events.split(",") if e.strip())
+    manifest = write_dataset(
+        out, families.split(","), n=n, val=val, seed=seed, overwrite=overwrite, tg_events=events
+    )
     console.print(
         f"wrote {manifest['records']['train']} training and {manifest['records']['val']} "
         f"validation records ({', '.join(manifest['families'])}) to {out} (manifest.json)"

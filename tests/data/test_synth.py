@@ -220,3 +220,15 @@ def test_family_selection():
         parse_families("tg,foo")
     with pytest.raises(ConfigError):
         synthesize("/tmp/never", n=0)
+
+
+def test_tg_events_choose_the_event_kinds(tmp_path):
+    from videorl.data.loaders import load_records
+    from videorl.data.synth import synthesize
+    from videorl.errors import ConfigError
+
+    path = synthesize(tmp_path / "a", ["tg"], n=6, seed=0, tg_events=("appear",))
+    records = load_records(path).records
+    assert {r.subtype for r in records} == {"appear"}
+    with pytest.raises(ConfigError, match="--tg-events .*'?blink'? is not an event kind"):
+        synthesize(tmp_path / "b", ["tg"], n=1, tg_events=("blink",))

@@ -30,6 +30,7 @@ from videorl.data.families import Family, parse_family
 from videorl.data.records import TaskRecord
 from videorl.data.synth_reasoning import math_problem, spatial_intelligence, video_qa
 from videorl.data.synth_tasks import (
+    TG_EVENTS,
     segmentation,
     spatial_grounding,
     spatio_temporal_grounding,
@@ -67,13 +68,19 @@ SPLITS = ("train", "val")
 
 
 def make_record(
-    family: Family, index: int, seed: int, out: Path, split: str = "train"
+    family: Family,
+    index: int,
+    seed: int,
+    out: Path,
+    split: str = "train",
+    tg_events: tuple[str, ...] = TG_EVENTS,
 ) -> TaskRecord:
-    """Record `index` of `family` in `split`, writing its media under `out`."""
+    """Record `index` of `family` in `split`, writing its media under `out`; temporal
+    grounding draws its event kind from `tg_events`."""
     rng = np.random.default_rng([seed, FAMILY_ORDER.index(family), SPLITS.index(split), index])
     rid = f"{family.short}-{'' if split == 'train' else split + '-'}{index:04d}"
     if family is Family.TEMPORAL_GROUNDING:
-        return temporal_grounding(rng, rid, out)
+        return temporal_grounding(rng, rid, out, tg_events)
     if family is Family.SPATIAL_GROUNDING:
         return spatial_grounding(rng, rid, out)
     if family is Family.SEGMENTATION:
@@ -103,9 +110,16 @@ def synthesize(
     n: int = 16,
     seed: int = 0,
     val: int = 0,
+    tg_events: tuple[str, ...] = TG_EVENTS,
 ) -> Path:
     """Write `n` training and `val` validation records per family (plus media) under
     `out_dir`; returns `out_dir/records.jsonl` (the training records)."""
+    unknown = sorted(set(tg_events) - set(TG_EVENTS)) or ([] if tg_events else ["(none)"])
+    if unknown:
+        raise ConfigError(
+            f"synth --tg-events {','.join(tg_events)}: {', '.join(unknown)} is not an event "
+            f"kind; choose from {','.join(TG_EVENTS)}"
+        )
     if n < 1 or val < 0:
         raise ConfigError(
             f"synth --n={n} --val={val}: need at least 1 training record per family and val >= 0"
@@ -115,14 +129,16 @@ def synthesize(
     chosen = parse_families(families)
     everything: list[TaskRecord] = []
     for family in chosen:
-        records = [make_record(family, k, seed, out) for k in range(n)]
+        records = [make_record(family, k, seed, out, tg_events=tg_events) for k in range(n)]
         _write_jsonl(out / f"records_{family.short}.jsonl", records)
         everything.extend(records)
         logger.info("synth: %d %s records", n, family.value)
     path = out / "records.jsonl"
     _write_jsonl(path, everything)
     if val:
-        held_out = [make_record(f, k, seed, out, "val") for f in chosen for k in range(val)]
+        held_out = [
+            make_record(f, k, seed, out, "val", tg_events) for f in chosen for k in range(val)
+        ]
         _write_jsonl(out / "val.jsonl", held_out)
     return path
 
@@ -144,10 +160,13 @@ def _split(
     return train, val, by_family
 
 
-def _fill_dataset(tmp: Path, families: list[str], n: int, val: int, seed: int) -> dict:
+def _fill_dataset(
+    tmp: Path, families: list[str], n: int, val: int, seed: int, tg_events: tuple[str, ...]
+) -> dict:
     from videorl.data.loaders import write_records
 
-    train, held_out, by_family = _split(synthesize(tmp, families, n=n + val, seed=seed), n)
+    records = synthesize(tmp, families, n=n + val, seed=seed, tg_events=tg_events)
+    train, held_out, by_family = _split(records, n)
     write_records(tmp / "train.jsonl", train)
     if held_out:
         write_records(tmp / "val.jsonl", held_out)
@@ -157,6 +176,7 @@ def _fill_dataset(tmp: Path, families: list[str], n: int, val: int, seed: int) -
         "n": n,
         "val": val,
         "seed": seed,
+        **({} if tg_events == TG_EVENTS else {"tg_events": list(tg_events)}),
         "records": {"train": len(train), "val": len(held_out)},
         "files": sorted([*files, MANIFEST]),
     }
@@ -199,6 +219,7 @@ def write_dataset(
     val: int,
     seed: int,
     overwrite: bool = False,
+    tg_events: tuple[str, ...] = TG_EVENTS,
 ) -> dict:
     """Write `n` training and `val` validation records per family, their media and a
     manifest under `out_dir`, all or nothing; returns the manifest."""
@@ -210,7 +231,7 @@ def write_dataset(
     tmp = out.parent / f"{TMP_PREFIX}{out.name}-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     try:
-        manifest = _fill_dataset(tmp, families, n, val, seed)
+        manifest = _fill_dataset(tmp, families, n, val, seed, tg_events)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

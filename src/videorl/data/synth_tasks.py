@@ -43,6 +43,7 @@ SOURCE_FPS = 8
 FRAME_SIZES = ((64, 64), (96, 64), (96, 96))  # (width, height), even for yuv420p
 TG_DURATION = (8.0, 16.0)  # seconds, temporal grounding videos
 TG_EVENT = (1.0, 1.5)  # seconds, the queried event
+TG_EVENTS = ("appear", "colour", "move")  # kinds of temporal-grounding event
 
 
 def large_size(rng: np.random.Generator, width: int, height: int) -> int:
@@ -128,8 +129,11 @@ def box_of(item: Placed, width: int, height: int) -> tuple[float, float, float, 
 # ----- temporal grounding ----------------------------------------------------------------
 
 
-def temporal_grounding(rng: np.random.Generator, rid: str, out: Path) -> TaskRecord:
-    """An event over [t0, t1): a shape is visible, turns another colour, or moves.
+def temporal_grounding(
+    rng: np.random.Generator, rid: str, out: Path, events: tuple[str, ...] = TG_EVENTS
+) -> TaskRecord:
+    """An event over [t0, t1) of a kind drawn from `events`: a shape is visible (on an
+    empty screen otherwise), turns another colour, or moves.
     Dense captions describe every segment of the timeline.
 
     Distributions (so that the prompt alone does not give the answer): duration uniform
@@ -142,7 +146,7 @@ def temporal_grounding(rng: np.random.Generator, rid: str, out: Path) -> TaskRec
     length = half_step(rng, TG_EVENT[0], TG_EVENT[1])
     t0 = half_step(rng, 0.5, duration - 0.5 - length)
     t1 = t0 + length
-    kind = ("appear", "colour", "move")[int(rng.integers(3))]
+    kind = events[int(rng.integers(len(events)))]
     c1, c2 = distinct(rng, list(COLORS), 2)
     size = large_size(rng, width, height)
     x, y = place(rng, size, height, width)
