@@ -34,8 +34,8 @@ test-fast: setup
 	$(PY) -m pytest -m "not slow"
 
 quickstart: setup
-	$(PY) -m videorl make-tiny $(QS)/model --arch qwen2_5_vl --overwrite
-	$(PY) -m videorl synth --out $(QS)/data --families temporal_grounding --n 96 --seed 0 --val 32 --overwrite
+	$(PY) -m videorl make-tiny $(QS)/model --arch qwen3_vl --vision-warmup 150 --overwrite
+	$(PY) -m videorl synth --out $(QS)/data --families temporal_grounding --tg-events appear --n 256 --seed 0 --val 32 --overwrite
 	$(PY) -m videorl sft sft_quickstart --overwrite
 	$(PY) -m videorl train quickstart --overwrite
 	$(PY) -m videorl eval --model $(QS)/sft/final --benchmark $(QS)/data/val.jsonl --out $(QS)/eval-sft --controls frozen,reversed --overwrite
