@@ -17,7 +17,7 @@ from videorl.video.decode import VideoConfig
 
 from .test_app import CHROMIUM, needs_browser
 
-QUICKSTART_VIDEO = {"think": False, "fps": 2.0, "max_frames": 8, "min_pixels": 3136}
+QUICKSTART_VIDEO = {"think": False, "fps": 2.0, "max_frames": 32, "min_pixels": 3136}
 
 
 def quickstart_run(model_dir, folder):
@@ -108,7 +108,7 @@ def test_fitted_model_answers_its_example_in_process(fitted, examples):
     question = ask(loaded, example.video_path, None, settings, example.record)
     truth = example.record.answer.windows[0]
     assert question.prediction.window == truth
-    # The demo's old defaults (think on, 32 frames, default pixels) ask another prompt.
+    # The demo's old defaults (think on, default pixels) ask another prompt.
     old = Settings(think=True, max_frames=32)
     assert ask(loaded, example.video_path, None, old, example.record).prediction.window != truth
 
