@@ -180,19 +180,22 @@ def selection_variants(group: Any, cfg: Any) -> dict[str, Any]:
     """A scored group (policy rows + annotation rows) selected three ways, each with the
     recipe's post-selection correction: `cfg`'s OraRL selection, OraRL unpruned, and GRPO
     over the policy rows alone."""
+    import dataclasses
+
     import torch
 
     from videorl.config import AlgorithmConfig
     from videorl.trainer.stages import compute_advantages, select
 
     orarl = compute_advantages(group, cfg.algorithm)
-    correction = cfg.algorithm.pruning.correction
+    pruning, n = cfg.algorithm.pruning, cfg.rollout.n
+    unpruned = dataclasses.replace(pruning, enabled=False)
     policy = group.subset(torch.nonzero(~group.is_annotation).flatten())
     grpo = compute_advantages(policy, AlgorithmConfig(estimator="grpo"))
     return {
-        "orarl_pruned": select(orarl, cfg.selection, correction),
-        "unpruned": select(orarl, None, correction),
-        "grpo": select(grpo, None, correction),
+        "orarl_pruned": select(orarl, pruning, n),
+        "unpruned": select(orarl, unpruned, n),
+        "grpo": select(grpo, unpruned, n),
     }
 
 

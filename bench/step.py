@@ -125,15 +125,16 @@ def instrumented(state: Any, watch: Stopwatch) -> Iterator[None]:
         "decode": (state.videos, "get"),
         "generate": (state.engine, "generate"),
         "encode": (prompting, "encode_record"),
-        "reward": (loop, "score"),
-        "update_total": (loop, "update_policy"),
+        "reward": (loop.STAGES, "score"),  # the stages train_step calls by default
+        "update_total": (loop.STAGES, "update"),
         "old_logprobs": (update, "logprobs_in_microbatches"),
         "advantage": (loop, "compute_advantages"),
         "selection": (loop, "select"),
     }
     originals = {name: getattr(obj, attr) for name, (obj, attr) in patches.items()}
     for name, (obj, attr) in patches.items():
-        setattr(obj, attr, watch.wrap(name, originals[name]))
+        # object.__setattr__: `loop.STAGES` is a frozen dataclass; restored on exit
+        object.__setattr__(obj, attr, watch.wrap(name, originals[name]))
     decoder = getattr(state.policy.model, "model", None)
     handles = []
     if decoder is not None and hasattr(decoder, "visual"):
@@ -164,7 +165,7 @@ def instrumented(state: Any, watch: Stopwatch) -> Iterator[None]:
             if obj is state.videos or obj is state.engine:
                 delattr(obj, attr)  # back to the class method
             else:
-                setattr(obj, attr, originals[name])
+                object.__setattr__(obj, attr, originals[name])
         for handle in handles:
             handle.remove()
 
