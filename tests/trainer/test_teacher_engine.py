@@ -7,11 +7,10 @@ the HF teacher in tests/vllm/test_parity.py), `hf` (the default) with an HF forw
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import pytest
 import torch
 
+from tests.trainer.teacher_batch import TeacherBatch
 from videorl.algorithms.distill import DistillConfig
 from videorl.config import load_config
 from videorl.errors import ConfigError
@@ -39,17 +38,6 @@ def test_vllm_teacher_refuses_another_temperature():
     DistillConfig(teacher_engine="hf", teacher_temperature=0.7)
 
 
-@dataclass(frozen=True)
-class _Batch:
-    responses: list
-    teacher_logp: torch.Tensor | None = None
-    student_logp: torch.Tensor | None = None
-    prompts: list = field(default_factory=list)
-
-    def row_prompts(self) -> list:
-        return self.prompts
-
-
 class _Scorer:
     """A teacher engine that returns -0.5 per token and records what it was asked."""
 
@@ -73,7 +61,7 @@ def test_teacher_engine_scores_the_rows_and_pads_them(monkeypatch):
     monkeypatch.setattr(stages, "logprobs_in_microbatches", student_only)
     responses = [torch.tensor([4, 5, 6]), torch.tensor([7]), torch.tensor([], dtype=torch.long)]
     scorer = _Scorer()
-    batch = _Batch(responses=responses, prompts=["a", "b", "c"])
+    batch = TeacherBatch(responses=responses, prompts=["a", "b", "c"])
     out = stages.add_teacher_logprobs(
         batch, "student", "teacher", temperature=1.0, token_budget=64, teacher_engine=scorer
     )

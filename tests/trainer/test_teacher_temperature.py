@@ -8,11 +8,10 @@ its verl fork as `+actor_rollout_ref.rollout.teacher_temperature` (line 130); `g
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import pytest
 import torch
 
+from tests.trainer.teacher_batch import TeacherBatch
 from videorl.algorithms.distill import DistillConfig
 from videorl.cli import resolve_config_path
 from videorl.config import load_config
@@ -34,17 +33,6 @@ def test_teacher_temperature_must_be_positive(bad):
         load_config(None, [f"algorithm.distill.teacher_temperature={bad}"])
 
 
-@dataclass(frozen=True)
-class _Batch:
-    responses: list
-    teacher_logp: torch.Tensor | None = None
-    student_logp: torch.Tensor | None = None
-    prompts: list = field(default_factory=list)
-
-    def row_prompts(self) -> list:
-        return self.prompts
-
-
 def test_teacher_scores_at_its_temperature_the_student_at_the_rollouts(monkeypatch):
     """Worked example: one response token with logits (2, 0) under both models. Student at the
     rollout temperature 1: log softmax = 2 - log(e^2 + 1) = -0.12693; teacher at 2: logits
@@ -56,7 +44,7 @@ def test_teacher_scores_at_its_temperature_the_student_at_the_rollouts(monkeypat
         return torch.full((len(responses), 1), float(logp))
 
     monkeypatch.setattr(stages, "logprobs_in_microbatches", fake_logprobs)
-    batch = _Batch(responses=[torch.tensor([0])], prompts=["p"])
+    batch = TeacherBatch(responses=[torch.tensor([0])], prompts=["p"])
     out = stages.add_teacher_logprobs(
         batch, "student", "teacher", temperature=1.0, token_budget=64, teacher_temperature=2.0
     )

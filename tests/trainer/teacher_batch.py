@@ -1,0 +1,19 @@
+"""The part of a `RolloutBatch` that `stages.add_teacher_logprobs` reads, for tests of the
+teacher stage that need no model rollout."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+
+@dataclass(frozen=True)
+class TeacherBatch:
+    responses: list
+    teacher_logp: torch.Tensor | None = None
+    student_logp: torch.Tensor | None = None
+    prompts: list = field(default_factory=list)
+
+    def row_prompts(self) -> list:
+        return self.prompts
