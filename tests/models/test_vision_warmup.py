@@ -21,7 +21,7 @@ def _event_gap(model, processor, settings: WarmupSettings) -> float:
     """Mean distance between a frame pair with a shape and an empty one, per visual token,
     relative to the empty tokens' norm."""
     clip = random_clip(np.random.default_rng(7), settings)
-    empty = np.repeat(clip[:1] * 0 + clip[:1].min(), len(clip), axis=0)
+    empty = np.full_like(clip, clip.min())  # every frame the plain background
     with torch.no_grad():
         shown = encode_clip(processor, clip, settings)
         blank = encode_clip(processor, empty, settings)

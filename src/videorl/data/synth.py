@@ -114,10 +114,10 @@ def synthesize(
 ) -> Path:
     """Write `n` training and `val` validation records per family (plus media) under
     `out_dir`; returns `out_dir/records.jsonl` (the training records)."""
-    unknown = sorted(set(tg_events) - set(TG_EVENTS)) or ([] if tg_events else ["(none)"])
-    if unknown:
+    unknown = sorted(set(tg_events) - set(TG_EVENTS))
+    if unknown or not tg_events:
         raise ConfigError(
-            f"synth --tg-events {','.join(tg_events)}: {', '.join(unknown)} is not an event "
+            f"synth --tg-events {','.join(tg_events)}: {', '.join(unknown) or '(none)'} is not an event "
             f"kind; choose from {','.join(TG_EVENTS)}"
         )
     if n < 1 or val < 0:
