@@ -4,7 +4,6 @@ prompt whose visual tokens fall on both ranks' shards."""
 
 from __future__ import annotations
 
-import socket
 import types
 from pathlib import Path
 from typing import Any
@@ -81,11 +80,10 @@ def _step(loaded: LoadedModel, packed: bool) -> dict[str, Any]:
     return {"logp": (logp * mask).detach(), "grads": grads, "lengths": seen}
 
 
-def _worker(rank: int, port: int, model_dir: str, packed: bool, out: str) -> None:
+def _worker(rank: int, store: str, model_dir: str, packed: bool, out: str) -> None:
     torch.set_num_threads(1)
-    dist.init_process_group(
-        "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=SIZE
-    )
+    # A file store: no port to race for, and no server on rank 0 that rank 1 outlives.
+    dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=SIZE)
     try:
         loaded = load_model(model_dir, packing=packed)
         with sequence_parallel(loaded.model):
@@ -95,14 +93,9 @@ def _worker(rank: int, port: int, model_dir: str, packed: bool, out: str) -> Non
             grad /= SIZE
         if rank == 0:
             torch.save(result, out)
+        dist.barrier()  # no rank tears its pairs down while a peer's last message is in flight
     finally:
         dist.destroy_process_group()
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.mark.parametrize("packed", [False, True], ids=["padded", "packed"])
@@ -113,7 +106,8 @@ def test_two_ranks_equal_one_process(tiny_model_dir, tmp_path: Path, arch: str, 
     assert _visual_on_both_halves(loaded, packed)
     one = _step(loaded, packed)
     out = tmp_path / "two.pt"
-    mp.spawn(_worker, args=(_free_port(), model_dir, packed, str(out)), nprocs=SIZE, join=True)
+    store = str(tmp_path / "store")
+    mp.spawn(_worker, args=(store, model_dir, packed, str(out)), nprocs=SIZE, join=True)
     two = torch.load(out)
     assert two["lengths"] == [-(-one["lengths"][0] // SIZE)]  # each rank ran its shard
     diff = float((one["logp"] - two["logp"]).abs().max())

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import random
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -360,7 +361,10 @@ def _train(
             if stop.agreed():  # Ctrl-C: stop between steps, on every rank at once
                 raise KeyboardInterrupt
             guard.begin()
-            metrics = reduce_metrics(hooks.step(state, next(batches)), state.info)
+            started = time.perf_counter()
+            metrics = hooks.step(state, next(batches))
+            metrics["time/step"] = time.perf_counter() - started  # without validation, saving
+            metrics = reduce_metrics(metrics, state.info)
             metrics = with_running_totals(metrics, totals)
             state.step += 1
             if validator.should_validate(state.step):
