@@ -60,13 +60,12 @@ bench: $(BENCH_STAMP)
 	$(PY) bench/threads.py
 	$(PY) bench/table.py --write
 
-# Learning curves on CPU: SFT warm start, then GRPO / Dr.GRPO / RLOO / OraRL / TaRO; the cold
-# start (random init); distillation from the warm student (OPDVR / OPD / GRPD / GRPO). The warm
-# and distillation runs took ~1 h of wall time on 2 shared cores (niced, several at once).
+# Learning on the seeing task (the quickstart's SFT model, then each RL recipe; eval with
+# frozen / reversed / shuffled video controls), then distillation from an OraRL teacher
+# (OPDVR / OPD / GRPD / GRPO). Times: bench/results/learning.json and distill.json.
 bench-learning: setup
-	PYTHONPATH=src $(PY) bench/learning.py --steps 120
-	PYTHONPATH=src $(PY) bench/learning.py --start cold --steps 200
-	PYTHONPATH=src $(PY) bench/distill.py --steps 100 --teacher-steps 150
+	PYTHONPATH=src $(PY) bench/learning.py --steps 150
+	PYTHONPATH=src $(PY) bench/distill.py --steps 150 --teacher-steps 300
 
 VLLM_VENV ?= .venv-vllm
 VLLM_PY := $(VLLM_VENV)/bin/python

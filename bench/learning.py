@@ -1,34 +1,39 @@
-"""Learning curves on CPU: GRPO, Dr.GRPO, RLOO, OraRL, TaRO, T-GRPO, DAPO and GSPO side by
-side on synthetic temporal grounding, from one SFT-warmed tiny model (`--start warm`, the
-default) or from the random init (`--start cold`).
+"""Learning on the seeing task, CPU: GRPO, Dr.GRPO, RLOO, OraRL, TaRO, T-GRPO, DAPO and GSPO
+side by side from the quickstart's SFT model, scored on real and control videos.
 
-Warm start: `videorl sft` (recipe sft_quickstart, annotation targets) on the training
-records, validated (greedy) every 5 steps; the warm model is the first checkpoint whose
-mean greedy validation tIoU reaches `--sft-target` (SFT stopped early on purpose: answers
-parse but are imprecise). Every recipe then trains from that model for the same steps, data,
-seed and learning rate (the quickstart recipe with only the algorithm changed). Prints the
-mean policy reward over the first and last `--window` steps and validation mean@k before
-and after; writes bench/results/learning.json (learning_cold.json) and the PNG of the curves.
+The start is `make quickstart`'s: a tiny Qwen3-VL whose vision tower had a self-supervised
+warm-up, synthetic "when does the shape appear" videos (256 training, 32 validation; the
+best answer that ignores the video scores mIoU ~11), and 800 SFT steps. Every recipe then
+trains `--steps` from that model on the same data, seed and learning rate (the quickstart
+recipe with only the algorithm changed). Each model is evaluated greedily on the validation
+videos and on frozen, reversed and shuffled copies (`videorl eval --controls`): mIoU and the
+video gain (real minus control), at equal steps (the final models) and at equal wall time
+(each recipe's last checkpoint within the fastest recipe's training time, `time/step` sums).
+Writes bench/results/learning.json and the PNG of the reward curves.
 
-    PYTHONPATH=src python bench/learning.py [--steps 150] [--window 25] [--start warm|cold] [--quick]
+    PYTHONPATH=src python bench/learning.py [--steps 150] [--recipes grpo,orarl] [--quick]
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import platform
 import statistics
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
 RESULTS = Path(__file__).parent / "results"
-WORK = Path("runs/bench-learning")
+WORK = Path("runs/bench-seeing")
+FAMILY = "temporal_grounding"
+CONTROLS = ("frozen", "reversed", "shuffled")
 PLAIN = ["algorithm.annotation_rows=false", "algorithm.pruning.enabled=false"]
 DRAWN = "dynamic_sampling/drawn_reward_mean"  # a step without kept groups has no reward/mean
-WARM_LR = 1e-3  # the quickstart's 1e-2 is for a random init; from a warm model it collapses
 
 RECIPES: dict[str, list[str]] = {
     "grpo": ["algorithm.estimator=grpo", *PLAIN],
@@ -39,7 +44,7 @@ RECIPES: dict[str, list[str]] = {
         *PLAIN,
     ],
     "rloo": ["algorithm.estimator=rloo", *PLAIN],
-    "orarl": [],  # the quickstart recipe: annotation rows, sign-balanced pruning (4 of 9)
+    "orarl": [],  # the quickstart recipe: annotation rows, sign-balanced pruning
     "taro": [
         "algorithm.estimator=grpo",
         *PLAIN,
@@ -67,130 +72,103 @@ RECIPES: dict[str, list[str]] = {
     ],
     "gspo": ["algorithm.estimator=grpo", *PLAIN, "algorithm.loss.name=gspo"],
 }
-COLD_RECIPES = ("orarl", "taro", "grpo")
 
 
-def prepare(work: Path, seed: int) -> tuple[Path, Path, Path]:
-    """The tiny model, 96 training and 16 validation temporal-grounding records, built once."""
-    from videorl.data.loaders import load_records, write_records
-    from videorl.data.synth import synthesize
-    from videorl.models.tiny import build_tiny_model
+def videorl(*args: object) -> None:
+    """One `videorl` command, as a user types it (this interpreter, the working directory)."""
+    subprocess.run([sys.executable, "-m", "videorl", *map(str, args)], check=True)
 
-    model = work / "model"
+
+def prepare(work: Path, seed: int, sft_steps: int) -> dict[str, Any]:
+    """`make quickstart`'s first three commands under `work/`: the warmed-up tiny model, the
+    data and the SFT model; each is reused when already there."""
+    model, data, sft = work / "model", work / "data", work / f"sft-{sft_steps}"
     if not (model / "config.json").is_file():
-        build_tiny_model("qwen2_5_vl", model, seed=seed)
-    paths = []
-    for folder, n, data_seed in (("data", 96, seed), ("val", 16, seed + 1000)):
-        path = work / folder / f"{folder}.jsonl"
-        if not path.is_file():
-            records = synthesize(work / folder, ["temporal_grounding"], n=n, seed=data_seed)
-            write_records(path, load_records(records).records)
-        paths.append(path)
-    return model, paths[0], paths[1]
-
-
-def warm_start_for(args: Any, model: Path, train: Path, val: Path) -> dict[str, Any]:
-    """`warm_start` with the benches' shared flags (`--quick`: at most 20 SFT steps)."""
-    max_steps = 20 if args.quick else args.sft_max_steps
-    return warm_start(WORK, model, train, val, max_steps, args.sft_target, args.quick)
-
-
-def warm_start(
-    work: Path, model: Path, train: Path, val: Path, max_steps: int, target: float, quick: bool
-) -> dict[str, Any]:
-    """SFT from `model`, validating every 5 steps; the warm model is the first checkpoint with
-    mean greedy validation reward >= `target` (else the best). Reused when already run."""
-    from videorl.cli import resolve_config_path
-    from videorl.config import load_config
-    from videorl.trainer.metrics import read_metrics
-    from videorl.trainer.sft import run_sft
-
-    out = work / ("sft-quick" if quick else "sft")
-    if not (out / "final" / "config.json").is_file():
-        cfg = load_config(
-            resolve_config_path("sft_quickstart"),
-            [
-                f"model.path={model}",
-                f"data.train={train}",
-                f"data.val={val}",
-                f"trainer.output_dir={out}",
-                f"trainer.steps={max_steps}",
-                "trainer.save_every=5",
-                "trainer.val_every=5",
-                f"trainer.keep_last={max_steps // 5}",
-                "trainer.tensorboard=false",
-            ],
-        )
+        videorl("make-tiny", model, "--arch", "qwen3_vl", "--vision-warmup", 150, "--seed", seed)
+    if not (data / "val.jsonl").is_file():
+        videorl(
+            "synth", "--out", data, "--families", FAMILY, "--tg-events", "appear",
+            "--n", 256, "--val", 32, "--seed", seed,
+        )  # fmt: skip
+    seconds = sft / "seconds.txt"
+    if not seconds.is_file():
         start = time.perf_counter()
-        run_sft(cfg, overwrite=True)
-        (out / "seconds.txt").write_text(f"{time.perf_counter() - start:.1f}\n")
-    rows = read_metrics(out / "metrics.jsonl")
-    val_curve = {r["step"]: r["val/reward_mean_at_k"] for r in rows if "val/reward_mean_at_k" in r}
-    chosen = next((s for s, v in sorted(val_curve.items()) if v >= target), None)
-    if chosen is None:
-        chosen = max(val_curve, key=val_curve.get)
+        videorl(
+            "sft", "sft_quickstart", f"model.path={model}", f"data.train={data / 'train.jsonl'}",
+            f"data.val={data / 'val.jsonl'}", f"trainer.output_dir={sft}",
+            f"trainer.steps={sft_steps}", f"trainer.save_every={sft_steps}",
+            f"trainer.val_every={sft_steps}", f"trainer.seed={seed}", "--overwrite",
+        )  # fmt: skip
+        seconds.write_text(f"{time.perf_counter() - start:.1f}\n")
     return {
-        "model": str(out / f"step-{chosen:06d}" / "model"),
-        "step": chosen,
-        "val_greedy_reward": val_curve[chosen],
-        "target": target,
-        "val_curve": val_curve,
-        "loss": [r["sft/loss"] for r in rows],
-        "seconds": float((out / "seconds.txt").read_text()),
+        "model": str(sft / "final"),
+        "train": str(data / "train.jsonl"),
+        "val": str(data / "val.jsonl"),
+        "sft_steps": sft_steps,
+        "sft_minutes": float(seconds.read_text()) / 60,
     }
 
 
-def run_config(name: str, overrides: list[str], steps: int, val: Path | None):
-    from videorl.config import load_config
-
-    validation = (
-        [f"data.val={val}", f"trainer.val_every={steps}", "trainer.val_samples=4"]
-        if val
-        else ["data.val=null", "trainer.val_every=0"]
-    )
-    return load_config(
-        "configs/quickstart.yaml",
-        [
-            *overrides,
-            *validation,
-            f"trainer.steps={steps}",
-            f"trainer.output_dir={WORK / name}",
-            "trainer.save_every=0",
-            "trainer.tensorboard=false",
-            "trainer.val_max_prompts=16",
-        ],
-    )
+def evaluate(model: str | Path, val: str, out: Path) -> dict[str, float]:
+    """Greedy mIoU on the real validation videos, on each control, and the video gains."""
+    videorl(
+        "eval", "--model", model, "--benchmark", val, "--out", out,
+        "--controls", ",".join(CONTROLS), "--overwrite",
+    )  # fmt: skip
+    metrics = json.loads((out / "metrics.json").read_text())
+    scores = {"mIoU": metrics["families"][FAMILY]["metrics"]["mIoU"]}
+    for control in CONTROLS:
+        entry = metrics["controls"][control]
+        scores[control] = entry["families"][FAMILY]["mIoU"]
+        scores[f"gain_{control}"] = entry["video_gain"][FAMILY]["mIoU"]
+    return scores
 
 
-def validation_before(config) -> dict[str, float]:
-    """Validation (mean@k, best@k, sampled at the rollout temperature) of the starting model."""
-    from videorl.trainer.loop import build_state
-    from videorl.trainer.validation import validate
-
-    return {k: v for k, v in validate(build_state(config, None)).items() if k.startswith("val/")}
-
-
-def train_curve(
-    name: str, overrides: list[str], steps: int, val: Path | None = None
-) -> dict[str, Any]:
-    """Train one recipe; return its per-step rewards, final validation and wall time."""
-    from videorl.trainer.loop import run_training
-    from videorl.trainer.metrics import read_metrics
-
-    config = run_config(name, overrides, steps, val)
-    out = Path(config.trainer.output_dir)
-    start = time.perf_counter()
-    run_training(config, overwrite=True)  # from scratch: replaces an earlier curve's run
-    rows = read_metrics(out / "metrics.jsonl")
+def train(name: str, overrides: list[str], steps: int, save_every: int) -> dict[str, Any]:
+    """Train one recipe from scratch (`--overwrite`); its per-step rewards and seconds."""
+    out = WORK / name
+    videorl(
+        "train", "quickstart", *overrides, f"trainer.steps={steps}",
+        f"trainer.output_dir={out}", f"trainer.save_every={save_every}",
+        f"trainer.keep_last={steps // save_every + 1}", "trainer.val_every=0",
+        "trainer.tensorboard=false", "--overwrite",
+    )  # fmt: skip
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     return {
         # dynamic sampling trains on mixed groups only: its curve is every drawn row's reward
-        "reward": [r[DRAWN] if DRAWN in r else r["reward/mean"] for r in rows],
-        "val_after": rows[-1].get("val/reward_mean_at_k"),
-        # the quickstart recipe validates on frozen videos too: mean@k real - frozen
-        "gain_after": rows[-1].get("val/video_gain/frozen"),
-        "seconds": time.perf_counter() - start,
-        "final": str(out / "final"),
+        "reward": [r[DRAWN] if DRAWN in r else r.get("reward/mean") for r in rows],
+        "step_seconds": [r["time/step"] for r in rows],
+        "tgrpo": {
+            key: [r[f"tgrpo/{key}"] for r in rows if f"tgrpo/{key}" in r]
+            for key in ("ordered_acc", "shuffled_acc")
+        },
+        "out": str(out),
+        "save_every": save_every,
     }
+
+
+def checkpoint_within(run: dict[str, Any], budget: float) -> tuple[int, str]:
+    """The last saved model whose training time (`time/step` sum) fits in `budget` seconds."""
+    elapsed = list(itertools.accumulate(run["step_seconds"]))
+    steps = len(elapsed)
+    saved = [s for s in range(run["save_every"], steps + 1, run["save_every"])]
+    fitting = [s for s in saved if elapsed[s - 1] <= budget * (1 + 1e-9)] or saved[:1]
+    step = fitting[-1]
+    path = Path(run["out"]) / ("final" if step == steps else f"step-{step:06d}/model")
+    return step, str(path)
+
+
+def score_runs(runs: dict[str, dict[str, Any]], val: str) -> float:
+    """Evaluate every run at equal steps (final) and at equal wall time; returns the budget."""
+    budget = min(sum(run["step_seconds"]) for run in runs.values())
+    for name, run in runs.items():
+        run["after"] = evaluate(Path(run["out"]) / "final", val, WORK / f"eval-{name}")
+        step, path = checkpoint_within(run, budget)
+        run["equal_time"] = {"step": step}
+        same = step == len(run["step_seconds"])
+        scores = run["after"] if same else evaluate(path, val, WORK / f"eval-{name}-time")
+        run["equal_time"].update(scores)
+    return budget
 
 
 def _mean(values: list[float | None]) -> float:
@@ -199,36 +177,62 @@ def _mean(values: list[float | None]) -> float:
     return statistics.fmean(present) if present else math.nan
 
 
-def summarize(curves: dict[str, dict[str, Any]], window: int) -> list[dict[str, Any]]:
+def summarize(runs: dict[str, dict[str, Any]], window: int) -> list[dict[str, Any]]:
+    """One row per recipe: policy reward over the first and last `window` steps, minutes of
+    training, and the scores at equal steps and at equal time."""
     table = []
-    for name, curve in curves.items():
-        # a step without policy rows has no mean (NaN, written as null): TaRO's first
-        # all-constructed steps, dynamic sampling's skipped ones; the window means skip them
-        rewards = curve["reward"]
-        first, last = rewards[:window], rewards[-window:]
+    for name, run in runs.items():
+        # a step without policy rows has no mean (null): TaRO's all-constructed first steps,
+        # dynamic sampling's skipped ones; the window means skip them
         row = {
             "recipe": name,
-            "first_mean": _mean(first),
-            "last_mean": _mean(last),
-            "last_max": max((r for r in last if r is not None), default=math.nan),
-            "minutes": curve["seconds"] / 60,
+            "first_mean": _mean(run["reward"][:window]),
+            "last_mean": _mean(run["reward"][-window:]),
+            "minutes": sum(run["step_seconds"]) / 60,
+            "after": run["after"],
+            "equal_time": run["equal_time"],
         }
-        for key in ("val_after", "gain_after"):
-            if curve.get(key) is not None:
-                row[key] = curve[key]
+        if run["tgrpo"]["ordered_acc"]:  # T-GRPO: training accuracy, ordered vs shuffled
+            row["tgrpo"] = {k: _mean(v[-window:]) for k, v in run["tgrpo"].items()}
         table.append(row)
     return table
 
 
-def plot(curves: dict[str, dict[str, Any]], path: Path, title: str, smooth: int = 10) -> None:
+def markdown(table: list[dict[str, Any]], before: dict[str, float], window: int) -> str:
+    """The README/docs table: the start's row, then each recipe's."""
+    lines = [
+        (
+            f"| recipe | reward, first {window} steps | last {window} | mIoU | gain vs frozen |"
+            " vs reversed | vs shuffled | train min | equal time: step | mIoU | gain vs frozen |"
+            " vs reversed |"
+        ),
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        f"| SFT start | | | {_scores(before)} | | | | | |",
+    ]
+    for row in table:
+        after, timed = row["after"], row["equal_time"]
+        lines.append(
+            f"| {row['recipe']} | {row['first_mean']:.3f} | {row['last_mean']:.3f} |"
+            f" {_scores(after)} | {row['minutes']:.1f} | {timed['step']} |"
+            f" {timed['mIoU']:.1f} | {timed['gain_frozen']:+.1f} | {timed['gain_reversed']:+.1f} |"
+        )
+    return "\n".join(lines)
+
+
+def _scores(scores: dict[str, float]) -> str:
+    gains = " | ".join(f"{scores[f'gain_{c}']:+.1f}" for c in CONTROLS)
+    return f"{scores['mIoU']:.1f} | {gains}"
+
+
+def plot(runs: dict[str, dict[str, Any]], path: Path, title: str, smooth: int = 10) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4))
-    for name, curve in curves.items():
-        values = curve["reward"]
+    for name, run in runs.items():
+        values = run["reward"]
         averaged = [_mean(values[max(0, i - smooth + 1) : i + 1]) for i in range(len(values))]
         ax.plot(range(1, len(values) + 1), averaged, label=name)
     ax.set_xlabel("step")
@@ -241,156 +245,89 @@ def plot(curves: dict[str, dict[str, Any]], path: Path, title: str, smooth: int 
     plt.close(fig)
 
 
-def markdown(
-    table: list[dict[str, Any]],
-    window: int,
-    val_before: float | None = None,
-    gain_before: float | None = None,
-) -> str:
-    """The docs/performance.md table: first/last-window mean policy reward, validation and its video
-    gain against frozen videos (mean@k real - frozen) before and after, minutes."""
-    head = f"| recipe | reward, first {window} steps | last {window} steps | gain |"
-    rule = "|---|---|---|---|"
-    if val_before is not None:
-        head += " val mean@4 before | after | video gain (frozen) before | after |"
-        rule += "---|---|---|---|"
-    lines = [head + " minutes |", rule + "---|"]
-    for row in table:
-        line = f"| {row['recipe']} | {row['first_mean']:.3f} | {row['last_mean']:.3f} | {row['last_mean'] - row['first_mean']:+.3f} |"
-        if val_before is not None:
-            line += f" {val_before:.3f} | {row.get('val_after', math.nan):.3f} |"
-            line += f" {_signed(gain_before)} | {_signed(row.get('gain_after'))} |"
-        lines.append(line + f" {row['minutes']:.1f} |")
-    return "\n".join(lines)
-
-
-def _signed(value: float | None) -> str:
-    return "-" if value is None else f"{value:+.3f}"
-
-
 def saved_table(path: Path) -> str:
-    """The docs/performance.md table of a results file (learning*.json or distill*.json)."""
+    """The table of a results file (learning*.json or distill*.json)."""
     saved = json.loads(path.read_text())
-    before = saved.get("val_before", {})
-    return markdown(
-        saved["table"],
-        saved["window"],
-        before.get("val/reward_mean_at_k"),
-        before.get("val/video_gain/frozen"),
-    )
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=150)
-    parser.add_argument("--window", type=int, default=25)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--start", choices=("warm", "cold"), default="warm")
-    parser.add_argument(
-        "--recipes",
-        default=None,
-        help="comma-separated (default: all); results go to learning[_quick]_<names>.json",
-    )
-    parser.add_argument("--lr", type=float, default=WARM_LR, help="RL learning rate, warm start")
-    parser.add_argument("--sft-max-steps", type=int, default=100)
-    parser.add_argument("--sft-target", type=float, default=0.1)
-    parser.add_argument("--quick", action="store_true", help="10 steps per recipe (a smoke run)")
-    parser.add_argument("--table", action="store_true", help="print the saved results' table")
-    args = parser.parse_args()
-    steps, window = (10, 3) if args.quick else (args.steps, args.window)
-    warm = args.start == "warm"
-    suffix = ("" if warm else "_cold") + ("_quick" if args.quick else "")
-    names = (args.recipes or ",".join(RECIPES if warm else COLD_RECIPES)).split(",")
-    if args.recipes:  # a subset run has its own results file: the full table stays as it is
-        suffix += "_" + "-".join(names)
-    path = RESULTS / f"learning{suffix}.json"
-    if args.table:
-        print(saved_table(path))
-        return
-    model, train, val = prepare(WORK, args.seed)
-    base = [f"data.train={train}", f"data.seed={args.seed}", f"trainer.seed={args.seed}"]
-    payload: dict[str, Any] = {"start": args.start}
-    if warm:
-        sft = warm_start_for(args, model, train, val)
-        base += [f"model.path={sft['model']}", f"optim.lr={args.lr}"]
-        before = validation_before(run_config("before", base + RECIPES["grpo"], steps, val))
-        payload.update(sft=sft, lr=args.lr, val_before=before)
-    else:
-        base += [f"model.path={model}", "optim.lr=1e-2"]  # the cold recipe's rate
-    mine: dict[str, dict[str, Any]] = {}
-    for name in names:  # results are rewritten after each recipe
-        overrides = recipe_overrides(name, steps)
-        mine[name] = train_curve(name, base + overrides, steps, val if warm else None)
-        # recipes measured before (or by a parallel run) with the same steps and start
-        curves = {**earlier_curves(path, steps, args.start), **mine}
-        table = summarize(curves, window)
-        write_results(curves, table, payload, steps, window, suffix, args)
-    before = payload["val_before"] if warm else {}
-    print(
-        markdown(
-            table, window, before.get("val/reward_mean_at_k"), before.get("val/video_gain/frozen")
-        )
-    )
+    return markdown(saved["table"], saved["before"], saved["window"])
 
 
 def recipe_overrides(name: str, steps: int) -> list[str]:
     """`RECIPES[name]`, plus what depends on the run's length."""
     overrides = RECIPES[name]
     if name == "taro":  # the curriculum hands over to on-policy rows by mid-run
-        warmup = max(1, steps // 2)
-        overrides = [*overrides, f"algorithm.constructed.curriculum.warmup_steps={warmup}"]
+        overrides = [*overrides, f"algorithm.constructed.curriculum.warmup_steps={steps // 2}"]
     return overrides
 
 
-def earlier_curves(path: Path, steps: int, start: str) -> dict[str, dict[str, Any]]:
-    """Curves of recipes measured by an earlier run with the same steps and start."""
-    if not path.is_file():
-        return {}
-    saved = json.loads(path.read_text())
-    if saved.get("steps") != steps or saved.get("start", "cold") != start:
-        return {}
-    rows = {row["recipe"]: row for row in saved["table"]}
-    return {
-        k: {
-            "reward": v,
-            "seconds": 60 * rows.get(k, {}).get("minutes", 0.0),
-            "val_after": rows.get(k, {}).get("val_after"),
-        }
-        for k, v in saved["curves"].items()
-    }
+def start_overrides(start: dict[str, Any], seed: int) -> list[str]:
+    """Every recipe's common settings: the SFT model, the data and the seed."""
+    return [
+        f"model.path={start['model']}",
+        f"data.train={start['train']}",
+        f"data.val={start['val']}",
+        f"data.seed={seed}",
+        f"trainer.seed={seed}",
+    ]
 
 
-def write_results(
-    curves: dict[str, Any],
-    table: list[dict[str, Any]],
-    payload: dict[str, Any],
-    steps: int,
-    window: int,
-    suffix: str,
-    args: argparse.Namespace,
-) -> None:
+def write_results(path: Path, payload: dict[str, Any], runs: dict[str, Any], title: str) -> None:
     RESULTS.mkdir(exist_ok=True)
-    start = "from an SFT-warmed" if args.start == "warm" else "from a random-init"
-    plot(
-        curves,
-        RESULTS / f"learning{suffix}.png",
-        f"Synthetic temporal grounding, {start} tiny Qwen2.5-VL, CPU",
+    plot(runs, path.with_suffix(".png"), title)
+    payload = {
+        **payload,
+        "machine": platform.platform(),
+        "curves": {k: v["reward"] for k, v in runs.items()},
+        "step_seconds": {k: v["step_seconds"] for k, v in runs.items()},
+    }
+    path.write_text(json.dumps(payload, indent=1))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=150)
+    parser.add_argument("--window", type=int, default=25)
+    parser.add_argument("--save-every", type=int, default=25, help="equal-time checkpoints")
+    parser.add_argument("--sft-steps", type=int, default=800)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--recipes", default=",".join(RECIPES), help="comma-separated")
+    parser.add_argument("--quick", action="store_true", help="a smoke run: 20 SFT, 6 RL steps")
+    parser.add_argument("--table", action="store_true", help="print the saved results' table")
+    args = parser.parse_args()
+    names = args.recipes.split(",")
+    suffix = ("_quick" if args.quick else "") + (
+        "" if names == list(RECIPES) else "_" + "-".join(names)
     )
-    command = f"PYTHONPATH=src python bench/learning.py --start {args.start}" + (
-        " --quick" if args.quick else f" --steps {steps}"
+    path = RESULTS / f"learning{suffix}.json"
+    if args.table:
+        print(saved_table(path))
+        return
+    steps, window, save_every, sft_steps = (
+        (6, 2, 3, 20) if args.quick else (args.steps, args.window, args.save_every, args.sft_steps)
     )
-    if args.recipes:
+    start = prepare(WORK, args.seed, sft_steps)
+    before = evaluate(start["model"], start["val"], WORK / f"eval-sft-{sft_steps}")
+    runs = {}
+    for name in names:
+        overrides = [*start_overrides(start, args.seed), *recipe_overrides(name, steps)]
+        runs[name] = train(name, overrides, steps, save_every)
+    budget = score_runs(runs, start["val"])
+    table = summarize(runs, window)
+    command = "PYTHONPATH=src python bench/learning.py" + (
+        " --quick" if args.quick else f" --steps {steps} --sft-steps {sft_steps}"
+    )
+    if names != list(RECIPES):
         command += f" --recipes {args.recipes}"
     payload = {
         "command": command,
-        "machine": platform.platform(),
-        **payload,
+        "start": start,
+        "before": before,
         "steps": steps,
         "window": window,
+        "equal_time_budget_s": budget,
         "table": table,
-        "curves": {k: v["reward"] for k, v in curves.items()},
     }
-    (RESULTS / f"learning{suffix}.json").write_text(json.dumps(payload, indent=1))
+    write_results(path, payload, runs, "Seeing task (appear events), tiny Qwen3-VL from SFT, CPU")
+    print(markdown(table, before, window))
 
 
 if __name__ == "__main__":

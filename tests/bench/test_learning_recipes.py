@@ -1,5 +1,5 @@
 """bench/learning.py's recipe rows are valid configs on the quickstart shape and turn on what
-their names say (DAPO's pieces, GSPO's loss)."""
+their names say (DAPO's pieces, GSPO's loss); the equal-time checkpoint is the last that fits."""
 
 from __future__ import annotations
 
@@ -23,8 +23,13 @@ def learning():
 
 @pytest.fixture(scope="module")
 def configs(learning):
+    """Each row as `videorl train quickstart ROW...` loads it."""
+    from videorl.cli import resolve_config_path
+    from videorl.config import load_config
+
+    quickstart = resolve_config_path("quickstart")
     return {
-        name: learning.run_config(name, learning.recipe_overrides(name, 10), steps=10, val=None)
+        name: load_config(quickstart, learning.recipe_overrides(name, 10))
         for name in learning.RECIPES
     }
 
@@ -52,3 +57,12 @@ def test_dapo_row_has_dapos_pieces(configs):
 def test_gspo_row_uses_the_sequence_level_loss(configs):
     assert configs["gspo"].algorithm.loss.name == "gspo"
     assert not configs["gspo"].algorithm.dynamic_sampling.enabled
+
+
+def test_equal_time_picks_the_last_checkpoint_within_the_budget(learning):
+    # cumulative seconds 1, 3, 4, 7, 8, 9; saved at steps 2 (3 s), 4 (7 s) and 6 (9 s)
+    run = {"step_seconds": [1.0, 2.0, 1.0, 3.0, 1.0, 1.0], "save_every": 2, "out": "runs/x"}
+    assert learning.checkpoint_within(run, 9.0) == (6, str(Path("runs/x/final")))
+    assert learning.checkpoint_within(run, 7.9) == (4, str(Path("runs/x/step-000004/model")))
+    assert learning.checkpoint_within(run, 4.0) == (2, str(Path("runs/x/step-000002/model")))
+    assert learning.checkpoint_within(run, 0.5)[0] == 2  # none fits: the first checkpoint
