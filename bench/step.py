@@ -27,6 +27,7 @@ encoding per distinct video.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
@@ -116,25 +117,44 @@ class Stopwatch:
 
 
 @contextmanager
-def instrumented(state: Any, watch: Stopwatch) -> Iterator[None]:
-    """Wrap the step's calls with timers; undo on exit."""
+def instrumented(state: Any, watch: Stopwatch) -> Iterator[Any]:
+    """Wrap the step's calls with timers; yields the stages table for `train_step`. Undone
+    on exit."""
     from videorl.rollout import prompting
     from videorl.trainer import loop, update
 
+    stages = dataclasses.replace(
+        loop.STAGES,
+        score=watch.wrap("reward", loop.STAGES.score),
+        update=watch.wrap("update_total", loop.STAGES.update),
+    )
     patches = {
         "decode": (state.videos, "get"),
         "generate": (state.engine, "generate"),
         "encode": (prompting, "encode_record"),
-        "reward": (loop.STAGES, "score"),  # the stages train_step calls by default
-        "update_total": (loop.STAGES, "update"),
         "old_logprobs": (update, "logprobs_in_microbatches"),
         "advantage": (loop, "compute_advantages"),
         "selection": (loop, "select"),
     }
     originals = {name: getattr(obj, attr) for name, (obj, attr) in patches.items()}
     for name, (obj, attr) in patches.items():
-        # object.__setattr__: `loop.STAGES` is a frozen dataclass; restored on exit
-        object.__setattr__(obj, attr, watch.wrap(name, originals[name]))
+        setattr(obj, attr, watch.wrap(name, originals[name]))
+    handles = _model_hooks(state, watch)
+    try:
+        yield stages
+    finally:
+        for name, (obj, attr) in patches.items():
+            if obj is state.videos or obj is state.engine:
+                delattr(obj, attr)  # back to the class method
+            else:
+                setattr(obj, attr, originals[name])
+        for handle in handles:
+            handle.remove()
+
+
+def _model_hooks(state: Any, watch: Stopwatch) -> list[Any]:
+    """Forward hooks timing the vision tower (counting its videos) and generation's
+    prefill and decode forwards."""
     decoder = getattr(state.policy.model, "model", None)
     handles = []
     if decoder is not None and hasattr(decoder, "visual"):
@@ -158,16 +178,7 @@ def instrumented(state: Any, watch: Stopwatch) -> Iterator[None]:
             )
 
         handles += watch.hook(decoder.language_model, generation)
-    try:
-        yield
-    finally:
-        for name, (obj, attr) in patches.items():
-            if obj is state.videos or obj is state.engine:
-                delattr(obj, attr)  # back to the class method
-            else:
-                object.__setattr__(obj, attr, originals[name])
-        for handle in handles:
-            handle.remove()
+    return handles
 
 
 def breakdown(total: dict[str, float], watch: Stopwatch) -> dict[str, dict[str, float]]:
@@ -198,9 +209,9 @@ def measured_step(state: Any, indices: list[int], seed: int) -> tuple[dict, dict
     torch.manual_seed(seed)
     random.seed(seed)
     watch = Stopwatch()
-    with instrumented(state, watch):
+    with instrumented(state, watch) as stages:
         start = watch.now()
-        metrics = train_step(state, indices)
+        metrics = train_step(state, indices, stages)
         total = {clock: read() - start[clock] for clock, read in CLOCKS.items()}
     state.step += 1
     return breakdown(total, watch), metrics, watch

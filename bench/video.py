@@ -91,13 +91,13 @@ class PassLedger:
 def patched(targets: list[tuple[Any, str, Callable[[Any], Any]]]) -> Iterator[None]:
     """setattr(obj, name, make(original)) for each target; undone on exit."""
     originals = [(obj, name, getattr(obj, name)) for obj, name, _ in targets]
-    for obj, name, make in targets:  # object.__setattr__: loop.STAGES is a frozen dataclass
-        object.__setattr__(obj, name, make(getattr(obj, name)))
+    for obj, name, make in targets:
+        setattr(obj, name, make(getattr(obj, name)))
     try:
         yield
     finally:
         for obj, name, original in originals:
-            object.__setattr__(obj, name, original)
+            setattr(obj, name, original)
 
 
 def one_step(state: Any, indices: list[int]) -> dict[str, Any]:
@@ -129,7 +129,6 @@ def one_step(state: Any, indices: list[int]) -> dict[str, Any]:
         (engine_module, "generate", ledger.wrap_pass),
         (stages, "logprobs_in_microbatches", ledger.wrap_pass),
         (update, "logprobs_in_microbatches", ledger.wrap_pass),
-        (loop.STAGES, "update", ledger.wrap_pass),  # the update train_step calls by default
         (generate_module, "collate", ledger.wrap_inputs),
         (logprobs_module, "rows_logprobs", lambda fn: ledger.wrap_inputs(fn, prompts_at=1)),
         (update, "rows_logprobs", lambda fn: ledger.wrap_inputs(fn, prompts_at=1)),
@@ -138,8 +137,9 @@ def one_step(state: Any, indices: list[int]) -> dict[str, Any]:
     decodes_before = state.videos.decode_count
     state.videos.get = timed_get
     try:
+        stages = replace(loop.STAGES, update=ledger.wrap_pass(loop.STAGES.update))
         with patched(targets):
-            loop.train_step(state, indices)
+            loop.train_step(state, indices, stages)
     finally:
         del state.videos.get
     state.step += 1

@@ -84,13 +84,14 @@ def test_defaults_and_choices_come_from_the_code():
     assert "One of: `hf`, `vllm`." in render()
 
 
-def test_nothing_in_the_package_imports_the_reference_module():
+def test_only_the_cli_imports_the_reference_module():
+    """`videorl keys` reads it; the config and the runtime never do."""
     importers = [
         path.relative_to(ROOT).as_posix()
         for path in (ROOT / "src" / "videorl").rglob("*.py")
         if path.name != "config_reference.py" and "config_reference" in path.read_text()
     ]
-    assert not importers, importers
+    assert importers == ["src/videorl/cli.py"], importers
 
 
 # A toy config: the reader must take each field's description from its docstring only.
@@ -146,3 +147,24 @@ def test_toy_dataclass_walk_renders_sections_defaults_and_choices():
     assert "| `budget` | `int` | `256` |  |" in page
     assert "| `undocumented` | `str \\| None` | `null` |  |" in page
     assert "{ #inner }" in page and "(#inner)" in page
+
+
+def test_videorl_keys_explains_a_section_from_the_docstrings(capsys, monkeypatch):
+    from tests.cli_runner import run_cli
+
+    result = run_cli(capsys, monkeypatch, "keys", "algorithm.pruning")
+    assert result.code == 0
+    listed = [line.split(":")[0] for line in result.lines if not line.startswith(" ")]
+    expected = [f.key for f in all_fields() if f"{f.key}.".startswith("algorithm.pruning.")]
+    assert listed == expected and "algorithm.pruning.prune_ratio" in listed
+    ratio = next(f for f in all_fields() if f.key == "algorithm.pruning.prune_ratio")
+    at = result.lines.index(f"algorithm.pruning.prune_ratio: float = {ratio.default}")
+    assert " ".join(result.lines[at + 1].split()) in " ".join(ratio.description.split())
+
+
+def test_videorl_keys_unknown_key_is_one_line_naming_the_sections(capsys, monkeypatch):
+    from tests.cli_runner import run_cli
+
+    result = run_cli(capsys, monkeypatch, "keys", "rollout.nn")
+    assert result.code == 2 and len(result.lines) == 1
+    assert "'rollout.nn'" in result.output and "rollout" in result.output.split("sections are")[1]

@@ -59,6 +59,32 @@ def recipes() -> None:
     console.print("run one with `videorl train NAME`; copy its YAML to change more than overrides")
 
 
+@app.command("keys")
+def keys(
+    prefix: Annotated[
+        str, typer.Argument(help="A section or key, e.g. algorithm.pruning (default: all).")
+    ] = "",
+) -> None:
+    """Explain the config keys a recipe or an override can set: type, default, meaning."""
+    import textwrap
+
+    from rich.markup import escape
+
+    from videorl.config_reference import all_fields, meaning
+    from videorl.errors import ConfigError
+
+    section = prefix.rstrip(".")
+    rows = [f for f in all_fields() if not section or f"{f.key}.".startswith(f"{section}.")]
+    if not rows:
+        sections = ", ".join(f.key for f in all_fields() if "." not in f.key)
+        raise ConfigError(f"no config key {prefix!r}; the sections are {sections}")
+    for row in rows:
+        default = f" = {row.default}" if row.default else ""
+        console.print(f"[bold]{row.key}[/]: {escape(row.type)}{escape(default)}", highlight=False)
+        text = textwrap.fill(meaning(row, markdown=False), width=max(40, console.width - 4))
+        console.print(textwrap.indent(escape(text), "    "), highlight=False)
+
+
 @app.command("make-tiny")
 def make_tiny(
     out: Path = typer.Argument(..., help="Folder to write the model to."),
@@ -221,7 +247,10 @@ def prepare(
 
 # The options `videorl train` and `videorl sft` share.
 Overrides = Annotated[
-    list[str] | None, typer.Argument(help="Dotted overrides, e.g. rollout.n=4 trainer.steps=3")
+    list[str] | None,
+    typer.Argument(
+        help="Dotted overrides, e.g. rollout.n=4 trainer.steps=3 (`videorl keys` lists them)"
+    ),
 ]
 DryRun = Annotated[
     bool, typer.Option("--dry-run", help="Print the resolved config and the step plan, then exit.")

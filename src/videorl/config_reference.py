@@ -7,8 +7,11 @@ field is documented. Regenerate the page with
 
     python -m videorl.config_reference > docs/config.md
 
+and `videorl keys [SECTION]` prints the same descriptions in a terminal.
+
 `tests/test_config_reference.py` fails when a field has no docstring or the page is stale.
-Only the docs tooling imports this module; the config never imports it back.
+The docs tooling and `videorl keys` (cli.py) import this module; the config and the
+runtime never do.
 """
 
 from __future__ import annotations
@@ -201,16 +204,20 @@ def _code(text: str) -> str:
     return f"`{_cell(text)}`" if text else ""
 
 
-def _meaning(row: FieldDoc) -> str:
+def meaning(row: FieldDoc, markdown: bool = True) -> str:
+    """The description, then the choices and the section it opens (a link in Markdown)."""
+    quote = "`" if markdown else ""
     text = row.description
     if row.choices:
-        values = ", ".join(f"`{render_value(c).strip(chr(34))}`" for c in row.choices)
+        values = ", ".join(f"{quote}{render_value(c).strip(chr(34))}{quote}" for c in row.choices)
         if row.other_types:
-            values += f"; or {' / '.join(f'`{t}`' for t in row.other_types)}"
+            values += f"; or {' / '.join(f'{quote}{t}{quote}' for t in row.other_types)}"
         text = f"{text} One of: {values}."
     if row.group is not None:
-        text = f"{text} [Section `{row.group}`](#{_anchor(row.group)})."
-    return _cell(text.strip())
+        section = f"`{row.group}`"
+        link = f"[Section {section}](#{_anchor(row.group)})" if markdown else f"See {row.group}"
+        text = f"{text} {link}."
+    return _cell(text.strip()) if markdown else text.strip()
 
 
 HEADER = """# Configuration reference
@@ -221,7 +228,8 @@ the modules it imports; tests/test_config_reference.py fails when this page is s
 
 Every key a recipe YAML (or a `key.sub=value` override on the command line) can set, with
 its type as written in the code, its default and what it means. A recipe sets only what
-differs from these defaults; `videorl train RECIPE --dry-run` prints the resolved config.
+differs from these defaults; `videorl train RECIPE --dry-run` prints the resolved config,
+and `videorl keys SECTION` prints this page's entries for a section in a terminal.
 Each section checks its values when the config loads (ranges, choices, combinations
 across sections), so a bad value is one line and exit code 2.
 """
@@ -241,7 +249,7 @@ def render(cls: type = Config) -> str:
         lines = ["| key | type | default | meaning |", "|---|---|---|---|"]
         for row in group.fields:
             lines.append(
-                f"| `{row.key}` | {_code(row.type)} | {_code(row.default)} | {_meaning(row)} |"
+                f"| `{row.key}` | {_code(row.type)} | {_code(row.default)} | {meaning(row)} |"
             )
         parts.append("\n".join(lines) + "\n")
     return "\n".join(parts)
