@@ -285,6 +285,17 @@ class RolloutConfig:
     """KV cache size when vLLM runs on the CPU"""
     share_prefill: bool = True
     """HF engine: prefill each prompt once for its n samples"""
+    tools: tuple[str, ...] = ()
+    """Tools the model may call (docs/tools.md): registered names such as get_clip, get_frame,
+    crop; each row becomes a multi-turn rollout. Empty = single-turn."""
+    tool_modules: tuple[str, ...] = ()
+    """Modules imported before rollout.tools is checked, so that their @register_tool tools
+    exist (e.g. my_tools for a tool defined in my_tools.py on PYTHONPATH)."""
+    max_turns: int = 4
+    """With rollout.tools: most model turns per row (>= 1); the last may not call tools."""
+    max_total_tokens: int = 1024
+    """With rollout.tools: most tokens per row after the prompt, model and tool turns together
+    (max_new_tokens bounds each model turn); the length terms' budget."""
 
     def sampling(self, **overrides: Any) -> SamplingParams:
         """The rollout's sampling parameters (n, length, temperature, top-p/k); `overrides`
@@ -318,6 +329,17 @@ class RolloutConfig:
             videos_per_prompt=self.videos_per_prompt,
         )
         _at_least_zero("rollout", top_k=self.top_k, images_per_prompt=self.images_per_prompt)
+        _positive("rollout", max_turns=self.max_turns, max_total_tokens=self.max_total_tokens)
+        if self.tools and self.engine == "vllm":
+            raise ConfigError(
+                "rollout.tools needs rollout.engine=hf: the vLLM engine has no multi-turn path yet"
+            )
+
+    @property
+    def response_budget(self) -> int:
+        """Most tokens a row has after its prompt: the turn budget of a single-turn rollout,
+        the trajectory budget of a multi-turn one (tool turns included, as verl counts)."""
+        return self.max_total_tokens if self.tools else self.max_new_tokens
 
 
 @dataclass(frozen=True)
@@ -625,7 +647,10 @@ class Config:
                 f"({self.data.prompts_per_step} prompts x {self.group_size} rows = {rows_per_step})"
             )
         check_world_size(self.data, self.trainer.nproc)
-        _check_length_terms(self.reward, self.rollout.max_new_tokens)
+        budget_key = "rollout.max_total_tokens" if self.rollout.tools else "rollout.max_new_tokens"
+        _check_length_terms(self.reward, self.rollout.response_budget, budget_key)
+        if self.rollout.tools:
+            _check_multiturn(self)
         _check_dynamic_sampling(algo)
 
     @property
@@ -666,17 +691,38 @@ def check_world_size(data: DataConfig, world_size: int) -> None:
 RETIRED_SECTIONS = ("eval",)
 
 
-def _check_length_terms(reward: RewardConfig, budget: int) -> None:
+def _check_multiturn(config: Config) -> None:
+    """Stages that re-score or re-generate a row from its group's prompt alone do not take
+    multi-turn rows (their tool turns hold media the prompt does not)."""
+    algo = config.algorithm
+    refused = {
+        "algorithm.constructed.enabled": algo.constructed.enabled,
+        "algorithm.temporal_contrast.enabled": algo.temporal_contrast.enabled,
+        "reward.sensitivity.enabled": config.reward.sensitivity.enabled,
+        "algorithm.distill.teacher_engine=vllm": algo.is_distillation
+        and algo.distill.teacher_engine == "vllm",
+    }
+    on = [key for key, enabled in refused.items() if enabled]
+    if on:
+        raise ConfigError(
+            f"rollout.tools={list(config.rollout.tools)} cannot be combined with "
+            f"{', '.join(on)} (not built for multi-turn rows); turn it off or set rollout.tools=[]"
+        )
+
+
+def _check_length_terms(
+    reward: RewardConfig, budget: int, key: str = "rollout.max_new_tokens"
+) -> None:
     """The length reward terms must fit the response budget (verl's DAPO reward manager
     asserts max_resp_len >= overlong_buffer.len)."""
     if reward.overlong.enabled and reward.overlong.buffer_len > budget:
         raise ConfigError(
             f"reward.overlong.buffer_len={reward.overlong.buffer_len} exceeds "
-            f"rollout.max_new_tokens={budget}; set a buffer within the budget (DAPO: 4096 of 20480)"
+            f"{key}={budget}; set a buffer within the budget (DAPO: 4096 of 20480)"
         )
     if reward.length_band.enabled and reward.length_band.min > budget:
         raise ConfigError(
-            f"reward.length_band.min={reward.length_band.min} exceeds rollout.max_new_tokens="
+            f"reward.length_band.min={reward.length_band.min} exceeds {key}="
             f"{budget}, so no response can earn the bonus; lower it or raise the budget"
         )
 

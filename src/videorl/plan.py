@@ -41,6 +41,7 @@ class StepPlan:
     validation: str = "off"  # set size, samples, frequency, before training
     lr_schedule: str = "constant"  # the schedule and its horizon
     kl: str = "off"  # the KL estimator and coefficient
+    tools: str | None = None  # rollout.tools: multi-turn rollouts, and what they bypass
 
 
 def plan_step(config: Config) -> StepPlan:
@@ -54,8 +55,8 @@ def plan_step(config: Config) -> StepPlan:
         annotation_rows_per_group=int(config.algorithm.annotation_rows),
         rows_per_step=config.group_size * config.data.prompts_per_step,
         rows_kept_per_step=kept,
-        max_response_tokens=config.rollout.max_new_tokens,
-        response_tokens_per_step=kept * config.rollout.max_new_tokens,
+        max_response_tokens=config.rollout.response_budget,
+        response_tokens_per_step=kept * config.rollout.response_budget,
         micro_batch_tokens=config.optim.micro_batch_tokens,
         mini_batches=config.optim.mini_batches,
         epochs=config.optim.epochs,
@@ -74,6 +75,27 @@ def plan_step(config: Config) -> StepPlan:
         validation=validation_summary(config),
         lr_schedule=_schedule_summary(config),
         kl=_kl_summary(config),
+        tools=_tools_summary(config),
+    )
+
+
+# Why the forwards of multi-turn rows take the plain padded path (models/logprobs.py).
+MULTITURN_BYPASS = (
+    "padding-free packing, shared-prompt forwards and the visual-embedding cache are "
+    "bypassed for these rows: their tool turns put images and clips inside the response, "
+    "and those paths lay media out per prompt (the cache keys the group's prompt video)"
+)
+
+
+def _tools_summary(config: Config) -> str | None:
+    """The tools of a multi-turn rollout, its limits and the forward paths it bypasses."""
+    rollout = config.rollout
+    if not rollout.tools:
+        return None
+    return (
+        f"{', '.join(rollout.tools)}; <= {rollout.max_turns} model turns of <= "
+        f"{rollout.max_new_tokens} tokens, {rollout.max_total_tokens} tokens per row after "
+        f"the prompt (tool turns masked out of the loss); {MULTITURN_BYPASS}"
     )
 
 
@@ -137,10 +159,9 @@ def _length_terms_summary(config: Config) -> str:
     terms = []
     overlong, band = config.reward.overlong, config.reward.length_band
     if overlong.enabled:
-        start = config.rollout.max_new_tokens - overlong.buffer_len
-        terms.append(
-            f"overlong {start}..{config.rollout.max_new_tokens} to -{overlong.penalty_factor:g}"
-        )
+        budget = config.rollout.response_budget
+        start = budget - overlong.buffer_len
+        terms.append(f"overlong {start}..{budget} to -{overlong.penalty_factor:g}")
     if band.enabled:
         terms.append(
             f"+{band.bonus:g} at {band.min}..{band.max} if task > {band.correct_threshold:g}"
@@ -184,6 +205,8 @@ def plan_table(plan: StepPlan) -> Table:
     ]
     if plan.temporal_contrast:
         rows.insert(1, ("temporal contrast", plan.temporal_contrast))
+    if plan.tools:
+        rows.insert(1, ("tools (multi-turn rollouts)", plan.tools))
     if not plan.group_by_family:
         rows.insert(4, ("prompt mix", "all families pooled: images and videos share a step"))
     elif plan.sampler == "orarl":

@@ -9,7 +9,8 @@ reducers apply it through `combine`:
   `data/skipped_long_prompts`), so the logged value is the step's total;
 - any other number is a mean: weighted by each draw's rows within a rank, equal-weighted
   over the ranks (which hold equal shares of the step's prompts). Per-rank figures such as
-  `rows/*` and `dynamic_sampling/kept_groups` are means over the ranks.
+  `rows/*` and `dynamic_sampling/kept_groups` are means over the ranks;
+- a `Maxed` value is the largest over draws and ranks (`tools/turns_max`).
 """
 
 from __future__ import annotations
@@ -27,10 +28,23 @@ class Summed(float):
         return float.__repr__(self)
 
 
+class Maxed(float):
+    """A metric value whose combination over draws and ranks is the largest
+    (`tools/turns_max`); otherwise the float it holds, as `Summed`."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return float.__repr__(self)
+
+
 def combine(parts: Sequence[tuple[float, float]]) -> float:
-    """One metric from its `(value, weight)` parts: the `Summed` total when the producer
-    declared it so, else the weighted mean (the last value when every weight is 0)."""
+    """One metric from its `(value, weight)` parts: the `Summed` total or the `Maxed`
+    maximum when the producer declared it so, else the weighted mean (the last value when
+    every weight is 0)."""
     if any(isinstance(value, Summed) for value, _ in parts):
         return Summed(sum(value for value, _ in parts))
+    if any(isinstance(value, Maxed) for value, _ in parts):
+        return Maxed(max(value for value, _ in parts))
     weight = sum(w for _, w in parts)
     return float(sum(value * w for value, w in parts) / weight if weight else parts[-1][0])

@@ -122,6 +122,7 @@ def test_tool_tokens_are_masked_and_the_row_carries_every_turn(setup):
     assert len(row.media) == 2 and row.media[0] is prompt.source.video
     assert frame_numbers(row.media[1].frames) == [32, 34, 36, 38, 40, 42, 44, 46]
     assert trajectory_metrics([row])["tools/calls_per_row"] == 1.0
+    assert row.calls_made()[0].name == "get_clip" and row.calls_made()[0].turn == 1
 
 
 def test_the_loss_forward_sees_the_frames_of_the_generation_calls(setup):

@@ -17,3 +17,6 @@ class TeacherBatch:
 
     def row_prompts(self) -> list:
         return self.prompts
+
+    def response_token_types(self) -> None:
+        return None  # single-turn rows: text responses

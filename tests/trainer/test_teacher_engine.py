@@ -54,7 +54,7 @@ def test_teacher_engine_scores_the_rows_and_pads_them(monkeypatch):
     the HF teacher is not run, the student still is (at the rollout temperature)."""
     seen = []
 
-    def student_only(loaded, prompts, responses, *, temperature, token_budget):
+    def student_only(loaded, prompts, responses, *, temperature, token_budget, **_):
         seen.append(loaded)
         return torch.zeros(len(responses), max(int(r.numel()) for r in responses))
 

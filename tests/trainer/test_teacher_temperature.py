@@ -39,7 +39,7 @@ def test_teacher_scores_at_its_temperature_the_student_at_the_rollouts(monkeypat
     (1, 0), 1 - log(e + 1) = -0.31326. The log-ratio d_t is the teacher's minus the student's."""
     logits = torch.tensor([2.0, 0.0])
 
-    def fake_logprobs(loaded, prompts, responses, *, temperature, token_budget):
+    def fake_logprobs(loaded, prompts, responses, *, temperature, token_budget, **_):
         logp = torch.log_softmax(logits / temperature, dim=-1)[0]
         return torch.full((len(responses), 1), float(logp))
 

@@ -109,11 +109,23 @@ def rows_logprobs(
     responses: Sequence[torch.Tensor],
     *,
     temperature: float,
+    response_token_types: Sequence[torch.Tensor] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Log-probs, entropies and the response mask, each [B, R] on the model's device, of each
     row's response: rows of a shared prompt run its forward once when `loaded.share_prompts`
-    (`models/shared_prompt.py`), otherwise packed when `loaded.packing`, else padded."""
+    (`models/shared_prompt.py`), otherwise packed when `loaded.packing`, else padded.
+
+    `response_token_types` (multi-turn rows, `rollout/multiturn.py`): the responses hold
+    tool turns with media, whose vision tensors the prompts carry; such rows always run
+    padded, with the pixels, because shared-prompt forwards and packing lay out media in
+    the prompt only and the visual cache keys a group's prompt video."""
     device = next(loaded.model.parameters()).device
+    if response_token_types is not None:
+        inputs, mask = collate(prompts, responses, loaded.pad_token_id, response_token_types)
+        inputs = {k: v.to(device) for k, v in inputs.items()}
+        targets = inputs["input_ids"][:, -mask.shape[1] :]
+        logp, entropy = response_logprobs(loaded.model, inputs, targets, temperature=temperature)
+        return logp, entropy, mask.to(device)
     if loaded.share_prompts and worth_sharing(prompts, responses):
         return shared_prompt_logprobs(
             loaded.model,
@@ -146,18 +158,24 @@ def logprobs_in_microbatches(
     *,
     temperature: float,
     token_budget: int,
+    response_token_types: Sequence[torch.Tensor] | None = None,
 ) -> torch.Tensor:
     """[B, R] float32 CPU log-probs of each row's response under `loaded`, without grad, in
-    micro-batches of at most `token_budget` prompt + response tokens (`rows_logprobs` each)."""
+    micro-batches of at most `token_budget` prompt + response tokens (`rows_logprobs` each;
+    `response_token_types` as there)."""
     length = max(int(r.numel()) for r in responses)
     out = torch.zeros(len(responses), length)
     sizes = [p.length + int(r.numel()) for p, r in zip(prompts, responses, strict=True)]
-    for micro in plan_microbatches(sizes, token_budget, packed=loaded.packing):
+    packed = loaded.packing and response_token_types is None
+    for micro in plan_microbatches(sizes, token_budget, packed=packed):
         logp, _, _ = rows_logprobs(
             loaded,
             [prompts[i] for i in micro],
             [responses[i] for i in micro],
             temperature=temperature,
+            response_token_types=None
+            if response_token_types is None
+            else [response_token_types[i] for i in micro],
         )
         for j, i in enumerate(micro):
             n = int(responses[i].numel())

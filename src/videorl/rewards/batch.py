@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from videorl.data.records import TaskRecord
 from videorl.reduction import Summed
+from videorl.rewards.calls import ToolCallMade
 from videorl.rewards.config import RewardConfig
 from videorl.rewards.pool import ScoringPool
 from videorl.rewards.result import FAILURE_REASONS, RewardResult
@@ -69,25 +70,28 @@ def score_batch(
     responses: Sequence[str],
     config: RewardConfig,
     pool: ScoringPool | None = None,
+    calls: Sequence[Sequence[ToolCallMade]] | None = None,
 ) -> BatchScores:
     """Score every row, keeping batch order; a row that raises, hangs (pool only) or kills its
     worker scores 0 and is counted in `reward/failed_<reason>`. Pass a long-lived `pool` to
-    avoid starting workers per call; without one, a pool lives for this call only."""
+    avoid starting workers per call; without one, a pool lives for this call only. `calls`
+    (per row, multi-turn rollouts) go to the reward plug-ins that take them."""
     if len(records) != len(responses):
         raise ValueError(
             f"{len(records)} records but {len(responses)} responses; give one response per record"
         )
     if pool is not None and pool.config != config:
         raise ValueError("the pool was built for another RewardConfig; build it with this config")
+    row_calls = list(calls) if calls is not None else [()] * len(records)
     start = time.perf_counter()
     if pool is not None:
-        results = pool.score(records, responses)
+        results = pool.score(records, responses, row_calls)
     elif config.workers > 1 and len(records) > 1:
         with ScoringPool(config, min(config.workers, len(records))) as temporary:
-            results = temporary.score(records, responses)
+            results = temporary.score(records, responses, row_calls)
     else:
         results = [
-            score_response(record, response, config)
-            for record, response in zip(records, responses, strict=True)
+            score_response(record, response, config, made)
+            for record, response, made in zip(records, responses, row_calls, strict=True)
         ]
     return BatchScores(results, batch_metrics(records, results, time.perf_counter() - start))

@@ -1,6 +1,7 @@
 """User reward plug-ins: `"module:function"` strings resolved to callables (issue 4.9).
 
-A plug-in is called as `function(record, response, config)` and returns a mapping with at
+A plug-in is called as `function(record, response, config)` (plus `calls=`, the row's tool
+calls, when it declares that parameter: `rewards/calls.py`) and returns a mapping with at
 least `format`, `task` and `overall` (numbers in [0, 1]; extra keys are kept as components).
 """
 

@@ -28,6 +28,7 @@ from multiprocessing.process import BaseProcess
 from typing import Self
 
 from videorl.data.records import TaskRecord
+from videorl.rewards.calls import ToolCallMade
 from videorl.rewards.config import RewardConfig
 from videorl.rewards.result import RewardResult, failed
 from videorl.rewards.router import score_response
@@ -62,7 +63,7 @@ def use_one_thread() -> None:
 
 def _serve(conn: Connection, config: RewardConfig) -> None:
     """Worker loop: receive a chunk `(items, records)` with items `(index, record key,
-    response)` and pickled records by key; send back `(index, result)` per sample, so that
+    response, tool calls)` and pickled records by key; send back `(index, result)` per sample, so that
     the parent can time each sample."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the trainer's to handle
     use_one_thread()
@@ -76,8 +77,8 @@ def _serve(conn: Connection, config: RewardConfig) -> None:
             return
         items, pickled = message
         records = {key: pickle.loads(data) for key, data in pickled.items()}
-        for index, key, response in items:
-            conn.send((index, score_response(records[key], response, config)))
+        for index, key, response, calls in items:
+            conn.send((index, score_response(records[key], response, config, calls)))
 
 
 def strip_frames(record: TaskRecord) -> TaskRecord:
@@ -112,6 +113,7 @@ class _Run:
 
     records: Sequence[TaskRecord]
     responses: Sequence[str]
+    calls: Sequence[Sequence[ToolCallMade]]
     idle: list[_Worker]
     busy: dict[Connection, _Chunk] = field(default_factory=dict)
     queue: deque[int] = field(init=False)
@@ -167,13 +169,20 @@ class ScoringPool:
         self._workers[self._workers.index(worker)] = fresh
         return fresh
 
-    def score(self, records: Sequence[TaskRecord], responses: Sequence[str]) -> list[RewardResult]:
-        """Results in batch order; never raises for a bad sample."""
+    def score(
+        self,
+        records: Sequence[TaskRecord],
+        responses: Sequence[str],
+        calls: Sequence[Sequence[ToolCallMade]] | None = None,
+    ) -> list[RewardResult]:
+        """Results in batch order; never raises for a bad sample. `calls`: each row's tool
+        calls (multi-turn rollouts), for the plug-ins that take them."""
         if len(records) != len(responses):
             raise ValueError(
                 f"{len(records)} records but {len(responses)} responses; give one response per record"
             )
-        run = _Run(records, responses, idle=list(self._workers))
+        calls = [()] * len(records) if calls is None else calls
+        run = _Run(records, responses, calls, idle=list(self._workers))
         while run.queue or run.busy:
             self._dispatch(run)
             if run.busy:
@@ -200,7 +209,7 @@ class ScoringPool:
                     detail = f"cannot send sample {index}: {type(exc).__name__}: {exc}"
                     run.results[index] = failed("exception", detail)
                     continue
-            items.append((index, key, run.responses[index]))
+            items.append((index, key, run.responses[index], tuple(run.calls[index])))
         return items, pickled
 
     def _dispatch(self, run: _Run) -> None:
@@ -216,14 +225,14 @@ class ScoringPool:
                 worker.conn.send((items, pickled))
             except OSError:  # the worker died while idle: one retry on a fresh one
                 run.idle.append(self._restart(worker))
-                for index, _, _ in reversed(items):
+                for index, *_ in reversed(items):
                     if index in run.retried:
                         run.results[index] = failed("crash", "scoring worker could not be reached")
                     else:
                         run.retried.add(index)
                         run.queue.appendleft(index)
                 continue
-            pending = deque(index for index, _, _ in items)
+            pending = deque(index for index, *_ in items)
             run.busy[worker.conn] = _Chunk(
                 worker, pending, time.monotonic() + self.config.timeout_s
             )

@@ -7,9 +7,11 @@ raises costs its sample (scored 0, `error` set), never the step.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from videorl.data.records import TaskRecord
+from videorl.rewards.calls import ToolCallMade, takes_calls
 from videorl.rewards.config import RewardConfig
 from videorl.rewards.orarl_adapters import SCORERS as ORARL_SCORERS
 from videorl.rewards.plugins import load_plugin, plugin_components
@@ -39,21 +41,29 @@ def builtin_score(record: TaskRecord, response: str, config: RewardConfig) -> Re
 
 
 def _plugin_result(
-    spec: str, record: TaskRecord, response: str, config: RewardConfig
+    spec: str,
+    record: TaskRecord,
+    response: str,
+    config: RewardConfig,
+    calls: Sequence[ToolCallMade],
 ) -> dict[str, float]:
-    output: Any = load_plugin(spec)(record, response, config)
+    plugin = load_plugin(spec)
+    kwargs = {"calls": tuple(calls)} if takes_calls(plugin) else {}
+    output: Any = plugin(record, response, config, **kwargs)
     return {name: unit(value) for name, value in plugin_components(spec, output).items()}
 
 
-def _score(record: TaskRecord, response: str, config: RewardConfig) -> RewardResult:
+def _score(
+    record: TaskRecord, response: str, config: RewardConfig, calls: Sequence[ToolCallMade]
+) -> RewardResult:
     spec = config.plugins.get(record.family.value)
     if spec is not None and config.plugin_mode == "replace":
-        parts = _plugin_result(spec, record, response, config)
+        parts = _plugin_result(spec, record, response, config, calls)
         return RewardResult(parts["overall"], parts)
     result = builtin_score(record, response, config)
     if spec is None:
         return result
-    extra = _plugin_result(spec, record, response, config)
+    extra = _plugin_result(spec, record, response, config, calls)
     weight = config.plugin_weight
     overall = unit((1 - weight) * result.overall + weight * extra["overall"])
     components = {
@@ -64,11 +74,17 @@ def _score(record: TaskRecord, response: str, config: RewardConfig) -> RewardRes
     return RewardResult(overall, components)
 
 
-def score_response(record: TaskRecord, response: str, config: RewardConfig) -> RewardResult:
-    """Score one response against its record; a non-string response is scored as empty."""
+def score_response(
+    record: TaskRecord,
+    response: str,
+    config: RewardConfig,
+    calls: Sequence[ToolCallMade] = (),
+) -> RewardResult:
+    """Score one response against its record; a non-string response is scored as empty.
+    `calls` (a multi-turn row's tool calls, `rewards/calls.py`) go to plug-ins that take them."""
     text = response if isinstance(response, str) else ""
     try:
-        return _score(record, text, config)
+        return _score(record, text, config, calls)
     except Exception as exc:  # noqa: BLE001 - any scorer bug must cost one sample only
         return failed(
             "exception",

@@ -3,11 +3,19 @@
 Rows belong to groups (one group per prompt). Per-prompt data (record, encoded prompt,
 decoded video) is stored once and referenced by each row's `group_ids` entry, so every stage
 sees the same frames (decode once, docs/methods.md#video-contract).
+
+A multi-turn row (`rollout.tools`, docs/tools.md) also carries its trajectory: its response
+is every token after the prompt (model and tool turns), its forwards take the prompt with
+the vision tensors of every turn's media (`row_prompts`) and the response's token types
+(`response_token_types`), and `response_mask` is 0 on its tool-turn tokens, so advantages,
+losses and token counts cover the model's tokens only.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -15,6 +23,10 @@ from videorl.data.records import TaskRecord
 from videorl.models.inputs import PromptEncoding
 from videorl.reduction import combine
 from videorl.video.decode import DecodedVideo
+
+if TYPE_CHECKING:
+    from videorl.rewards.calls import ToolCallMade
+    from videorl.rollout.multiturn import MultiTurnRow
 
 
 @dataclass(frozen=True)
@@ -59,6 +71,9 @@ class RolloutBatch:
     student_logp: torch.Tensor | None = None  # [B, R]
     # T-GRPO: the shuffled-frame responses of the batch's video groups (not rows; None: off)
     shuffled: ShuffledRollouts | None = None
+    # [B] multi-turn rollouts: each row's trajectory (None: a single-turn row, e.g. OraRL's
+    # annotation row); None: every row is single-turn
+    trajectories: list[MultiTurnRow | None] | None = None
     metrics: dict[str, float] = field(default_factory=dict)
 
     def scored_rewards(self) -> torch.Tensor:
@@ -92,15 +107,46 @@ class RolloutBatch:
         return int(self.response_lengths.max()) if self.responses else 0
 
     def response_mask(self) -> torch.Tensor:
-        """[B, R] float mask of real response tokens (right padding is 0)."""
+        """[B, R] float mask of the response tokens the model generated: right padding and a
+        multi-turn row's tool-turn tokens (context only) are 0."""
         positions = torch.arange(self.max_response_len)
-        return (positions[None, :] < self.response_lengths[:, None]).float()
+        mask = (positions[None, :] < self.response_lengths[:, None]).float()
+        for row, trajectory in enumerate(self.trajectories or ()):
+            if trajectory is not None:
+                mask[row, : trajectory.loss_mask.numel()] *= trajectory.loss_mask
+        return mask
 
     def row_records(self) -> list[TaskRecord]:
         return [self.records[int(g)] for g in self.group_ids]
 
     def row_prompts(self) -> list[PromptEncoding]:
-        return [self.prompts[int(g)] for g in self.group_ids]
+        """Each row's prompt as its forwards take it: its group's, or for a multi-turn row
+        the prompt with the vision tensors of every turn's media (`loss_prompt`)."""
+        prompts = [self.prompts[int(g)] for g in self.group_ids]
+        if self.trajectories is None:
+            return prompts
+        return [
+            prompt if trajectory is None else trajectory.loss_prompt()
+            for prompt, trajectory in zip(prompts, self.trajectories, strict=True)
+        ]
+
+    def response_token_types(self) -> list[torch.Tensor] | None:
+        """Each response's token types when the batch has multi-turn rows (their tool turns
+        hold image and video tokens; a single-turn row's are text, 0), else None."""
+        if self.trajectories is None:
+            return None
+        return [
+            torch.zeros_like(response, dtype=torch.int32)
+            if trajectory is None
+            else trajectory.response_token_types
+            for response, trajectory in zip(self.responses, self.trajectories, strict=True)
+        ]
+
+    def row_calls(self) -> list[tuple[ToolCallMade, ...]] | None:
+        """Each row's tool calls (what reward plug-ins receive), or None without tools."""
+        if self.trajectories is None:
+            return None
+        return [() if t is None else t.calls_made() for t in self.trajectories]
 
     def with_metrics(self, **metrics: float) -> RolloutBatch:
         return replace(self, metrics={**self.metrics, **metrics})
@@ -129,6 +175,9 @@ class RolloutBatch:
             advantages=rows_of(self.advantages),
             teacher_logp=rows_of(self.teacher_logp),
             student_logp=rows_of(self.student_logp),
+            trajectories=None
+            if self.trajectories is None
+            else [self.trajectories[i] for i in index],
         )
 
     @property
@@ -205,8 +254,17 @@ def concat_batches(batches: list[RolloutBatch]) -> RolloutBatch:
         )
         if shuffled
         else None,
+        trajectories=_concat_trajectories(batches),
         metrics=merge_metrics([(b.metrics, b.num_rows) for b in batches]),
     )
+
+
+def _concat_trajectories(batches: Sequence[RolloutBatch]) -> list[MultiTurnRow | None] | None:
+    """The rows' trajectories in order (None for single-turn rows), or None when no batch
+    has any."""
+    if all(b.trajectories is None for b in batches):
+        return None
+    return [t for b in batches for t in (b.trajectories or [None] * b.num_rows)]
 
 
 def merge_metrics(parts: list[tuple[dict[str, float], int]]) -> dict[str, float]:

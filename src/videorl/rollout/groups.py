@@ -1,9 +1,10 @@
-"""Group building: policy rows, TaRO constructed-prefix rows, OraRL annotation rows."""
+"""Group building: policy rows (single- or multi-turn), TaRO constructed-prefix rows, OraRL
+annotation rows."""
 
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -15,7 +16,14 @@ from videorl.models.inputs import PromptEncoding
 from videorl.rewards.annotation import serialize_annotation
 from videorl.rollout.batch import RolloutBatch
 from videorl.rollout.engine import RolloutEngine
-from videorl.video.decode import DecodedVideo
+from videorl.rollout.multiturn import (
+    MultiTurnLimits,
+    MultiTurnRow,
+    rollout_multiturn,
+    trajectory_metrics,
+)
+from videorl.rollout.tools import ToolContext, ToolDecodes, ToolRunner
+from videorl.video.decode import DecodedVideo, VideoConfig
 
 
 def constructed_prefix(record: TaskRecord, rng: random.Random) -> str:
@@ -89,6 +97,56 @@ def generate_groups(
     )
 
 
+def generate_tool_groups(
+    engine: RolloutEngine,
+    records: Sequence[TaskRecord],
+    prompts: Sequence[PromptEncoding],
+    videos: Sequence[DecodedVideo | None],
+    params: SamplingParams,
+    *,
+    runner: ToolRunner,
+    limits: MultiTurnLimits,
+    decodes: ToolDecodes,
+    video_config: VideoConfig,
+    template_kwargs: Mapping[str, Any] | None = None,
+) -> RolloutBatch:
+    """n multi-turn rows per prompt (`rollout_multiturn`, generating through `engine`): a
+    row's response is every token after its prompt, its text the final model turn (what
+    answer rewards read), its trajectory in `RolloutBatch.trajectories`; the `tools/*`
+    metrics describe the rows. The tools read each record's original media (`decodes`
+    caches their decodes for the call)."""
+    contexts = [
+        ToolContext(media=record.media, video=video, config=video_config, decodes=decodes)
+        for record, video in zip(records, videos, strict=True)
+    ]
+    groups = rollout_multiturn(
+        engine.loaded,
+        prompts,
+        contexts,
+        runner,
+        params,
+        limits,
+        template_kwargs=template_kwargs,
+        generate_fn=lambda _, contexts, step: engine.generate(contexts, step),
+    )
+    rows = [row for group in groups for row in group]
+    none = torch.zeros(len(rows), dtype=torch.bool)
+    return RolloutBatch(
+        records=list(records),
+        prompts=list(prompts),
+        videos=list(videos),
+        group_ids=torch.tensor(
+            [g for g, group in enumerate(groups) for _ in group], dtype=torch.long
+        ),
+        responses=[row.response_ids for row in rows],
+        texts=[row.text for row in rows],
+        is_annotation=none,
+        off_policy=none.clone(),
+        truncated=torch.tensor([row.truncated for row in rows], dtype=torch.bool),
+        trajectories=list[MultiTurnRow | None](rows),
+    ).with_metrics(**trajectory_metrics(rows))
+
+
 def annotation_tokens(
     record: TaskRecord, tokenizer: Any, eos_id: int, budget: int, think: bool
 ) -> torch.Tensor:
@@ -117,6 +175,9 @@ def add_annotation_rows(
         responses=batch.responses + extra,
         texts=batch.texts + tokenizer.batch_decode(extra, skip_special_tokens=True),
         is_annotation=torch.cat([batch.is_annotation, torch.ones(count, dtype=torch.bool)]),
+        trajectories=None
+        if batch.trajectories is None
+        else batch.trajectories + [None] * count,  # the direct answer: single-turn
         off_policy=torch.cat([batch.off_policy, torch.zeros(count, dtype=torch.bool)]),
         truncated=torch.cat(
             [

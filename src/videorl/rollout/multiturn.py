@@ -25,6 +25,8 @@ import torch
 from videorl.models.generate import Generation, SamplingParams, generate
 from videorl.models.inputs import PromptEncoding, collate
 from videorl.models.loaded import LoadedModel
+from videorl.reduction import Maxed
+from videorl.rewards.calls import ToolCallMade
 from videorl.rollout.tools.chat import encode_tool_turn, tool_turn_text
 from videorl.rollout.tools.parsing import parse_tool_calls
 from videorl.rollout.tools.registry import ToolContext
@@ -65,6 +67,7 @@ class MultiTurnRow:
     turns: int = 1  # model turns
     truncated: bool = False  # stopped by a budget (tokens or turns), not by a final answer
     model_texts: list[str] = field(default_factory=list)  # each model turn, decoded
+    call_turns: list[int] = field(default_factory=list)  # the model turn of each outcome
 
     @property
     def response_ids(self) -> torch.Tensor:
@@ -86,6 +89,21 @@ class MultiTurnRow:
     @property
     def errors(self) -> int:
         return sum(not o.ok for o in self.outcomes)
+
+    def calls_made(self) -> tuple[ToolCallMade, ...]:
+        """The row's calls as reward functions receive them (`rewards/calls.py`)."""
+        turns = self.call_turns or [1] * len(self.outcomes)
+        return tuple(
+            ToolCallMade(
+                name=o.name,
+                arguments=dict(o.call.arguments or {}),
+                ok=o.ok,
+                error=o.error,
+                seconds=o.seconds,
+                turn=turn,
+            )
+            for o, turn in zip(self.outcomes, turns, strict=True)
+        )
 
     @property
     def text(self) -> str:
@@ -134,6 +152,7 @@ class _Row:
     logprobs: list[torch.Tensor] = field(default_factory=list)
     media: list[DecodedVideo] = field(default_factory=list)
     outcomes: list[ToolOutcome] = field(default_factory=list)
+    call_turns: list[int] = field(default_factory=list)
     texts: list[str] = field(default_factory=list)
     truncated: bool = False
     done: bool = False
@@ -244,6 +263,7 @@ def _take_turn(
     media = [m for o in outcomes for m in o.media]
     encoded = encode_tool_turn(loaded, text, media)
     row.outcomes.extend(outcomes)
+    row.call_turns.extend([turn] * len(outcomes))
     if row.used + encoded.input_ids.numel() >= limits.max_total_tokens:
         row.done, row.truncated = True, True  # no room left to read the result and answer
         return
@@ -264,6 +284,7 @@ def _finish(row: _Row) -> MultiTurnRow:
         turns=len(row.texts),
         truncated=row.truncated,
         model_texts=row.texts,
+        call_turns=row.call_turns,
     )
 
 
@@ -284,16 +305,17 @@ def loss_inputs(
 
 
 def trajectory_metrics(rows: Sequence[MultiTurnRow]) -> dict[str, float]:
-    """`tools/calls_per_row`, `tools/errors_per_row`, `tools/turns` (mean) and
-    `tools/turns_max`, and mean seconds per call of each tool (`tools/seconds/<name>`)."""
+    """`tools/calls_per_row`, `tools/errors_per_row`, `tools/turns_mean`, `tools/turns_max`
+    (the largest over draws and ranks too: `Maxed`), and mean seconds per call of each tool
+    (`tools/seconds/<name>`)."""
     if not rows:
         return {}
     count = len(rows)
     out = {
         "tools/calls_per_row": sum(r.calls for r in rows) / count,
         "tools/errors_per_row": sum(r.errors for r in rows) / count,
-        "tools/turns": sum(r.turns for r in rows) / count,
-        "tools/turns_max": float(max(r.turns for r in rows)),
+        "tools/turns_mean": sum(r.turns for r in rows) / count,
+        "tools/turns_max": Maxed(max(r.turns for r in rows)),
     }
     seconds: dict[str, list[float]] = {}
     for outcome in (o for r in rows for o in r.outcomes):

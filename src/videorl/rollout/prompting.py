@@ -13,6 +13,7 @@ from videorl.errors import MediaError
 from videorl.models.chat_template import template_kwargs
 from videorl.models.inputs import PromptEncoding, encode_prompt
 from videorl.models.loading import LoadedModel
+from videorl.rollout.tools.chat import tool_prompt_args
 from videorl.video.cache import MediaSource
 from videorl.video.decode import DecodedVideo
 
@@ -32,18 +33,23 @@ def encode_record(
     think: bool,
     chat_template_kwargs: Mapping[str, Any] | None = None,
     style: str = "videorl",
+    tools: Sequence[Mapping[str, Any]] = (),
 ) -> PromptEncoding:
     """The record's family prompt (in prompt `style`; the record's own prompt and system
     turn when its row carries them) with its decoded video (or image, T=1) as model input;
-    the chat template gets `enable_thinking=think` unless `chat_template_kwargs` sets it."""
+    the chat template gets `enable_thinking=think` unless `chat_template_kwargs` sets it.
+    `tools` (function schemas, `ToolRunner.schemas`) are listed in the system turn."""
     is_image = media is not None and record.video is None
+    system, kwargs = tool_prompt_args(
+        policy, tools, record.system, template_kwargs(think, chat_template_kwargs)
+    )
     return encode_prompt(
         policy,
         build_prompt(record, think=think, style=style),
         video=None if is_image else media,
         image=media if is_image else None,
-        system=record.system,
-        template_kwargs=template_kwargs(think, chat_template_kwargs),
+        system=system,
+        template_kwargs=kwargs,
     )
 
 
@@ -58,13 +64,18 @@ class DecodedPrompts(NamedTuple):
 
 
 def decode_prompts(
-    records: Sequence[TaskRecord], videos: MediaSource, policy: LoadedModel, data: DataConfig
+    records: Sequence[TaskRecord],
+    videos: MediaSource,
+    policy: LoadedModel,
+    data: DataConfig,
+    tools: Sequence[Mapping[str, Any]] = (),
 ) -> DecodedPrompts:
     """Decode each record's media once (`videos` caches it) and encode its prompt in the
-    model family's coordinates; bad media and over-long prompts are skipped and counted."""
+    model family's coordinates, listing `tools` (function schemas) when given; bad media
+    and over-long prompts are skipped and counted."""
     out = DecodedPrompts([], [], [], 0, 0)
     convention = model_convention(policy.model_type, data.coordinates)
-    encode = record_encoder(policy, data)
+    encode = record_encoder(policy, data, tools)
     for record in records:
         try:
             video = videos.get(record.media) if record.media is not None else None
@@ -89,13 +100,22 @@ def decode_prompts(
     return out
 
 
-def record_encoder(policy: LoadedModel, data: DataConfig) -> Encoder:
-    """`encode_record` with the run's prompt settings (`data.think`, template kwargs, style):
-    what a stage calls to re-encode a record with other media (e.g. shuffled frames)."""
+def record_encoder(
+    policy: LoadedModel, data: DataConfig, tools: Sequence[Mapping[str, Any]] = ()
+) -> Encoder:
+    """`encode_record` with the run's prompt settings (`data.think`, template kwargs, style,
+    the tool list): what a stage calls to re-encode a record with other media (e.g.
+    shuffled frames)."""
 
     def encode(record: TaskRecord, media: DecodedVideo | None) -> PromptEncoding:
         return encode_record(
-            policy, record, media, data.think, data.chat_template_kwargs, style=data.prompt_style
+            policy,
+            record,
+            media,
+            data.think,
+            data.chat_template_kwargs,
+            style=data.prompt_style,
+            tools=tools,
         )
 
     return encode

@@ -24,6 +24,7 @@ from videorl.models.shared_prompt import enable_shared_prompts
 from videorl.models.visual_cache import share_visual_cache
 from videorl.rewards.pool import ScoringPool
 from videorl.rollout.engine import HFEngine, RolloutEngine
+from videorl.rollout.tools import ToolRunner, resolve_tools
 from videorl.rollout.vllm_engine import VLLMEngine, build_vllm_engine, build_vllm_teacher
 from videorl.rollout.vllm_support import rollout_engine
 from videorl.trainer import checkpoint as ckpt
@@ -56,6 +57,7 @@ def build_state(cfg: Config, resume: str | None, info: DistInfo | None = None) -
     random.seed(cfg.trainer.seed)
     np.random.seed(cfg.trainer.seed)  # checkpoints restore it, so a fresh run seeds it too
     checkpoint = ckpt.resolve_resume(resume, cfg.trainer.output_dir)
+    tools = tool_runner(cfg)  # an unknown tool name fails before anything loads
     # data before models: a bad data file fails in seconds, not after the model loads
     records = _records(cfg, cfg.data.train, cfg.data.split)
     val_records = (
@@ -92,10 +94,19 @@ def build_state(cfg: Config, resume: str | None, info: DistInfo | None = None) -
         teacher_engine=_teacher_engine(cfg, models.teacher, info),
         info=info,
         pool=ScoringPool(cfg.reward) if cfg.reward.workers > 1 else None,
+        tools=tools,
     )
     if checkpoint is not None:
         _restore(state, checkpoint)
     return state
+
+
+def tool_runner(cfg: Config) -> ToolRunner | None:
+    """The runner of `rollout.tools` (after importing `rollout.tool_modules`), or None for
+    single-turn rollouts; an unknown tool is a one-line `ConfigError` listing the choices."""
+    if not cfg.rollout.tools:
+        return None
+    return ToolRunner(resolve_tools(cfg.rollout.tools, cfg.rollout.tool_modules))
 
 
 def _device(cfg: Config) -> str:

@@ -17,6 +17,7 @@ from videorl.algorithms.taro import constructed_probability, draw_constructed
 from videorl.config import Config, check_world_size
 from videorl.config_loader import to_dict
 from videorl.distributed import barrier, init_distributed, reduce_metrics, shard_indices
+from videorl.models.chat_template import template_kwargs
 from videorl.models.loading import LoadedModel
 from videorl.models.visual_cache import clear_visual_caches
 from videorl.reduction import Summed
@@ -24,8 +25,10 @@ from videorl.rewards.config import RewardConfig
 from videorl.rewards.pool import ScoringPool
 from videorl.rollout.batch import RolloutBatch
 from videorl.rollout.engine import RolloutEngine
-from videorl.rollout.groups import add_annotation_rows, generate_groups
+from videorl.rollout.groups import add_annotation_rows, generate_groups, generate_tool_groups
+from videorl.rollout.multiturn import MultiTurnLimits
 from videorl.rollout.prompting import DecodedPrompts, decode_prompts, record_encoder
+from videorl.rollout.tools import ToolDecodes, ToolRunner
 from videorl.run_config import save_run_config
 from videorl.trainer import checkpoint as ckpt
 from videorl.trainer.build import build_state
@@ -134,9 +137,10 @@ def _scored_draw(
     prompts skipped (bad media, over `data.max_prompt_tokens`). No usable prompt: still
     rolls out (lockstep) and returns the empty batch."""
     cfg = state.cfg
+    tools = state.tools.schemas() if state.tools is not None else []
     with timer("decode"):
         mine = [state.records[i] for i in shard_indices(indices, state.info)]
-        decoded = decode_prompts(mine, state.videos, state.policy, cfg.data)
+        decoded = decode_prompts(mine, state.videos, state.policy, cfg.data, tools)
     with timer("rollout"):
         batch = _rollout(
             decoded,
@@ -147,6 +151,7 @@ def _scored_draw(
             step=state.step,
             epoch=state.sampler.epoch,
             draw=draw,
+            tools=state.tools,
         )
     state.engine.sleep()  # free the rollout engine's KV cache (and weights) until the weight sync
     batch = batch.with_metrics(
@@ -172,26 +177,42 @@ def _rollout(
     step: int,
     epoch: int,
     draw: int,
+    tools: ToolRunner | None = None,
 ) -> RolloutBatch:
-    """n rows per prompt, TaRO's constructed rows drawn by the curriculum, OraRL's annotation
-    rows appended, T-GRPO's shuffled-frame responses beside the rows. Called with no prompts
-    too: vLLM's data-parallel engines step in lockstep. `draw` > 0 (dynamic sampling's
-    refills) seeds the constructed prefixes apart."""
+    """n rows per prompt (multi-turn rows calling `tools` when the run has them), TaRO's
+    constructed rows drawn by the curriculum, OraRL's annotation rows appended, T-GRPO's
+    shuffled-frame responses beside the rows. Called with no prompts too: vLLM's
+    data-parallel engines step in lockstep. `draw` > 0 (dynamic sampling's refills) seeds
+    the constructed prefixes apart."""
     tokenizer, algorithm = policy.tokenizer, cfg.algorithm
     constructed = None
     if algorithm.constructed.enabled:
         p = constructed_probability(step, epoch, algorithm.constructed.curriculum)
         constructed = draw_constructed((len(decoded.prompts), cfg.rollout.n), p)
-    batch = generate_groups(
-        engine,
-        decoded.records,
-        decoded.prompts,
-        decoded.media,
-        cfg.rollout.sampling(),
-        tokenizer,
-        constructed=constructed,
-        rng=random.Random(step if draw == 0 else f"{step}:{draw}"),
-    )
+    if tools is not None:
+        batch = generate_tool_groups(
+            engine,
+            decoded.records,
+            decoded.prompts,
+            decoded.media,
+            cfg.rollout.sampling(),
+            runner=tools,
+            limits=MultiTurnLimits(cfg.rollout.max_turns, cfg.rollout.max_total_tokens),
+            decodes=ToolDecodes(),
+            video_config=cfg.video,
+            template_kwargs=template_kwargs(cfg.data.think, cfg.data.chat_template_kwargs),
+        )
+    else:
+        batch = generate_groups(
+            engine,
+            decoded.records,
+            decoded.prompts,
+            decoded.media,
+            cfg.rollout.sampling(),
+            tokenizer,
+            constructed=constructed,
+            rng=random.Random(step if draw == 0 else f"{step}:{draw}"),
+        )
     if algorithm.annotation_rows:
         eos, budget = policy.eos_token_ids[0], cfg.rollout.max_new_tokens
         batch = add_annotation_rows(batch, tokenizer, eos, budget, think=cfg.data.think)
@@ -217,7 +238,7 @@ def _rewards(
     batch = score_stage(batch, cfg.reward, pool)
     tgrpo = cfg.algorithm.temporal_contrast
     batch = add_temporal_contrast_bonus(batch, cfg.reward, tgrpo, pool)  # needs `shuffled`
-    batch = add_length_rewards(batch, cfg.reward, max_new_tokens=cfg.rollout.max_new_tokens)
+    batch = add_length_rewards(batch, cfg.reward, max_new_tokens=cfg.rollout.response_budget)
     if cfg.reward.sensitivity.enabled:
         encode = record_encoder(logprob_model, cfg.data)
         batch = add_sensitivity_bonus(
@@ -331,6 +352,8 @@ def run_training(
             writer.close()
         if state.pool is not None:
             state.pool.close()
+        if state.tools is not None:
+            state.tools.close()
     return _finish(state, checkpointer, writer, hooks)
 
 

@@ -67,7 +67,7 @@ def score(
     `reward/annotation/*` and `reward/constructed/*` (present when the batch has such rows).
     """
     records = batch.row_records()
-    scores = score_batch(records, batch.texts, config, pool=pool)
+    scores = score_batch(records, batch.texts, config, pool=pool, calls=batch.row_calls())
     rewards = torch.tensor(scores.overall, dtype=torch.float32)
     rewards = torch.nan_to_num(rewards, nan=0.0, posinf=0.0, neginf=0.0)
     components = [dict(r.components) for r in scores.results]
@@ -179,8 +179,10 @@ def add_teacher_logprobs(
     student's at the rollout `temperature`, the teacher's at `teacher_temperature`
     (`algorithm.distill.teacher_temperature`, OPDVR's `TEACHER_TEMPERATURE`). With a
     `teacher_engine` (`algorithm.distill.teacher_engine: vllm`) the teacher's come from it
-    (temperature 1.0, which the config enforces) instead of an HF forward of `teacher`."""
-    prompts = batch.row_prompts()
+    (temperature 1.0, which the config enforces) instead of an HF forward of `teacher`.
+    Multi-turn rows are scored over the whole trajectory with every turn's media (their
+    tool tokens are masked out of the estimator by `response_mask`)."""
+    prompts, types = batch.row_prompts(), batch.response_token_types()
     if teacher_engine is not None:
         teacher_logp = torch.zeros(
             len(batch.responses), max(int(r.numel()) for r in batch.responses)
@@ -195,9 +197,15 @@ def add_teacher_logprobs(
             batch.responses,
             temperature=teacher_temperature,
             token_budget=token_budget,
+            response_token_types=types,
         )
     student_logp = logprobs_in_microbatches(
-        student, prompts, batch.responses, temperature=temperature, token_budget=token_budget
+        student,
+        prompts,
+        batch.responses,
+        temperature=temperature,
+        token_budget=token_budget,
+        response_token_types=types,
     )
     return replace(batch, teacher_logp=teacher_logp, student_logp=student_logp)
 

@@ -14,6 +14,7 @@ from videorl.distributed import DistInfo
 from videorl.models.loading import LoadedModel
 from videorl.rewards.pool import ScoringPool
 from videorl.rollout.engine import RolloutEngine, TokenScorer
+from videorl.rollout.tools import ToolRunner
 from videorl.video.cache import VideoCache
 
 
@@ -59,6 +60,8 @@ class TrainState:
     # algorithm.distill.teacher_engine=vllm: the teacher's vLLM engine (None: HF forwards)
     teacher_engine: TokenScorer | None = None
     pool: ScoringPool | None = None
+    # rollout.tools: the tools multi-turn rollouts call (None: single-turn rollouts)
+    tools: ToolRunner | None = None
     info: DistInfo = field(default_factory=DistInfo)
     step: int = 0
     best: BestStep | None = None

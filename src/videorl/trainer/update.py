@@ -41,7 +41,9 @@ class MicroBatch:
     """One forward-backward: rows with their advantages and reference log-probs [b, R].
     `old_logp` None: the old log-probs are this forward's own (detached, ratio 1).
     `weight` 0: an FSDP padding micro-batch (one dummy token) that lets a rank with fewer
-    micro-batches join every collective while adding nothing to the loss or metrics."""
+    micro-batches join every collective while adding nothing to the loss or metrics.
+    `loss_mask` [b, R]: the tokens the loss covers (None: every response token); 0 on a
+    multi-turn row's tool turns, whose `response_token_types` the forward takes."""
 
     prompts: list[PromptEncoding]
     responses: list[torch.Tensor]
@@ -50,6 +52,8 @@ class MicroBatch:
     old_logp: torch.Tensor | None = None
     ref_logp: torch.Tensor | None = None
     weight: float = 1.0
+    loss_mask: torch.Tensor | None = None
+    response_token_types: list[torch.Tensor] | None = None
 
     @classmethod
     def padding(cls, pad_id: int) -> MicroBatch:
@@ -87,16 +91,18 @@ def _split(rows: list[int], parts: int) -> list[list[int]]:
 
 
 def _logprobs(ctx: UpdateContext, model: LoadedModel, batch: RolloutBatch, rows: list[int]):
-    """[B, R] no-grad log-probs of `rows` under `model` (zeros elsewhere)."""
+    """[B, R] no-grad log-probs of `rows` under `model` (zeros elsewhere); multi-turn rows
+    over their whole trajectory, with every turn's media."""
     out = torch.zeros(batch.num_rows, max((int(r.numel()) for r in batch.responses), default=0))
     if rows:
-        prompts = batch.row_prompts()
+        prompts, types = batch.row_prompts(), batch.response_token_types()
         logp = logprobs_in_microbatches(
             model,
             [prompts[i] for i in rows],
             [batch.responses[i] for i in rows],
             temperature=ctx.temperature,
             token_budget=ctx.optim.micro_batch_tokens,
+            response_token_types=None if types is None else [types[i] for i in rows],
         )
         out[rows, : logp.shape[1]] = logp
     return out
@@ -111,10 +117,13 @@ def plan_micro_batches(
     own_old: set[int],
 ) -> list[MicroBatch]:
     """The mini-batch's rows in micro-batches of at most `optim.micro_batch_tokens` tokens,
-    padded with zero-weight micro-batches to the most any rank has."""
-    prompts = batch.row_prompts()
+    padded with zero-weight micro-batches to the most any rank has (multi-turn rows run
+    padded, never packed: `rows_logprobs`)."""
+    prompts, types = batch.row_prompts(), batch.response_token_types()
+    mask = batch.response_mask()
     sizes = [prompts[i].length + int(batch.responses[i].numel()) for i in mini]
-    plan = plan_rank_microbatches(sizes, ctx.optim.micro_batch_tokens, packed=ctx.policy.packing)
+    packed = ctx.policy.packing and types is None
+    plan = plan_rank_microbatches(sizes, ctx.optim.micro_batch_tokens, packed=packed)
     micros = []
     for rows in ([mini[j] for j in m] for m in plan):
         if not rows:
@@ -129,6 +138,8 @@ def plan_micro_batches(
                 off_policy=batch.off_policy[rows],
                 old_logp=None if rows[0] in own_old else old_logp[rows, :width],
                 ref_logp=None if ref_logp is None else ref_logp[rows, :width],
+                loss_mask=mask[rows, :width],
+                response_token_types=None if types is None else [types[i] for i in rows],
             )
         )
     return micros
@@ -144,8 +155,14 @@ def micro_batch_loss(
         device.type, dtype=ctx.autocast_dtype, enabled=ctx.autocast_dtype is not None
     ):
         logp, entropy, mask = rows_logprobs(
-            ctx.policy, micro.prompts, micro.responses, temperature=ctx.temperature
+            ctx.policy,
+            micro.prompts,
+            micro.responses,
+            temperature=ctx.temperature,
+            response_token_types=micro.response_token_types,
         )
+    if micro.loss_mask is not None:
+        mask = mask * micro.loss_mask.to(mask.device)
     mask = (mask * micro.weight).to(device)
     result = policy_loss(
         logp.float(),

@@ -10,6 +10,7 @@ frames and pixels).
 from __future__ import annotations
 
 import concurrent.futures
+import importlib
 import logging
 import time
 from collections.abc import Iterable, Sequence
@@ -91,14 +92,23 @@ class ToolRunner:
         return ToolOutcome(call, result.text, tuple(result.media), seconds=seconds)
 
 
-def resolve_tools(names: Iterable[str]) -> list[ToolSpec]:
-    """The registered tools `names`, in order; an unknown name is a `ConfigError` that
-    lists the registered ones."""
+def resolve_tools(names: Iterable[str], modules: Iterable[str] = ()) -> list[ToolSpec]:
+    """The registered tools `names`, in order, after importing `modules` (a run's
+    `rollout.tool_modules`, whose `@register_tool` calls add their tools). An unknown name
+    or a module that does not import is a one-line `ConfigError` naming the key."""
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except ImportError as err:
+            raise ConfigError(
+                f"rollout.tool_modules: cannot import {module!r} ({err}); put it on PYTHONPATH"
+            ) from None
     names = list(names)
     unknown = [n for n in names if n not in TOOLS]
     if unknown:
         raise ConfigError(
-            f"rollout.tools names unknown tools {unknown}; registered: {sorted(TOOLS)} "
-            "(register your own with @videorl.rollout.tools.register_tool)"
+            f"rollout.tools names unknown tools {unknown}; choose from {sorted(TOOLS)} "
+            "(register your own with @videorl.rollout.tools.register_tool and list its module "
+            "in rollout.tool_modules)"
         )
     return [TOOLS[n] for n in names]

@@ -1,0 +1,38 @@
+"""The tool calls of a multi-turn row, as reward functions see them (docs/tools.md).
+
+A reward plug-in that declares a `calls` parameter, `function(record, response, config,
+calls)`, receives the calls its row made, in order; every other reward (the built-in
+families, plug-ins without the parameter) is called as before and never sees them.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ToolCallMade:
+    """One call of a trajectory: the tool asked for (`?` when the call did not parse), its
+    arguments, whether it ran (`ok`; else `error` says why), its seconds and the model turn
+    (1-based) that made it."""
+
+    name: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+    ok: bool = True
+    error: str | None = None
+    seconds: float = 0.0
+    turn: int = 1
+
+
+@functools.cache
+def takes_calls(function: Callable[..., Any]) -> bool:
+    """Whether `function` declares a `calls` parameter (or `**kwargs`)."""
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):  # a builtin without a signature
+        return False
+    return any(p.name == "calls" or p.kind is p.VAR_KEYWORD for p in parameters)
