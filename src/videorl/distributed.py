@@ -3,12 +3,17 @@
 NCCL on GPUs, gloo on CPU. `apply_fsdp` shards each decoder layer and then the root with
 `fully_shard` (composable, like torchtitan's `apply_fsdp`). Collectives must stay matched
 across ranks, so helpers here make every rank agree on counts and decisions.
+
+With sequence parallelism (`model.sequence_parallel_size` S, docs/sequence_parallel.md) the
+W ranks form W / S data-parallel groups of S consecutive ranks; the ranks of one group hold
+the same rows and split each row's sequence (`models/sequence_parallel.py`). Prompts are
+shared out over the groups, not the ranks, and metrics count each group once.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
@@ -25,10 +30,27 @@ class DistInfo:
     world_size: int = 1
     local_rank: int = 0
     device: str = "cpu"
+    sequence_parallel: int = 1  # ranks per sequence-parallel group (consecutive ranks)
+    # this rank's sequence-parallel group (None: no sequence parallelism)
+    sequence_group: dist.ProcessGroup | None = field(default=None, compare=False, repr=False)
 
     @property
     def is_main(self) -> bool:
         return self.rank == 0
+
+    @property
+    def data_parallel_size(self) -> int:
+        """How many groups hold different rows: the world size over the sequence-parallel size."""
+        return self.world_size // self.sequence_parallel
+
+    @property
+    def data_parallel_rank(self) -> int:
+        return self.rank // self.sequence_parallel
+
+    @property
+    def is_group_leader(self) -> bool:
+        """The first rank of its sequence-parallel group (every rank without one)."""
+        return self.rank % self.sequence_parallel == 0
 
     @property
     def enabled(self) -> bool:
@@ -54,6 +76,15 @@ def init_distributed(device: str = "auto") -> DistInfo:
     return DistInfo(
         rank=dist.get_rank(), world_size=dist.get_world_size(), local_rank=local_rank, device=chosen
     )
+
+
+def with_sequence_groups(info: DistInfo, size: int) -> DistInfo:
+    """`info` with sequence-parallel groups of `size` consecutive ranks (`size` divides the
+    world size: `config.check_world_size`); every rank creates every group, in order."""
+    if size == 1:
+        return info
+    group, _ = dist.new_subgroups(group_size=size)
+    return replace(info, sequence_parallel=size, sequence_group=group)
 
 
 def all_reduce(value: float, op: str = "sum", info: DistInfo | None = None) -> float:
@@ -114,19 +145,23 @@ def full_state_dict(model: torch.nn.Module) -> dict[str, torch.Tensor]:
 
 
 def shard_indices(indices: list[int], info: DistInfo) -> list[int]:
-    """This rank's contiguous share of a step's prompts (whole groups stay on one rank)."""
-    per_rank = len(indices) // info.world_size
-    return indices[info.rank * per_rank : (info.rank + 1) * per_rank]
+    """This rank's contiguous share of a step's prompts (whole groups stay on one rank): its
+    data-parallel group's share, the same on every rank of a sequence-parallel group."""
+    per_group = len(indices) // info.data_parallel_size
+    start = info.data_parallel_rank * per_group
+    return indices[start : start + per_group]
 
 
 def reduce_metrics(metrics: dict[str, Any], info: DistInfo) -> dict[str, Any]:
     """Every rank gets each numeric metric combined over the ranks by its declared reduction
     (`videorl.reduction.combine`: a `Summed` one adds up, any other is the mean over the
-    ranks that report it); lists are concatenated."""
+    ranks that report it); lists are concatenated. A sequence-parallel group's ranks hold the
+    same rows, so only its first rank's metrics count."""
     if not info.enabled:
         return metrics
     gathered: list[dict[str, Any]] = [{} for _ in range(info.world_size)]
     dist.all_gather_object(gathered, metrics)
+    gathered = gathered[:: info.sequence_parallel]
     merged: dict[str, Any] = {}
     for key in {k for m in gathered for k in m}:
         values = [m[key] for m in gathered if key in m and m[key] is not None]

@@ -44,6 +44,7 @@ from videorl.rewards.registry import FAMILY_REWARDS
 from videorl.rollout.groups import constructed_prefix
 from videorl.rollout.prompting import decode_prompts
 from videorl.trainer.loop import LoopHooks, run_training
+from videorl.trainer.sequence_parallel import split_forwards
 from videorl.trainer.state import TrainState
 from videorl.trainer.update import MicroBatch
 from videorl.trainer.validation import control_metrics, family_rows, sampled_rewards
@@ -109,9 +110,10 @@ def response_nll(
         with torch.autocast(device.type, dtype=autocast, enabled=autocast is not None):
             nll, _ = response_nll_sum(policy, *rows)
         loss = nll * weight / max(total_tokens, 1.0)
-        (loss * state.info.world_size).backward()  # FSDP averages over ranks; we want the sum
+        # FSDP averages over ranks; we want the sum over data-parallel groups
+        (loss * state.info.data_parallel_size).backward()
         loss_sum += float(loss.detach())
-    return all_reduce(loss_sum)
+    return all_reduce(loss_sum) / state.info.sequence_parallel  # each group counted once
 
 
 def sft_step(state: TrainState, indices: list[int]) -> dict[str, Any]:
@@ -128,10 +130,12 @@ def sft_step(state: TrainState, indices: list[int]) -> dict[str, Any]:
         for r in records
     ]
     tokens = all_reduce(float(sum(int(r.numel()) for r in responses)))
+    tokens /= state.info.sequence_parallel  # a sequence-parallel group's rows count once
     truncated = sum(int(r[-1]) != eos for r in responses)
     state.policy.model.train()
     state.optimizer.zero_grad(set_to_none=True)
-    loss = response_nll(state, prompts, responses, tokens)
+    with split_forwards(state.info.sequence_group, state.policy):
+        loss = response_nll(state, prompts, responses, tokens)
     params = [p for p in state.policy.model.parameters() if p.requires_grad]
     grad_norm = torch.nn.utils.clip_grad_norm_(params, cfg.optim.grad_clip)
     norm = float(grad_norm.full_tensor() if hasattr(grad_norm, "full_tensor") else grad_norm)
