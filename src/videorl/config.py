@@ -138,6 +138,14 @@ class ModelConfig:
     share_prompt_forward: bool = True
     """Rows of one prompt run its forward once (log-prob passes and the update) and attend to its
     expanded KV cache; same values up to float order (models/shared_prompt.py)."""
+    sequence_parallel_size: int = 1
+    """Ulysses sequence parallelism (docs/sequence_parallel.md): the text model's sequence of
+    every training and log-prob forward is split over groups of this many ranks (world =
+    data-parallel x this); it must divide trainer.nproc and the attention heads. 1 = off.
+    Qwen2.5-VL and Qwen3-VL with rollout.engine=hf; turns share_prompt_forward off."""
+
+    def __post_init__(self) -> None:
+        _positive("model", sequence_parallel_size=self.sequence_parallel_size)
 
 
 @dataclass(frozen=True)
@@ -646,7 +654,16 @@ class Config:
                 f"optim.mini_batches={self.optim.mini_batches} must divide the rows per step "
                 f"({self.data.prompts_per_step} prompts x {self.group_size} rows = {rows_per_step})"
             )
-        check_world_size(self.data, self.trainer.nproc)
+        # trainer.nproc=1 may be a torchrun launch that leaves it unset: run_training checks
+        # the sequence-parallel size against the real world size
+        sp = self.model.sequence_parallel_size if self.trainer.nproc > 1 else 1
+        check_world_size(self.data, self.trainer.nproc, sp)
+        if self.model.sequence_parallel_size > 1 and self.rollout.engine != "hf":
+            raise ConfigError(
+                f"model.sequence_parallel_size={self.model.sequence_parallel_size} needs "
+                "rollout.engine=hf (a sequence-parallel group's first rank generates for it); "
+                "set rollout.engine=hf or model.sequence_parallel_size=1"
+            )
         budget_key = "rollout.max_total_tokens" if self.rollout.tools else "rollout.max_new_tokens"
         _check_length_terms(self.reward, self.rollout.response_budget, budget_key)
         if self.rollout.tools:
@@ -678,12 +695,25 @@ def _check_quotas(pruning: PruningConfig, n: int) -> None:
         )
 
 
-def check_world_size(data: DataConfig, world_size: int) -> None:
-    """Whole groups stay on one rank: `data.prompts_per_step` splits evenly over the ranks."""
-    if data.prompts_per_step % world_size:
+def check_world_size(data: DataConfig, world_size: int, sequence_parallel: int = 1) -> None:
+    """The ranks form data-parallel groups of `sequence_parallel` ranks each (one rank each
+    without sequence parallelism), and whole prompt groups stay on one of them:
+    `data.prompts_per_step` splits evenly over the data-parallel groups."""
+    sp = sequence_parallel
+    if world_size % sp:
+        raise ConfigError(
+            f"model.sequence_parallel_size={sp} must divide the {world_size} ranks "
+            f"(trainer.nproc); use a multiple of {sp} ranks or a size that divides {world_size}"
+        )
+    if data.prompts_per_step % (world_size // sp):
+        where = (
+            f"{world_size} ranks (trainer.nproc"
+            if sp == 1
+            else f"{world_size // sp} data-parallel groups (trainer.nproc / {sp}"
+        )
         raise ConfigError(
             f"data.prompts_per_step={data.prompts_per_step} must be divisible by the "
-            f"{world_size} ranks (trainer.nproc; whole groups stay on one rank)"
+            f"{where}; whole groups stay on one rank)"
         )
 
 

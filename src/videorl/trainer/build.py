@@ -29,6 +29,7 @@ from videorl.rollout.vllm_engine import VLLMEngine, build_vllm_engine, build_vll
 from videorl.rollout.vllm_support import rollout_engine
 from videorl.trainer import checkpoint as ckpt
 from videorl.trainer.optim import build_optimizer
+from videorl.trainer.sequence_parallel import GroupEngine, check_sequence_parallel
 from videorl.trainer.state import BestStep, TrainState
 from videorl.trainer.threads import busy_cores_hint, set_cpu_threads
 from videorl.video.cache import VideoCache
@@ -66,6 +67,7 @@ def build_state(cfg: Config, resume: str | None, info: DistInfo | None = None) -
         else []
     )
     models = _Models.load(cfg, info)
+    check_sequence_parallel(info.sequence_parallel, models.policy.model)
     if info.is_main and info.device.startswith("cpu") and (hint := busy_cores_hint(threads)):
         console.print(f"[yellow]note:[/] {hint}")  # after the data: a bad file stays one line
     sampler = TaskGroupedSampler(
@@ -172,7 +174,9 @@ class _Models:
         frozen = (models.rollout, models.teacher, models.reference)
         if cfg.model.reuse_visual_embeddings:
             share_visual_cache(policy, *frozen)
-        enable_shared_prompts(cfg.model.share_prompt_forward, *frozen)
+        # a split forward keeps no KV cache, so sequence parallelism runs every row whole
+        share = cfg.model.share_prompt_forward and info.sequence_parallel == 1
+        enable_shared_prompts(share, *frozen)
         if info.enabled:  # FSDP ranks must run matching forwards: one per update micro-batch
             policy.share_prompts = False
         return models
@@ -212,9 +216,12 @@ def _with_lora(cfg: Config, policy: LoadedModel, info: DistInfo) -> LoadedModel:
 
 
 def _engine(cfg: Config, rollout_model: LoadedModel, info: DistInfo) -> RolloutEngine:
-    if rollout_engine(cfg.rollout.engine, cfg.model.path) == "hf":
-        return HFEngine(rollout_model, share_prefill=cfg.rollout.share_prefill)
-    return build_vllm_engine(cfg, rollout_model, info)
+    if rollout_engine(cfg.rollout.engine, cfg.model.path) != "hf":
+        return build_vllm_engine(cfg, rollout_model, info)
+    engine = HFEngine(rollout_model, share_prefill=cfg.rollout.share_prefill)
+    if info.sequence_group is None:
+        return engine
+    return GroupEngine(engine, info.sequence_group)  # a group's ranks take the same rollouts
 
 
 def _teacher_engine(cfg: Config, teacher: LoadedModel | None, info: DistInfo) -> VLLMEngine | None:

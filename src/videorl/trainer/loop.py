@@ -3,6 +3,7 @@ docs/design.md#one-training-step; each stage is a function from `RolloutBatch` t
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import random
 import time
@@ -16,7 +17,13 @@ from rich.console import Console
 from videorl.algorithms.taro import constructed_probability, draw_constructed
 from videorl.config import Config, check_world_size
 from videorl.config_loader import to_dict
-from videorl.distributed import barrier, init_distributed, reduce_metrics, shard_indices
+from videorl.distributed import (
+    barrier,
+    init_distributed,
+    reduce_metrics,
+    shard_indices,
+    with_sequence_groups,
+)
 from videorl.models.chat_template import template_kwargs
 from videorl.models.loading import LoadedModel
 from videorl.models.visual_cache import clear_visual_caches
@@ -44,6 +51,7 @@ from videorl.trainer.metrics import (
 )
 from videorl.trainer.progress import StepProgress
 from videorl.trainer.run_dir import claim_run_dir, run_inputs
+from videorl.trainer.sequence_parallel import split_forwards
 from videorl.trainer.stages import (
     add_length_rewards,
     add_sensitivity_bonus,
@@ -88,7 +96,7 @@ def train_step(state: TrainState, indices: list[int], stages: Stages = STAGES) -
             indices,
             draw,
             cfg.algorithm.dynamic_sampling,
-            want=cfg.data.prompts_per_step // state.info.world_size,
+            want=cfg.data.prompts_per_step // state.info.data_parallel_size,
             sampler=state.sampler,
             models=(state.policy, state.reference, state.teacher),
             info=state.info,
@@ -99,7 +107,7 @@ def train_step(state: TrainState, indices: list[int], stages: Stages = STAGES) -
         return _empty_step(state, batch, stages)
     batch_ids = [r.id for r in batch.records]
     rollout_stats = rollout_metrics(batch, cfg.rollout.max_new_tokens)
-    with timer("teacher"):
+    with timer("teacher"), _split_forwards(state):
         if cfg.algorithm.is_distillation:
             teacher = state.teacher
             assert teacher is not None, "build loads the teacher for distillation"
@@ -115,7 +123,7 @@ def train_step(state: TrainState, indices: list[int], stages: Stages = STAGES) -
         batch = compute_advantages(batch, cfg.algorithm)
         rows_before = batch.num_rows
         batch = select(batch, cfg.algorithm.pruning, cfg.rollout.n)
-    with timer("update"):
+    with timer("update"), _split_forwards(state):
         update_stats = stages.update(_update_context(state), batch)
     lr = state.scheduler.get_last_lr()[0]  # the rate this step's update used
     _end_step(state)
@@ -162,9 +170,15 @@ def _scored_draw(
     )
     if not decoded.records:
         return batch
-    with timer("reward"):
+    with timer("reward"), _split_forwards(state):
         batch = _rewards(batch, cfg, stages.score, state.pool, state.logprob_model, step=state.step)
     return batch
+
+
+def _split_forwards(state: TrainState) -> contextlib.AbstractContextManager[None]:
+    """The scoring forwards split over the rank's sequence-parallel group, if it has one."""
+    models = (state.policy, state.logprob_model, state.reference, state.teacher)
+    return split_forwards(state.info.sequence_group, *models)
 
 
 def _rollout(
@@ -254,7 +268,8 @@ def _no_grad(cfg: Config) -> dict[str, Any]:
 
 def _empty_step(state: TrainState, batch: RolloutBatch, stages: Stages) -> dict[str, Any]:
     """A rank with no usable sample still joins the rollout's and the update's collectives."""
-    stages.update(_update_context(state), batch)
+    with _split_forwards(state):
+        stages.update(_update_context(state), batch)
     _end_step(state)
     counts = {
         k: v for k, v in batch.metrics.items() if k.startswith(("dynamic_sampling/", "data/"))
@@ -280,6 +295,7 @@ def _update_context(state: TrainState) -> UpdateContext:
         reference=state.reference,
         logprob_model=state.logprob_model,
         world_size=state.info.world_size,
+        sequence_parallel=state.info.sequence_parallel,
         autocast_dtype=state.autocast_dtype,
     )
 
@@ -326,7 +342,8 @@ def run_training(
     """
     hooks = hooks or LoopHooks()
     info = init_distributed(cfg.trainer.device)
-    check_world_size(cfg.data, info.world_size)
+    check_world_size(cfg.data, info.world_size, cfg.model.sequence_parallel_size)
+    info = with_sequence_groups(info, cfg.model.sequence_parallel_size)
     claim_run_dir(
         cfg.trainer.output_dir,
         ckpt.resolve_resume(resume, cfg.trainer.output_dir),

@@ -34,6 +34,7 @@ class UpdateContext:
     logprob_model: LoadedModel | None = None  # no-grad passes; an unsharded copy under FSDP
     autocast_dtype: torch.dtype | None = None
     world_size: int = 1
+    sequence_parallel: int = 1  # ranks per sequence-parallel group: the same rows on each
 
 
 @dataclass(frozen=True)
@@ -216,17 +217,21 @@ def update_policy(ctx: UpdateContext, batch: RolloutBatch) -> dict[str, float]:
     ctx.policy.model.train()
     for epoch in range(ctx.optim.epochs):
         for mini in minis:
-            tokens = all_reduce(float(mask[mini].sum()))
-            sequences = int(all_reduce(float((mask[mini].sum(1) > 0).sum())))
+            # sums over ranks, each sequence-parallel group's rows counted once
+            sp = ctx.sequence_parallel
+            tokens = all_reduce(float(mask[mini].sum())) / sp
+            sequences = int(all_reduce(float((mask[mini].sum(1) > 0).sum()))) // sp
             ctx.optimizer.zero_grad(set_to_none=True)
             own = own_old if epoch == 0 else set()
             step_loss = 0.0
             for micro in plan_micro_batches(ctx, batch, mini, old_logp, ref_logp, own):
                 result, weight = micro_batch_loss(ctx, micro, tokens, sequences)
-                (result.loss * ctx.world_size).backward()  # FSDP averages ranks; we want the sum
+                # FSDP averages ranks; we want the sum over data-parallel groups (each group's
+                # S ranks' gradients average to its loss's: trainer/sequence_parallel.py)
+                (result.loss * (ctx.world_size // sp)).backward()
                 step_loss += float(result.loss.detach())
                 averages.add(result.metrics, weight)
-            step_loss = all_reduce(step_loss)
+            step_loss = all_reduce(step_loss) / sp
             norm = optimizer_step(ctx, step_loss)
             if norm is None:
                 averages.skipped += 1
