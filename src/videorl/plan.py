@@ -8,6 +8,7 @@ from rich.table import Table
 
 from videorl.config import Config
 from videorl.errors import ConfigError
+from videorl.sequence_plan import sequence_parallel_summary
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,7 @@ class StepPlan:
     validation: str = "off"  # set size, samples, frequency, before training
     lr_schedule: str = "constant"  # the schedule and its horizon
     kl: str = "off"  # the KL estimator and coefficient
+    sequence_parallel: str | None = None  # tokens and activation memory per rank when S > 1
     tools: str | None = None  # rollout.tools: multi-turn rollouts, and what they bypass
 
 
@@ -50,7 +52,9 @@ def plan_step(config: Config) -> StepPlan:
     return StepPlan(
         world_size=world,
         prompts_per_step=config.data.prompts_per_step,
-        prompts_per_rank=config.data.prompts_per_step // world,
+        # a sequence-parallel group's ranks share their prompts
+        prompts_per_rank=config.data.prompts_per_step
+        // max(1, world // config.model.sequence_parallel_size),
         policy_rows_per_group=config.rollout.n,
         annotation_rows_per_group=int(config.algorithm.annotation_rows),
         rows_per_step=config.group_size * config.data.prompts_per_step,
@@ -75,6 +79,7 @@ def plan_step(config: Config) -> StepPlan:
         validation=validation_summary(config),
         lr_schedule=_schedule_summary(config),
         kl=_kl_summary(config),
+        sequence_parallel=sequence_parallel_summary(config),
         tools=_tools_summary(config),
     )
 
@@ -207,6 +212,9 @@ def plan_table(plan: StepPlan) -> Table:
         rows.insert(1, ("temporal contrast", plan.temporal_contrast))
     if plan.tools:
         rows.insert(1, ("tools (multi-turn rollouts)", plan.tools))
+    if plan.sequence_parallel:
+        at = [name for name, _ in rows].index("world size (ranks)") + 1
+        rows.insert(at, ("sequence parallelism (tokens, memory)", plan.sequence_parallel))
     if not plan.group_by_family:
         rows.insert(4, ("prompt mix", "all families pooled: images and videos share a step"))
     elif plan.sampler == "orarl":
