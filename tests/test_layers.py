@@ -12,9 +12,13 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "videorl"
 
 # Top to bottom. `config` composes the section configs that the lower packages own
-# (algorithms, rewards, video), so it sits above them and below their users.
+# (algorithms, rewards, video), so it sits above them and below their users. `tasks` (one
+# module per task family) assembles each family from the prompts, rewards, evaluation and
+# demo of the layers below; those reach a family only through `data.families.TASKS`, the
+# registry that imports the family modules on first lookup.
 LAYERS: list[set[str]] = [
     {"cli", "__main__", "doctor", "config_reference"},
+    {"tasks"},
     {"trainer", "eval", "demo", "serve"},
     {"inference"},
     {"rollout"},
@@ -22,7 +26,7 @@ LAYERS: list[set[str]] = [
     {"models", "rewards", "algorithms"},
     {"data"},
     {"video"},
-    {"config_loader", "distributed", "errors", "outputs", "reduction", "versions"},
+    {"config_loader", "distributed", "errors", "outputs", "reduction", "registry", "versions"},
 ]
 
 

@@ -27,8 +27,8 @@ import torch
 from torch import Tensor
 
 from videorl.algorithms.groups import GroupStats, check_rows, group_stats
-from videorl.algorithms.registry import Registry
 from videorl.errors import ConfigError
+from videorl.registry import Registry
 
 __all__ = [
     "ADVANTAGES",

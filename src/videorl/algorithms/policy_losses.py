@@ -21,7 +21,7 @@ from typing import Any
 
 from torch import Tensor
 
-from videorl.algorithms.registry import Registry
+from videorl.registry import Registry
 
 __all__ = [
     "POLICY_LOSSES",

@@ -1,6 +1,6 @@
-"""A named registry of algorithm pieces (advantage estimators, policy losses): entries
-added by decorators, the built-in modules imported on first lookup, unknown names refused
-with the valid ones listed."""
+"""A named registry of extension points (advantage estimators, policy losses, task
+families): entries added by the modules that define them, the built-in modules imported on
+first lookup, unknown names refused with the valid ones listed."""
 
 from __future__ import annotations
 
