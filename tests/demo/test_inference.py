@@ -6,7 +6,7 @@ import pytest
 
 from videorl.data.families import Family
 from videorl.data.prompts import build_prompt
-from videorl.demo.examples import EXAMPLE_FAMILIES
+from videorl.demo.examples import demo_families
 from videorl.demo.inference import (
     MAX_TRACKED_FRAMES,
     Question,
@@ -106,7 +106,7 @@ def test_parse_box_boxes_and_letter():
     assert parse_prediction(QA, "<answer>B or C</answer>").letter is None
 
 
-@pytest.mark.parametrize("family", EXAMPLE_FAMILIES)
+@pytest.mark.parametrize("family", demo_families())
 def test_typed_question_becomes_the_training_prompt(family):
     options = ("red", "blue") if family is QA else ()
     record = question_record(Question(family, "  the red circle ", options), "/v.mp4", meta(6.0))

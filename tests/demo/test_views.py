@@ -13,7 +13,7 @@ from videorl.data.records import (
     TemporalAnswer,
     TrackingAnswer,
 )
-from videorl.demo.examples import EXAMPLE_FAMILIES, FAMILY_NAMES
+from videorl.demo.examples import demo_families, family_label
 from videorl.demo.inference import Result, parse_prediction
 from videorl.demo.render import (
     FRAME_HEIGHT,
@@ -141,11 +141,11 @@ def test_choice_highlighted_among_the_options():
 
 
 def test_examples_cover_the_demo_families_as_decodable_videos(examples):
-    assert {e.record.family for e in examples} == set(EXAMPLE_FAMILIES)
+    assert {e.record.family for e in examples} == set(demo_families())
     assert len({e.label for e in examples}) == len(examples)
     for example in examples:
         assert example.video_path.endswith(".mp4") and example.record.image is None
-        assert example.label.startswith(FAMILY_NAMES[example.record.family])
+        assert example.label.startswith(family_label(example.record.family))
     still = next(e for e in examples if e.record.family is Family.SPATIAL_GROUNDING)
     video = decode_video(still.video_path, VideoConfig(max_frames=4))
     assert video.meta.duration == still.record.duration == 2.0

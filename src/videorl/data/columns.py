@@ -37,18 +37,14 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from videorl.data.families import SI_CHOICE_SUBTYPES, SI_NUMERIC_SUBTYPES, Family, parse_family
-from videorl.data.formats import _choice_letter, _options, _windows, final_answer
+from videorl.data.formats import _options
 from videorl.data.published_prompts import (
     easyr1_format_prompt,
     load_format_prompt,
     query_from_instruction,
 )
 from videorl.data.records import (
-    ChoiceAnswer,
-    MathAnswer,
-    NumericAnswer,
     TaskRecord,
-    TemporalAnswer,
     answer_from_dict,
     caption_from_value,
     finite_number,
@@ -60,7 +56,6 @@ COLUMN_FORMATS = ("columns", "easyr1", "verl", "orarl")
 _PLACEHOLDER = re.compile(r"<\s*(?:video|image)\s*>", re.IGNORECASE)
 # The placeholders verl, EasyR1 and TaRO split a prompt at (exact strings, as they do).
 PLACEHOLDERS = {"video": "<video>", "image": "<image>"}
-_SPAN = re.compile(r"([-+]?\d*\.?\d+)\s*(?:s\b|seconds?\b)?\s*(?:to|and|-|–)\s*([-+]?\d*\.?\d+)")
 _MEDIA_KEYS = ("path", "video", "image", "video_path", "image_path", "file_name", "url")
 _SI_SUBTYPES = SI_NUMERIC_SUBTYPES + SI_CHOICE_SUBTYPES
 
@@ -302,40 +297,30 @@ def resolve_row_family(value: Any, column: str) -> tuple[Family, str | None]:
         raise DataError(f"column {column!r}: {err}") from None
 
 
-def parse_answer(family: Family, raw: Any, options: tuple[str, ...], column: str) -> Any:
-    """The typed answer of `family` from an answer cell (value, JSON text or object)."""
-    if isinstance(raw, str) and raw.strip()[:1] in ("{", "[") and family is not Family.MATH:
+def json_cell(raw: Any) -> Any:
+    """An answer cell that is JSON text (an object or a list) decoded; anything else as is."""
+    if isinstance(raw, str) and raw.strip()[:1] in ("{", "["):
         with contextlib.suppress(json.JSONDecodeError):
-            raw = json.loads(raw)
-    where = f"column {column!r}"
+            return json.loads(raw)
+    return raw
+
+
+def object_cell(family: Family, raw: Any, column: str) -> Any:
+    """The answer of a family whose cells hold its JSON object (or that object as text)."""
+    raw = json_cell(raw)
     if isinstance(raw, dict):
-        if family is Family.TEMPORAL_GROUNDING and "windows" not in raw:
-            span = raw.get("time") or [raw.get("start"), raw.get("end")]
-            return TemporalAnswer(tuple(_windows(span, column)))
-        return answer_from_dict(family, raw, where)
-    if family is Family.TEMPORAL_GROUNDING:
-        if isinstance(raw, str):
-            match = _SPAN.search(raw)
-            if match is None:
-                raise DataError(f"{where}: expected a span 'S to E' or [S, E], got {raw!r}")
-            raw = [match.group(1), match.group(2)]
-        return TemporalAnswer(tuple(_windows(raw, column)))
-    if family is Family.SPATIAL_GROUNDING and isinstance(raw, (list, tuple)):
-        return answer_from_dict(family, {"box": list(raw)}, where)
-    if family is Family.MATH:
-        text = str(raw[0] if isinstance(raw, (list, tuple)) and raw else raw)
-        return MathAnswer(final_answer(text))
-    if family is Family.SPATIAL_INTELLIGENCE and not options:
-        try:
-            return NumericAnswer(float(raw))
-        except (TypeError, ValueError):
-            pass
-    if family in (Family.VIDEO_QA, Family.SPATIAL_INTELLIGENCE):
-        letters = options or tuple("ABCDEFGH")
-        return ChoiceAnswer(_choice_letter(raw.strip() if isinstance(raw, str) else raw, letters))
+        return answer_from_dict(family, raw, f"column {column!r}")
     raise DataError(
-        f"{where}: {family.value} answers are objects (e.g. {{'boxes': ...}}), got {raw!r}"
+        f"column {column!r}: {family.value} answers are objects (e.g. {{'boxes': ...}}), "
+        f"got {raw!r}"
     )
+
+
+def parse_answer(family: Family, raw: Any, options: tuple[str, ...], column: str) -> Any:
+    """The typed answer of `family` from an answer cell (value, JSON text or object): the
+    family's `cell_answer`, else its JSON object form."""
+    read = family.task.cell_answer
+    return object_cell(family, raw, column) if read is None else read(raw, options, column)
 
 
 def _family(
@@ -354,9 +339,9 @@ def _family(
             )
         else:
             family, subtype = Family.MATH, None
-    if family is Family.MATH and media_column is not None:
+    if not family.uses_video and media_column is not None:
         raise DataError(
-            f"column {media_column!r} holds media but the row's family is math (text only); "
+            f"column {media_column!r} holds media but the row's family is {family.value} (text only); "
             "set data.family or data.columns.problem_type to its video family"
         )
     if family.uses_video and media_column is None:

@@ -35,6 +35,7 @@ from typing import Any
 
 from videorl.data.families import Family, parse_family
 from videorl.data.records import (
+    LETTERS,
     ChoiceAnswer,
     MathAnswer,
     NumericAnswer,
@@ -47,7 +48,7 @@ from videorl.errors import DataError
 from videorl.video.media import MediaRef
 
 FORMATS = ("records", "vtg", "timer1", "mcq", "math", "video_r1")
-LETTERS = "ABCDEFGH"
+
 _OPTION_PREFIX = re.compile(r"^\s*\(?([A-H])\s*[.):]\s*")
 # "B", "(B)", "B.", "B)", "B. option text"
 _ANSWER_LETTER = re.compile(r"\(?([A-H])\)?(?:[.:)].*)?", re.DOTALL)
@@ -65,7 +66,7 @@ def _number(value: Any, name: str) -> float:
     return finite_number(value, f"field {name!r}")
 
 
-def _windows(value: Any, name: str) -> list[tuple[float, float]]:
+def windows_of(value: Any, name: str) -> list[tuple[float, float]]:
     """`[s, e]` or `[[s, e], ...]` -> list of windows with s <= e."""
     if (
         isinstance(value, (list, tuple))
@@ -127,7 +128,7 @@ def from_vtg(row: dict[str, Any], default_id: str, family: Family | None) -> Tas
     duration = _number(_field(row, "duration"), "duration")
     if duration <= 0:
         raise DataError(f"field 'duration': expected a positive number of seconds, got {duration}")
-    windows = _windows(_field(row, "relevant_windows"), "relevant_windows")
+    windows = windows_of(_field(row, "relevant_windows"), "relevant_windows")
     if row.get("video_file") is not None:
         path = str(row["video_file"])
     else:
@@ -169,7 +170,7 @@ def from_timer1(row: dict[str, Any], default_id: str, family: Family | None) -> 
         id=_row_id(row, default_id),
         family=family or Family.TEMPORAL_GROUNDING,
         problem=str(_field(row, "sentence")).strip(),
-        answer=TemporalAnswer(tuple(_windows(_field(row, "timestamp"), "timestamp"))),
+        answer=TemporalAnswer(tuple(windows_of(_field(row, "timestamp"), "timestamp"))),
         video=MediaRef(path=str(_field(row, "video"))),
         duration=duration,
         source=row.get("source"),
@@ -192,7 +193,7 @@ def _options(value: Any) -> tuple[str, ...]:
     return tuple(texts)
 
 
-def _choice_letter(answer: Any, options: tuple[str, ...]) -> str:
+def choice_letter(answer: Any, options: tuple[str, ...]) -> str:
     if isinstance(answer, int) and not isinstance(answer, bool):
         if 0 <= answer < len(options):
             return LETTERS[answer]
@@ -216,7 +217,7 @@ def from_mcq(row: dict[str, Any], default_id: str, family: Family | None) -> Tas
         answer: Any = NumericAnswer(_number(answer_value, "answer"))
     else:
         options = _options(_field(row, "options", "choices"))
-        answer = ChoiceAnswer(_choice_letter(answer_value, options))
+        answer = ChoiceAnswer(choice_letter(answer_value, options))
     video = next((row[k] for k in ("video", "video_path", "video_file") if row.get(k)), None)
     image = row.get("image") or row.get("image_path")
     if video is None and image is None:
@@ -322,7 +323,7 @@ def from_video_r1(row: dict[str, Any], default_id: str, family: Family | None) -
     options: tuple[str, ...] = ()
     if problem_type == "multiple choice":
         options = _options(_field(row, "options"))
-        answer: Any = ChoiceAnswer(_choice_letter(value, options))
+        answer: Any = ChoiceAnswer(choice_letter(value, options))
     else:
         answer = NumericAnswer(_number(value.replace(",", ""), "solution"))
     data_type = str(_field(row, "data_type")).strip()

@@ -1,4 +1,4 @@
-"""One prompt template per family, stating the answer format of docs/methods.md#rewards.
+"""videorl's prompt template per family (each family's module names its own), stating the answer format of docs/methods.md#rewards.
 
 `build_prompt(record, think=...)` returns the user text that goes with the record's video
 or image. It always ends with the answer protocol: with `think=True` a `<think>` block then
@@ -13,10 +13,15 @@ import itertools
 from typing import Literal, get_args
 
 from videorl.data.published_prompts import published_prompt
-from videorl.data.records import NumericAnswer, SpatioTemporalAnswer, TaskRecord, TrackingAnswer
+from videorl.data.records import (
+    LETTERS,
+    NumericAnswer,
+    SpatioTemporalAnswer,
+    TaskRecord,
+    TrackingAnswer,
+)
 from videorl.errors import ConfigError
 
-LETTERS = "ABCDEFGH"
 THINK = (
     "First think step by step inside <think> </think> tags, then give the final answer "
     "inside <answer> </answer> tags, with nothing after it."
@@ -174,8 +179,7 @@ def build_prompt(record: TaskRecord, *, think: bool, style: str = "videorl") -> 
         style = check_prompt_style(record.prompt_style, key=f"record {record.id} prompt_style")
     published = None if style == "videorl" else published_prompt(record, check_prompt_style(style))
     if published is None:
-        template = record.family.spec.resolve("prompt")
-        return f"{template(record)}\n{THINK if think else NO_THINK}"
+        return f"{record.family.task.prompt(record)}\n{THINK if think else NO_THINK}"
     if style == "orarl" and think:
         return f"{published}\n{THINK}"
     return published

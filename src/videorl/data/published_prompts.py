@@ -6,8 +6,8 @@ byte-aligned with its training data), `taro` (TaRO's temporal-grounding prompt, 
 EasyR1's format prompts (`easyr1_format_prompt`, hiyouga/EasyR1
 `examples/format_prompt/{math,r1v}.jinja`) wrap an EasyR1 row's `problem` at load time.
 
-`published_prompt(record, style)` returns the user text, or None where the style has no
-template for the family (the caller then uses videorl's own). OraRL's prompts ask for the
+Each family's module (`videorl/tasks/`) names its templates by style; `published_prompt(record,
+style)` returns the user text, or None where the style has no template for the family (the caller then uses videorl's own). OraRL's prompts ask for the
 answer alone (its recipe trains answer-only); TaRO's asks for `<think>` reasoning and an
 answer `S.SSs to E.EEs`. Coordinates are not stated in OraRL's prompts: the model answers
 in its native convention (`data.coordinates`).
@@ -19,10 +19,8 @@ import re
 from pathlib import Path
 
 from videorl.data.families import Family
-from videorl.data.records import NumericAnswer, TaskRecord
+from videorl.data.records import LETTERS, NumericAnswer, TaskRecord
 from videorl.errors import ConfigError
-
-LETTERS = "ABCDEFGH"
 
 ORARL_TG = (
     'To accurately pinpoint the event "{}" in the video, '
@@ -128,39 +126,37 @@ def _sentence(text: str) -> str:
     return text + "." if text and text[-1] not in ".?!" else text
 
 
-def _orarl_choice_or_number(record: TaskRecord) -> str:
-    prefix = ORARL_SI_PREFIX if record.family is Family.SPATIAL_INTELLIGENCE else ""
+def orarl_choice_or_number(record: TaskRecord, prefix: str, choice_tail: str) -> str:
+    """OraRL's question template: `prefix`, the problem, then a number's tail by subtype, or
+    the options and `choice_tail`."""
     if isinstance(record.answer, NumericAnswer) or not record.options:
         tail = ORARL_SI_NUMBER_TAILS.get(
             record.subtype or "", ORARL_SI_NUMBER_TAILS["abs_distance"]
         )
         return f"{prefix}{record.problem} {tail}"
-    tail = ORARL_QA_TAIL if record.family is Family.VIDEO_QA else ORARL_SI_CHOICE_TAIL
-    return f"{prefix}{record.problem}\nOptions:\n{_options(record)}\n{tail}"
+    return f"{prefix}{record.problem}\nOptions:\n{_options(record)}\n{choice_tail}"
 
 
-def _orarl(record: TaskRecord) -> str | None:
-    family = record.family
-    if family is Family.TEMPORAL_GROUNDING:
-        return ORARL_TG.format(record.problem)
-    if family is Family.SPATIAL_GROUNDING:
-        return ORARL_SG.format(_sentence(record.problem))
-    if family in (Family.VIDEO_QA, Family.SPATIAL_INTELLIGENCE):
-        return _orarl_choice_or_number(record)
-    if family is Family.SPATIO_TEMPORAL_GROUNDING:
-        question = ORARL_STG_QUESTION.format(record.problem)
-        return ORARL_GROUNDING_QUESTION.format(question) + ORARL_STG_TAIL
-    if family is Family.SEGMENTATION:
-        tail = ORARL_SEG_VIDEO_TAIL if record.video is not None else ORARL_SEG_IMAGE_TAIL
-        return f"{record.problem}\n{tail}"
-    # Tracking: OraRL keys boxes by second (1..32), our records by source frame; math: none.
-    return None
+def orarl_temporal(record: TaskRecord) -> str:
+    return ORARL_TG.format(record.problem)
 
 
-def _taro(record: TaskRecord) -> str | None:
-    if record.family is Family.TEMPORAL_GROUNDING:
-        return TARO_TG.format(record.problem)
-    return None
+def orarl_spatial(record: TaskRecord) -> str:
+    return ORARL_SG.format(_sentence(record.problem))
+
+
+def orarl_spatio_temporal(record: TaskRecord) -> str:
+    question = ORARL_STG_QUESTION.format(record.problem)
+    return ORARL_GROUNDING_QUESTION.format(question) + ORARL_STG_TAIL
+
+
+def orarl_segmentation(record: TaskRecord) -> str:
+    tail = ORARL_SEG_VIDEO_TAIL if record.video is not None else ORARL_SEG_IMAGE_TAIL
+    return f"{record.problem}\n{tail}"
+
+
+def taro_temporal(record: TaskRecord) -> str:
+    return TARO_TG.format(record.problem)
 
 
 VIDEO_R1_QUESTION = (
@@ -182,18 +178,14 @@ VIDEO_R1_NUMBER_TAIL = (
 )
 
 
-def _video_r1(record: TaskRecord) -> str | None:
+def video_r1_choice_or_number(record: TaskRecord) -> str:
     """`make_conversation_image_and_video`: a multiple-choice question is the problem, then
     `Options:` and one `X. option` line each (no separator before `Options:`, as there)."""
-    if record.family not in (Family.VIDEO_QA, Family.SPATIAL_INTELLIGENCE):
-        return None
     if isinstance(record.answer, NumericAnswer) or not record.options:
         return VIDEO_R1_QUESTION.format(record.problem) + VIDEO_R1_NUMBER_TAIL
     question = f"{record.problem}Options:\n{_options(record)}\n"
     return VIDEO_R1_QUESTION.format(question) + VIDEO_R1_CHOICE_TAIL
 
-
-_STYLES = {"orarl": _orarl, "taro": _taro, "video_r1": _video_r1}
 
 # The head TaRO's and OraRL's temporal-grounding instructions share; what a row that ships
 # the whole instruction (TaRO's data/test.json, OraRL-Data written with its templates) holds.
@@ -214,8 +206,10 @@ def query_from_instruction(text: str) -> str | None:
 
 
 def published_prompt(record: TaskRecord, style: str) -> str | None:
-    """The `style`'s published user text for `record`, or None (no template for it)."""
-    return _STYLES[style](record)
+    """The `style`'s published user text for `record`, or None: the family has no template
+    in that style (its module's `published`), or none for this record."""
+    template = record.family.task.published.get(style)
+    return None if template is None else template(record)
 
 
 # EasyR1's format prompts (jinja, rendered with `content` = the row's problem text). Its
@@ -265,7 +259,7 @@ def easyr1_format_prompt(template: str | None, content: str, family: Family) -> 
     if template is None:
         return content
     if template == "auto":
-        template = "math" if family is Family.MATH else "r1v"
+        template = "r1v" if family.uses_video else "math"
     source = EASYR1_FORMAT_PROMPTS.get(template, template)
     try:
         import jinja2

@@ -1,4 +1,5 @@
-"""The `TaskRecord` schema shared by all seven video families and text math.
+"""The `TaskRecord` schema shared by every task family, its typed answers and the
+validators that read them.
 
 A record is one prompt: the problem text, a typed ground-truth answer, and references to
 its media. Records round-trip through plain JSON dicts (`to_dict` / `record_from_dict`),
@@ -18,6 +19,7 @@ from videorl.video.media import MediaRef
 
 Box = tuple[float, float, float, float]
 Point = tuple[float, float]
+LETTERS = "ABCDEFGH"  # multiple-choice option letters, in order
 
 
 _CAPTION_TIMES = re.compile(
@@ -68,12 +70,18 @@ class TemporalAnswer:
 
     windows: tuple[tuple[float, float], ...]
 
+    def to_dict(self) -> dict[str, Any]:
+        return {"windows": [list(w) for w in self.windows]}
+
 
 @dataclass(frozen=True)
 class BoxAnswer:
     """Spatial grounding: one box [x1, y1, x2, y2] in the record's `box_format`."""
 
     box: Box
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"box": list(self.box)}
 
 
 @dataclass(frozen=True)
@@ -91,12 +99,25 @@ class SegmentationAnswer:
     mask_rle: dict[str, Any] | None = None
     frame_masks: dict[str, dict[str, Any]] | None = None
 
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "box": list(self.box),
+            "positive_points": [list(p) for p in self.positive_points],
+            "negative_points": [list(p) for p in self.negative_points],
+        }
+        optional = {"time": self.time, "mask_rle": self.mask_rle, "frame_masks": self.frame_masks}
+        out.update({k: v for k, v in optional.items() if v is not None})
+        return out
+
 
 @dataclass(frozen=True)
 class TrackingAnswer:
     """Tracking: a box per annotated source-frame index (keys are frame numbers as str)."""
 
     boxes: dict[str, Box]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"boxes": {k: list(v) for k, v in self.boxes.items()}}
 
 
 @dataclass(frozen=True)
@@ -106,12 +127,18 @@ class SpatioTemporalAnswer:
     time: tuple[float, float]
     boxes: dict[str, Box]
 
+    def to_dict(self) -> dict[str, Any]:
+        return {"time": list(self.time), "boxes": {k: list(v) for k, v in self.boxes.items()}}
+
 
 @dataclass(frozen=True)
 class ChoiceAnswer:
     """Multiple choice (video QA, choice-type spatial intelligence): one letter A-H."""
 
     letter: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"letter": self.letter}
 
 
 @dataclass(frozen=True)
@@ -120,12 +147,18 @@ class NumericAnswer:
 
     value: float
 
+    def to_dict(self) -> dict[str, Any]:
+        return {"value": self.value}
+
 
 @dataclass(frozen=True)
 class MathAnswer:
     """Text-only math: the reference final answer (LaTeX or plain)."""
 
     text: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"text": self.text}
 
 
 Answer = (
@@ -215,35 +248,8 @@ class TaskRecord:
 
 
 def answer_to_dict(answer: Answer) -> dict[str, Any]:
-    """JSON form of a typed answer."""
-    if isinstance(answer, TemporalAnswer):
-        return {"windows": [list(w) for w in answer.windows]}
-    if isinstance(answer, BoxAnswer):
-        return {"box": list(answer.box)}
-    if isinstance(answer, SegmentationAnswer):
-        out: dict[str, Any] = {
-            "box": list(answer.box),
-            "positive_points": [list(p) for p in answer.positive_points],
-            "negative_points": [list(p) for p in answer.negative_points],
-        }
-        if answer.time is not None:
-            out["time"] = answer.time
-        if answer.mask_rle is not None:
-            out["mask_rle"] = answer.mask_rle
-        if answer.frame_masks is not None:
-            out["frame_masks"] = answer.frame_masks
-        return out
-    if isinstance(answer, TrackingAnswer):
-        return {"boxes": {k: list(v) for k, v in answer.boxes.items()}}
-    if isinstance(answer, SpatioTemporalAnswer):
-        return {"time": list(answer.time), "boxes": {k: list(v) for k, v in answer.boxes.items()}}
-    if isinstance(answer, ChoiceAnswer):
-        return {"letter": answer.letter}
-    if isinstance(answer, NumericAnswer):
-        return {"value": answer.value}
-    if isinstance(answer, MathAnswer):
-        return {"text": answer.text}
-    raise TypeError(f"not an answer type: {type(answer).__name__}")
+    """JSON form of a typed answer (each answer type writes its own)."""
+    return answer.to_dict()
 
 
 # ----- parsing and validation --------------------------------------------------------------
@@ -260,7 +266,7 @@ def finite_number(value: Any, where: str) -> float:
     return number
 
 
-def _box(value: Any, where: str) -> Box:
+def box_value(value: Any, where: str) -> Box:
     if not isinstance(value, (list, tuple)) or len(value) != 4:
         raise DataError(f"{where}: expected a box [x1, y1, x2, y2], got {value!r}")
     x1, y1, x2, y2 = (finite_number(v, where) for v in value)
@@ -269,7 +275,7 @@ def _box(value: Any, where: str) -> Box:
     return (x1, y1, x2, y2)
 
 
-def _points(value: Any, where: str) -> tuple[Point, ...]:
+def points_value(value: Any, where: str) -> tuple[Point, ...]:
     if not isinstance(value, (list, tuple)) or not all(
         isinstance(p, (list, tuple)) and len(p) == 2 for p in value
     ):
@@ -277,7 +283,7 @@ def _points(value: Any, where: str) -> tuple[Point, ...]:
     return tuple((finite_number(p[0], where), finite_number(p[1], where)) for p in value)
 
 
-def _window(value: Any, where: str) -> tuple[float, float]:
+def window_value(value: Any, where: str) -> tuple[float, float]:
     if not isinstance(value, (list, tuple)) or len(value) != 2:
         raise DataError(f"{where}: expected a window [start, end], got {value!r}")
     start, end = finite_number(value[0], where), finite_number(value[1], where)
@@ -286,13 +292,13 @@ def _window(value: Any, where: str) -> tuple[float, float]:
     return (start, end)
 
 
-def _require(data: dict[str, Any], key: str, where: str) -> Any:
+def require(data: dict[str, Any], key: str, where: str) -> Any:
     if key not in data:
         raise DataError(f"{where}: missing field {key!r}")
     return data[key]
 
 
-def _frame_masks(value: Any, where: str) -> dict[str, dict[str, Any]] | None:
+def frame_masks_value(value: Any, where: str) -> dict[str, dict[str, Any]] | None:
     if value is None:
         return None
     if (
@@ -308,52 +314,16 @@ def answer_from_dict(family: Family, data: Any, where: str = "answer") -> Answer
     """Build and validate the typed answer of `family` from its JSON form."""
     if not isinstance(data, dict):
         raise DataError(f"{where}: expected an object, got {data!r}")
-    if family is Family.TEMPORAL_GROUNDING:
-        windows = _require(data, "windows", where)
-        if not isinstance(windows, (list, tuple)) or not windows:
-            raise DataError(f"{where}.windows: expected a non-empty list of windows")
-        return TemporalAnswer(tuple(_window(w, f"{where}.windows") for w in windows))
-    if family is Family.SPATIAL_GROUNDING:
-        return BoxAnswer(_box(_require(data, "box", where), f"{where}.box"))
-    if family is Family.SEGMENTATION:
-        time = data.get("time")
-        return SegmentationAnswer(
-            box=_box(_require(data, "box", where), f"{where}.box"),
-            positive_points=_points(
-                _require(data, "positive_points", where), f"{where}.positive_points"
-            ),
-            negative_points=_points(
-                _require(data, "negative_points", where), f"{where}.negative_points"
-            ),
-            time=None if time is None else finite_number(time, f"{where}.time"),
-            mask_rle=data.get("mask_rle"),
-            frame_masks=_frame_masks(data.get("frame_masks"), f"{where}.frame_masks"),
-        )
-    if family is Family.TRACKING:
-        boxes = _require(data, "boxes", where)
-        if not isinstance(boxes, dict) or not boxes:
-            raise DataError(f"{where}.boxes: expected a non-empty object frame -> box")
-        return TrackingAnswer({str(k): _box(v, f"{where}.boxes[{k}]") for k, v in boxes.items()})
-    if family is Family.SPATIO_TEMPORAL_GROUNDING:
-        boxes = _require(data, "boxes", where)
-        if not isinstance(boxes, dict):
-            raise DataError(f"{where}.boxes: expected an object second -> box")
-        return SpatioTemporalAnswer(
-            time=_window(_require(data, "time", where), f"{where}.time"),
-            boxes={str(k): _box(v, f"{where}.boxes[{k}]") for k, v in boxes.items()},
-        )
-    if family in (Family.VIDEO_QA, Family.SPATIAL_INTELLIGENCE) and "letter" in data:
-        letter = str(data["letter"]).strip().upper()
-        if len(letter) != 1 or letter not in "ABCDEFGH":
-            raise DataError(f"{where}.letter: expected one letter A-H, got {data['letter']!r}")
-        return ChoiceAnswer(letter)
-    if family is Family.SPATIAL_INTELLIGENCE:
-        return NumericAnswer(finite_number(_require(data, "value", where), f"{where}.value"))
-    if family is Family.VIDEO_QA:
-        raise DataError(f"{where}: missing field 'letter'")
-    if family is Family.MATH:
-        return MathAnswer(str(_require(data, "text", where)))
-    raise DataError(f"{where}: no answer type for family {family.value}")
+    answer: Answer = family.task.answer(data, where)
+    return answer
+
+
+def choice_value(value: Any, where: str) -> ChoiceAnswer:
+    """One option letter A-H (any case, spaces around it) -> a choice answer."""
+    letter = str(value).strip().upper()
+    if len(letter) != 1 or letter not in LETTERS:
+        raise DataError(f"{where}: expected one letter A-H, got {value!r}")
+    return ChoiceAnswer(letter)
 
 
 def _media(data: Any, where: str) -> MediaRef | None:
@@ -365,7 +335,7 @@ def _media(data: Any, where: str) -> MediaRef | None:
         raise DataError(f"{where}: expected a path or an object with 'path', got {data!r}")
     start, end = data.get("start"), data.get("end")
     return MediaRef(
-        path=str(_require(data, "path", where)),
+        path=str(require(data, "path", where)),
         start=None if start is None else finite_number(start, f"{where}.start"),
         end=None if end is None else finite_number(end, f"{where}.end"),
     )
@@ -396,17 +366,17 @@ def record_from_dict(data: Any) -> TaskRecord:
     """Build and validate a record from its generic JSON form; errors name the field."""
     if not isinstance(data, dict):
         raise DataError(f"expected a JSON object per record, got {type(data).__name__}")
-    family = parse_family(_require(data, "family", "record"))
+    family = parse_family(require(data, "family", "record"))
     captions = tuple(caption_from_value(c) for c in data.get("captions") or ())
     box_format = data.get("box_format", "abs")
     if box_format not in ("abs", "norm1000"):
         raise DataError(f"box_format: expected 'abs' or 'norm1000', got {box_format!r}")
     duration = data.get("duration")
     record = TaskRecord(
-        id=str(_require(data, "id", "record")),
+        id=str(require(data, "id", "record")),
         family=family,
-        problem=str(_require(data, "problem", "record")),
-        answer=answer_from_dict(family, _require(data, "answer", "record")),
+        problem=str(require(data, "problem", "record")),
+        answer=answer_from_dict(family, require(data, "answer", "record")),
         video=_media(data.get("video"), "video"),
         image=_media(data.get("image"), "image"),
         duration=None if duration is None else finite_number(duration, "duration"),

@@ -27,11 +27,10 @@ from typing import Any, Literal, get_args
 import numpy as np
 import torch
 
-from videorl.data.families import Family
+from videorl.data.families import BUILTIN_FAMILIES, Family, families
 from videorl.data.records import TaskRecord
 from videorl.errors import ConfigError
 
-_FAMILY_ORDER = tuple(Family)
 SamplerName = Literal["videorl", "orarl"]
 SAMPLERS: tuple[str, ...] = get_args(SamplerName)
 
@@ -83,7 +82,7 @@ class TaskGroupedSampler:
         groups: dict[Family, list[int]] = {}
         for index, record in enumerate(records):
             groups.setdefault(record.family, []).append(index)
-        self._families = tuple(f for f in _FAMILY_ORDER if f in groups)
+        self._families = tuple(f for f in families() if f in groups)
         self._groups: dict[Family | None, list[int]] = (
             {f: groups[f] for f in self._families}
             if group_by_family
@@ -116,8 +115,9 @@ class TaskGroupedSampler:
         if self.sampler == "orarl":
             return self._orarl_epoch_batches(epoch)
         per_family: list[list[list[int]]] = []
+        streams = families()
         for family, indices in self._groups.items():
-            stream = len(_FAMILY_ORDER) if family is None else _FAMILY_ORDER.index(family)
+            stream = len(BUILTIN_FAMILIES) if family is None else streams.index(family)
             rng = np.random.default_rng([self.seed, epoch, stream])
             permutation = rng.permutation(len(indices)) if self.shuffle else range(len(indices))
             order = [indices[i] for i in permutation]

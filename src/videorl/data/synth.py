@@ -22,27 +22,30 @@ import logging
 import os
 import shutil
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from videorl.data.families import Family, parse_family
+from videorl.data.families import Family, families, parse_family
 from videorl.data.records import TaskRecord
-from videorl.data.synth_reasoning import math_problem, spatial_intelligence, video_qa
-from videorl.data.synth_tasks import (
-    TG_EVENTS,
-    segmentation,
-    spatial_grounding,
-    spatio_temporal_grounding,
-    temporal_grounding,
-    tracking,
-)
+from videorl.data.synth_tasks import TG_EVENTS
 from videorl.errors import ConfigError
 from videorl.outputs import TMP_PREFIX, refuse_nonempty, swap_into_place
 
 logger = logging.getLogger(__name__)
 
-FAMILY_ORDER = tuple(Family)
+
+@dataclass(frozen=True)
+class SynthDraw:
+    """One record to synthesize: `rng` draws it, `rid` names it, media go under `out`;
+    `index` is its number in the split; `tg_events` the temporal-grounding event kinds."""
+
+    rng: np.random.Generator
+    rid: str
+    out: Path
+    index: int
+    tg_events: tuple[str, ...] = TG_EVENTS
 
 
 def parse_families(names: str | Iterable[str | Family]) -> tuple[Family, ...]:
@@ -56,12 +59,12 @@ def parse_families(names: str | Iterable[str | Family]) -> tuple[Family, ...]:
         if not key:
             continue
         if key.lower() == "all":
-            chosen.update(Family)
+            chosen.update(families())
         else:
             chosen.add(parse_family(key))
     if not chosen:
         raise ConfigError("synth --families is empty; pass 'all' or names like 'tg,qa'")
-    return tuple(f for f in FAMILY_ORDER if f in chosen)
+    return tuple(f for f in families() if f in chosen)
 
 
 SPLITS = ("train", "val")
@@ -77,23 +80,10 @@ def make_record(
 ) -> TaskRecord:
     """Record `index` of `family` in `split`, writing its media under `out`; temporal
     grounding draws its event kind from `tg_events`."""
-    rng = np.random.default_rng([seed, FAMILY_ORDER.index(family), SPLITS.index(split), index])
+    rng = np.random.default_rng([seed, families().index(family), SPLITS.index(split), index])
     rid = f"{family.short}-{'' if split == 'train' else split + '-'}{index:04d}"
-    if family is Family.TEMPORAL_GROUNDING:
-        return temporal_grounding(rng, rid, out, tg_events)
-    if family is Family.SPATIAL_GROUNDING:
-        return spatial_grounding(rng, rid, out)
-    if family is Family.SEGMENTATION:
-        return segmentation(rng, rid, out, video=index % 2 == 1)
-    if family is Family.TRACKING:
-        return tracking(rng, rid, out)
-    if family is Family.SPATIO_TEMPORAL_GROUNDING:
-        return spatio_temporal_grounding(rng, rid, out)
-    if family is Family.VIDEO_QA:
-        return video_qa(rng, rid, out)
-    if family is Family.SPATIAL_INTELLIGENCE:
-        return spatial_intelligence(rng, rid, out, index)
-    return math_problem(rng, rid)
+    record: TaskRecord = family.task.synth(SynthDraw(rng, rid, out, index, tg_events))
+    return record
 
 
 def _write_jsonl(path: Path, records: list[TaskRecord]) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from videorl.data.families import Family
-from videorl.demo.examples import FAMILY_NAMES, Example, make_examples
+from videorl.demo.examples import Example, demo_families, family_label, make_examples
 from videorl.demo.guard import REFUSED, DemoLimits, client_video, parse_auth
 from videorl.demo.inference import Question, Settings, ask
 from videorl.demo.views import View, build_view
@@ -29,13 +29,6 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_LIMITS = DemoLimits()
 UPLOAD_MAX_AGE_S = 3600  # uploads older than this are deleted while the demo runs
-PLACEHOLDERS = {
-    Family.TEMPORAL_GROUNDING: "the moment to find, e.g. the red circle is visible",
-    Family.SPATIAL_GROUNDING: "the object to locate, e.g. the blue square",
-    Family.TRACKING: "the object to track, e.g. the green circle",
-    Family.SPATIO_TEMPORAL_GROUNDING: "the object to find in time and space",
-    Family.VIDEO_QA: "the question, e.g. What colour is the square?",
-}
 INTRO = """# videorl demo
 Ask **{model}** about a video: upload one or pick an example, choose the task, type a query.
 The answer is orange, the ground truth of an example green."""
@@ -72,11 +65,11 @@ def example_truth(
     truth would not answer what was asked)."""
     if example is None:
         return None
-    record = example.record
+    record, demo = example.record, family.task.demo
     same = (
         record.family is family
         and query.strip() == record.problem
-        and (family is not Family.VIDEO_QA or options == record.options)
+        and (demo is None or not demo.options or options == record.options)
     )
     return example if same else None
 
@@ -197,11 +190,9 @@ def family_changed(value: str) -> tuple[Any, Any]:
     """The query's placeholder for the task; the options box only for video QA."""
     import gradio as gr
 
-    family = Family(value)
-    return (
-        gr.update(placeholder=PLACEHOLDERS[family]),
-        gr.update(visible=family is Family.VIDEO_QA),
-    )
+    demo = Family(value).task.demo
+    assert demo is not None, value
+    return gr.update(placeholder=demo.placeholder), gr.update(visible=demo.options)
 
 
 def knob_widgets(gr: Any, defaults: Settings, limits: DemoLimits) -> dict[str, Any]:
@@ -230,7 +221,8 @@ def input_column(
     gr: Any, examples: list[Example], defaults: Settings, limits: DemoLimits
 ) -> Inputs:
     """The left column: video, example, task, query, options, settings and the Ask button."""
-    families = [(name, family.value) for family, name in FAMILY_NAMES.items()]
+    shown = demo_families()
+    families = [(family_label(family), family.value) for family in shown]
     with gr.Column(scale=2):
         video = gr.Video(
             label="Video", sources=["upload"], include_audio=True, height=320, elem_id="video"
@@ -238,12 +230,10 @@ def input_column(
         example = gr.Dropdown(
             [e.label for e in examples], value=None, label="Example", elem_id="example"
         )
-        family = gr.Dropdown(
-            families, value=Family.TEMPORAL_GROUNDING.value, label="Task", elem_id="family"
-        )
-        query = gr.Textbox(
-            label="Query", elem_id="query", placeholder=PLACEHOLDERS[Family.TEMPORAL_GROUNDING]
-        )
+        first = shown[0].task.demo
+        assert first is not None
+        family = gr.Dropdown(families, value=shown[0].value, label="Task", elem_id="family")
+        query = gr.Textbox(label="Query", elem_id="query", placeholder=first.placeholder)
         options = gr.Textbox(
             label="Options (one per line)", lines=4, visible=False, elem_id="options-input"
         )

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from videorl.data.families import Family
+from videorl.data.families import Family, families
 from videorl.data.records import TaskRecord
 from videorl.video.media import MediaRef
 
@@ -21,14 +21,17 @@ EXAMPLE_SEED = 0
 EXAMPLES_PER_FAMILY = 2
 STILL_CLIP_SECONDS = 2
 STILL_CLIP_FPS = 8
-FAMILY_NAMES = {
-    Family.TEMPORAL_GROUNDING: "temporal grounding",
-    Family.SPATIAL_GROUNDING: "spatial grounding",
-    Family.TRACKING: "tracking",
-    Family.SPATIO_TEMPORAL_GROUNDING: "spatio-temporal grounding",
-    Family.VIDEO_QA: "video QA",
-}
-EXAMPLE_FAMILIES = tuple(FAMILY_NAMES)
+
+
+def demo_families() -> tuple[Family, ...]:
+    """The families the demo asks (those whose module declares `demo` parts), in order."""
+    return tuple(f for f in families() if f.task.demo is not None)
+
+
+def family_label(family: Family) -> str:
+    demo = family.task.demo
+    assert demo is not None, family
+    return demo.label
 
 
 @dataclass(frozen=True)
@@ -67,12 +70,12 @@ def make_examples(folder: str | Path, per_family: int = EXAMPLES_PER_FAMILY) -> 
 
     out = Path(folder).resolve()
     records = load_records(
-        synthesize(out, [f.value for f in EXAMPLE_FAMILIES], n=per_family, seed=EXAMPLE_SEED)
+        synthesize(out, [f.value for f in demo_families()], n=per_family, seed=EXAMPLE_SEED)
     ).records
     examples = []
     for record in records:
         if record.video is None:
             record = still_clip(record, out)
-        label = f"{FAMILY_NAMES[record.family]}: {record.problem} ({record.id})"
+        label = f"{family_label(record.family)}: {record.problem} ({record.id})"
         examples.append(Example(label=label, record=record))
     return examples

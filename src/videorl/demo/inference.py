@@ -16,15 +16,9 @@ from typing import Any
 import numpy as np
 
 from videorl.data.families import Family
-from videorl.data.prompts import LETTERS
 from videorl.data.records import (
-    BoxAnswer,
-    ChoiceAnswer,
     MediaRef,
-    SpatioTemporalAnswer,
     TaskRecord,
-    TemporalAnswer,
-    TrackingAnswer,
 )
 from videorl.errors import DataError, MediaError
 from videorl.eval import parsing
@@ -39,7 +33,6 @@ from videorl.video.meta import VideoMeta
 
 MAX_TRACKED_FRAMES = 8  # frames a typed tracking question asks boxes for
 TRACK_EVERY_S = 0.5
-NO_BOX: Box = (0.0, 0.0, 0.0, 0.0)
 CUT_CLIP = "ffmpeg -ss START -t SECONDS -i IN.mp4 -c copy OUT.mp4"
 
 
@@ -197,25 +190,10 @@ def question_record(question: Question, video_path: str, meta: VideoMeta) -> Tas
     if not text:
         raise DataError("type a query: the event to find, the object to locate, or the question")
     family = question.family
-    fields: dict[str, Any] = {}
-    if family is Family.TEMPORAL_GROUNDING:
-        answer: Any = TemporalAnswer(((0.0, 0.0),))
-    elif family is Family.SPATIAL_GROUNDING:
-        answer = BoxAnswer(NO_BOX)
-    elif family is Family.TRACKING:
-        answer = TrackingAnswer({str(f): NO_BOX for f in tracked_frames(meta)})
-        fields["extra"] = {"source_fps": meta.source_fps}
-    elif family is Family.SPATIO_TEMPORAL_GROUNDING:
-        answer = SpatioTemporalAnswer(time=(0.0, 0.0), boxes={"0": NO_BOX})
-    elif family is Family.VIDEO_QA:
-        options = tuple(o.strip() for o in question.options if o.strip())
-        if not 2 <= len(options) <= len(LETTERS):
-            raise DataError(
-                f"video QA needs 2 to {len(LETTERS)} options, one per line (got {len(options)})"
-            )
-        answer, fields["options"] = ChoiceAnswer("A"), options
-    else:
+    demo = family.task.demo
+    if demo is None:
         raise DataError(f"the demo does not ask {family.value} questions")
+    answer, fields = demo.blank(question.options, meta)
     return TaskRecord(
         id="demo",
         family=family,
@@ -242,20 +220,9 @@ def parse_prediction(family: Family, response: str, options: tuple[str, ...] = (
     `<answer>` block, else the text after the think block, else the whole reply."""
     text = parsing.answer_text(response)
     reasoning = think_text(response)
-    if family is Family.TEMPORAL_GROUNDING:
-        return Prediction(response, reasoning, window=parsing.parse_window(text))
-    if family is Family.SPATIAL_GROUNDING:
-        return Prediction(response, reasoning, box=parsing.parse_box(text))
-    if family is Family.TRACKING:
-        tracked = parsing.parse_tracking(text) or {}
-        boxes = {k: b for k, b in tracked.items() if isinstance(k, float)}
-        return Prediction(response, reasoning, boxes=boxes)
-    if family is Family.SPATIO_TEMPORAL_GROUNDING:
-        found = parsing.parse_spatio_temporal(text)
-        if found is None:
-            return Prediction(response, reasoning)
-        return Prediction(response, reasoning, window=found.window, boxes=found.boxes)
-    return Prediction(response, reasoning, letter=parsing.parse_choice(text, options))
+    demo = family.task.demo
+    found = {} if demo is None else demo.parse(text, options)
+    return Prediction(response, reasoning, **found)
 
 
 @dataclass(frozen=True)

@@ -14,9 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 from PIL import Image
 
-from videorl.data.families import Family
-from videorl.data.prompts import LETTERS
 from videorl.data.records import (
+    LETTERS,
     BoxAnswer,
     ChoiceAnswer,
     SpatioTemporalAnswer,
@@ -40,13 +39,6 @@ from videorl.rewards.payload import Box, key_value
 MAX_TILES = 4
 BOXES_TITLE = "Boxes: model orange, truth green"
 NO_BOXES_TITLE = "Frames across the video (no box in the answer)"
-EXPECTED = {
-    Family.TEMPORAL_GROUNDING: "<answer>S to E</answer>",
-    Family.SPATIAL_GROUNDING: "<answer>[x1, y1, x2, y2]</answer>",
-    Family.TRACKING: '<answer>{"boxes": {"<frame>": [x1, y1, x2, y2]}}</answer>',
-    Family.SPATIO_TEMPORAL_GROUNDING: '<answer>{"time": [t0, t1], "boxes": {...}}</answer>',
-    Family.VIDEO_QA: "<answer>X</answer> with an option letter",
-}
 
 
 @dataclass(frozen=True)
@@ -153,7 +145,7 @@ def _reward_line(result: Result, think: bool) -> str:
     return f" · reward **{scored.overall:.2f}** ({parts})"
 
 
-def _temporal(result: Result) -> tuple[str, str, Pictures]:
+def temporal_view(result: Result) -> tuple[str, str, Pictures]:
     answer = result.record.answer
     assert isinstance(answer, TemporalAnswer)
     window = result.prediction.window
@@ -175,7 +167,7 @@ def _temporal(result: Result) -> tuple[str, str, Pictures]:
     return text, truth_text, pictures
 
 
-def _spatial(result: Result) -> tuple[str, str, Pictures]:
+def spatial_view(result: Result) -> tuple[str, str, Pictures]:
     box = result.prediction.box
     answer = result.record.answer
     assert isinstance(answer, BoxAnswer)
@@ -218,7 +210,7 @@ def keyed_frames(
     )
 
 
-def _tracking(result: Result) -> tuple[str, str, Pictures]:
+def tracking_view(result: Result) -> tuple[str, str, Pictures]:
     answer = result.record.answer
     assert isinstance(answer, TrackingAnswer)
     fps = float(result.record.extra.get("source_fps") or result.video.meta.source_fps)
@@ -230,7 +222,7 @@ def _tracking(result: Result) -> tuple[str, str, Pictures]:
     return text, truth_text, Pictures(frames=frames or keyframes(result, None, NO_BOXES_TITLE))
 
 
-def _spatio_temporal(result: Result) -> tuple[str, str, Pictures]:
+def spatio_temporal_view(result: Result) -> tuple[str, str, Pictures]:
     answer = result.record.answer
     assert isinstance(answer, SpatioTemporalAnswer)
     window, predicted = result.prediction.window, result.prediction.boxes
@@ -257,7 +249,7 @@ def _option_text(letter: str | None, options: Sequence[str]) -> str:
     return f"{letter}. {options[index]}" if 0 <= index < len(options) else ""
 
 
-def _choice(result: Result) -> tuple[str, str, Pictures]:
+def choice_view(result: Result) -> tuple[str, str, Pictures]:
     letter, options = result.prediction.letter, result.record.options
     answer = result.record.answer
     correct = answer.letter if result.has_truth and isinstance(answer, ChoiceAnswer) else None
@@ -268,25 +260,17 @@ def _choice(result: Result) -> tuple[str, str, Pictures]:
     return _option_text(letter, options), _option_text(correct, options), pictures
 
 
-_BUILDERS = {
-    Family.TEMPORAL_GROUNDING: _temporal,
-    Family.SPATIAL_GROUNDING: _spatial,
-    Family.TRACKING: _tracking,
-    Family.SPATIO_TEMPORAL_GROUNDING: _spatio_temporal,
-    Family.VIDEO_QA: _choice,
-}
-
-
 def build_view(result: Result, think: bool) -> View:
     """The answer text and pictures for `result`; an unparseable answer is said plainly."""
-    family = result.record.family
-    answer, truth, pictures = _BUILDERS[family](result)
+    demo = result.record.family.task.demo
+    assert demo is not None, result.record.family
+    answer, truth, pictures = demo.view(result)
     if answer:
         text = f"**Answer:** {answer}"
     else:
         text = (
             f"**No parseable answer.** The model's reply does not contain "
-            f"`{EXPECTED[family]}`; its raw reply is below."
+            f"`{demo.expected}`; its raw reply is below."
         )
     if truth:
         text += f"\n\n**Ground truth:** {truth}" + _reward_line(result, think)

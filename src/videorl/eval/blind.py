@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from videorl.data.families import Family
+from videorl.data.families import families
 from videorl.data.records import TaskRecord
 from videorl.eval.metrics.temporal import query_iou, summarize
 
@@ -70,13 +70,13 @@ def blind_choice(train: Sequence[TaskRecord], val: Sequence[TaskRecord]) -> dict
     }
 
 
-BLIND = {Family.TEMPORAL_GROUNDING: blind_temporal, Family.VIDEO_QA: blind_choice}
-
-
 def blind_best(train: Sequence[TaskRecord], val: Sequence[TaskRecord]) -> dict[str, dict[str, Any]]:
     """Per family with a blind baseline and records in both splits: its validation metrics."""
     out = {}
-    for family, fit in BLIND.items():
+    for family in families():
+        fit = family.task.blind
+        if fit is None:
+            continue
         tr = [r for r in train if r.family is family]
         va = [r for r in val if r.family is family]
         if tr and va:

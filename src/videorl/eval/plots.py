@@ -1,7 +1,7 @@
 """Report figures (matplotlib, Agg canvas; no display needed).
 
-- `recall_curve.png`: for each family with an IoU per sample (TG tIoU, SG box IoU, TRK AO,
-  STG tIoU, SEG J), the percentage of samples with IoU >= m for m from 0 to 1 (R1@m for TG).
+- `recall_curve.png`: for each family with an IoU per sample (its `sample_metric`: TG tIoU,
+  SG box IoU, SEG J, TRK AO, STG tIoU), the percentage of samples with IoU >= m for m from 0 to 1 (R1@m for TG).
 - `iou_histogram.png`: the distribution of those per-sample IoUs, one panel per family.
 - `tg_timelines.png`: for up to 12 temporal grounding queries (a fixed, seeded sample), the
   ground-truth windows and the predicted window on each video's time axis.
@@ -16,21 +16,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from videorl.data.families import Family
+from videorl.data.families import Family, families
 from videorl.eval.controls import by_family
 from videorl.eval.scoring import SampleResult
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-# The per-sample IoU of each family (key of SampleResult.values).
-IOU_KEYS = {
-    Family.TEMPORAL_GROUNDING: "iou",
-    Family.SPATIAL_GROUNDING: "iou",
-    Family.TRACKING: "ao",
-    Family.SPATIO_TEMPORAL_GROUNDING: "tiou",
-    Family.SEGMENTATION: "j",
-}
 IOU_NAMES = {"iou": "IoU", "ao": "frame IoU (AO)", "tiou": "tIoU", "j": "mask IoU (J)"}
 TIMELINE_QUERIES = 12
 CURVE_POINTS = 101
@@ -43,9 +35,11 @@ def _figure(width: float, height: float) -> Figure:
 
 
 def _ious(results: Sequence[SampleResult]) -> dict[Family, list[float]]:
+    """The per-sample IoU of each family that has one (its module's `sample_metric`)."""
     out: dict[Family, list[float]] = {}
-    for family, key in IOU_KEYS.items():
-        values = [r.values[key] for r in results if r.family is family]
+    for family in families():
+        key = family.task.sample_metric
+        values = [r.values[key] for r in results if r.family is family and key]
         if values:
             out[family] = values
     return out
@@ -79,7 +73,7 @@ def iou_histogram(ious: dict[Family, list[float]], path: Path) -> Path:
     axes = fig.subplots(1, len(ious), squeeze=False)[0]
     for ax, (family, values) in zip(axes, ious.items(), strict=True):
         ax.hist(values, bins=[i / 20 for i in range(21)], color="tab:blue", edgecolor="white")
-        name = IOU_NAMES[IOU_KEYS[family]]
+        name = IOU_NAMES[family.task.sample_metric or ""]
         ax.set(
             xlabel=name, ylabel="samples", xlim=(0, 1), title=f"{family.short}: {name} per sample"
         )

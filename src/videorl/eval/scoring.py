@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from videorl.data.families import Family
+from videorl.data.families import Family, families
 from videorl.data.records import (
     BoxAnswer,
     ChoiceAnswer,
@@ -160,7 +160,7 @@ def score_record(
     """Parse `response` leniently and score it. `response=None` (no prediction) scores like
     an unparseable answer; `status` overrides the parse status (e.g. `missing_media`)."""
     text = parsing.answer_text(response)
-    prediction, values = record.family.spec.resolve("eval_score")(record, text)
+    prediction, values = record.family.task.eval_score(record, text)
     if status is None:
         status = NO_PREDICTION if response is None else (OK if prediction is not None else UNPARSED)
     return SampleResult(
@@ -233,7 +233,7 @@ def summarize_math(samples: Sequence[SampleResult]) -> dict[str, float]:
 
 
 def _summary(family: Family, samples: Sequence[SampleResult]) -> dict[str, float]:
-    return family.spec.resolve("summary")(samples)
+    return family.task.summary(samples)
 
 
 def _grouped(
@@ -300,4 +300,4 @@ def summarize_family(family: Family, samples: Sequence[SampleResult]) -> FamilyS
 def summarize(results: Sequence[SampleResult]) -> dict[Family, FamilySummary]:
     """One summary per family present, in the canonical family order."""
     by_family = _grouped(results, lambda s: s.family.value)
-    return {f: summarize_family(f, by_family[f.value]) for f in Family if f.value in by_family}
+    return {f: summarize_family(f, by_family[f.value]) for f in families() if f.value in by_family}

@@ -38,12 +38,11 @@ import itertools
 import json
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from videorl.data.families import Family
 from videorl.data.records import (
     BoxAnswer,
     ChoiceAnswer,
@@ -463,14 +462,3 @@ def segmentation(record: TaskRecord, response: str) -> tuple[float, Components]:
         terms["task"] = 0.0
     terms["task"] = max(0.0, min(1.0, terms["task"]))
     return fmt, {**terms, "time": time_sim} if video else terms
-
-
-SCORERS: dict[Family, Callable[[TaskRecord, str], tuple[float, Components]]] = {
-    Family.TEMPORAL_GROUNDING: temporal_grounding,
-    Family.SPATIAL_GROUNDING: spatial_grounding,
-    Family.SEGMENTATION: segmentation,
-    Family.TRACKING: tracking,
-    Family.SPATIO_TEMPORAL_GROUNDING: spatio_temporal_grounding,
-    Family.SPATIAL_INTELLIGENCE: spatial_intelligence,
-    Family.VIDEO_QA: video_qa,
-}

@@ -1,12 +1,12 @@
 """Each family's reward (scorer, serializer, answer protocol; docs/methods.md#rewards), as its
-`FamilySpec` (`data/families.py`) names them."""
+module under `videorl/tasks/` registers them."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
-from videorl.data.families import FAMILY_SPECS, Family
+from videorl.data.families import Family, families
 from videorl.data.records import TaskRecord
 from videorl.rewards.config import RewardConfig
 from videorl.rewards.protocol import TAGGED, Protocol
@@ -23,11 +23,18 @@ class FamilyReward:
     protocol: Protocol = TAGGED
 
 
-FAMILY_REWARDS: dict[Family, FamilyReward] = {
-    family: FamilyReward(
-        score=spec.resolve("reward").score,
-        serialize=spec.resolve("reward").serialize,
-        protocol=spec.resolve("protocol"),
-    )
-    for family, spec in FAMILY_SPECS.items()
-}
+class _FamilyRewards(Mapping[Family, FamilyReward]):
+    """`FAMILY_REWARDS[family]`: read from the family's registration when asked."""
+
+    def __getitem__(self, family: Family) -> FamilyReward:
+        task = family.task
+        return FamilyReward(task.reward, task.serialize, task.protocol or TAGGED)
+
+    def __iter__(self) -> Iterator[Family]:
+        return iter(families())
+
+    def __len__(self) -> int:
+        return len(families())
+
+
+FAMILY_REWARDS: Mapping[Family, FamilyReward] = _FamilyRewards()

@@ -13,7 +13,6 @@ from typing import Any
 from videorl.data.records import TaskRecord
 from videorl.rewards.calls import ToolCallMade, takes_calls
 from videorl.rewards.config import RewardConfig
-from videorl.rewards.orarl_adapters import SCORERS as ORARL_SCORERS
 from videorl.rewards.plugins import load_plugin, plugin_components
 from videorl.rewards.registry import FAMILY_REWARDS
 from videorl.rewards.result import RewardResult, failed, unit
@@ -22,8 +21,9 @@ from videorl.rewards.result import RewardResult, failed, unit
 def builtin_score(record: TaskRecord, response: str, config: RewardConfig) -> RewardResult:
     """The family's own reward: protocol check (format), payload score (task, extras); with
     `reward.mode: orarl`, OraRL's adapter for the family (`orarl_adapters`), math aside."""
-    if config.mode == "orarl" and record.family in ORARL_SCORERS:
-        fmt, found = ORARL_SCORERS[record.family](record, response)
+    orarl = record.family.task.orarl_reward
+    if config.mode == "orarl" and orarl is not None:
+        fmt, found = orarl(record, response)
         components = {name: unit(value) for name, value in found.items()}
         overall = components["task"] * fmt
         return RewardResult(overall, {"format": fmt, **components, "overall": overall})

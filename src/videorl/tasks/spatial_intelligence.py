@@ -1,8 +1,9 @@
-"""Synthetic question tasks: video QA, spatial intelligence and text-only math.
+"""Spatial intelligence: numeric and multiple-choice questions about a scene's layout
+(VSI-Bench's subtypes; docs/methods.md#answer-protocol).
 
-QA asks about a colour or the order of appearance; spatial intelligence covers every
-subtype of `families.SI_NUMERIC_SUBTYPES` and `SI_CHOICE_SUBTYPES` (chosen by index, so
-eight records hold them all); math is arithmetic word problems with integer answers.
+Answer `NumericAnswer` (scored by mean relative accuracy) or `ChoiceAnswer`; reward
+`rewards/spatial_intelligence.py`; synthetic scenes for every subtype of
+`SI_NUMERIC_SUBTYPES` and `SI_CHOICE_SUBTYPES` (chosen by index, so eight records hold all).
 """
 
 from __future__ import annotations
@@ -13,77 +14,74 @@ from typing import Any
 
 import numpy as np
 
-from videorl.data.families import SI_CHOICE_SUBTYPES, SI_NUMERIC_SUBTYPES, Family
-from videorl.data.records import Answer, ChoiceAnswer, MathAnswer, NumericAnswer, TaskRecord
-from videorl.data.synth_scene import COLORS, Placed, place
+from videorl.data.columns import json_cell, object_cell
+from videorl.data.families import (
+    SI_CHOICE_SUBTYPES,
+    SI_NUMERIC_SUBTYPES,
+    Family,
+    TaskFamily,
+    register_family,
+)
+from videorl.data.formats import choice_letter
+from videorl.data.prompts import choice_or_number
+from videorl.data.published_prompts import (
+    ORARL_SI_CHOICE_TAIL,
+    ORARL_SI_PREFIX,
+    orarl_choice_or_number,
+    video_r1_choice_or_number,
+)
+from videorl.data.records import (
+    LETTERS,
+    Answer,
+    ChoiceAnswer,
+    NumericAnswer,
+    TaskRecord,
+    choice_value,
+    finite_number,
+    require,
+)
+from videorl.data.synth import SynthDraw
+from videorl.data.synth_scene import Placed, place
 from videorl.data.synth_tasks import (
     appearing,
     frame_size,
-    half_step,
-    large_size,
     save_video,
     scatter,
 )
+from videorl.eval.scoring import score_spatial_intelligence, summarize_spatial_intelligence
+from videorl.rewards import orarl_adapters
+from videorl.rewards import spatial_intelligence as reward
 
-LETTERS = "ABCDEFGH"
 SI_SUBTYPES = SI_NUMERIC_SUBTYPES + SI_CHOICE_SUBTYPES
 TILE = 8
 
 
-def _choice(
+def answer(data: dict[str, Any], where: str) -> Answer:
+    if "letter" in data:
+        return choice_value(data["letter"], f"{where}.letter")
+    return NumericAnswer(finite_number(require(data, "value", where), f"{where}.value"))
+
+
+def cell_answer(raw: Any, options: tuple[str, ...], column: str) -> Answer:
+    """A number (without options), else a letter, option text or index."""
+    raw = json_cell(raw)
+    if isinstance(raw, dict):
+        return object_cell(Family.SPATIAL_INTELLIGENCE, raw, column)
+    if not options:
+        try:
+            return NumericAnswer(float(raw))
+        except (TypeError, ValueError):
+            pass
+    letters = options or tuple(LETTERS)
+    return ChoiceAnswer(choice_letter(raw.strip() if isinstance(raw, str) else raw, letters))
+
+
+def shuffled_options(
     rng: np.random.Generator, correct: str, wrong: list[str]
 ) -> tuple[tuple[str, ...], ChoiceAnswer]:
     """Options `correct + wrong` in random order and the letter of the correct one."""
     options = [str(o) for o in rng.permutation([correct, *wrong])]
     return tuple(options), ChoiceAnswer(LETTERS[options.index(correct)])
-
-
-def _record(family: Family, rid: str, problem: str, answer: Answer, **fields: Any) -> TaskRecord:
-    return TaskRecord(
-        id=rid, family=family, problem=problem, answer=answer, source="synth", **fields
-    )
-
-
-# ----- video QA -----------------------------------------------------------------------------
-
-
-def video_qa(rng: np.random.Generator, rid: str, out: Path) -> TaskRecord:
-    """`colour`: what colour is the (only) shape, 40-60% of the frame's short side;
-    `order`: which colour appears first of three shapes (a third of the short side) that
-    appear 1 s apart. The options are the eight colours in one fixed order, so the prompt
-    says nothing about the answer (blind best: the most frequent colour, about 1 in 8) and
-    the letter is a function of what is seen; with four shuffled options a tiny model must
-    also match a seen colour to a colour word, which it did not learn (lab note
-    docs/lab/models-that-see.md). Large shapes: a tiny model learns to see them."""
-    width, height = frame_size(rng)
-    if rng.integers(2) == 0:
-        duration = half_step(rng, 2.0, 4.0)
-        (obj,) = scatter(rng, width, height, 1, sizes=(large_size(rng, width, height),) * 2)
-        media = save_video(out, rid, width, height, duration, appearing([obj], first=0.0))
-        problem, subtype, color = f"What colour is the {obj.shape}?", "colour", obj.color
-    else:
-        duration = 4.0
-        third = min(width, height) // 3 - 4  # three shapes that still fit side by side
-        items = scatter(rng, width, height, 3, sizes=(third - 4, third))  # appear 0.5, 1.5, 2.5 s
-        media = save_video(out, rid, width, height, duration, appearing(items))
-        problem, subtype, color = "Which colour appears first?", "order", items[0].color
-    options = tuple(COLORS)
-    answer = ChoiceAnswer(LETTERS[options.index(color)])
-    return _record(
-        Family.VIDEO_QA,
-        rid,
-        problem,
-        answer,
-        video=media,
-        duration=duration,
-        options=options,
-        subtype=subtype,
-        width=width,
-        height=height,
-    )
-
-
-# ----- spatial intelligence ---------------------------------------------------------------
 
 
 def _si_numeric(rng: np.random.Generator, subtype: str, width: int, height: int):
@@ -169,49 +167,47 @@ def spatial_intelligence(rng: np.random.Generator, rid: str, out: Path, index: i
         answer = NumericAnswer(value)
     else:
         problem, correct, wrong, items = _si_choice(rng, subtype, width, height)
-        fields["options"], answer = _choice(rng, correct, wrong)
+        fields["options"], answer = shuffled_options(rng, correct, wrong)
     if subtype == "appearance_order":
         duration, at = 5.0, appearing(items)
     else:
         duration, at = 2.0, appearing(items, first=0.0, gap=0.0)
     media = save_video(out, rid, width, height, duration, at)
-    return _record(
-        Family.SPATIAL_INTELLIGENCE, rid, problem, answer, video=media, duration=duration, **fields
+    return TaskRecord(
+        id=rid,
+        family=Family.SPATIAL_INTELLIGENCE,
+        problem=problem,
+        answer=answer,
+        source="synth",
+        video=media,
+        duration=duration,
+        **fields,
     )
 
 
-# ----- text-only math -----------------------------------------------------------------------
+def synthesize(draw: SynthDraw) -> TaskRecord:
+    return spatial_intelligence(draw.rng, draw.rid, draw.out, draw.index)
 
-NAMES = ("Ada", "Ben", "Chen", "Dana", "Eli", "Fatima", "Goro", "Hana")
 
-
-def math_problem(rng: np.random.Generator, rid: str) -> TaskRecord:
-    """An arithmetic word problem with an exact integer answer."""
-    name = NAMES[int(rng.integers(len(NAMES)))]
-    template = int(rng.integers(4))
-    a, b = int(rng.integers(2, 10)), int(rng.integers(2, 13))
-    if template == 0:
-        c = int(rng.integers(1, a * b))
-        problem = (
-            f"{name} has {a} boxes with {b} apples in each box. {name} gives away "
-            f"{c} apples. How many apples does {name} have left?"
-        )
-        value, subtype = a * b - c, "apples"
-    elif template == 1:
-        speed = int(rng.integers(3, 13)) * 10
-        problem = (
-            f"A train travels at {speed} km per hour for {a} hours. How many km does it travel?"
-        )
-        value, subtype = speed * a, "distance"
-    elif template == 2:
-        bill = 100 if a * b >= 50 else 50
-        problem = (
-            f"{name} buys {a} pens at {b} dollars each and pays with a {bill}-dollar "
-            f"bill. How many dollars of change does {name} get?"
-        )
-        value, subtype = bill - a * b, "change"
-    else:
-        c = int(rng.integers(2, 20))
-        problem = f"What is {c} + {a} * {b}?"
-        value, subtype = c + a * b, "expression"
-    return _record(Family.MATH, rid, problem, MathAnswer(str(value)), subtype=subtype)
+register_family(
+    TaskFamily(
+        name="spatial_intelligence",
+        short="si",
+        aliases=("vsi", "spatial_reasoning"),
+        answer=answer,
+        cell_answer=cell_answer,
+        prompt=choice_or_number,
+        published={
+            "orarl": lambda record: orarl_choice_or_number(
+                record, ORARL_SI_PREFIX, ORARL_SI_CHOICE_TAIL
+            ),
+            "video_r1": video_r1_choice_or_number,
+        },
+        reward=reward.score,
+        serialize=reward.serialize,
+        orarl_reward=orarl_adapters.spatial_intelligence,
+        eval_score=score_spatial_intelligence,
+        summary=summarize_spatial_intelligence,
+        synth=synthesize,
+    )
+)
