@@ -36,16 +36,16 @@ SI_CHOICE_SUBTYPES = ("rel_distance", "route_planning", "appearance_order", "rel
 
 
 class _Families(type):
-    """`for f in Family`, `len(Family)`, `Family("math")`: the families named so far
-    (built-ins first), and the one instance per name."""
+    """`for f in Family`, `len(Family)`: the registered families (`families()`);
+    `Family("math")`: the one instance of a name."""
 
     _named: dict[str, Family]
 
     def __iter__(cls) -> Iterator[Family]:
-        return iter(cls._named.values())
+        return iter(families())
 
     def __len__(cls) -> int:
-        return len(cls._named)
+        return len(families())
 
     def __call__(cls, name: str) -> Family:
         if name not in cls._named:
@@ -190,7 +190,7 @@ def register_family(task: TaskFamily) -> Family:
 def families() -> tuple[Family, ...]:
     """Every registered family, the built-ins first in their canonical order."""
     TASKS.names()
-    return tuple(f for f in Family if f.value in TASKS)
+    return tuple(f for f in Family._named.values() if f.value in TASKS)
 
 
 def _aliases() -> dict[str, str]:

@@ -15,10 +15,9 @@ from dataclasses import dataclass
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
-from videorl.data.prompts import LETTERS
+from videorl.data.records import LETTERS, Box
 
 Colour = tuple[int, int, int]
-Box = tuple[float, float, float, float]
 Window = tuple[float, float]
 
 MODEL: Colour = (235, 110, 20)

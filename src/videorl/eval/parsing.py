@@ -28,14 +28,13 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from videorl.data.records import LETTERS, Box
 from videorl.rewards import payload
 from videorl.rewards.payload import MAX_PAYLOAD_CHARS
 from videorl.rewards.protocol import ANSWER_CLOSE, ANSWER_OPEN, THINK_CLOSE, last_answer
 
-Box = tuple[float, float, float, float]
 Window = tuple[float, float]
 
-LETTERS = "ABCDEFGH"
 MAX_JSON_ATTEMPTS = 64  # bracket positions tried by `find_json`; bounds adversarial text
 
 # A time: seconds (`12.5`) or a clock (`1:02`, `1:02:03.5`), never signed. It starts where

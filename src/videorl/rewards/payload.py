@@ -17,7 +17,8 @@ from typing import Any
 
 import numpy as np
 
-Box = tuple[float, float, float, float]
+from videorl.data.records import Box
+
 Point = tuple[float, float]
 
 # A real answer is a few hundred characters; a cap keeps a 1 MB adversarial string from
