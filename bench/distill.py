@@ -5,7 +5,7 @@ trained further with OraRL for `--teacher-steps` (more than the students get), s
 the tokenizer and sees the video better. Each student trains `--steps` on the same data,
 seed and learning rate and is scored like bench/learning.py: greedy mIoU on the validation
 videos and the video gain against frozen, reversed and shuffled copies, at equal steps and
-at equal wall time. Writes bench/results/distill.json and bench/results/distill.png.
+at equal CPU time. Writes bench/results/distill.json and bench/results/distill.png.
 
     PYTHONPATH=src python bench/distill.py [--steps 150] [--teacher-steps 300] [--quick]
 """
@@ -20,6 +20,7 @@ from learning import (
     PLAIN,
     RECIPES,
     RESULTS,
+    ROOT,
     WORK,
     evaluate,
     markdown,
@@ -30,6 +31,7 @@ from learning import (
     summarize,
     train,
     write_results,
+    write_tables,
 )
 
 STUDENT_RECIPES: dict[str, list[str]] = {
@@ -51,6 +53,7 @@ def teacher(overrides: list[str], steps: int, save_every: int) -> dict:
         "path": str(out / "final"),
         "orarl_steps": steps,
         "minutes": sum(r["time/step"] for r in rows) / 60,
+        "cpu_minutes": sum(r["time/step_cpu"] for r in rows) / 60,
     }
 
 
@@ -65,10 +68,13 @@ def main() -> None:
     parser.add_argument("--students", default=",".join(STUDENT_RECIPES))
     parser.add_argument("--quick", action="store_true", help="a smoke run: 20 SFT, 6 RL steps")
     parser.add_argument("--table", action="store_true", help="print the saved results' table")
+    parser.add_argument("--write", action="store_true", help="put it in docs/performance.md")
     args = parser.parse_args()
     path = RESULTS / f"distill{'_quick' if args.quick else ''}.json"
-    if args.table:
+    if args.table or args.write:
         print(saved_table(path))
+        if args.write:
+            write_tables(path, {ROOT / "docs" / "performance.md": False})
         return
     steps, teacher_steps, window, save_every, sft_steps = (
         (6, 6, 2, 3, 20)

@@ -7,8 +7,9 @@ best answer that ignores the video scores mIoU ~11), and 800 SFT steps. Every re
 trains `--steps` from that model on the same data, seed and learning rate (the quickstart
 recipe with only the algorithm changed). Each model is evaluated greedily on the validation
 videos and on frozen, reversed and shuffled copies (`videorl eval --controls`): mIoU and the
-video gain (real minus control), at equal steps (the final models) and at equal wall time
-(each recipe's last checkpoint within the fastest recipe's training time, `time/step` sums).
+video gain (real minus control), at equal steps (the final models) and at equal time (each
+recipe's last checkpoint within the fastest recipe's training CPU time, `time/step_cpu` sums:
+CPU time, which other processes on a shared machine do not inflate; wall time is reported).
 Writes bench/results/learning.json and the PNG of the reward curves.
 
     PYTHONPATH=src python bench/learning.py [--steps 150] [--recipes grpo,orarl] [--quick]
@@ -28,7 +29,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-RESULTS = Path(__file__).parent / "results"
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "bench" / "results"
+PAGES = {ROOT / "docs" / "performance.md": False, ROOT / "README.md": True}  # True: compact
 WORK = Path("runs/bench-seeing")
 FAMILY = "temporal_grounding"
 CONTROLS = ("frozen", "reversed", "shuffled")
@@ -138,6 +141,7 @@ def train(name: str, overrides: list[str], steps: int, save_every: int) -> dict[
         # dynamic sampling trains on mixed groups only: its curve is every drawn row's reward
         "reward": [r[DRAWN] if DRAWN in r else r.get("reward/mean") for r in rows],
         "step_seconds": [r["time/step"] for r in rows],
+        "step_cpu": [r["time/step_cpu"] for r in rows],
         "tgrpo": {
             key: [r[f"tgrpo/{key}"] for r in rows if f"tgrpo/{key}" in r]
             for key in ("ordered_acc", "shuffled_acc")
@@ -148,8 +152,9 @@ def train(name: str, overrides: list[str], steps: int, save_every: int) -> dict[
 
 
 def checkpoint_within(run: dict[str, Any], budget: float) -> tuple[int, str]:
-    """The last saved model whose training time (`time/step` sum) fits in `budget` seconds."""
-    elapsed = list(itertools.accumulate(run["step_seconds"]))
+    """The last saved model whose training CPU time (`time/step_cpu` sum) fits in `budget`
+    seconds (the first one when none does)."""
+    elapsed = list(itertools.accumulate(run["step_cpu"]))
     steps = len(elapsed)
     saved = [s for s in range(run["save_every"], steps + 1, run["save_every"])]
     fitting = [s for s in saved if elapsed[s - 1] <= budget * (1 + 1e-9)] or saved[:1]
@@ -159,13 +164,13 @@ def checkpoint_within(run: dict[str, Any], budget: float) -> tuple[int, str]:
 
 
 def score_runs(runs: dict[str, dict[str, Any]], val: str) -> float:
-    """Evaluate every run at equal steps (final) and at equal wall time; returns the budget."""
-    budget = min(sum(run["step_seconds"]) for run in runs.values())
+    """Evaluate every run at equal steps (final) and at equal CPU time; returns the budget."""
+    budget = min(sum(run["step_cpu"]) for run in runs.values())
     for name, run in runs.items():
         run["after"] = evaluate(Path(run["out"]) / "final", val, WORK / f"eval-{name}")
         step, path = checkpoint_within(run, budget)
         run["equal_time"] = {"step": step}
-        same = step == len(run["step_seconds"])
+        same = step == len(run["step_cpu"])
         scores = run["after"] if same else evaluate(path, val, WORK / f"eval-{name}-time")
         run["equal_time"].update(scores)
     return budget
@@ -179,7 +184,7 @@ def _mean(values: list[float | None]) -> float:
 
 def summarize(runs: dict[str, dict[str, Any]], window: int) -> list[dict[str, Any]]:
     """One row per recipe: policy reward over the first and last `window` steps, minutes of
-    training, and the scores at equal steps and at equal time."""
+    training (CPU and wall), and the scores at equal steps and at equal time."""
     table = []
     for name, run in runs.items():
         # a step without policy rows has no mean (null): TaRO's all-constructed first steps,
@@ -188,6 +193,7 @@ def summarize(runs: dict[str, dict[str, Any]], window: int) -> list[dict[str, An
             "recipe": name,
             "first_mean": _mean(run["reward"][:window]),
             "last_mean": _mean(run["reward"][-window:]),
+            "cpu_minutes": sum(run["step_cpu"]) / 60,
             "minutes": sum(run["step_seconds"]) / 60,
             "after": run["after"],
             "equal_time": run["equal_time"],
@@ -203,7 +209,7 @@ def markdown(table: list[dict[str, Any]], before: dict[str, float], window: int)
     lines = [
         (
             f"| recipe | reward, first {window} steps | last {window} | mIoU | gain vs frozen |"
-            " vs reversed | vs shuffled | train min | equal time: step | mIoU | gain vs frozen |"
+            " vs reversed | vs shuffled | CPU min | equal time: step | mIoU | gain vs frozen |"
             " vs reversed |"
         ),
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
@@ -213,10 +219,40 @@ def markdown(table: list[dict[str, Any]], before: dict[str, float], window: int)
         after, timed = row["after"], row["equal_time"]
         lines.append(
             f"| {row['recipe']} | {row['first_mean']:.3f} | {row['last_mean']:.3f} |"
-            f" {_scores(after)} | {row['minutes']:.1f} | {timed['step']} |"
+            f" {_scores(after)} | {row['cpu_minutes']:.1f} | {timed['step']} |"
             f" {timed['mIoU']:.1f} | {timed['gain_frozen']:+.1f} | {timed['gain_reversed']:+.1f} |"
         )
     return "\n".join(lines)
+
+
+def compact(table: list[dict[str, Any]], before: dict[str, float]) -> str:
+    """The README's table: mIoU and video gains at equal steps, the start first."""
+    lines = [
+        "| model | mIoU | gain vs frozen | vs reversed | vs shuffled |",
+        "|---|---|---|---|---|",
+        f"| SFT start | {_scores(before)} |",
+    ]
+    lines += [f"| + {row['recipe']} | {_scores(row['after'])} |" for row in table]
+    return "\n".join(lines)
+
+
+def table_text(saved: dict[str, Any], short: bool = False) -> str:
+    """The table of a results file's contents: full, or the README's compact one."""
+    if short:
+        return compact(saved["table"], saved["before"])
+    return markdown(saved["table"], saved["before"], saved["window"])
+
+
+def write_tables(results: Path, pages: dict[Path, bool]) -> None:
+    """Replace, in each page, the text between `<!-- table: bench/NAME.py -->` and its end
+    marker with the table of `results` (NAME.json); True: the compact table."""
+    saved = json.loads(results.read_text())
+    script = f"bench/{results.stem}.py"
+    start, end = f"<!-- table: {script} -->", f"<!-- end of table: {script} -->"
+    for page, short in pages.items():
+        before, rest = page.read_text().split(start, 1)
+        text = table_text(saved, short)
+        page.write_text(f"{before}{start}\n{text}\n{end}{rest.split(end, 1)[1]}")
 
 
 def _scores(scores: dict[str, float]) -> str:
@@ -247,8 +283,7 @@ def plot(runs: dict[str, dict[str, Any]], path: Path, title: str, smooth: int = 
 
 def saved_table(path: Path) -> str:
     """The table of a results file (learning*.json or distill*.json)."""
-    saved = json.loads(path.read_text())
-    return markdown(saved["table"], saved["before"], saved["window"])
+    return table_text(json.loads(path.read_text()))
 
 
 def recipe_overrides(name: str, steps: int) -> list[str]:
@@ -278,6 +313,7 @@ def write_results(path: Path, payload: dict[str, Any], runs: dict[str, Any], tit
         "machine": platform.platform(),
         "curves": {k: v["reward"] for k, v in runs.items()},
         "step_seconds": {k: v["step_seconds"] for k, v in runs.items()},
+        "step_cpu": {k: v["step_cpu"] for k, v in runs.items()},
     }
     path.write_text(json.dumps(payload, indent=1))
 
@@ -292,14 +328,17 @@ def main() -> None:
     parser.add_argument("--recipes", default=",".join(RECIPES), help="comma-separated")
     parser.add_argument("--quick", action="store_true", help="a smoke run: 20 SFT, 6 RL steps")
     parser.add_argument("--table", action="store_true", help="print the saved results' table")
+    parser.add_argument("--write", action="store_true", help="put it in README and docs pages")
     args = parser.parse_args()
     names = args.recipes.split(",")
     suffix = ("_quick" if args.quick else "") + (
         "" if names == list(RECIPES) else "_" + "-".join(names)
     )
     path = RESULTS / f"learning{suffix}.json"
-    if args.table:
+    if args.table or args.write:
         print(saved_table(path))
+        if args.write:
+            write_tables(path, PAGES)
         return
     steps, window, save_every, sft_steps = (
         (6, 2, 3, 20) if args.quick else (args.steps, args.window, args.save_every, args.sft_steps)

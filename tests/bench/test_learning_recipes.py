@@ -61,7 +61,7 @@ def test_gspo_row_uses_the_sequence_level_loss(configs):
 
 def test_equal_time_picks_the_last_checkpoint_within_the_budget(learning):
     # cumulative seconds 1, 3, 4, 7, 8, 9; saved at steps 2 (3 s), 4 (7 s) and 6 (9 s)
-    run = {"step_seconds": [1.0, 2.0, 1.0, 3.0, 1.0, 1.0], "save_every": 2, "out": "runs/x"}
+    run = {"step_cpu": [1.0, 2.0, 1.0, 3.0, 1.0, 1.0], "save_every": 2, "out": "runs/x"}
     assert learning.checkpoint_within(run, 9.0) == (6, str(Path("runs/x/final")))
     assert learning.checkpoint_within(run, 7.9) == (4, str(Path("runs/x/step-000004/model")))
     assert learning.checkpoint_within(run, 4.0) == (2, str(Path("runs/x/step-000002/model")))

@@ -401,9 +401,12 @@ def _train(
             if stop.agreed():  # Ctrl-C: stop between steps, on every rank at once
                 raise KeyboardInterrupt
             guard.begin()
-            started = time.perf_counter()
+            started, cpu_started = time.perf_counter(), time.process_time()
             metrics = hooks.step(state, next(batches))
-            metrics["time/step"] = time.perf_counter() - started  # without validation, saving
+            # the step itself (not validation or saving): wall time, and this process's CPU
+            # time, which other processes on the machine do not inflate
+            metrics["time/step"] = time.perf_counter() - started
+            metrics["time/step_cpu"] = time.process_time() - cpu_started
             metrics = reduce_metrics(metrics, state.info)
             metrics = with_running_totals(metrics, totals)
             state.step += 1
