@@ -22,7 +22,7 @@ LAYERS: list[set[str]] = [
     {"trainer", "eval", "demo", "serve"},
     {"inference"},
     {"rollout"},
-    {"config", "plan", "run_config"},
+    {"config", "plan", "run_config", "sequence_plan"},
     {"models", "rewards", "algorithms"},
     {"data"},
     {"video"},
