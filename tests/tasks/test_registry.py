@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import inspect
+import re
+from pathlib import Path
 
 import pytest
 
@@ -53,3 +55,17 @@ def test_a_family_survives_pickling_as_the_same_instance():
 
     assert pickle.loads(pickle.dumps(Family.VIDEO_QA)) is Family.VIDEO_QA
     assert str(Family.MATH) == "Family.MATH" and Family.MATH.value == "math"
+
+
+def test_code_outside_tasks_asks_families_instead_of_naming_them():
+    """Issue 34: `Family.<NAME>` outside `tasks/` only where a dataset format or a default
+    names its family (at most 10); behaviour is declared by the family's flags."""
+    src = Path(__file__).resolve().parents[2] / "src" / "videorl"
+    named = re.compile(r"\bFamily\.[A-Z][A-Z_]+\b")
+    uses = [
+        f"{path.relative_to(src)}: {match}"
+        for path in src.rglob("*.py")
+        if "tasks" not in path.relative_to(src).parts[:1]
+        for match in named.findall(path.read_text())
+    ]
+    assert len(uses) <= 10, "\n".join(uses)

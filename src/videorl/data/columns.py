@@ -367,7 +367,7 @@ def _prompt_fields(
     given = _row_prompt(value, column)
     text = check_placeholders(given.text, kind, column)
     query = _first(row, columns.query)[1]
-    instruction = query_from_instruction(text) if family is Family.TEMPORAL_GROUNDING else None
+    instruction = query_from_instruction(text) if family.task.time_windows else None
     problem = _plain_text(str(query)) if query is not None else instruction or _plain_text(text)
     if not problem:
         raise DataError(f"column {column!r}: the prompt is empty")

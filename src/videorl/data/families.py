@@ -143,6 +143,12 @@ class TaskFamily:
         plots (None: no histogram); `blind(train, val)` -> the best prompt-only answer's scores
     synth(draw) -> a synthetic record (`data/synth.py: SynthDraw`)
     demo: the web demo's parts (None: the demo does not ask this family)
+    time_windows: answers are windows of the video's time (`TemporalAnswer`): TaRO's
+        sensitivity reward applies, eval breaks scores down by video length and draws
+        timelines, a dataset row's query may be read out of its instruction
+    subtype_groups: the record's subtype is its OraRL task group when the row has no
+        `problem_type` (spatial intelligence's question types)
+    video_r1_types: the Video-R1 `problem_type` values whose rows are this family
     """
 
     name: str
@@ -163,6 +169,9 @@ class TaskFamily:
     sample_metric: str | None = None
     blind: Callable[[Any], dict[str, Any]] | None = None
     demo: DemoParts | None = None
+    time_windows: bool = False
+    subtype_groups: bool = False
+    video_r1_types: tuple[str, ...] = ()
 
 
 TASKS: Registry[TaskFamily] = Registry(

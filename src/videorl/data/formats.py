@@ -33,7 +33,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from videorl.data.families import Family, parse_family
+from videorl.data.families import Family, families, parse_family
 from videorl.data.records import (
     LETTERS,
     ChoiceAnswer,
@@ -300,22 +300,23 @@ def from_math(row: dict[str, Any], default_id: str, family: Family | None) -> Ta
 
 
 _VIDEO_R1_ANSWER = re.compile(r"<answer>\s*(.*?)\s*</answer>", re.DOTALL)
-VIDEO_R1_TYPES = {
-    "multiple choice": Family.VIDEO_QA,
-    "numerical": Family.SPATIAL_INTELLIGENCE,
-    "regression": Family.SPATIAL_INTELLIGENCE,
-}
+
+
+def video_r1_types() -> dict[str, Family]:
+    """Video-R1 `problem_type` -> the family that declares it (`TaskFamily.video_r1_types`)."""
+    return {kind: f for f in families() for kind in f.task.video_r1_types}
 
 
 def from_video_r1(row: dict[str, Any], default_id: str, family: Family | None) -> TaskRecord:
     """A Video-R1 row; the answer is the `solution`'s `<answer>` text (Video-R1's
     `extract_answer`), the media `path` an image or a video by `data_type`."""
     problem_type = str(_field(row, "problem_type")).strip()
-    resolved = family or VIDEO_R1_TYPES.get(problem_type)
+    known = video_r1_types()
+    resolved = family or known.get(problem_type)
     if resolved is None:
         raise DataError(
             f"field 'problem_type': {problem_type!r} has no videorl family (known: "
-            f"{', '.join(VIDEO_R1_TYPES)}); set data.skip_invalid=true to skip such rows"
+            f"{', '.join(known)}); set data.skip_invalid=true to skip such rows"
         )
     solution = str(_field(row, "solution"))
     match = _VIDEO_R1_ANSWER.search(solution)
@@ -337,7 +338,7 @@ def from_video_r1(row: dict[str, Any], default_id: str, family: Family | None) -
         answer=answer,
         video=media if data_type == "video" else None,
         image=media if data_type == "image" else None,
-        subtype=problem_type if resolved is Family.SPATIAL_INTELLIGENCE else None,
+        subtype=problem_type if resolved.task.subtype_groups else None,
         source=row.get("data_source"),
         options=options,
     )

@@ -42,7 +42,7 @@ def task_key(record: TaskRecord) -> str:
     raw = record.extra.get("problem_type")
     if isinstance(raw, str) and raw.strip():
         return raw
-    if record.family is Family.SPATIAL_INTELLIGENCE and record.subtype:
+    if record.family.task.subtype_groups and record.subtype:
         return record.subtype
     return record.family.value
 

@@ -85,7 +85,7 @@ def timelines(
     results: Sequence[SampleResult], path: Path, k: int = TIMELINE_QUERIES, seed: int = 0
 ) -> Path:
     """Ground-truth windows and the predicted window of up to `k` seeded TG queries."""
-    queries = [r for r in results if r.family is Family.TEMPORAL_GROUNDING]
+    queries = [r for r in results if r.family.task.time_windows]
     chosen = sorted(random.Random(seed).sample(queries, min(k, len(queries))), key=lambda r: r.id)
     fig = _figure(7.5, 0.5 * len(chosen) + 1.2)
     ax = fig.subplots()
@@ -118,7 +118,7 @@ def write_plots(results: Sequence[SampleResult], out_dir: Path) -> dict[str, Pat
     if ious:
         plots["Recall at IoU"] = recall_curve(ious, out_dir / "recall_curve.png")
         plots["IoU histogram"] = iou_histogram(ious, out_dir / "iou_histogram.png")
-    if Family.TEMPORAL_GROUNDING in ious:
+    if any(family.task.time_windows for family in ious):
         plots["Temporal grounding timelines"] = timelines(results, out_dir / "tg_timelines.png")
     return plots
 

@@ -283,7 +283,7 @@ def summarize_family(family: Family, samples: Sequence[SampleResult]) -> FamilyS
     subtypes = _grouped(samples, lambda s: s.subtype or "-")
     if len(subtypes) > 1:
         breakdowns["subtype"] = _breakdown(family, subtypes)
-    if family is Family.TEMPORAL_GROUNDING:
+    if family.task.time_windows:
         breakdowns["video_length"] = _breakdown(
             family,
             _grouped(samples, lambda s: temporal.duration_bucket(s.duration), temporal.bucket_rank),

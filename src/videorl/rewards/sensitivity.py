@@ -21,7 +21,6 @@ from collections.abc import Sequence
 
 import torch
 
-from videorl.data.families import Family
 from videorl.data.records import TaskRecord
 from videorl.rewards.config import RewardConfig, SensitivityConfig
 
@@ -29,7 +28,7 @@ from videorl.rewards.config import RewardConfig, SensitivityConfig
 def applies_to(record: TaskRecord) -> bool:
     """TaRO scores temporal sensitivity on temporal-grounding queries only (its d_i needs a
     ground-truth window to shuffle around)."""
-    return record.family is Family.TEMPORAL_GROUNDING and record.video is not None
+    return record.family.task.time_windows and record.video is not None
 
 
 def shuffle_seed(step: int, row: int, base_seed: int = 0) -> int:

@@ -209,5 +209,7 @@ register_family(
         eval_score=score_spatial_intelligence,
         summary=summarize_spatial_intelligence,
         synth=synthesize,
+        subtype_groups=True,
+        video_r1_types=("numerical", "regression"),
     )
 )

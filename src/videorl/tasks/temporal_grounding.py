@@ -171,6 +171,7 @@ register_family(
         sample_metric="iou",
         blind=blind_temporal,
         synth=synthesize,
+        time_windows=True,
         demo=DemoParts(
             label="temporal grounding",
             placeholder="the moment to find, e.g. the red circle is visible",

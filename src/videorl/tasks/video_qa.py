@@ -123,6 +123,7 @@ register_family(
         summary=summarize_video_qa,
         blind=blind_choice,
         synth=synthesize,
+        video_r1_types=("multiple choice",),
         demo=DemoParts(
             label="video QA",
             placeholder="the question, e.g. What colour is the square?",
