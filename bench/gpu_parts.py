@@ -490,9 +490,9 @@ def part_step(settings: Settings, work: Path, rec: Recorder) -> None:
     indices = next(iter(state.sampler))
     for _ in range(2 if settings.step_warmup else 1):  # the last step is the one reported
         watch = SyncedStopwatch()
-        with step_bench.instrumented(state, watch):
+        with step_bench.instrumented(state, watch) as stages:
             start = watch.now()
-            metrics = train_step(state, indices)
+            metrics = train_step(state, indices, stages)
             total = {clock: read() - start[clock] for clock, read in step_bench.CLOCKS.items()}
         state.step += 1
     seconds = step_bench.breakdown(total, watch)["wall"]
