@@ -20,6 +20,7 @@ a GPU, fp32 on the CPU.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -120,12 +121,25 @@ class RunSettings:
 
         return to_model_coordinates(record, self.convention(model_type), frame_size(media))
 
-    def encode(self, loaded: LoadedModel, record: TaskRecord, media: Any) -> PromptEncoding:
-        """The prompt of `record` (already in the model's frame) with its decoded media."""
+    def encode(
+        self,
+        loaded: LoadedModel,
+        record: TaskRecord,
+        media: Any,
+        tools: Sequence[Mapping[str, Any]] = (),
+    ) -> PromptEncoding:
+        """The prompt of `record` (already in the model's frame) with its decoded media,
+        listing `tools` (function schemas) when given, as training does."""
         from videorl.rollout.prompting import encode_record
 
         return encode_record(
-            loaded, record, media, self.think, self.chat_template_kwargs, style=self.prompt_style
+            loaded,
+            record,
+            media,
+            self.think,
+            self.chat_template_kwargs,
+            style=self.prompt_style,
+            tools=tools,
         )
 
     def summary(self) -> str:

@@ -5,10 +5,16 @@ the backend returns the raw response text of each item, in order. `HFBackend` ru
 checkpoint in-process with batched greedy `generate`; `openai_backend.EndpointBackend`
 asks an OpenAI-compatible server (vLLM, `videorl serve`). Both build the prompt the
 checkpoint was trained with, from its run's settings (`inference.RunSettings`).
+
+An `HFBackend` given `tools` (`videorl eval --tools`) answers with the trainer's multi-turn
+loop (`rollout.multiturn.rollout_multiturn`, greedy): the prompt lists the tools, each call
+runs on the record's original media, and the answer is the final model turn; its
+`respond_with_tools` also returns each answer's calls, errors and turns (`ToolUse`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -17,6 +23,8 @@ from videorl.inference import RunSettings
 
 if TYPE_CHECKING:
     from videorl.models.inputs import PromptEncoding
+    from videorl.rollout.multiturn import MultiTurnLimits
+    from videorl.rollout.tools import ToolRunner
 
 Item = tuple[TaskRecord, Any]  # (record, DecodedVideo | None)
 
@@ -27,6 +35,18 @@ class Backend(Protocol):
     label: str
 
     def respond(self, items: Sequence[Item]) -> list[str]: ...
+
+
+@dataclasses.dataclass(frozen=True)
+class ToolUse:
+    """What one tool-using answer did (kept in predictions.jsonl as `tools`)."""
+
+    calls: int  # tool calls made
+    errors: int  # calls that returned an error to the model
+    turns: int  # model turns, the answer's included
+
+    def to_dict(self) -> dict[str, int]:
+        return dataclasses.asdict(self)
 
 
 class HFBackend:
@@ -40,21 +60,39 @@ class HFBackend:
         *,
         max_new_tokens: int = 256,
         label: str = "hf",
+        tools: ToolRunner | None = None,
+        limits: MultiTurnLimits | None = None,
     ) -> None:
         self.loaded = loaded
         self.settings = settings or RunSettings()
-        self.max_new_tokens = max_new_tokens
+        self.max_new_tokens = max_new_tokens  # one model turn with tools
         self.label = label
+        self.tools = tools
+        self.limits = limits
 
     @classmethod
     def from_path(
-        cls, path: str, settings: RunSettings, *, device: str = "auto", max_new_tokens: int = 256
+        cls,
+        path: str,
+        settings: RunSettings,
+        *,
+        device: str = "auto",
+        max_new_tokens: int = 256,
+        tools: ToolRunner | None = None,
+        limits: MultiTurnLimits | None = None,
     ) -> HFBackend:
         """Load the checkpoint at `path` for inference (bf16 on GPU, fp32 on CPU)."""
         from videorl.inference import load_for_inference
 
         loaded = load_for_inference(path, device)
-        return cls(loaded, settings, max_new_tokens=max_new_tokens, label=str(path))
+        return cls(
+            loaded,
+            settings,
+            max_new_tokens=max_new_tokens,
+            label=str(path),
+            tools=tools,
+            limits=limits,
+        )
 
     @property
     def coordinates(self) -> str | None:
@@ -62,9 +100,19 @@ class HFBackend:
         `norm1000`, or None (the record's own)."""
         return self.settings.convention(self.loaded.model_type)
 
+    def without_tools(self) -> HFBackend:
+        """The same model and settings answering in one turn, from prompts without tools."""
+        return HFBackend(
+            self.loaded, self.settings, max_new_tokens=self.max_new_tokens, label=self.label
+        )
+
     def encode(self, items: Sequence[Item]) -> list[PromptEncoding]:
-        """The prompt of each (record, media) item, as training encodes it."""
-        return [self.settings.encode(self.loaded, record, media) for record, media in items]
+        """The prompt of each (record, media) item, as training encodes it (listing the
+        tools when the backend has them)."""
+        tools = self.tools.schemas() if self.tools is not None else ()
+        return [
+            self.settings.encode(self.loaded, record, media, tools=tools) for record, media in items
+        ]
 
     def respond(self, items: Sequence[Item]) -> list[str]:
         from videorl.models.generate import SamplingParams, generate
@@ -75,3 +123,41 @@ class HFBackend:
         generations = generate(self.loaded, self.encode(items), params)
         tokenizer = self.loaded.tokenizer
         return [tokenizer.decode(g.token_ids[0], skip_special_tokens=True) for g in generations]
+
+    def respond_with_tools(self, items: Sequence[Item]) -> list[tuple[str, ToolUse]]:
+        """Greedy multi-turn answers with `tools`: each item's final model turn and what
+        its trajectory did. The tools read each record's original media; a window is
+        decoded once per batch."""
+        from videorl.models.generate import SamplingParams
+        from videorl.rollout.multiturn import MultiTurnLimits, rollout_multiturn
+        from videorl.rollout.tools import ToolContext, ToolDecodes
+
+        if self.tools is None:
+            raise ValueError("respond_with_tools needs a backend with tools")
+        if not items:
+            return []
+        decodes = ToolDecodes()
+        contexts = [
+            ToolContext(
+                media=record.media, video=media, config=self.settings.video, decodes=decodes
+            )
+            for record, media in items
+        ]
+        params = SamplingParams(n=1, max_new_tokens=self.max_new_tokens, temperature=0.0)
+        groups = rollout_multiturn(
+            self.loaded,
+            self.encode(items),
+            contexts,
+            self.tools,
+            params,
+            self.limits or MultiTurnLimits(),
+            template_kwargs=self.settings.template_kwargs(),
+        )
+        return [(row.text, ToolUse(row.calls, row.errors, row.turns)) for [row] in groups]
+
+
+def answer_items(backend: Backend, items: Sequence[Item]) -> list[tuple[str, ToolUse | None]]:
+    """Each item's response text, and its tool use when the backend answers with tools."""
+    if getattr(backend, "tools", None) is not None:
+        return list(backend.respond_with_tools(items))  # type: ignore[attr-defined]
+    return [(text, None) for text in backend.respond(items)]

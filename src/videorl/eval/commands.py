@@ -26,10 +26,13 @@ from videorl.eval.options import (
     EndpointModelType,
     EvalModel,
     EvalServedModel,
+    EvalTools,
     Fps,
     MaxFrames,
     MaxPixels,
     MaxSamples,
+    MaxTotalTokens,
+    MaxTurns,
     MinPixels,
     Out,
     OverwriteEval,
@@ -49,6 +52,7 @@ def _print_summary(metrics: dict, out_dir: Path) -> None:
     from rich.table import Table
 
     from videorl.eval.controls import gain_rows
+    from videorl.eval.tools import tool_rows
 
     console = Console()
     for family, summary in metrics["families"].items():
@@ -64,6 +68,21 @@ def _print_summary(metrics: dict, out_dir: Path) -> None:
             table.add_column(name, justify="left" if name in ("family", "metric") else "right")
         for control, family, metric, real, value, gain in rows:
             table.add_row(control, family, metric, f"{real:.1f}", f"{value:.1f}", f"{gain:+.1f}")
+        console.print(table)
+    tools = metrics.get("tools")
+    if tools:
+        use = tools["use"]
+        calls = (
+            f"calls/answer {use['calls_per_answer']:.2f}, errors/answer "
+            f"{use['errors_per_answer']:.2f}, turns {use['turns_mean']:.2f} (max {use['turns_max']})"
+            if use.get("answers")
+            else "no answers"
+        )
+        table = Table(title=f"tools {', '.join(tools['tools'])} (%): {calls}")
+        for name in ("family", "metric", "with tools", "without tools", "gain"):
+            table.add_column(name, justify="left" if name in ("family", "metric") else "right")
+        for family, metric, on, off, gain in tool_rows(metrics):
+            table.add_row(family, metric, f"{on:.1f}", f"{off:.1f}", f"{gain:+.1f}")
         console.print(table)
     counts = ", ".join(f"{k} {v}" for k, v in metrics["counts"].items() if v)
     console.print(f"records: {counts}")
@@ -90,6 +109,9 @@ def eval_command(
     api_key: EndpointKey = None,
     think: Think = None,
     prompt_style: PromptStyle = None,
+    tools: EvalTools = None,
+    max_turns: MaxTurns = 3,
+    max_total_tokens: MaxTotalTokens = 2048,
     batch_size: BatchSize = 8,
     max_new_tokens: ResponseBudget = 256,
     fps: Fps = None,
@@ -105,12 +127,14 @@ def eval_command(
     A checkpoint written by `videorl train` (--model, or --checkpoint for the one behind
     --endpoint) is evaluated with its run's settings (`config.yaml` of the run: video
     sampling, think mode, prompt style, template variables, coordinates), so eval prompts
-    it as training did; flags override.
+    it as training did; flags override. With --tools, the model answers with tools in the
+    trainer's multi-turn loop and again without them (docs/tools.md).
     """
     from videorl.eval.runner import evaluate
     from videorl.video.controls import parse_controls
 
     mode = _one_mode(model=model, endpoint=endpoint, predictions=predictions, compare=compare)
+    runner = eval_tools(tools, mode, max_turns, max_total_tokens)  # checked before any load
     model_type = endpoint_model_type(endpoint, served_model, checkpoint, model_type)
     run = eval_run_settings(
         model or checkpoint,
@@ -147,10 +171,33 @@ def eval_command(
             model_type=model_type,
             concurrency=concurrency,
             api_key=api_key,
+            tools=runner,
         )
         source = _model_source(backend, run, max_new_tokens, model is not None)
         outputs = evaluate(settings, backend=backend, source=source)
     _print_summary(outputs.metrics, outputs.out_dir)
+
+
+def eval_tools(names: str | None, mode: str, max_turns: int, max_total_tokens: int) -> Any:
+    """`(ToolRunner, MultiTurnLimits)` of `--tools` (None without it); an unknown tool, a
+    mode other than --model or a bad limit is a one-line `ConfigError`."""
+    if not names:
+        return None
+    if mode != "--model":
+        raise ConfigError(
+            f"--tools needs --model (the HF engine runs the tool loop), not {mode}; "
+            "endpoints and predictions files have no multi-turn path"
+        )
+    from videorl.rollout.multiturn import MultiTurnLimits
+    from videorl.rollout.tools import ToolRunner, resolve_tools
+
+    if max_turns < 1 or max_total_tokens < 1:
+        raise ConfigError(
+            f"--max-turns={max_turns} and --max-total-tokens={max_total_tokens} must be >= 1"
+        )
+    listed = [name.strip() for name in names.split(",") if name.strip()]
+    specs = resolve_tools(listed, key="--tools")
+    return ToolRunner(specs), MultiTurnLimits(max_turns, max_total_tokens)
 
 
 def eval_run_settings(
@@ -232,8 +279,11 @@ def _one_mode(**given: Any) -> str:
 
 def _model_source(backend: Any, run: Any, max_new_tokens: int, local: bool) -> dict[str, Any]:
     """What metrics.json records as the answers' source."""
+    tools = getattr(backend, "tools", None)
+    used = {"tools": list(tools.specs)} if tools is not None else {}
     return {
         ("model" if local else "endpoint"): backend.label,
+        **used,
         "think": run.think,
         "max_new_tokens": max_new_tokens,
         "video": to_dict(run.video),
@@ -282,13 +332,18 @@ def eval_backend(
     model_type: str | None,
     concurrency: int,
     api_key: str | None,
+    tools: Any = None,
 ) -> Any:
-    """The HF engine for --model, else the client of --endpoint (boxes in the convention
-    of `model_type`); both prompt with the run settings `run`."""
+    """The HF engine for --model (answering with `tools`, `eval_tools`' pair, when given),
+    else the client of --endpoint (boxes in the convention of `model_type`); both prompt
+    with the run settings `run`."""
     if model is not None:
         from videorl.eval.backends import HFBackend
 
-        return HFBackend.from_path(model, run, device=device, max_new_tokens=max_new_tokens)
+        runner, limits = tools if tools is not None else (None, None)
+        return HFBackend.from_path(
+            model, run, device=device, max_new_tokens=max_new_tokens, tools=runner, limits=limits
+        )
     from videorl.eval.openai_backend import EndpointBackend
 
     return EndpointBackend(

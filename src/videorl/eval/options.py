@@ -141,6 +141,27 @@ BatchSize = Annotated[
     int, typer.Option("--batch-size", help="Prompts per generate call (HF engine).")
 ]
 ResponseBudget = Annotated[int, typer.Option("--max-new-tokens", help="Response budget in tokens.")]
+EvalTools = Annotated[
+    str | None,
+    typer.Option(
+        "--tools",
+        help="With --model: answer with these tools (comma-separated registered names: "
+        "get_clip, get_frame, crop), in the trainer's multi-turn loop; the records are also "
+        "answered without tools, and metrics.json and report.md put the two scores side by "
+        "side with the calls per answer (docs/tools.md).",
+    ),
+]
+MaxTurns = Annotated[
+    int,
+    typer.Option("--max-turns", help="With --tools: model turns per answer at most (>= 1)."),
+]
+MaxTotalTokens = Annotated[
+    int,
+    typer.Option(
+        "--max-total-tokens",
+        help="With --tools: tokens per answer at most, model and tool turns together.",
+    ),
+]
 OverwriteEval = Annotated[
     bool, typer.Option("--overwrite", help="Replace the outputs of an earlier eval in --out.")
 ]

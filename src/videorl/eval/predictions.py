@@ -1,7 +1,8 @@
 """`predictions.jsonl`: one line per answered record, appended as answers arrive.
 
 A line is `{"id": ..., "response": "<raw model text>"}`, or `{"id": ..., "response": null,
-"error": "..."}` when the record's media could not be decoded. Files written by other tools
+"error": "..."}` when the record's media could not be decoded; an answer made with tools
+(`videorl eval --tools`) also has `"tools": {"calls", "errors", "turns"}`. Files written by other tools
 are read too: the id may be under `id`, `qid`, `question_id` or `uid`, the text under
 `response`, `prediction`, `pred`, `answer`, `output` or `text`. The last line of an id
 wins. Resuming skips ids that have a response; error lines are tried again. An unreadable
@@ -37,6 +38,8 @@ class Prediction:
     # The coordinate frame the answer is in when the model's differs from the record's
     # (`data.coordinates`): {"box_format": "abs"|"norm1000", "width": W, "height": H}.
     frame: dict[str, Any] | None = None
+    # What a tool-using answer did: {"calls": n, "errors": n, "turns": n} (`--tools`).
+    tools: dict[str, int] | None = None
 
 
 def _first(row: dict[str, Any], keys: tuple[str, ...]) -> Any:
@@ -55,7 +58,8 @@ def _prediction(row: Any, where: str) -> Prediction:
     if response is not None and not isinstance(response, str):
         response = json.dumps(response)
     frame = row.get("frame") if isinstance(row.get("frame"), dict) else None
-    return Prediction(str(rid), response, row.get("error"), frame)
+    tools = row.get("tools") if isinstance(row.get("tools"), dict) else None
+    return Prediction(str(rid), response, row.get("error"), frame, tools)
 
 
 def read_predictions(path: str | os.PathLike) -> dict[str, Prediction]:
@@ -108,6 +112,8 @@ class PredictionWriter:
             row["error"] = prediction.error
         if prediction.frame is not None:
             row["frame"] = prediction.frame
+        if prediction.tools is not None:
+            row["tools"] = prediction.tools
         self._file.write(json.dumps(row, ensure_ascii=False) + "\n")
         self._file.flush()
 

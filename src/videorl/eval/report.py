@@ -11,6 +11,7 @@ from typing import Any
 
 from videorl.eval.controls import by_family
 from videorl.eval.scoring import SampleResult
+from videorl.eval.tools import tool_rows
 
 WORST_CASES = 5
 MAX_RESPONSE_CHARS = 600
@@ -89,6 +90,50 @@ def _controls_section(controls: dict[str, Any]) -> list[str]:
         ]
         lines += [f"### {family}", "", *table(header, rows)]
     return lines
+
+
+def _tools_section(metrics: dict[str, Any]) -> list[str]:
+    """Tool use and each metric with and without tools (`--tools`)."""
+    entry = metrics.get("tools")
+    if not entry:
+        return []
+    use = entry["use"]
+    lines = [
+        "## Tools",
+        "",
+        (
+            f"Answered with {', '.join(entry['tools'])} in the multi-turn tool loop (at most "
+            f"{entry['max_turns']} model turns), then again in one turn from prompts without "
+            "the tool list; gain = with tools - without tools, over the same records."
+        ),
+        "",
+    ]
+    if use.get("answers"):
+        lines += table(
+            [
+                "answers",
+                "calls / answer",
+                "errors / answer",
+                "answers with calls",
+                "turns",
+                "max turns",
+            ],
+            [
+                [
+                    use["answers"],
+                    f"{use['calls_per_answer']:.2f}",
+                    f"{use['errors_per_answer']:.2f}",
+                    f"{100 * use['answers_with_calls']:.0f}%",
+                    f"{use['turns_mean']:.2f}",
+                    use["turns_max"],
+                ]
+            ],
+        )
+    rows = [
+        [family, metric, on, off, f"{gain:+.1f}"]
+        for family, metric, on, off, gain in tool_rows(metrics)
+    ]
+    return lines + table(["family", "metric", "with tools", "without tools", "gain"], rows)
 
 
 def _breakdown_section(families: dict[str, Any]) -> list[str]:
@@ -194,6 +239,7 @@ def write_report(
         header
         + _metrics_section(metrics["families"])
         + _controls_section(metrics.get("controls", {}))
+        + _tools_section(metrics)
         + _breakdown_section(metrics["families"])
         + _missing_section(metrics)
         + _plots_section(plots, path.parent)

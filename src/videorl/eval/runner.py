@@ -10,7 +10,9 @@ interrupted run continues where it stopped), then score every record (`scoring`)
 `metrics.json`, `samples.jsonl` (per-sample values), `plots/*.png` and `report.md`.
 With `controls`, the same records are answered again on control media (frozen, reversed,
 shuffled, blank: `eval/controls.py`) and `metrics.json` gains each control's metrics and
-the video gain (real minus control).
+the video gain (real minus control). With a backend that has tools (`--tools`), the records
+are answered with the multi-turn tool loop, again without tools, and `metrics.json` gains
+the tool use and the score with and without tools (`eval/tools.py`).
 Missing media and failed decodes are counted and listed, never dropped (see
 `scoring.CONVENTION`); `metrics.json` also has the numbers over the records with media.
 """
@@ -32,7 +34,7 @@ from typing import Any
 from videorl.data.loaders import check_media, load_records
 from videorl.data.records import TaskRecord
 from videorl.errors import ConfigError, DataError, MediaError
-from videorl.eval.backends import Backend
+from videorl.eval.backends import Backend, answer_items
 from videorl.eval.benchmarks import Benchmark, resolve_benchmark
 from videorl.eval.controls import CONTROLS_DIR, control_applies, control_summary
 from videorl.eval.predictions import Prediction, PredictionWriter, finished_ids, read_predictions
@@ -46,6 +48,7 @@ from videorl.eval.scoring import (
     score_record,
     summarize,
 )
+from videorl.eval.tools import NO_TOOLS_DIR, tools_summary
 from videorl.outputs import refuse_nonempty, refuse_own_inputs
 from videorl.video.cache import VideoCache
 from videorl.video.controls import ControlledVideos, check_controls
@@ -233,10 +236,11 @@ def generate_predictions(
                     bar.advance(task)
             originals = [record for record, _ in items]
             items = [(in_model_frame(record, media, backend), media) for record, media in items]
-            answers = backend.respond(items) if items else []
-            for (record, _), original, text in zip(items, originals, answers, strict=True):
+            answers = answer_items(backend, items) if items else []
+            for (record, _), original, (text, use) in zip(items, originals, answers, strict=True):
                 frame = None if record is original else answer_frame(record)
-                writer.write(Prediction(record.id, text, frame=frame))
+                tools = use.to_dict() if use is not None else None
+                writer.write(Prediction(record.id, text, frame=frame, tools=tools))
                 answered += 1
                 bar.advance(task)
     return answered
@@ -315,7 +319,16 @@ def claim_out_dir(
         return
     refuse_nonempty(out_dir, overwrite=overwrite, fix="--resume to continue the predictions there")
     keep_path = Path(keep).resolve() if keep is not None else None
-    for name in (PREDICTIONS, METRICS, SAMPLES, REPORT, PLOTS, CONTROLS_DIR, "compare.md"):
+    for name in (
+        PREDICTIONS,
+        METRICS,
+        SAMPLES,
+        REPORT,
+        PLOTS,
+        CONTROLS_DIR,
+        NO_TOOLS_DIR,
+        "compare.md",
+    ):
         path = out_dir / name
         if not path.exists() or path.resolve() == keep_path:
             continue
@@ -358,6 +371,12 @@ def evaluate(
         )
     if settings.controls and backend is None:
         raise ConfigError("--controls needs a model or an endpoint to answer the control media")
+    tools = getattr(backend, "tools", None)
+    if settings.controls and tools is not None:
+        raise ConfigError(
+            "--controls with --tools: the tools read the original video, so a control's "
+            "answer would see the real frames; run the controls without --tools"
+        )
     benchmark, records, skipped = load_benchmark(settings)
     missing = missing_media(records)
     out_dir = Path(settings.out_dir)
@@ -380,7 +399,8 @@ def evaluate(
                 "{id, response} lines"
             )
         shutil.copyfile(predictions, path)
-    results = score_all(records, read_predictions(path), missing)
+    answered = read_predictions(path)
+    results = score_all(records, answered, missing)
     info = dict(source or {})
     info.setdefault("video", dataclasses.asdict(settings.video))
     metrics = build_metrics(benchmark, results, missing, skipped_rows=skipped, source=info)
@@ -389,6 +409,20 @@ def evaluate(
             control: _control(control, records, results, missing, answer, videos, out_dir)
             for control in settings.controls
         }
+    if tools is not None:
+        plain = backend.without_tools()  # type: ignore[union-attr]
+        folder = out_dir / NO_TOOLS_DIR
+        folder.mkdir(parents=True, exist_ok=True)
+        _answer(settings, plain, records, folder / PREDICTIONS, videos, skip=set(missing))
+        without = score_all(records, read_predictions(folder / PREDICTIONS), missing)
+        limits = backend.limits  # type: ignore[union-attr]
+        metrics["tools"] = tools_summary(
+            results,
+            without,
+            [answered[r.id] for r in records if r.id in answered],
+            list(tools.specs),
+            limits.max_turns if limits is not None else 0,
+        )
     plots = write_outputs(out_dir, metrics, results)
     return EvalOutputs(metrics=metrics, results=results, out_dir=out_dir, plots=plots)
 

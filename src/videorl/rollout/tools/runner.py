@@ -92,10 +92,13 @@ class ToolRunner:
         return ToolOutcome(call, result.text, tuple(result.media), seconds=seconds)
 
 
-def resolve_tools(names: Iterable[str], modules: Iterable[str] = ()) -> list[ToolSpec]:
+def resolve_tools(
+    names: Iterable[str], modules: Iterable[str] = (), key: str = "rollout.tools"
+) -> list[ToolSpec]:
     """The registered tools `names`, in order, after importing `modules` (a run's
     `rollout.tool_modules`, whose `@register_tool` calls add their tools). An unknown name
-    or a module that does not import is a one-line `ConfigError` naming the key."""
+    or a module that does not import is a one-line `ConfigError` naming the `key` the names
+    came from."""
     for module in modules:
         try:
             importlib.import_module(module)
@@ -107,7 +110,7 @@ def resolve_tools(names: Iterable[str], modules: Iterable[str] = ()) -> list[Too
     unknown = [n for n in names if n not in TOOLS]
     if unknown:
         raise ConfigError(
-            f"rollout.tools names unknown tools {unknown}; choose from {sorted(TOOLS)} "
+            f"{key} names unknown tools {unknown}; choose from {sorted(TOOLS)} "
             "(register your own with @videorl.rollout.tools.register_tool and list its module "
             "in rollout.tool_modules)"
         )
