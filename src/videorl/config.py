@@ -585,12 +585,15 @@ class SFTConfig:
     response only (the prompt is context, never a label).
 
     target: `annotation` = the record's serialized ground truth (OraRL's annotation row);
-    `constructed` = TaRO's constructed reasoning (query + dense captions), then the answer.
+    `constructed` = TaRO's constructed reasoning (query + dense captions), then the answer;
+    `tool_trajectory` = a synthetic gold tool trajectory (docs/tools.md).
     """
 
-    target: Literal["annotation", "constructed"] = "annotation"
-    """The SFT target response: annotation (the serialized ground truth) or constructed (TaRO's
-    reasoning, then the answer)."""
+    target: Literal["annotation", "constructed", "tool_trajectory"] = "annotation"
+    """The SFT target response: annotation (the serialized ground truth), constructed (TaRO's
+    reasoning, then the answer) or tool_trajectory (a get_clip call over the whole video, the
+    clip as context, then the answer; needs get_clip in rollout.tools; max_response_tokens
+    bounds the whole trajectory)."""
     max_response_tokens: int = 256
     """targets longer than this (EOS included) are cut"""
 
@@ -668,6 +671,11 @@ class Config:
         _check_length_terms(self.reward, self.rollout.response_budget, budget_key)
         if self.rollout.tools:
             _check_multiturn(self)
+        if self.sft.target == "tool_trajectory" and "get_clip" not in self.rollout.tools:
+            raise ConfigError(
+                "sft.target=tool_trajectory calls get_clip, which rollout.tools="
+                f"{list(self.rollout.tools)} does not list; set rollout.tools=[get_clip]"
+            )
         _check_dynamic_sampling(algo)
 
     @property

@@ -215,6 +215,44 @@ def rollout_multiturn(
     ]
 
 
+def forced_trajectory(
+    loaded: LoadedModel,
+    prompt: PromptEncoding,
+    context: ToolContext,
+    runner: ToolRunner,
+    turns: Sequence[str],
+    limits: MultiTurnLimits,
+    *,
+    template_kwargs: Mapping[str, Any] | None = None,
+) -> MultiTurnRow:
+    """The trajectory in which the model writes `turns` (each followed by EOS) and the
+    tools answer its calls for real: a gold trajectory (`tools/gold.py`) as a row, with the
+    same tool turns, media and loss mask a sampled row would have. No forward runs."""
+    eos = loaded.eos_token_ids[0]
+    scripted = iter(turns)
+
+    def write(_: LoadedModel, contexts: Sequence[PromptEncoding], __: SamplingParams):
+        text = next(scripted, None)
+        if text is None:
+            raise ValueError(f"the trajectory calls tools after its last turn: {list(turns)}")
+        ids = loaded.tokenizer(text, add_special_tokens=False)["input_ids"]
+        return [Generation([torch.tensor([*ids, eos])], [], [False]) for _ in contexts]
+
+    longest = max(len(loaded.tokenizer(t, add_special_tokens=False)["input_ids"]) for t in turns)
+    params = SamplingParams(n=1, max_new_tokens=longest + 1, temperature=0.0)
+    [[row]] = rollout_multiturn(
+        loaded,
+        [prompt],
+        [context],
+        runner,
+        params,
+        limits,
+        template_kwargs=template_kwargs,
+        generate_fn=write,
+    )
+    return row
+
+
 def _expand(rows: list[_Row], gens: list[Generation], n: int) -> list[tuple[_Row, Generation]]:
     """Row k of prompt i takes sample k of generation i (as one-sample generations)."""
     out = []

@@ -9,7 +9,11 @@ The prompt is context, never a label: log-probs are taken at the response positi
 (`rows_logprobs`, the same function the RL update uses), so prompt tokens get no loss and
 SFT and RL see byte-identical prompts (`decode_prompts` -> `encode_record`). Targets come
 from the record: its serialized annotation (`sft.target=annotation`, OraRL's annotation
-row) or TaRO's constructed reasoning then the answer (`sft.target=constructed`).
+row), TaRO's constructed reasoning then the answer (`sft.target=constructed`), or a gold
+tool trajectory (`sft.target=tool_trajectory`, `rollout/tools/gold.py`): a `get_clip` call,
+the tool turn with the clip, then the answer, in a prompt that lists `rollout.tools`. The
+tool turn is context like the prompt: its tokens have no loss term (the trajectory's loss
+mask, as in RL), and the forward sees the clip as the rollout would.
 
 Everything else is the RL loop's (`run_training` with `LoopHooks`): records and loaders,
 decode-once video, packed rows and token-budget micro-batches, FSDP2 under torchrun, atomic
@@ -33,6 +37,7 @@ from videorl.config import Config
 from videorl.data.records import TaskRecord
 from videorl.distributed import all_reduce, shard_indices
 from videorl.models.batching import plan_rank_microbatches
+from videorl.models.chat_template import template_kwargs
 from videorl.models.generate import SamplingParams
 from videorl.models.inputs import PromptEncoding
 from videorl.models.loading import LoadedModel
@@ -42,7 +47,10 @@ from videorl.rewards.annotation import serialize_annotation
 from videorl.rewards.protocol import THINK_CLOSE
 from videorl.rewards.registry import FAMILY_REWARDS
 from videorl.rollout.groups import constructed_prefix
+from videorl.rollout.multiturn import MultiTurnLimits, MultiTurnRow, forced_trajectory
 from videorl.rollout.prompting import decode_prompts
+from videorl.rollout.tools import ToolContext, ToolDecodes
+from videorl.rollout.tools.gold import gold_turns
 from videorl.trainer.loop import LoopHooks, run_training
 from videorl.trainer.sequence_parallel import split_forwards
 from videorl.trainer.state import TrainState
@@ -78,12 +86,42 @@ def target_tokens(
     return torch.tensor((ids + [eos_id])[:budget], dtype=torch.long)
 
 
+def gold_trajectories(
+    state: TrainState, records: list[TaskRecord], prompts: list[PromptEncoding], media: list
+) -> list[MultiTurnRow]:
+    """Each record's gold tool trajectory (`gold_turns`), its calls run by the run's tools
+    on the record's original media, within `sft.max_response_tokens` tokens."""
+    cfg, runner = state.cfg, state.tools
+    assert runner is not None  # the config requires get_clip in rollout.tools
+    limits = MultiTurnLimits(max_turns=2, max_total_tokens=cfg.sft.max_response_tokens)
+    decodes, kwargs = ToolDecodes(), template_kwargs(cfg.data.think, cfg.data.chat_template_kwargs)
+    rows = []
+    for record, prompt, video in zip(records, prompts, media, strict=True):
+        context = ToolContext(media=record.media, video=video, config=cfg.video, decodes=decodes)
+        turns = gold_turns(record, video, cfg.data.think, context.limits)
+        rows.append(
+            forced_trajectory(
+                state.policy, prompt, context, runner, turns, limits, template_kwargs=kwargs
+            )
+        )
+    return rows
+
+
 def response_nll_sum(
-    policy: LoadedModel, prompts: list[PromptEncoding], responses: list[torch.Tensor]
+    policy: LoadedModel,
+    prompts: list[PromptEncoding],
+    responses: list[torch.Tensor],
+    trajectories: list[MultiTurnRow] | None = None,
 ) -> tuple[torch.Tensor, float]:
     """(sum over rows and response tokens of -log p(token | prompt, earlier tokens), number of
-    response tokens) for one micro-batch; prompt positions have no term."""
-    logp, _, mask = rows_logprobs(policy, prompts, responses, temperature=1.0)
+    response tokens) for one micro-batch; prompt positions have no term, nor do the tool
+    turns of `trajectories` (the rows' trajectories, when the responses are multi-turn)."""
+    types = None if trajectories is None else [t.response_token_types for t in trajectories]
+    logp, _, mask = rows_logprobs(
+        policy, prompts, responses, temperature=1.0, response_token_types=types
+    )
+    for i, trajectory in enumerate(trajectories or []):
+        mask[i, : trajectory.loss_mask.numel()] *= trajectory.loss_mask.to(mask.device)
     return -(logp.float() * mask).sum(), float(mask.sum())
 
 
@@ -92,6 +130,7 @@ def response_nll(
     prompts: list[PromptEncoding],
     responses: list[torch.Tensor],
     total_tokens: float,
+    trajectories: list[MultiTurnRow] | None = None,
 ) -> float:
     """Forward + backward of `sum NLL(response tokens) / total_tokens` over token-budget
     micro-batches (packed when the model is); returns the loss. Every rank takes as many
@@ -103,12 +142,14 @@ def response_nll(
     autocast, padding = state.autocast_dtype, MicroBatch.padding(policy.pad_token_id)
     loss_sum = 0.0
     for micro in plan:
+        chosen = None
         if micro:
             rows, weight = ([prompts[i] for i in micro], [responses[i] for i in micro]), 1.0
+            chosen = None if trajectories is None else [trajectories[i] for i in micro]
         else:  # FSDP padding: one dummy token that adds nothing
             rows, weight = (padding.prompts, padding.responses), padding.weight
         with torch.autocast(device.type, dtype=autocast, enabled=autocast is not None):
-            nll, _ = response_nll_sum(policy, *rows)
+            nll, _ = response_nll_sum(policy, *rows, chosen)
         loss = nll * weight / max(total_tokens, 1.0)
         # FSDP averages over ranks; we want the sum over data-parallel groups
         (loss * state.info.data_parallel_size).backward()
@@ -120,22 +161,35 @@ def sft_step(state: TrainState, indices: list[int]) -> dict[str, Any]:
     """decode -> targets -> response-only NLL over micro-batches -> one clipped AdamW step."""
     cfg, start = state.cfg, time.perf_counter()
     mine = [state.records[i] for i in shard_indices(indices, state.info)]
-    records, prompts, _, skipped, _ = decode_prompts(mine, state.videos, state.policy, cfg.data)
+    tool_trajectory = cfg.sft.target == "tool_trajectory"
+    tools = state.tools.schemas() if tool_trajectory and state.tools is not None else []
+    records, prompts, media, skipped, _ = decode_prompts(
+        mine, state.videos, state.policy, cfg.data, tools
+    )
     rng = random.Random(cfg.trainer.seed * 1_000_003 + state.step)  # same draw after a resume
     tokenizer, eos = state.policy.tokenizer, state.policy.eos_token_ids[0]
-    responses = [
-        target_tokens(
-            r, tokenizer, eos, cfg.sft.max_response_tokens, cfg.sft.target, cfg.data.think, rng
-        )
-        for r in records
-    ]
-    tokens = all_reduce(float(sum(int(r.numel()) for r in responses)))
+    trajectories = None
+    if tool_trajectory:
+        trajectories = gold_trajectories(state, records, prompts, media)
+        prompts = [t.loss_prompt() for t in trajectories]
+        responses = [t.response_ids for t in trajectories]
+        counted = [float(t.loss_mask.sum()) for t in trajectories]
+        truncated = sum(t.truncated for t in trajectories)
+    else:
+        responses = [
+            target_tokens(
+                r, tokenizer, eos, cfg.sft.max_response_tokens, cfg.sft.target, cfg.data.think, rng
+            )
+            for r in records
+        ]
+        counted = [float(r.numel()) for r in responses]
+        truncated = sum(int(r[-1]) != eos for r in responses)
+    tokens = all_reduce(sum(counted))
     tokens /= state.info.sequence_parallel  # a sequence-parallel group's rows count once
-    truncated = sum(int(r[-1]) != eos for r in responses)
     state.policy.model.train()
     state.optimizer.zero_grad(set_to_none=True)
     with split_forwards(state.info.sequence_group, state.policy):
-        loss = response_nll(state, prompts, responses, tokens)
+        loss = response_nll(state, prompts, responses, tokens, trajectories)
     params = [p for p in state.policy.model.parameters() if p.requires_grad]
     grad_norm = torch.nn.utils.clip_grad_norm_(params, cfg.optim.grad_clip)
     norm = float(grad_norm.full_tensor() if hasattr(grad_norm, "full_tensor") else grad_norm)
