@@ -16,13 +16,14 @@ from safetensors.torch import load_file
 
 from tests.trainer.loop_worker import seeded_generate
 from tests.trainer.runs import metrics_by_step
+from tests.trainer.sp_worker import encoded_patches
 from tests.trainer.test_distributed import TORCHRUN, _env
 from videorl.config import check_world_size
 from videorl.distributed import DistInfo, shard_indices
 from videorl.errors import ConfigError
 from videorl.rollout.engine import HFEngine
 from videorl.trainer.loop import run_training
-from videorl.trainer.sequence_parallel import check_sequence_parallel
+from videorl.trainer.sequence_parallel import check_sequence_parallel, vision_split_note
 
 WORKER = Path(__file__).with_name("sp_worker.py")
 RUN = [
@@ -43,11 +44,19 @@ def _computed(row: dict) -> dict[str, float]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("packing", ["false", "true"], ids=["padded", "packed"])
-def test_two_rank_sequence_parallel_run_equals_one_process(build_config, tmp_path, packing):
+@pytest.mark.parametrize(
+    ("packing", "freeze_vision"),
+    [("false", "true"), ("true", "true"), ("false", "false")],
+    ids=["padded", "packed", "trainable-tower"],
+)
+def test_two_rank_sequence_parallel_run_equals_one_process(
+    build_config, tmp_path, packing, freeze_vision
+):
     one, two = tmp_path / "one", tmp_path / "two"
-    extra = [*RUN, f"model.packing={packing}"]
-    with pytest.MonkeyPatch.context() as m:
+    extra = [*RUN, f"model.packing={packing}", f"model.freeze_vision={freeze_vision}"]
+    if freeze_vision == "false":  # the update encodes each row's video, as split forwards do
+        extra.append("model.share_prompt_forward=false")
+    with pytest.MonkeyPatch.context() as m, encoded_patches() as whole:
         m.setattr(HFEngine, "generate", seeded_generate)  # rollouts seeded by the prompt
         run_training(build_config("grpo", one, *extra)[0])
     sp = ["model.sequence_parallel_size=2", "trainer.nproc=2"]
@@ -61,9 +70,14 @@ def test_two_rank_sequence_parallel_run_equals_one_process(build_config, tmp_pat
         timeout=900,
         capture_output=True,
     )
+    ranks = [json.loads((shards / f"rank-{rank}.json").read_text()) for rank in (0, 1)]
     # both ranks ran each step's update forward split, on the same shard lengths
-    lengths = [json.loads((shards / f"rank-{rank}.json").read_text()) for rank in (0, 1)]
+    lengths = [r["shards"] for r in ranks]
     assert lengths[0] == lengths[1] and len(lengths[0]) >= 3, lengths
+    # the group encoded the videos that one process encodes, each patch once between them
+    # (the visual-embedding cache: once per step; a trainable tower: also in each update)
+    encoded = [sum(r["patches"]) for r in ranks]
+    assert sum(encoded) == sum(whole) and all(0 < n < sum(whole) for n in encoded), encoded
     a, b = metrics_by_step(one), metrics_by_step(two)
     assert sorted(a) == sorted(b) == [1, 2, 3]
     for step in a:
@@ -78,7 +92,10 @@ def test_two_rank_sequence_parallel_run_equals_one_process(build_config, tmp_pat
         torch.testing.assert_close(split[key], value, atol=1e-5, rtol=0, msg=key)
     loss = max(abs(a[s]["actor/loss"] - b[s]["actor/loss"]) for s in a)
     weights = max(float((split[k] - v).abs().max()) for k, v in single.items())
-    print(f"packing={packing}: max |d loss| {loss:.2e}, max |d weight| {weights:.2e}")
+    print(
+        f"packing={packing} freeze_vision={freeze_vision}: max |d loss| {loss:.2e}, "
+        f"max |d weight| {weights:.2e}, patches encoded {sum(whole)} = {encoded}"
+    )
 
 
 def test_a_size_that_cannot_split_is_a_one_line_config_error(make_config):
@@ -100,6 +117,19 @@ def test_a_size_that_cannot_split_is_a_one_line_config_error(make_config):
     with pytest.raises(ConfigError, match=r"divide the attention heads \(4\)") as err:
         check_sequence_parallel(3, model)  # type: ignore[arg-type]
     assert "\n" not in str(err.value)
+
+
+def test_a_vision_tower_that_cannot_split_by_frames_is_a_note():
+    class CrossFrameTower(torch.nn.Module):
+        pass
+
+    model = torch.nn.Module()
+    model.visual = CrossFrameTower()
+    note = vision_split_note(2, model)
+    assert note is not None and note.startswith("model.sequence_parallel_size=2: CrossFrame")
+    assert "every rank encodes every video" in note
+    assert vision_split_note(1, model) is None
+    assert vision_split_note(2, torch.nn.Linear(1, 1)) is None  # no tower: nothing to say
 
 
 def test_a_sequence_parallel_group_shares_its_prompts():

@@ -9,10 +9,11 @@ whole sequence), attention runs over the whole sequence for those heads, and the
 all-to-all restores `[B, H, L/S, D]`. Both all-to-alls are autograd functions whose backward
 is the inverse exchange.
 
-Everything before the text model runs unsplit on every rank: the vision tower, the token
-embeddings with the visual features scattered in, and the multimodal RoPE positions
-(`get_rope_index` needs the whole `input_ids` and grids). `sequence_parallel(model, group)`
-wraps the text model's forward so that it receives those full tensors, pads the sequence to a
+The vision tower encodes each rank's share of the frames and gathers the embeddings
+(`models/split_vision.py`; every rank encodes every video for a tower it refuses). The token
+embeddings with the visual features scattered in and the multimodal RoPE positions
+(`get_rope_index` needs the whole `input_ids` and grids) run unsplit on every rank.
+`sequence_parallel(model, group)` wraps the text model's forward so that it receives those full tensors, pads the sequence to a
 multiple of S, keeps its shard of the embeddings, the positions and (Qwen3-VL) the deepstack
 visual embeddings, and gathers the final hidden states afterwards: the LM head and the
 log-probs run on the whole sequence, identically on every rank.
@@ -47,6 +48,7 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
+from videorl.models.split_vision import split_vision
 from videorl.models.varlen_attention import row_boundaries
 
 NAME = "ulysses"
@@ -331,8 +333,9 @@ def sequence_parallel(
     model: torch.nn.Module, group: dist.ProcessGroup | None = None
 ) -> Iterator[torch.nn.Module]:
     """Within the block, `model`'s forwards (same inputs on every rank of `group`) run the
-    text model split over the group's ranks (module docstring); a group of one rank is a
-    no-op. Raises ValueError for a model that cannot be split (`check_splittable`)."""
+    text model split over the group's ranks (module docstring) and the vision tower on each
+    rank's share of the frames (`split_vision`); a group of one rank is a no-op. Raises
+    ValueError for a model that cannot be split (`check_splittable`)."""
     size = dist.get_world_size(group) if dist.is_initialized() else 1
     if size == 1:
         yield model
@@ -343,7 +346,8 @@ def sequence_parallel(
     patched = language.__dict__.get("forward")  # an instance-level forward already there
     language.forward = _sharded_forward(language.forward, language.config, group)
     try:
-        yield model
+        with split_vision(model, group):
+            yield model
     finally:
         if patched is None:
             del language.forward  # the class's forward shows again

@@ -15,18 +15,23 @@ are the prompt's pixel tensor (`PromptEncoding.vision`, shared by its n rows and
 passes); frames shuffled for the sensitivity reward are other prompts, so they are encoded
 once each too. Entries are held for one step (`clear`). A trainable tower is recomputed
 (with gradients) wherever gradients are enabled, i.e. in the update forward; no-grad passes
-still share one encoding, taken before the step's first optimizer step.
+still share one encoding, taken before the step's first optimizer step. With sequence
+parallelism (`split_over`) the ranks of a group encode each missing item once between them,
+each rank a share of its frames.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import torch
+import torch.distributed as dist
 
 from videorl.models.inputs import PromptEncoding
+from videorl.models.split_vision import split_vision, vision_tower
 
 if TYPE_CHECKING:
     from videorl.models.loading import LoadedModel
@@ -47,11 +52,6 @@ class _Encoded:
     deepstack: list[list[torch.Tensor]] | None  # [layer][item]
 
 
-def vision_tower(model: torch.nn.Module) -> torch.nn.Module | None:
-    backbone = getattr(model, "model", model)
-    return getattr(backbone, "visual", None)
-
-
 def tower_trainable(model: torch.nn.Module) -> bool:
     tower = vision_tower(model)
     return tower is not None and any(p.requires_grad for p in tower.parameters())
@@ -65,6 +65,20 @@ class VisualEmbeddingCache:
         self._store: dict[tuple[str, int], _Encoded] = {}
         self._output_types: dict[str, type] = {}
         self.encoded_items = 0  # videos + images run through the tower since construction
+        self.group: dist.ProcessGroup | None = None  # set by `split_over`
+
+    @contextlib.contextmanager
+    def split_over(self, group: dist.ProcessGroup) -> Iterator[None]:
+        """Within the block the ranks of the sequence-parallel `group` (same prompts on
+        every rank) encode each missing item once across the group: they agree on which
+        items are missing (an item one rank stored alone is encoded again on all) and the
+        encoder's tower encodes each rank's share of the frames (`models/split_vision.py`)."""
+        previous, self.group = self.group, group
+        try:
+            with split_vision(self.encoder, group):
+                yield
+        finally:
+            self.group = previous
 
     def clear(self) -> None:
         self._store.clear()
@@ -115,6 +129,19 @@ class VisualEmbeddingCache:
         entry = self._store.get((modality, id(pixels)))
         return entry if entry is not None and entry.pixels is pixels else None
 
+    def _missing(self, modality: str, rows: Sequence[PromptEncoding]) -> list[PromptEncoding]:
+        """The distinct prompts of `rows` to encode: those not stored, on any rank of
+        `self.group` (the same rows on every rank)."""
+        pixel_key = MODALITIES[modality][0]
+        distinct = list({id(p.vision[pixel_key]): p for p in rows}.values())
+        missing = [self._lookup(modality, p) is None for p in distinct]
+        if self.group is not None:
+            device = next(self.encoder.parameters()).device
+            flags = torch.tensor(missing, dtype=torch.uint8, device=device)
+            dist.all_reduce(flags, op=dist.ReduceOp.MAX, group=self.group)
+            missing = flags.bool().tolist()
+        return [p for p, absent in zip(distinct, missing, strict=True) if absent]
+
     def encoder_outputs(self, prompts: Sequence[PromptEncoding]) -> dict[str, Any]:
         """`mm_encoder_outputs` for rows `prompts` (items in row order, as `collate` lays out
         the pixels), encoding the prompts not seen yet in one batch per modality."""
@@ -123,11 +150,9 @@ class VisualEmbeddingCache:
             rows = [p for p in prompts if pixel_key in p.vision]
             if not rows:
                 continue
-            missing = {
-                id(p.vision[pixel_key]): p for p in rows if self._lookup(modality, p) is None
-            }
+            missing = self._missing(modality, rows)
             if missing:
-                self._encode(modality, list(missing.values()))
+                self._encode(modality, missing)
             entries = [self._lookup(modality, p) for p in rows]
             pooled = tuple(t for e in entries for t in e.pooled)
             fields: dict[str, Any] = {"pooler_output": pooled}

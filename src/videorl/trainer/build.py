@@ -29,7 +29,11 @@ from videorl.rollout.vllm_engine import VLLMEngine, build_vllm_engine, build_vll
 from videorl.rollout.vllm_support import rollout_engine
 from videorl.trainer import checkpoint as ckpt
 from videorl.trainer.optim import build_optimizer
-from videorl.trainer.sequence_parallel import GroupEngine, check_sequence_parallel
+from videorl.trainer.sequence_parallel import (
+    GroupEngine,
+    check_sequence_parallel,
+    vision_split_note,
+)
 from videorl.trainer.state import BestStep, TrainState
 from videorl.trainer.threads import busy_cores_hint, set_cpu_threads
 from videorl.video.cache import VideoCache
@@ -68,6 +72,8 @@ def build_state(cfg: Config, resume: str | None, info: DistInfo | None = None) -
     )
     models = _Models.load(cfg, info)
     check_sequence_parallel(info.sequence_parallel, models.policy.model)
+    if info.is_main and (note := vision_split_note(info.sequence_parallel, models.policy.model)):
+        console.print(f"[yellow]note:[/] {note}")
     if info.is_main and info.device.startswith("cpu") and (hint := busy_cores_hint(threads)):
         console.print(f"[yellow]note:[/] {hint}")  # after the data: a bad file stays one line
     sampler = TaskGroupedSampler(
