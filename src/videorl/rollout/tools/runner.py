@@ -109,9 +109,11 @@ def resolve_tools(
     names = list(names)
     unknown = [n for n in names if n not in TOOLS]
     if unknown:
-        raise ConfigError(
-            f"{key} names unknown tools {unknown}; choose from {sorted(TOOLS)} "
-            "(register your own with @videorl.rollout.tools.register_tool and list its module "
+        own = (
+            " (register your own with @videorl.rollout.tools.register_tool and list its module "
             "in rollout.tool_modules)"
+            if key == "rollout.tools"
+            else ""
         )
+        raise ConfigError(f"{key} names unknown tools {unknown}; choose from {sorted(TOOLS)}{own}")
     return [TOOLS[n] for n in names]

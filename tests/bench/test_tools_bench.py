@@ -1,0 +1,76 @@
+"""bench/tools.py: its two arms are valid configs that differ only in the tools (SFT target and
+rollout.tools), and `--quick` runs end to end (SFT, RL, eval --tools for both arms)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    sys.path.insert(0, str(BENCH))
+    try:
+        import tools
+    finally:
+        sys.path.remove(str(BENCH))
+    return tools
+
+
+def _load(recipe: str, overrides: list[str]):
+    from videorl.cli import resolve_config_path
+    from videorl.config import load_config
+
+    return load_config(resolve_config_path(recipe), overrides)
+
+
+def test_the_arms_differ_in_the_tools_only(bench):
+    sft = {arm: _load("sft_quickstart", [*bench.VIDEO, *a["sft"]]) for arm, a in bench.ARMS.items()}
+    rl = {arm: _load("tools_quickstart", a["rl"]) for arm, a in bench.ARMS.items()}
+    assert sft["tools"].sft.target == "tool_trajectory" and sft["tools"].rollout.tools == (
+        "get_clip",
+    )
+    assert sft["direct"].sft.target == "annotation" and sft["direct"].rollout.tools == ()
+    assert sft["tools"].video == sft["direct"].video == rl["tools"].video  # the prompt's frames
+    assert rl["tools"].rollout.tools == ("get_clip",) and rl["direct"].rollout.tools == ()
+    assert (
+        rl["tools"].algorithm == rl["direct"].algorithm and rl["tools"].optim == rl["direct"].optim
+    )
+    # one model turn holds the gold call with the tiny models' tokenizer (66 tokens + EOS)
+    assert rl["tools"].rollout.max_new_tokens >= 67
+
+
+@pytest.mark.slow
+def test_quick_run_writes_both_arms(tmp_path):
+    out = tmp_path / "tools.json"
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(BENCH / "tools.py"),
+            "--quick",
+            "--work",
+            str(tmp_path),
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-5000:]
+    saved = json.loads(out.read_text())
+    assert [row["arm"] for row in saved["table"]] == ["tools", "direct"]
+    for arm in saved["arms"].values():
+        assert len(arm["rl"]["calls_per_row"]) == 2 and len(arm["sft"]["loss"]) == 4
+        for stage in ("sft_eval", "rl_eval"):
+            assert 0 <= arm[stage]["mIoU_with_tools"] <= 100
+    direct = saved["arms"]["direct"]["rl"]
+    assert direct["calls_per_row"] == [0.0, 0.0]  # no tools in the prompt, no calls counted
+    assert "| tools |" in done.stdout and "| direct |" in done.stdout
