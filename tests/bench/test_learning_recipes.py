@@ -66,3 +66,18 @@ def test_equal_time_picks_the_last_checkpoint_within_the_budget(learning):
     assert learning.checkpoint_within(run, 7.9) == (4, str(Path("runs/x/step-000004/model")))
     assert learning.checkpoint_within(run, 4.0) == (2, str(Path("runs/x/step-000002/model")))
     assert learning.checkpoint_within(run, 0.5)[0] == 2  # none fits: the first checkpoint
+
+
+@pytest.mark.parametrize("name", ["learning", "distill"])
+def test_pages_hold_the_tables_the_results_make(learning, name):
+    """README.md and docs/performance.md show what bench/results/NAME.json says."""
+    import json
+
+    saved = json.loads((learning.RESULTS / f"{name}.json").read_text())
+    pages = learning.PAGES if name == "learning" else {learning.ROOT / "docs/performance.md": False}
+    start, end = f"<!-- table: bench/{name}.py -->", f"<!-- end of table: bench/{name}.py -->"
+    for page, short in pages.items():
+        committed = page.read_text().split(start, 1)[1].split(end, 1)[0].strip()
+        assert committed == learning.table_text(saved, short), (
+            f"{page.name} is stale: PYTHONPATH=src python bench/{name}.py --write"
+        )
