@@ -62,10 +62,12 @@ bench: $(BENCH_STAMP)
 
 # Learning on the seeing task (the quickstart's SFT model, then each RL recipe; eval with
 # frozen / reversed / shuffled video controls), then distillation from an OraRL teacher
-# (OPDVR / OPD / GRPD / GRPO). Times: bench/results/learning.json and distill.json.
+# (OPDVR / OPD / GRPD / GRPO), then the quickstart's SFT -> OraRL over three seeds.
+# Times: bench/results/learning.json, distill.json, seeds.json.
 bench-learning: setup
 	PYTHONPATH=src $(PY) bench/learning.py --steps 150
 	PYTHONPATH=src $(PY) bench/distill.py --steps 150 --teacher-steps 300
+	PYTHONPATH=src $(PY) bench/seeds.py --seeds 0,1,2
 
 VLLM_VENV ?= .venv-vllm
 VLLM_PY := $(VLLM_VENV)/bin/python

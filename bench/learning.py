@@ -127,9 +127,12 @@ def evaluate(model: str | Path, val: str, out: Path) -> dict[str, float]:
     return scores
 
 
-def train(name: str, overrides: list[str], steps: int, save_every: int) -> dict[str, Any]:
-    """Train one recipe from scratch (`--overwrite`); its per-step rewards and seconds."""
-    out = WORK / name
+def train(
+    name: str, overrides: list[str], steps: int, save_every: int, work: Path = WORK
+) -> dict[str, Any]:
+    """Train one recipe from scratch (`--overwrite`) into `work/name`; its per-step rewards
+    and seconds."""
+    out = work / name
     videorl(
         "train", "quickstart", *overrides, f"trainer.steps={steps}",
         f"trainer.output_dir={out}", f"trainer.save_every={save_every}",

@@ -81,3 +81,36 @@ def test_pages_hold_the_tables_the_results_make(learning, name):
         assert committed == learning.table_text(saved, short), (
             f"{page.name} is stale: PYTHONPATH=src python bench/{name}.py --write"
         )
+
+
+def test_seeds_table_has_a_line_per_seed_and_their_mean(learning):
+    sys.path.insert(0, str(BENCH))
+    try:
+        import seeds
+    finally:
+        sys.path.remove(str(BENCH))
+    scores = {"mIoU": 10.0, "gain_frozen": 4.0, "gain_reversed": 2.0, "gain_shuffled": 3.0}
+    rows = [
+        {"seed": 0, "sft": scores, "orarl": {k: v + 2 for k, v in scores.items()}},
+        {"seed": 1, "sft": scores, "orarl": {k: v + 4 for k, v in scores.items()}},
+    ]
+    lines = seeds.markdown(rows).splitlines()
+    assert lines[0] == "| seed | mIoU | gain vs frozen | gain vs reversed | gain vs shuffled |"
+    assert lines[2].startswith("| 0 | 10.0 -> 12.0 | 4.0 -> 6.0 |")
+    assert lines[-1] == "| mean | 10.0 -> 13.0 | 4.0 -> 7.0 | 2.0 -> 5.0 | 3.0 -> 6.0 |"
+
+
+def test_readme_holds_the_seeds_table_the_results_make():
+    import json
+
+    sys.path.insert(0, str(BENCH))
+    try:
+        import seeds
+    finally:
+        sys.path.remove(str(BENCH))
+    saved = json.loads((seeds.RESULTS / "seeds.json").read_text())
+    start, end = "<!-- table: bench/seeds.py -->", "<!-- end of table: bench/seeds.py -->"
+    committed = (seeds.ROOT / "README.md").read_text().split(start, 1)[1].split(end, 1)[0]
+    assert committed.strip() == seeds.markdown(saved["rows"]), (
+        "README.md is stale: PYTHONPATH=src python bench/seeds.py --write"
+    )
