@@ -205,6 +205,23 @@ def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str
     return "\n".join(lines)
 
 
+def _markers(script: str) -> tuple[str, str]:
+    return f"<!-- table: {script} -->", f"<!-- end of table: {script} -->"
+
+
+def marked_text(page: Path, script: str) -> str:
+    """What `page` holds between the table markers of `script` (e.g. `bench/table.py`)."""
+    start, end = _markers(script)
+    return page.read_text().split(start, 1)[1].split(end, 1)[0].strip()
+
+
+def write_marked(page: Path, script: str, text: str) -> None:
+    """Replace what `page` holds between the table markers of `script` with `text`."""
+    start, end = _markers(script)
+    before, rest = page.read_text().split(start, 1)
+    page.write_text(f"{before}{start}\n{text}\n{end}{rest.split(end, 1)[1]}")
+
+
 def write_results(path: Path, payload: dict[str, Any]) -> None:
     """Write the results JSON; `machine` records the load at the end of the run."""
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -29,8 +29,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "bench" / "results"
+from harness import RESULTS, ROOT, write_marked
+
 PAGES = {ROOT / "docs" / "performance.md": False, ROOT / "README.md": True}  # True: compact
 WORK = Path("runs/bench-seeing")
 FAMILY = "temporal_grounding"
@@ -247,15 +247,11 @@ def table_text(saved: dict[str, Any], short: bool = False) -> str:
 
 
 def write_tables(results: Path, pages: dict[Path, bool]) -> None:
-    """Replace, in each page, the text between `<!-- table: bench/NAME.py -->` and its end
-    marker with the table of `results` (NAME.json); True: the compact table."""
+    """Put the table of `results` (NAME.json) between the `bench/NAME.py` table markers of
+    each page; True: the compact table."""
     saved = json.loads(results.read_text())
-    script = f"bench/{results.stem}.py"
-    start, end = f"<!-- table: {script} -->", f"<!-- end of table: {script} -->"
     for page, short in pages.items():
-        before, rest = page.read_text().split(start, 1)
-        text = table_text(saved, short)
-        page.write_text(f"{before}{start}\n{text}\n{end}{rest.split(end, 1)[1]}")
+        write_marked(page, f"bench/{results.stem}.py", table_text(saved, short))
 
 
 def _scores(scores: dict[str, float]) -> str:

@@ -18,6 +18,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from harness import write_marked
 from learning import (
     CONTROLS,
     RECIPES,
@@ -64,15 +65,6 @@ def _mean(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def write_table(results: Path, page: Path) -> None:
-    """Replace the text between `<!-- table: bench/seeds.py -->` and its end marker in
-    `page` with the table of `results`."""
-    text = markdown(json.loads(results.read_text())["rows"])
-    start, end = "<!-- table: bench/seeds.py -->", "<!-- end of table: bench/seeds.py -->"
-    before, rest = page.read_text().split(start, 1)
-    page.write_text(f"{before}{start}\n{text}\n{end}{rest.split(end, 1)[1]}")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", default="0,1,2")
@@ -82,7 +74,8 @@ def main() -> None:
     parser.add_argument("--write", action="store_true", help="put the saved table in README.md")
     args = parser.parse_args()
     if args.write:
-        write_table(RESULTS / "seeds.json", ROOT / "README.md")
+        rows = json.loads((RESULTS / "seeds.json").read_text())["rows"]
+        write_marked(ROOT / "README.md", "bench/seeds.py", markdown(rows))
         return
     sft_steps, steps = (20, 4) if args.quick else (args.sft_steps, args.steps)
     rows = [one_seed(int(s), sft_steps, steps) for s in args.seeds.split(",")]

@@ -3,8 +3,8 @@
 python bench/table.py [--results bench/results]    # print it
 python bench/table.py --write                      # replace it in docs/performance.md
 
-The page holds the table between the `START` and `END` markers; a test checks that it is
-what this script makes from the committed results.
+The page holds the table between this script's markers (`harness.write_marked`); a test
+checks that it is what this script makes from the committed results.
 """
 
 from __future__ import annotations
@@ -17,8 +17,7 @@ from typing import Any
 import harness
 
 PAGE = harness.ROOT / "docs" / "performance.md"
-START = "<!-- table: bench/table.py -->"
-END = "<!-- end of table: bench/table.py -->"
+SCRIPT = "bench/table.py"
 
 
 def _load(folder: Path, name: str) -> dict[str, Any] | None:
@@ -204,13 +203,6 @@ def table(folder: Path) -> str:
     )
 
 
-def write(page: Path, text: str) -> None:
-    """Replace the table between the markers of `page`."""
-    before, rest = page.read_text().split(START, 1)
-    after = rest.split(END, 1)[1]
-    page.write_text(f"{before}{START}\n{text}\n{END}{after}")
-
-
 def _soak_row(soak: dict[str, Any]) -> list[str]:
     """Issue 29: the second half's first -> last sample and slope per 1,000 steps."""
     t = soak["trends"]
@@ -239,7 +231,7 @@ def main() -> None:
     parser.add_argument("--write", action="store_true", help=f"replace the table in {PAGE}")
     args = parser.parse_args()
     if args.write:
-        write(PAGE, table(args.results))
+        harness.write_marked(PAGE, SCRIPT, table(args.results))
     else:
         print(table(args.results))
 

@@ -9,11 +9,11 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
+from tests.bench import BENCH, bench_module
+
 SCRIPTS = ("pruning", "step", "video", "vs_trl", "packing", "soak")
 DRIVER = """
 import importlib, sys
@@ -139,16 +139,14 @@ def test_soak_samples_memory_descriptors_and_workers(results):
 
 
 def test_soak_slope_is_per_thousand_steps():
-    sys.path.insert(0, str(BENCH))
-    from soak import slope_per_1000
+    slope_per_1000 = bench_module("soak").slope_per_1000
 
     assert slope_per_1000([0, 50, 100], [10.0, 10.5, 11.0]) == pytest.approx(10.0)
     assert slope_per_1000([0, 50, 100], [3.0, 3.0, 3.0]) == 0.0
 
 
 def test_threads_bench_times_the_quickstart_training_and_merges_reruns(tmp_path):
-    sys.path.insert(0, str(BENCH))
-    import threads
+    threads = bench_module("threads")
 
     run = [sys.executable, str(BENCH / "threads.py"), "--quick", "--cases", "idle"]
     shown = subprocess.run(
@@ -166,9 +164,6 @@ def test_threads_bench_times_the_quickstart_training_and_merges_reruns(tmp_path)
 
 
 def test_performance_page_holds_the_table_the_results_make():
-    sys.path.insert(0, str(BENCH))
-    import table
-
-    page = table.PAGE.read_text()
-    committed = page.split(table.START, 1)[1].split(table.END, 1)[0].strip()
+    table = bench_module("table")
+    committed = table.harness.marked_text(table.PAGE, table.SCRIPT)
     assert committed == table.table(table.harness.RESULTS), "run: python bench/table.py --write"

@@ -3,22 +3,16 @@ their names say (DAPO's pieces, GSPO's loss); the equal-time checkpoint is the l
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
+from tests.bench import bench_module
 
 
 @pytest.fixture(scope="module")
 def learning():
-    sys.path.insert(0, str(BENCH))
-    try:
-        import learning
-    finally:
-        sys.path.remove(str(BENCH))
-    return learning
+    return bench_module("learning")
 
 
 @pytest.fixture(scope="module")
@@ -75,20 +69,15 @@ def test_pages_hold_the_tables_the_results_make(learning, name):
 
     saved = json.loads((learning.RESULTS / f"{name}.json").read_text())
     pages = learning.PAGES if name == "learning" else {learning.ROOT / "docs/performance.md": False}
-    start, end = f"<!-- table: bench/{name}.py -->", f"<!-- end of table: bench/{name}.py -->"
     for page, short in pages.items():
-        committed = page.read_text().split(start, 1)[1].split(end, 1)[0].strip()
+        committed = bench_module("harness").marked_text(page, f"bench/{name}.py")
         assert committed == learning.table_text(saved, short), (
             f"{page.name} is stale: PYTHONPATH=src python bench/{name}.py --write"
         )
 
 
-def test_seeds_table_has_a_line_per_seed_and_their_mean(learning):
-    sys.path.insert(0, str(BENCH))
-    try:
-        import seeds
-    finally:
-        sys.path.remove(str(BENCH))
+def test_seeds_table_has_a_line_per_seed_and_their_mean():
+    seeds = bench_module("seeds")
     scores = {"mIoU": 10.0, "gain_frozen": 4.0, "gain_reversed": 2.0, "gain_shuffled": 3.0}
     rows = [
         {"seed": 0, "sft": scores, "orarl": {k: v + 2 for k, v in scores.items()}},
@@ -103,14 +92,9 @@ def test_seeds_table_has_a_line_per_seed_and_their_mean(learning):
 def test_readme_holds_the_seeds_table_the_results_make():
     import json
 
-    sys.path.insert(0, str(BENCH))
-    try:
-        import seeds
-    finally:
-        sys.path.remove(str(BENCH))
+    seeds = bench_module("seeds")
     saved = json.loads((seeds.RESULTS / "seeds.json").read_text())
-    start, end = "<!-- table: bench/seeds.py -->", "<!-- end of table: bench/seeds.py -->"
-    committed = (seeds.ROOT / "README.md").read_text().split(start, 1)[1].split(end, 1)[0]
-    assert committed.strip() == seeds.markdown(saved["rows"]), (
+    committed = bench_module("harness").marked_text(seeds.ROOT / "README.md", "bench/seeds.py")
+    assert committed == seeds.markdown(saved["rows"]), (
         "README.md is stale: PYTHONPATH=src python bench/seeds.py --write"
     )

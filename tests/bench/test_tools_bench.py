@@ -6,21 +6,15 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
+from tests.bench import BENCH, bench_module
 
 
 @pytest.fixture(scope="module")
 def bench():
-    sys.path.insert(0, str(BENCH))
-    try:
-        import tools
-    finally:
-        sys.path.remove(str(BENCH))
-    return tools
+    return bench_module("tools")
 
 
 def _load(recipe: str, overrides: list[str]):
