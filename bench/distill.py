@@ -13,7 +13,6 @@ at equal CPU time. Writes bench/results/distill.json and bench/results/distill.p
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from learning import (
@@ -48,7 +47,9 @@ def teacher(overrides: list[str], steps: int, save_every: int) -> dict:
     metrics = out / "metrics.jsonl"
     if not ((out / "final" / "config.json").is_file() and metrics.is_file()):
         train(out.name, [*overrides, *RECIPES["orarl"]], steps, save_every)
-    rows = [json.loads(line) for line in metrics.read_text().splitlines()]
+    from videorl.trainer.metrics import read_metrics
+
+    rows = read_metrics(metrics)
     return {
         "path": str(out / "final"),
         "orarl_steps": steps,

@@ -139,7 +139,9 @@ def train(
         f"trainer.keep_last={steps // save_every + 1}", "trainer.val_every=0",
         "trainer.tensorboard=false", "--overwrite",
     )  # fmt: skip
-    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    from videorl.trainer.metrics import read_metrics
+
+    rows = read_metrics(out / "metrics.jsonl")
     return {
         # dynamic sampling trains on mixed groups only: its curve is every drawn row's reward
         "reward": [r[DRAWN] if DRAWN in r else r.get("reward/mean") for r in rows],

@@ -80,7 +80,9 @@ def prepare(work: Path, seed: int, n: int, val: int, warmup: int) -> dict[str, s
 
 
 def read_rows(out: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    from videorl.trainer.metrics import read_metrics
+
+    return read_metrics(out / "metrics.jsonl")
 
 
 def sft(arm: str, start: dict[str, str], work: Path, steps: int, seed: int) -> dict[str, Any]:
