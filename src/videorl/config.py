@@ -596,9 +596,17 @@ class SFTConfig:
     bounds the whole trajectory)."""
     max_response_tokens: int = 256
     """targets longer than this (EOS included) are cut"""
+    tool_call_fraction: float = 1.0
+    """tool_trajectory: the chance that a record's target calls get_clip (drawn per record
+    and step); the others get the direct answer after the same prompt with the tool list, so
+    the model learns to call in that share of its answers and RL can raise it"""
 
     def __post_init__(self) -> None:
         _positive("sft", max_response_tokens=self.max_response_tokens)
+        if not 0.0 <= self.tool_call_fraction <= 1.0:
+            raise ConfigError(
+                f"sft.tool_call_fraction={self.tool_call_fraction}: must be in [0, 1]"
+            )
 
 
 @dataclass(frozen=True)

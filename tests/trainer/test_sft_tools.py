@@ -112,6 +112,58 @@ def test_sft_trains_on_tool_trajectories(tiny_model_dir, tg_data, tmp_path):
     assert all(r["sft/truncated_targets"] == 0 and r["sft/target_tokens"] > 0 for r in rows)
 
 
+def test_a_direct_gold_turn_is_the_answer_alone(tg_data):
+    record = load_records(tg_data / "train.jsonl").records[0]
+    turns = gold_turns(record, _video(16.0), False, VideoToolLimits(), call=False)
+    assert turns == [serialize_annotation(record)]
+
+
+@pytest.mark.parametrize(("fraction", "expected"), [(0.0, {0.0}), (1.0, {4.0})])
+def test_tool_call_fraction_mixes_tool_and_direct_targets(
+    tiny_model_dir, tg_data, tmp_path, fraction, expected
+):
+    out = tmp_path / "sft"
+    cfg = sft_config(
+        tiny_model_dir(),
+        tg_data,
+        out,
+        *TOOL_SFT,
+        f"sft.tool_call_fraction={fraction}",
+        "data.prompts_per_step=4",
+        "trainer.steps=2",
+        "trainer.save_every=0",
+        "trainer.val_every=0",
+    )
+    run_sft(cfg)
+    rows = read_rows(out / "metrics.jsonl")
+    assert {r["sft/tool_call_targets"] for r in rows} == expected
+
+
+def test_a_half_tool_fraction_draws_both_kinds_of_target(tiny_model_dir, tg_data, tmp_path):
+    out = tmp_path / "sft"
+    cfg = sft_config(
+        tiny_model_dir(),
+        tg_data,
+        out,
+        *TOOL_SFT,
+        "sft.tool_call_fraction=0.5",
+        "data.prompts_per_step=4",
+        "trainer.steps=4",
+        "trainer.save_every=0",
+        "trainer.val_every=0",
+    )
+    run_sft(cfg)
+    calling = sum(r["sft/tool_call_targets"] for r in read_rows(out / "metrics.jsonl"))
+    assert 0 < calling < 16  # 16 targets, each a call with chance 1/2 (seeded)
+
+
+def test_tool_call_fraction_is_bounded(tiny_model_dir, tg_data):
+    with pytest.raises(ConfigError, match="sft.tool_call_fraction=1.5"):
+        sft_config(
+            tiny_model_dir(), tg_data, tg_data / "unused", *TOOL_SFT, "sft.tool_call_fraction=1.5"
+        )
+
+
 def test_tool_trajectories_need_get_clip(tiny_model_dir, tg_data):
     with pytest.raises(ConfigError, match="sft.target=tool_trajectory calls get_clip"):
         sft_config(tiny_model_dir(), tg_data, tg_data / "unused", "sft.target=tool_trajectory")

@@ -87,18 +87,24 @@ def target_tokens(
 
 
 def gold_trajectories(
-    state: TrainState, records: list[TaskRecord], prompts: list[PromptEncoding], media: list
+    state: TrainState,
+    records: list[TaskRecord],
+    prompts: list[PromptEncoding],
+    media: list,
+    rng: random.Random,
 ) -> list[MultiTurnRow]:
     """Each record's gold tool trajectory (`gold_turns`), its calls run by the run's tools
-    on the record's original media, within `sft.max_response_tokens` tokens."""
+    on the record's original media, within `sft.max_response_tokens` tokens; a record calls
+    with probability `sft.tool_call_fraction` (drawn from `rng`), else answers directly."""
     cfg, runner = state.cfg, state.tools
+    calls = [rng.random() < cfg.sft.tool_call_fraction for _ in records]
     assert runner is not None  # the config requires get_clip in rollout.tools
     limits = MultiTurnLimits(max_turns=2, max_total_tokens=cfg.sft.max_response_tokens)
     decodes, kwargs = ToolDecodes(), template_kwargs(cfg.data.think, cfg.data.chat_template_kwargs)
     rows = []
-    for record, prompt, video in zip(records, prompts, media, strict=True):
+    for record, prompt, video, call in zip(records, prompts, media, calls, strict=True):
         context = ToolContext(media=record.media, video=video, config=cfg.video, decodes=decodes)
-        turns = gold_turns(record, video, cfg.data.think, context.limits)
+        turns = gold_turns(record, video, cfg.data.think, context.limits, call)
         rows.append(
             forced_trajectory(
                 state.policy, prompt, context, runner, turns, limits, template_kwargs=kwargs
@@ -170,11 +176,12 @@ def sft_step(state: TrainState, indices: list[int]) -> dict[str, Any]:
     tokenizer, eos = state.policy.tokenizer, state.policy.eos_token_ids[0]
     trajectories = None
     if tool_trajectory:
-        trajectories = gold_trajectories(state, records, prompts, media)
+        trajectories = gold_trajectories(state, records, prompts, media, rng)
         prompts = [t.loss_prompt() for t in trajectories]
         responses = [t.response_ids for t in trajectories]
         counted = [float(t.loss_mask.sum()) for t in trajectories]
         truncated = sum(t.truncated for t in trajectories)
+        calling = sum(t.calls > 0 for t in trajectories)
     else:
         responses = [
             target_tokens(
@@ -184,6 +191,7 @@ def sft_step(state: TrainState, indices: list[int]) -> dict[str, Any]:
         ]
         counted = [float(r.numel()) for r in responses]
         truncated = sum(int(r[-1]) != eos for r in responses)
+        calling = 0
     tokens = all_reduce(sum(counted))
     tokens /= state.info.sequence_parallel  # a sequence-parallel group's rows count once
     state.policy.model.train()
@@ -204,6 +212,7 @@ def sft_step(state: TrainState, indices: list[int]) -> dict[str, Any]:
         "sft/loss": loss,
         "sft/target_tokens": tokens,
         "sft/truncated_targets": float(truncated),
+        "sft/tool_call_targets": Summed(float(calling)),
         "sft/grad_norm": norm,
         "sft/skipped_nonfinite_steps": float(not finite),
         "data/skipped_media": Summed(skipped),

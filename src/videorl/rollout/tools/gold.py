@@ -15,7 +15,8 @@ clip (run for real, `multiturn.forced_trajectory`), then the record's serialized
 The call depends only on what the prompt shows (the video's length), never on the answer,
 so it is a call the model can learn to make before it knows where the event is; the clip
 then shows every second of the video, where the prompt's frames may have skipped the event.
-A record without a video gets the direct answer only.
+A record without a video gets the direct answer only, and so does a record drawn to
+answer directly (`sft.tool_call_fraction` < 1: a mix of tool and direct targets).
 """
 
 from __future__ import annotations
@@ -45,11 +46,15 @@ def gold_clip_call(video: DecodedVideo, limits: VideoToolLimits) -> str:
 
 
 def gold_turns(
-    record: TaskRecord, video: DecodedVideo | None, think: bool, limits: VideoToolLimits
+    record: TaskRecord,
+    video: DecodedVideo | None,
+    think: bool,
+    limits: VideoToolLimits,
+    call: bool = True,
 ) -> list[str]:
     """The model turns of `record`'s gold trajectory: the `get_clip` call, then the answer
-    (the answer alone for a record without a video)."""
+    (the answer alone without `call`, or for a record without a video)."""
     answer = serialize_annotation(record, think=think)
-    if record.video is None or video is None or video.meta.duration <= 0:
+    if not call or record.video is None or video is None or video.meta.duration <= 0:
         return [answer]
     return [gold_clip_call(video, limits), answer]
