@@ -13,7 +13,11 @@ fails or runs out of time is recorded, and the next one runs):
              packed rows);
 4. generation  HF engine tokens/s, n=8 x 512 from one video prompt, with and without the
              shared prompt prefill (`rollout.share_prefill`; "n/a" where the engine lacks it);
-5. step      the phases of one full OraRL step at the 4B preset.
+5. step      the phases of one full OraRL step at the 4B preset;
+6. long_video  one long-video row's update at sequence-parallel size 1 (Qwen3-VL-4B preset):
+             tokens/s, peak memory and MFU (verl's FLOP convention, over the H200's 989
+             TFLOP/s and over a matmul rate measured there), frames doubled to the longest
+             row that fits.
 Writes OUT/gpu_check.json, OUT/gpu_check.md and OUT/gpu_check.log (rewritten after every
 part); the models and data go to --work (default: a temporary folder), not OUT.
 
@@ -48,6 +52,7 @@ LIMITS = {
     "mfu": (60, 60),
     "generation": (80, 45),
     "step": (70, 60),
+    "long_video": (150, 90),
 }
 # What the GPU image already holds (the device notes' package list, read 2026-11-17; versions
 # where they give one). Every core requirement of videorl not in it travels as a wheel listed
@@ -92,7 +97,10 @@ TITLES = {
     "mfu": "update MFU over micro-batch budgets",
     "generation": "HF engine generation, shared vs unshared prefill",
     "step": "one full OraRL step, by phase",
+    "long_video": "one long-video update at S = 1, longest row that fits",
 }
+# parts that load the model `prepare` writes (the others build theirs in memory)
+NEEDS_PREPARED = ("pruning", "generation", "step")
 
 
 def travel_size() -> dict[str, Any]:
@@ -226,6 +234,14 @@ def headline(name: str, result: dict[str, Any]) -> str:
         s = result["seconds"]
         keys = ("decode", "encode", "generate", "reward", "old_logprobs", "update", "other")
         return f"step {s['step']:.1f} s: " + ", ".join(f"{k} {s[k]:.2f}" for k in keys)
+    if name == "long_video" and "longest_fit" in result:
+        run, rate = result["longest_fit"], result["peak_flops"]["measured_matmul"]["flops_per_s"]
+        return (
+            f"S=1 longest {run['frames']} frames = {run['tokens']} tokens: "
+            f"{run['tokens_per_s']:.0f} tokens/s, peak {run['peak_gb']} GB, MFU "
+            f"{100 * run['mfu_spec']:.1f}% of 989 / {100 * run['mfu_measured']:.1f}% of "
+            f"{rate / 1e12:.3g} TFLOP/s measured; stopped by {result.get('stopped_by', '?')}"
+        )
     if name == "prepare" and "reused" in result:
         return f"{result['model']} reused from {result['reused']}"
     if name == "prepare" and "seconds" in result:
@@ -294,7 +310,8 @@ def orchestrate(args: argparse.Namespace, settings: gpu_parts.Settings) -> int:
     env["PYTHONPATH"] = os.pathsep.join(
         filter(None, [str(ROOT / "src"), str(ROOT), env.get("PYTHONPATH")])
     )
-    steps = [("prepare", prepare_command(args, settings))]
+    prepared = any(name in NEEDS_PREPARED for name in args.parts)
+    steps = [("prepare", prepare_command(args, settings))] if prepared else []
     steps += [(name, part_command(args, name, settings)) for name in args.parts]
     env.update(gpu_parts.tests_env(settings))
     args.work.mkdir(parents=True, exist_ok=True)

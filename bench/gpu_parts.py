@@ -14,11 +14,18 @@ MFU (part 3) counts the model FLOPs the update needs, over the bf16 peak of one 
   forward + backward);
 - the frozen vision tower: 2 N_vision P forward only (P patches).
 Recomputation under gradient checkpointing is not counted (model FLOPs, not hardware FLOPs).
+
+Part 6 (long_video) uses verl's convention instead (`verl_flops`, verl/utils/flops_counter.py),
+so that its MFU compares with verl's and Megatron's: 6 N T + 12 L H d_h sum_i s_i^2, with N the
+text model's dense weights (the embedding and the LM head counted at every token) and no
+vision term, over the H200's specified dense bf16 peak (989 TFLOP/s) and over the bf16 matmul
+rate measured in the same part.
 """
 
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import sys
 import time
@@ -33,6 +40,11 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 H200_BF16_PEAK = 790e12
+H200_BF16_SPEC = 989e12  # the datasheet's dense bf16 peak (H100 / H200 SXM), verl's divisor
+VERL_CONVENTION = (
+    "verl FlopsCounter: 6 N T + 12 L H d_h sum(s^2); N = L (3 d I + d (2 H + 2 K) d_h) + 2 V d; "
+    "forward + backward, no recomputation, vision tower not counted"
+)
 PUBLISHED_PRUNING = {
     "step_speedup": 1.48,
     "peak_gb_unpruned": 62.4,
@@ -68,6 +80,10 @@ class Settings:
     gen_tokens: int = 512
     step_tokens: int = 256
     step_warmup: bool = True
+    long_frames: tuple[int, int] = (64, 4096)  # part 6: frames doubled from the first to the cap
+    long_response_tokens: int = 1024
+    long_budget_s: float = 90.0  # part 6: no doubling predicted to end after this
+    matmul_n: int = 8192  # part 6: the n x n x n matmul whose rate is measured
 
     @classmethod
     def cpu_tiny(cls) -> Settings:
@@ -87,6 +103,10 @@ class Settings:
             gen_tokens=16,
             step_tokens=16,
             step_warmup=False,
+            long_frames=(4, 8),
+            long_response_tokens=16,
+            long_budget_s=60.0,
+            matmul_n=256,
         )
 
     @property
@@ -378,6 +398,175 @@ def part_mfu(settings: Settings, work: Path, rec: Recorder) -> None:
         rec.set("best", max(done, key=lambda r: r["tokens_per_s"]))
 
 
+def verl_flops(text: Any, seqlens: list[int]) -> dict[str, float]:
+    """Forward + backward FLOPs of rows of `seqlens` tokens in verl's convention (module
+    docstring): dense 6 N T, attention 12 L H d_h sum s^2 (every pair, causal or not)."""
+    heads, kv = text.num_attention_heads, text.num_key_value_heads
+    head_dim = getattr(text, "head_dim", None) or text.hidden_size // heads
+    d, layers = text.hidden_size, text.num_hidden_layers
+    per_layer = 3 * d * text.intermediate_size + d * (2 * heads + 2 * kv) * head_dim
+    n = layers * per_layer + 2 * text.vocab_size * d
+    dense = 6 * n * sum(seqlens)
+    attention = 12 * layers * heads * head_dim * sum(s * s for s in seqlens)
+    return {"dense_params": n, "dense": dense, "attention": attention, "total": dense + attention}
+
+
+def matmul_rate(settings: Settings, repeats: int = 50) -> dict[str, Any]:
+    """FLOP/s of an n x n x n matmul in the mode's dtype: 2 n^3 per product, `repeats`
+    products after a warm-up."""
+    n = settings.matmul_n
+    a, b = (torch.randn(n, n, device=settings.device, dtype=settings.torch_dtype) for _ in "ab")
+    for _ in range(3):
+        a @ b
+    sync(settings)
+    start = time.perf_counter()
+    for _ in range(repeats):
+        a @ b
+    sync(settings)
+    took = time.perf_counter() - start
+    return {"n": n, "dtype": settings.dtype, "flops_per_s": 2 * n**3 * repeats / took}
+
+
+def long_video_batch(loaded: Any, settings: Settings, frames: int) -> Any:
+    """One row: a prompt with `frames` frames and `long_response_tokens` random response
+    tokens, advantage 1 on every response token."""
+    from videorl.models.inputs import encode_prompt
+    from videorl.rollout.batch import RolloutBatch
+
+    video = fake_video(replace(settings, frames=frames), seed=frames)
+    prompt = encode_prompt(loaded, PROMPT, video=video)
+    generator = torch.Generator().manual_seed(frames)
+    vocab = len(loaded.tokenizer)
+    response = torch.randint(20, vocab - 4, (settings.long_response_tokens,), generator=generator)
+    one = torch.zeros(1, dtype=torch.bool)
+    return RolloutBatch(
+        records=[None],
+        prompts=[prompt],
+        videos=[None],
+        group_ids=torch.zeros(1, dtype=torch.long),
+        responses=[response],
+        texts=[""],
+        is_annotation=one,
+        off_policy=one,
+        truncated=one,
+        rewards=torch.ones(1),
+        advantages=torch.ones(1, response.numel()),
+    )
+
+
+def lift_video_cap(loaded: Any, pixels: int) -> None:
+    """Let one video reach `pixels` pixels in all: the published Qwen3-VL processor caps a
+    video at 24,576 visual tokens, below the rows this part measures."""
+    video = loaded.processor.video_processor
+    video.size = {"shortest_edge": video.size["shortest_edge"], "longest_edge": pixels}
+
+
+def update_or_oom(loaded: Any, optimizer: Any, batch: Any, settings: Settings) -> Any:
+    """`timed_update` with the row in one micro-batch; None when CUDA ran out of memory (the
+    gradients dropped and the cache emptied, outside the handler that holds the frames)."""
+    tokens = batch.row_prompts()[0].length + int(batch.responses[0].numel())
+    try:
+        return timed_update(loaded, optimizer, batch, settings, tokens)
+    except torch.cuda.OutOfMemoryError:
+        pass
+    optimizer.zero_grad(set_to_none=True)
+    gc.collect()
+    if settings.cuda:
+        torch.cuda.empty_cache()
+    return None
+
+
+def bytes_per_token(runs: list[dict[str, Any]]) -> dict[str, float] | None:
+    """Peak GB = a + b * tokens through the last two rows that fit, and the tokens at which
+    that line reaches the device's memory (an extrapolation, not a measurement)."""
+    fit = [r for r in runs if r.get("peak_gb") is not None]
+    if len(fit) < 2 or fit[-1]["tokens"] == fit[-2]["tokens"]:
+        return None
+    (t0, g0), (t1, g1) = ((r["tokens"], r["peak_gb"]) for r in fit[-2:])
+    slope = (g1 - g0) / (t1 - t0)
+    line = {"gb_at_zero_tokens": round(g0 - slope * t0, 2), "kb_per_token": round(slope * 2**20, 1)}
+    if torch.cuda.is_available() and slope > 0:
+        capacity = torch.cuda.get_device_properties(0).total_memory / 2**30
+        line["device_gb"] = round(capacity, 1)
+        line["tokens_at_device_gb"] = int((capacity - line["gb_at_zero_tokens"]) / slope)
+    return line
+
+
+def long_video_run(
+    loaded: Any, optimizer: Any, settings: Settings, frames: int, rates: dict[str, float]
+) -> dict[str, Any]:
+    """One update of one row of `frames` frames: tokens, seconds, tokens/s, peak memory and
+    MFU against each of `rates` (`status` "out of memory" when it did not fit)."""
+    start = time.perf_counter()
+    batch = long_video_batch(loaded, settings, frames)
+    encode_s = time.perf_counter() - start
+    prompt = batch.row_prompts()[0]
+    tokens = prompt.length + int(batch.responses[0].numel())
+    grid = prompt.vision["video_grid_thw"]
+    run: dict[str, Any] = {
+        "frames": frames,
+        "tokens": tokens,
+        "visual_tokens": int(grid.prod(-1).sum()) // 4,  # merged 2 x 2
+        "encode_s": round(encode_s, 2),
+    }
+    timed = update_or_oom(loaded, optimizer, batch, settings)
+    if timed is None:
+        return {**run, "status": "out of memory"}
+    took, peak, _ = timed
+    flops = verl_flops(loaded.model.config.get_text_config(), [tokens])["total"]
+    run.update(status="ok", seconds=round(took, 3), tokens_per_s=round(tokens / took, 1))
+    run.update(peak_gb=peak, tflops_per_s=round(flops / took / 1e12, 3))
+    run.update({f"mfu_{k}": float(f"{flops / took / r:.4g}") for k, r in rates.items()})
+    return run
+
+
+def part_long_video(settings: Settings, work: Path, rec: Recorder) -> None:
+    """Part 6: tokens/s and peak memory of one update (`update_policy`: forward + backward of
+    the policy loss and the optimizer step) of one long-video row at sequence-parallel size 1,
+    frames doubled until out of memory, the frame cap, or an update predicted (by its FLOPs)
+    to end past `long_budget_s`; the longest that fitted is the result."""
+    began = time.perf_counter()
+    loaded = loaded_in_memory(settings.mfu_arch, settings.mfu_size, settings, "sdpa_varlen", "auto")
+    first, cap = settings.long_frames
+    lift_video_cap(loaded, cap * settings.frame_px**2)
+    optimizer = prepare_for_training(loaded)
+    matmul = matmul_rate(settings)
+    rates = {"spec": H200_BF16_SPEC, "measured": matmul["flops_per_s"]}
+    rec.set("model", {**model_facts(loaded), "gradient_checkpointing": True, "frozen_vision": True})
+    rec.set("sequence_parallel_size", 1)
+    rec.set("flops_convention", VERL_CONVENTION)
+    rec.set("peak_flops", {"spec_h200_dense_bf16": H200_BF16_SPEC, "measured_matmul": matmul})
+    rec.set("frame_px", settings.frame_px)
+    rec.set("response_tokens", settings.long_response_tokens)
+    update_or_oom(loaded, optimizer, long_video_batch(loaded, settings, first), settings)  # warm-up
+    runs: list[dict[str, Any]] = []
+    frames, stopped = first, f"the frame cap ({cap})"
+    while frames <= cap:
+        runs.append(long_video_run(loaded, optimizer, settings, frames, rates))
+        rec.set("runs", runs)
+        if runs[-1]["status"] != "ok":
+            stopped = f"out of memory at {frames} frames"
+            break
+        fitted = [r for r in runs if r["status"] == "ok"]
+        rec.set("longest_fit", fitted[-1])
+        rec.set("memory_line", bytes_per_token(fitted))
+        predicted = next_seconds(loaded, runs[-1], settings.long_response_tokens)
+        if time.perf_counter() - began + predicted > settings.long_budget_s:
+            stopped = f"the time budget: {2 * frames} frames predicted to take {predicted:.0f} s"
+            break
+        frames *= 2
+    rec.set("stopped_by", stopped)
+
+
+def next_seconds(loaded: Any, run: dict[str, Any], response: int) -> float:
+    """The next doubling's encode + update seconds: encoding scales with the frames, the update
+    with its FLOPs (the prompt doubled, an upper bound: its fixed text doubles too)."""
+    text = loaded.model.config.get_text_config()
+    tokens = 2 * run["tokens"] - response
+    ratio = verl_flops(text, [tokens])["total"] / verl_flops(text, [run["tokens"]])["total"]
+    return 2 * run["encode_s"] + ratio * run["seconds"]
+
+
 def model_path(work: Path, settings: Settings) -> Path:
     return work / "models" / f"{settings.arch}-{settings.size}"
 
@@ -537,4 +726,5 @@ PARTS = {
     "mfu": part_mfu,
     "generation": part_generation,
     "step": part_step,
+    "long_video": part_long_video,
 }

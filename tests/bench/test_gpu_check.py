@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
@@ -72,6 +73,9 @@ def test_mfu_generation_and_step_parts_measure(report):
         assert run["tokens"] == generation["n"] * generation["new_tokens"]
     seconds = parts["step"]["result"]["seconds"]
     assert seconds["generate"] > 0 and seconds["update"] > 0 and seconds["other"] >= 0
+    long_video = parts["long_video"]["result"]
+    assert [r["frames"] for r in long_video["runs"]] == [4, 8]
+    assert long_video["longest_fit"]["tokens_per_s"] > 0
 
 
 def test_every_core_requirement_is_on_the_gpu_image_or_travels_as_a_wheel():
@@ -118,3 +122,93 @@ def test_a_failed_part_is_reported_and_the_table_still_written(tmp_path):
     markdown = (tmp_path / "gpu_check.md").read_text()
     assert "| tests: CUDA test subset (tests/gpu) | failed |" in markdown
     assert "| timeout | 2 (2) | - |" in markdown
+
+
+def _long_video(tmp_path: Path, **changes) -> dict:
+    """Part 6 in this process on the tiny Qwen3-VL (frames 4, 8), its recorded results."""
+    settings = gpu_check.gpu_parts.replace(gpu_check.gpu_parts.Settings.cpu_tiny(), **changes)
+    recorder = gpu_check.gpu_parts.Recorder(tmp_path / "parts" / "long_video.json")
+    gpu_check.gpu_parts.part_long_video(settings, tmp_path, recorder)
+    assert json.loads(recorder.path.read_text()) == json.loads(json.dumps(recorder.data))
+    return recorder.data
+
+
+def test_long_video_part_doubles_the_frames_and_reports_mfu_both_ways(tmp_path):
+    result = _long_video(tmp_path)
+    runs = result["runs"]
+    assert [r["frames"] for r in runs] == [4, 8] and all(r["status"] == "ok" for r in runs)
+    assert runs[1]["visual_tokens"] == 2 * runs[0]["visual_tokens"] > 0
+    assert runs[1]["tokens"] > runs[0]["tokens"] > result["response_tokens"]
+    measured = result["peak_flops"]["measured_matmul"]["flops_per_s"]
+    assert measured > 0 and "verl" in result["flops_convention"]
+    text = _tiny_text_config()
+    for run in runs:
+        assert run["tokens_per_s"] == pytest.approx(run["tokens"] / run["seconds"], rel=0.02)
+        flops = gpu_check.gpu_parts.verl_flops(text, [run["tokens"]])["total"]
+        achieved = flops / run["seconds"]
+        assert run["mfu_spec"] == pytest.approx(achieved / 989e12, rel=0.02)
+        assert run["mfu_measured"] == pytest.approx(achieved / measured, rel=0.02)
+    assert result["longest_fit"] == runs[-1] and result["stopped_by"] == "the frame cap (8)"
+    assert result["sequence_parallel_size"] == 1 and result["model"]["model_type"] == "qwen3_vl"
+    assert gpu_check.headline("long_video", result).startswith("S=1 longest 8 frames")
+
+
+def _tiny_text_config():
+    from videorl.models.tiny import make_model
+
+    return make_model("qwen3_vl", "tiny")[0].config.get_text_config()
+
+
+def test_out_of_memory_ends_the_doubling_at_the_longest_row_that_fitted(tmp_path, monkeypatch):
+    real = gpu_check.gpu_parts.timed_update
+
+    def small_memory(loaded, optimizer, batch, settings, budget):
+        if batch.row_prompts()[0].vision["video_grid_thw"][0, 0] > 2:  # more than 4 frames
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory (simulated)")
+        return real(loaded, optimizer, batch, settings, budget)
+
+    monkeypatch.setattr(gpu_check.gpu_parts, "timed_update", small_memory)
+    result = _long_video(tmp_path, long_frames=(4, 32))
+    assert [(r["frames"], r["status"]) for r in result["runs"]] == [(4, "ok"), (8, "out of memory")]
+    assert result["longest_fit"]["frames"] == 4
+    assert result["stopped_by"] == "out of memory at 8 frames"
+
+
+def test_the_time_budget_stops_the_doubling(tmp_path):
+    result = _long_video(tmp_path, long_budget_s=0.0)
+    assert [r["frames"] for r in result["runs"]] == [4]
+    assert result["stopped_by"].startswith("the time budget: 8 frames predicted to take")
+
+
+def test_verl_flops_is_6_n_t_plus_12_l_h_dh_s_squared():
+    import types
+
+    text = types.SimpleNamespace(
+        hidden_size=4,
+        intermediate_size=8,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=3,
+        num_hidden_layers=2,
+        vocab_size=10,
+    )
+    flops = gpu_check.gpu_parts.verl_flops(text, [5, 7])
+    # N = 2 layers x (3*4*8 + 4*(2*2 + 2*1)*3) + 2*10*4 = 2 x (96 + 72) + 80 = 416
+    assert flops["dense_params"] == 416
+    assert flops["dense"] == 6 * 416 * 12
+    assert flops["attention"] == 12 * 2 * 2 * 3 * (25 + 49)
+    assert flops["total"] == flops["dense"] + flops["attention"]
+    del text.head_dim  # verl's default: hidden / heads
+    assert gpu_check.gpu_parts.verl_flops(text, [1])["attention"] == 12 * 2 * 2 * 2
+
+
+def test_the_memory_line_runs_through_the_last_two_rows():
+    runs = [
+        {"tokens": 500, "peak_gb": 1.0},
+        {"tokens": 1000, "peak_gb": 10.0},
+        {"tokens": 3000, "peak_gb": 14.0},
+    ]
+    line = gpu_check.gpu_parts.bytes_per_token(runs)
+    assert line["gb_at_zero_tokens"] == 8.0
+    assert line["kb_per_token"] == pytest.approx(0.002 * 2**20, abs=0.1)
+    assert gpu_check.gpu_parts.bytes_per_token(runs[:1]) is None
