@@ -76,7 +76,9 @@ def plan_step(config: Config) -> StepPlan:
         group_by_family=config.data.group_by_family,
         sampler=config.data.sampler,
         dynamic_sampling=_dynamic_sampling_summary(config),
-        validation=validation_summary(config),
+        validation=validation_summary(
+            config, f"{config.trainer.val_samples} samples{_with_tools(config)}"
+        ),
         lr_schedule=_schedule_summary(config),
         kl=_kl_summary(config),
         sequence_parallel=sequence_parallel_summary(config),
@@ -102,6 +104,14 @@ def _tools_summary(config: Config) -> str | None:
         f"{rollout.max_new_tokens} tokens, {rollout.max_total_tokens} tokens per row after "
         f"the prompt (tool turns masked out of the loss); {MULTITURN_BYPASS}"
     )
+
+
+def _with_tools(config: Config) -> str:
+    """How validation answers when the run has tools (the multi-turn loop), else ''."""
+    rollout = config.rollout
+    if not rollout.tools:
+        return ""
+    return f" with {', '.join(rollout.tools)} (<= {rollout.max_turns} model turns)"
 
 
 def validation_summary(config: Config, samples: str | None = None) -> str:
@@ -282,7 +292,8 @@ def sft_plan_table(config: Config) -> Table:
     table = Table(title="SFT step plan", show_header=True)
     table.add_column("quantity")
     table.add_column("value", justify="right")
-    val = validation_summary(config, samples="1 greedy answer")
+    tools = _with_tools(config) if config.sft.target == "tool_trajectory" else ""
+    val = validation_summary(config, samples=f"1 greedy answer{tools}")
     rows = [
         ("target", f"{config.sft.target} (loss on response tokens only)"),
         ("world size (ranks)", world),

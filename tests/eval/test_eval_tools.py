@@ -205,3 +205,57 @@ def test_tiny_model_evaluates_with_tools_through_the_cli(
     assert set(metrics["tools"]["tool_gain"]) == {TG}
     assert (out / "no_tools" / "predictions.jsonl").is_file()
     assert "## Tools" in (out / "report.md").read_text()
+
+
+def test_tool_modules_register_the_users_tools(capsys, monkeypatch, tiny_qwen3, synth_tg, tmp_path):
+    """--tool-modules imports a module whose @register_tool tool the model then calls."""
+    from tests.trainer.test_tools_validation import FRAME_COUNT, user_tool_module
+
+    user_tool_module(tmp_path, monkeypatch, "eval_frame_count_tools", FRAME_COUNT)
+    count = '<tool_call>{"name": "frame_count", "arguments": {}}</tool_call>'
+    first_prompts: list[str] = []
+
+    def answers(loaded, contexts, text):
+        ids = loaded.tokenizer(text, add_special_tokens=False)["input_ids"] + [
+            loaded.eos_token_ids[0]
+        ]
+        return [Generation([torch.tensor(ids)], [], [False]) for _ in contexts]
+
+    def with_tools(loaded, contexts, params):
+        first = not first_prompts
+        first_prompts.extend(loaded.tokenizer.decode(c.input_ids) for c in contexts if first)
+        return answers(loaded, contexts, count if first else WITH_TOOL)
+
+    monkeypatch.setattr(multiturn, "generate", with_tools)
+    monkeypatch.setattr(
+        generate_module, "generate", lambda loaded, p, _: answers(loaded, p, WITHOUT_TOOL)
+    )
+    out = tmp_path / "eval"
+    args = ["eval", "--model", tiny_qwen3, "--benchmark", synth_tg, "--out", out]
+    extra = ["--max-samples", "2", "--max-frames", "4", "--max-pixels", str(4 * 28 * 28)]
+    modules = ["--tools", "frame_count", "--tool-modules", "eval_frame_count_tools"]
+    result = run_cli(capsys, monkeypatch, *args, *extra, *modules)
+    assert result.code == 0, result.output
+
+    assert len(first_prompts) == 2 and all("frame_count" in p for p in first_prompts)
+    lines = [json.loads(x) for x in (out / "predictions.jsonl").read_text().splitlines()]
+    assert [line["tools"] for line in lines] == [{"calls": 1, "errors": 0, "turns": 2}] * 2
+    source = json.loads((out / "metrics.json").read_text())["source"]
+    assert source["tools"] == ["frame_count"]
+    assert source["tool_modules"] == ["eval_frame_count_tools"]
+
+
+def test_a_tool_module_that_does_not_import_is_one_line(capsys, monkeypatch, synth_tg, tmp_path):
+    args = ["eval", "--model", "no/such-model", "--benchmark", synth_tg, "--out", tmp_path]
+    result = run_cli(
+        capsys, monkeypatch, *args, "--tools", "get_clip", "--tool-modules", "no_such_tools_mod"
+    )
+    assert result.code == 2 and len(result.lines) == 1, result.output
+    assert "--tool-modules: cannot import 'no_such_tools_mod'" in result.output
+
+
+def test_tool_modules_need_tools(capsys, monkeypatch, synth_tg, tmp_path):
+    args = ["eval", "--model", "no/such-model", "--benchmark", synth_tg, "--out", tmp_path]
+    result = run_cli(capsys, monkeypatch, *args, "--tool-modules", "my_tools")
+    assert result.code == 2 and len(result.lines) == 1, result.output
+    assert "--tool-modules" in result.output and "--tools" in result.output

@@ -21,7 +21,12 @@ from videorl.video.cache import VideoCache
 from videorl.video.decode import DecodedVideo
 from videorl.video.meta import VideoMeta
 
-TOOL_SFT = ["sft.target=tool_trajectory", "rollout.tools=[get_clip]", "sft.max_response_tokens=512"]
+TOOL_SFT = [
+    "sft.target=tool_trajectory",
+    "rollout.tools=[get_clip]",
+    "sft.max_response_tokens=512",
+    "trainer.val_controls=[]",  # validation answers with the tools: no video controls
+]
 
 
 def _video(duration: float, clip_start: float = 0.0) -> DecodedVideo:

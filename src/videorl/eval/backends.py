@@ -7,14 +7,14 @@ asks an OpenAI-compatible server (vLLM, `videorl serve`). Both build the prompt 
 checkpoint was trained with, from its run's settings (`inference.RunSettings`).
 
 An `HFBackend` given `tools` (`videorl eval --tools`) answers with the trainer's multi-turn
-loop (`rollout.multiturn.rollout_multiturn`, greedy): the prompt lists the tools, each call
+loop (`rollout.multiturn.answer_with_tools`, greedy; validation inside training calls it
+too): the prompt lists the tools, each call
 runs on the record's original media, and the answer is the final model turn; its
 `respond_with_tools` also returns each answer's calls, errors and turns (`ToolUse`).
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -23,7 +23,7 @@ from videorl.inference import RunSettings
 
 if TYPE_CHECKING:
     from videorl.models.inputs import PromptEncoding
-    from videorl.rollout.multiturn import MultiTurnLimits
+    from videorl.rollout.multiturn import MultiTurnLimits, ToolUse
     from videorl.rollout.tools import ToolRunner
 
 Item = tuple[TaskRecord, Any]  # (record, DecodedVideo | None)
@@ -35,18 +35,6 @@ class Backend(Protocol):
     label: str
 
     def respond(self, items: Sequence[Item]) -> list[str]: ...
-
-
-@dataclasses.dataclass(frozen=True)
-class ToolUse:
-    """What one tool-using answer did (kept in predictions.jsonl as `tools`)."""
-
-    calls: int  # tool calls made
-    errors: int  # calls that returned an error to the model
-    turns: int  # model turns, the answer's included
-
-    def to_dict(self) -> dict[str, int]:
-        return dataclasses.asdict(self)
 
 
 class HFBackend:
@@ -129,31 +117,25 @@ class HFBackend:
         its trajectory did. The tools read each record's original media; a window is
         decoded once per batch."""
         from videorl.models.generate import SamplingParams
-        from videorl.rollout.multiturn import MultiTurnLimits, rollout_multiturn
-        from videorl.rollout.tools import ToolContext, ToolDecodes
+        from videorl.rollout.multiturn import MultiTurnLimits, answer_with_tools
 
         if self.tools is None:
             raise ValueError("respond_with_tools needs a backend with tools")
         if not items:
             return []
-        decodes = ToolDecodes()
-        contexts = [
-            ToolContext(
-                media=record.media, video=media, config=self.settings.video, decodes=decodes
-            )
-            for record, media in items
-        ]
         params = SamplingParams(n=1, max_new_tokens=self.max_new_tokens, temperature=0.0)
-        groups = rollout_multiturn(
+        groups = answer_with_tools(
             self.loaded,
+            [record for record, _ in items],
             self.encode(items),
-            contexts,
+            [media for _, media in items],
             self.tools,
             params,
             self.limits or MultiTurnLimits(),
+            video_config=self.settings.video,
             template_kwargs=self.settings.template_kwargs(),
         )
-        return [(row.text, ToolUse(row.calls, row.errors, row.turns)) for [row] in groups]
+        return [(row.text, row.use) for [row] in groups]
 
 
 def answer_items(backend: Backend, items: Sequence[Item]) -> list[tuple[str, ToolUse | None]]:

@@ -26,6 +26,7 @@ from videorl.eval.options import (
     EndpointModelType,
     EvalModel,
     EvalServedModel,
+    EvalToolModules,
     EvalTools,
     Fps,
     MaxFrames,
@@ -110,6 +111,7 @@ def eval_command(
     think: Think = None,
     prompt_style: PromptStyle = None,
     tools: EvalTools = None,
+    tool_modules: EvalToolModules = None,
     max_turns: MaxTurns = 3,
     max_total_tokens: MaxTotalTokens = 2048,
     batch_size: BatchSize = 8,
@@ -134,7 +136,8 @@ def eval_command(
     from videorl.video.controls import parse_controls
 
     mode = _one_mode(model=model, endpoint=endpoint, predictions=predictions, compare=compare)
-    runner = eval_tools(tools, mode, max_turns, max_total_tokens)  # checked before any load
+    # checked before any load
+    runner = eval_tools(tools, mode, max_turns, max_total_tokens, modules=tool_modules)
     model_type = endpoint_model_type(endpoint, served_model, checkpoint, model_type)
     run = eval_run_settings(
         model or checkpoint,
@@ -174,14 +177,21 @@ def eval_command(
             tools=runner,
         )
         source = _model_source(backend, run, max_new_tokens, model is not None)
+        if runner is not None and tool_modules:
+            source["tool_modules"] = _comma_list(tool_modules)
         outputs = evaluate(settings, backend=backend, source=source)
     _print_summary(outputs.metrics, outputs.out_dir)
 
 
-def eval_tools(names: str | None, mode: str, max_turns: int, max_total_tokens: int) -> Any:
-    """`(ToolRunner, MultiTurnLimits)` of `--tools` (None without it); an unknown tool, a
-    mode other than --model or a bad limit is a one-line `ConfigError`."""
+def eval_tools(
+    names: str | None, mode: str, max_turns: int, max_total_tokens: int, modules: str | None = None
+) -> Any:
+    """`(ToolRunner, MultiTurnLimits)` of `--tools` (None without it), after importing
+    `--tool-modules`; an unknown tool, a module that does not import, a mode other than
+    --model or a bad limit is a one-line `ConfigError`."""
     if not names:
+        if modules:
+            raise ConfigError("--tool-modules imports the modules of --tools' tools; add --tools")
         return None
     if mode != "--model":
         raise ConfigError(
@@ -195,9 +205,14 @@ def eval_tools(names: str | None, mode: str, max_turns: int, max_total_tokens: i
         raise ConfigError(
             f"--max-turns={max_turns} and --max-total-tokens={max_total_tokens} must be >= 1"
         )
-    listed = [name.strip() for name in names.split(",") if name.strip()]
-    specs = resolve_tools(listed, key="--tools")
+    specs = resolve_tools(
+        _comma_list(names), _comma_list(modules), key="--tools", modules_key="--tool-modules"
+    )
     return ToolRunner(specs), MultiTurnLimits(max_turns, max_total_tokens)
+
+
+def _comma_list(value: str | None) -> list[str]:
+    return [part.strip() for part in (value or "").split(",") if part.strip()]
 
 
 def eval_run_settings(

@@ -151,6 +151,15 @@ EvalTools = Annotated[
         "side with the calls per answer (docs/tools.md).",
     ),
 ]
+EvalToolModules = Annotated[
+    str | None,
+    typer.Option(
+        "--tool-modules",
+        help="With --tools: modules to import first (comma-separated, e.g. my_tools,lab.zoom; "
+        "on PYTHONPATH), so that the tools they register with @register_tool exist, as "
+        "rollout.tool_modules does for training.",
+    ),
+]
 MaxTurns = Annotated[
     int,
     typer.Option("--max-turns", help="With --tools: model turns per answer at most (>= 1)."),

@@ -18,25 +18,18 @@ from typing import Any
 
 from videorl.eval.predictions import Prediction
 from videorl.eval.scoring import SampleResult, summarize
+from videorl.rollout.multiturn import ToolUse, tool_use_summary
 
 NO_TOOLS_DIR = "no_tools"
 
 
 def tool_use(predictions: Sequence[Prediction]) -> dict[str, float]:
     """Calls and errors per answer, turns (mean, max) and the share of answers that called
-    at least once, over the answers that have a trajectory (`Prediction.tools`)."""
-    used = [p.tools for p in predictions if p.tools is not None]
-    if not used:
-        return {"answers": 0}
-    count = len(used)
-    return {
-        "answers": count,
-        "calls_per_answer": sum(u.get("calls", 0) for u in used) / count,
-        "errors_per_answer": sum(u.get("errors", 0) for u in used) / count,
-        "turns_mean": sum(u.get("turns", 1) for u in used) / count,
-        "turns_max": max(u.get("turns", 1) for u in used),
-        "answers_with_calls": sum(u.get("calls", 0) > 0 for u in used) / count,
-    }
+    at least once (`tool_use_summary`, as validation inside training reports them), over
+    the answers that have a trajectory (`Prediction.tools`)."""
+    return tool_use_summary(
+        [ToolUse.from_dict(p.tools) for p in predictions if p.tools is not None]
+    )
 
 
 def tools_summary(

@@ -17,12 +17,13 @@ from videorl.rewards.annotation import serialize_annotation
 from videorl.rollout.batch import RolloutBatch
 from videorl.rollout.engine import RolloutEngine
 from videorl.rollout.multiturn import (
+    GenerateFn,
     MultiTurnLimits,
     MultiTurnRow,
-    rollout_multiturn,
+    answer_with_tools,
     trajectory_metrics,
 )
-from videorl.rollout.tools import ToolContext, ToolDecodes, ToolRunner
+from videorl.rollout.tools import ToolDecodes, ToolRunner
 from videorl.video.decode import DecodedVideo, VideoConfig
 
 
@@ -97,6 +98,11 @@ def generate_groups(
     )
 
 
+def engine_generate(engine: RolloutEngine) -> GenerateFn:
+    """The multi-turn loop's generate function that generates through `engine`."""
+    return lambda _, contexts, params: engine.generate(contexts, params)
+
+
 def generate_tool_groups(
     engine: RolloutEngine,
     records: Sequence[TaskRecord],
@@ -115,19 +121,18 @@ def generate_tool_groups(
     answer rewards read), its trajectory in `RolloutBatch.trajectories`; the `tools/*`
     metrics describe the rows. The tools read each record's original media (`decodes`
     caches their decodes for the call)."""
-    contexts = [
-        ToolContext(media=record.media, video=video, config=video_config, decodes=decodes)
-        for record, video in zip(records, videos, strict=True)
-    ]
-    groups = rollout_multiturn(
+    groups = answer_with_tools(
         engine.loaded,
+        records,
         prompts,
-        contexts,
+        videos,
         runner,
         params,
         limits,
+        video_config=video_config,
+        decodes=decodes,
         template_kwargs=template_kwargs,
-        generate_fn=lambda _, contexts, step: engine.generate(contexts, step),
+        generate_fn=engine_generate(engine),
     )
     rows = [row for group in groups for row in group]
     none = torch.zeros(len(rows), dtype=torch.bool)

@@ -22,6 +22,7 @@ from typing import Any
 
 import torch
 
+from videorl.data.records import TaskRecord
 from videorl.models.generate import Generation, SamplingParams, generate
 from videorl.models.inputs import PromptEncoding, collate
 from videorl.models.loaded import LoadedModel
@@ -29,9 +30,9 @@ from videorl.reduction import Maxed
 from videorl.rewards.calls import ToolCallMade
 from videorl.rollout.tools.chat import encode_tool_turn, tool_turn_text
 from videorl.rollout.tools.parsing import parse_tool_calls
-from videorl.rollout.tools.registry import ToolContext
+from videorl.rollout.tools.registry import ToolContext, ToolDecodes
 from videorl.rollout.tools.runner import ToolOutcome, ToolRunner
-from videorl.video.decode import DecodedVideo
+from videorl.video.decode import DecodedVideo, VideoConfig
 
 # (model, contexts, params) -> one Generation per context (params.n of them)
 GenerateFn = Callable[[LoadedModel, Sequence[PromptEncoding], SamplingParams], list[Generation]]
@@ -51,6 +52,22 @@ class MultiTurnLimits:
     def __post_init__(self) -> None:
         if self.max_turns < 1 or self.max_total_tokens < 1 or self.max_calls_per_turn < 1:
             raise ValueError(f"multi-turn limits must be >= 1: {self}")
+
+
+@dataclass(frozen=True)
+class ToolUse:
+    """What one tool-using answer did (eval's predictions.jsonl keeps it as `tools`)."""
+
+    calls: int  # tool calls made
+    errors: int  # calls that returned an error to the model
+    turns: int  # model turns, the answer's included
+
+    def to_dict(self) -> dict[str, int]:
+        return {"calls": self.calls, "errors": self.errors, "turns": self.turns}
+
+    @classmethod
+    def from_dict(cls, saved: Mapping[str, int]) -> ToolUse:
+        return cls(saved.get("calls", 0), saved.get("errors", 0), saved.get("turns", 1))
 
 
 @dataclass(frozen=True)
@@ -89,6 +106,10 @@ class MultiTurnRow:
     @property
     def errors(self) -> int:
         return sum(not o.ok for o in self.outcomes)
+
+    @property
+    def use(self) -> ToolUse:
+        return ToolUse(self.calls, self.errors, self.turns)
 
     def calls_made(self) -> tuple[ToolCallMade, ...]:
         """The row's calls as reward functions receive them (`rewards/calls.py`)."""
@@ -213,6 +234,41 @@ def rollout_multiturn(
     return [
         [_finish(r) for r in rows[i * params.n : (i + 1) * params.n]] for i in range(len(prompts))
     ]
+
+
+def answer_with_tools(
+    loaded: LoadedModel,
+    records: Sequence[TaskRecord],
+    prompts: Sequence[PromptEncoding],
+    media: Sequence[DecodedVideo | None],
+    runner: ToolRunner,
+    params: SamplingParams,
+    limits: MultiTurnLimits,
+    *,
+    video_config: VideoConfig,
+    decodes: ToolDecodes | None = None,
+    template_kwargs: Mapping[str, Any] | None = None,
+    generate_fn: GenerateFn = _hf_generate,
+) -> list[list[MultiTurnRow]]:
+    """`params.n` trajectories per record (`rollout_multiturn`) from its prompt (encoded
+    with the tool list) and decoded `media`, the tools reading the record's original media;
+    `decodes` (a new cache when None) decodes each window once. What training's rollouts,
+    validation inside training and `videorl eval --tools` all answer with."""
+    decodes = decodes if decodes is not None else ToolDecodes()
+    contexts = [
+        ToolContext(media=record.media, video=video, config=video_config, decodes=decodes)
+        for record, video in zip(records, media, strict=True)
+    ]
+    return rollout_multiturn(
+        loaded,
+        prompts,
+        contexts,
+        runner,
+        params,
+        limits,
+        template_kwargs=template_kwargs,
+        generate_fn=generate_fn,
+    )
 
 
 def forced_trajectory(
@@ -340,6 +396,22 @@ def loss_inputs(
     for i, row in enumerate(rows):
         mask[i, : row.loss_mask.numel()] = row.loss_mask
     return inputs, mask
+
+
+def tool_use_summary(uses: Sequence[ToolUse]) -> dict[str, float]:
+    """Over answers that used tools: their number, calls and errors per answer, model turns
+    (mean, max) and the share of answers that called a tool at least once."""
+    count = len(uses)
+    if not count:
+        return {"answers": 0}
+    return {
+        "answers": count,
+        "calls_per_answer": sum(u.calls for u in uses) / count,
+        "errors_per_answer": sum(u.errors for u in uses) / count,
+        "turns_mean": sum(u.turns for u in uses) / count,
+        "turns_max": max(u.turns for u in uses),
+        "answers_with_calls": sum(u.calls > 0 for u in uses) / count,
+    }
 
 
 def trajectory_metrics(rows: Sequence[MultiTurnRow]) -> dict[str, float]:

@@ -24,7 +24,7 @@ from videorl.models.shared_prompt import enable_shared_prompts
 from videorl.models.visual_cache import share_visual_cache
 from videorl.rewards.pool import ScoringPool
 from videorl.rollout.engine import HFEngine, RolloutEngine
-from videorl.rollout.tools import ToolRunner, resolve_tools
+from videorl.rollout.tools import ToolRunner, ToolSpec, resolve_tools
 from videorl.rollout.vllm_engine import VLLMEngine, build_vllm_engine, build_vllm_teacher
 from videorl.rollout.vllm_support import rollout_engine
 from videorl.trainer import checkpoint as ckpt
@@ -112,9 +112,17 @@ def build_state(cfg: Config, resume: str | None, info: DistInfo | None = None) -
 def tool_runner(cfg: Config) -> ToolRunner | None:
     """The runner of `rollout.tools` (after importing `rollout.tool_modules`), or None for
     single-turn rollouts; an unknown tool is a one-line `ConfigError` listing the choices."""
+    specs = run_tools(cfg)
+    return ToolRunner(specs) if specs else None
+
+
+def run_tools(cfg: Config) -> list[ToolSpec]:
+    """The tools of `rollout.tools`, after importing `rollout.tool_modules` ([] for
+    single-turn rollouts, whose modules are not imported): what a run and `--dry-run` check.
+    An unknown tool or a module that does not import is a one-line `ConfigError`."""
     if not cfg.rollout.tools:
-        return None
-    return ToolRunner(resolve_tools(cfg.rollout.tools, cfg.rollout.tool_modules))
+        return []
+    return resolve_tools(cfg.rollout.tools, cfg.rollout.tool_modules)
 
 
 def _device(cfg: Config) -> str:

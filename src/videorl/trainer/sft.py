@@ -19,7 +19,8 @@ Everything else is the RL loop's (`run_training` with `LoopHooks`): records and 
 decode-once video, packed rows and token-budget micro-batches, FSDP2 under torchrun, atomic
 checkpoints and `--resume auto`, metric sinks, progress display, `best/` and `final/`.
 Validation is the mean reward of greedy answers to the validation prompts under the
-training rewards (`val/reward_mean_at_k` with k = 1, greedy).
+training rewards (`val/reward_mean_at_k` with k = 1, greedy); with `sft.target=
+tool_trajectory` the answers come from the tool loop, as in RL's validation.
 """
 
 from __future__ import annotations
@@ -227,17 +228,26 @@ def sft_step(state: TrainState, indices: list[int]) -> dict[str, Any]:
 def greedy_validate(state: TrainState) -> dict[str, Any]:
     """Mean reward of one greedy answer per validation prompt, under the training rewards;
     reported as `val/reward_mean_at_k` (k = 1) and per family `val/<family>/mean_at_k`,
-    plus the video gain of each of `trainer.val_controls`."""
+    plus the video gain of each of `trainer.val_controls`. With `sft.target=tool_trajectory`
+    the answers come from the tool loop (`rollout.tools`, `rollout.max_turns`), as RL's
+    validation, with its `val/tools/*` metrics."""
     cfg = state.cfg
     params = SamplingParams(n=1, max_new_tokens=cfg.rollout.max_new_tokens, temperature=0.0)
-    measure = functools.partial(sampled_rewards, state, params=params, reward=cfg.reward)
-    records, rewards, skipped = measure(state.videos)
-    if not records:
-        return {"val/skipped_media": Summed(skipped)}
-    mean = float(rewards.mean())
-    metrics: dict[str, Any] = {"val/reward_mean_at_k": mean, "val/skipped_media": Summed(skipped)}
-    for family, index in family_rows(records).items():
-        metrics[f"val/{family}/mean_at_k"] = float(rewards[index].mean())
+    tools = state.tools if cfg.sft.target == "tool_trajectory" else None
+    measure = functools.partial(
+        sampled_rewards, state, params=params, reward=cfg.reward, tools=tools
+    )
+    sampled = measure(state.videos)
+    if not sampled.records:
+        return {"val/skipped_media": Summed(sampled.skipped)}
+    mean = float(sampled.rewards.mean())
+    metrics: dict[str, Any] = {
+        "val/reward_mean_at_k": mean,
+        "val/skipped_media": Summed(sampled.skipped),
+        **sampled.tool_metrics,
+    }
+    for family, index in family_rows(sampled.records).items():
+        metrics[f"val/{family}/mean_at_k"] = float(sampled.rewards[index].mean())
     return {**metrics, **control_metrics(state, mean, measure)}
 
 

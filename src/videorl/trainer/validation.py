@@ -1,21 +1,33 @@
-"""Validation inside training: mean@k and best@k of the reward over k samples per prompt."""
+"""Validation inside training: mean@k and best@k of the reward over k samples per prompt.
+
+With `rollout.tools` (and in `videorl sft` with `sft.target=tool_trajectory`) the answers
+come from the multi-turn loop that training's rollouts and `videorl eval --tools` use
+(`rollout.multiturn.answer_with_tools`): prompts that list the tools, `rollout.max_turns`
+model turns of `rollout.max_new_tokens` within `rollout.max_total_tokens`, the final model
+turn scored; `val/tools/*` say what the answers did with the tools. Video controls are not
+measured with tools (the config refuses `trainer.val_controls` with `rollout.tools`): the
+tools read the original file, so a control's answer would see the real frames.
+"""
 
 from __future__ import annotations
 
 import functools
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import torch
 
 from videorl.distributed import barrier
+from videorl.models.chat_template import template_kwargs
 from videorl.reduction import Summed
 from videorl.rewards.batch import score_batch
-from videorl.rollout.engine import HFEngine
-from videorl.rollout.prompting import decode_prompts
+from videorl.rollout.engine import HFEngine, RolloutEngine
+from videorl.rollout.groups import engine_generate
+from videorl.rollout.multiturn import MultiTurnLimits, answer_with_tools, tool_use_summary
+from videorl.rollout.prompting import DecodedPrompts, decode_prompts
 from videorl.trainer.checkpoint import save_model_folder, write_atomically
 from videorl.trainer.state import BestStep
 from videorl.video.cache import MediaSource
@@ -25,7 +37,9 @@ if TYPE_CHECKING:
     from videorl.config import Config
     from videorl.data.records import TaskRecord
     from videorl.models.generate import SamplingParams
+    from videorl.rewards.calls import ToolCallMade
     from videorl.rewards.config import RewardConfig
+    from videorl.rollout.tools import ToolRunner
     from videorl.trainer.state import TrainState
 
 
@@ -49,25 +63,31 @@ def validation_sampling(cfg: Config) -> SamplingParams:
 
 @torch.no_grad()
 def validate(state: TrainState) -> dict[str, Any]:
-    """Sample k responses per validation prompt (`validation_sampling`) and score them with
-    plain tIoU for temporal grounding (as evaluation and TaRO's validation do); with
-    `trainer.val_controls`, again on each control's media (`control_metrics`)."""
+    """Sample k responses per validation prompt (`validation_sampling`; multi-turn with the
+    run's tools when it has them) and score them with plain tIoU for temporal grounding (as
+    evaluation and TaRO's validation do); with `trainer.val_controls`, again on each
+    control's media (`control_metrics`)."""
     cfg = state.cfg
     reward = replace(cfg.reward, tg_shaping="iou")
     measure = functools.partial(
-        sampled_rewards, state, params=validation_sampling(cfg), reward=reward
+        sampled_rewards,
+        state,
+        params=validation_sampling(cfg),
+        reward=reward,
+        tools=state.tools,
     )
-    records, rewards, skipped = measure(state.videos)
-    if not records:
-        return {"val/skipped_media": Summed(skipped)}
-    mean_k, best_k = mean_and_best_at_k(rewards)
+    sampled = measure(state.videos)
+    if not sampled.records:
+        return {"val/skipped_media": Summed(sampled.skipped)}
+    mean_k, best_k = mean_and_best_at_k(sampled.rewards)
     metrics: dict[str, Any] = {
         "val/reward_mean_at_k": mean_k,
         "val/reward_best_at_k": best_k,
-        "val/skipped_media": Summed(skipped),
+        "val/skipped_media": Summed(sampled.skipped),
+        **sampled.tool_metrics,
     }
-    for family, index in family_rows(records).items():
-        mean_f, best_f = mean_and_best_at_k(rewards[index])
+    for family, index in family_rows(sampled.records).items():
+        mean_f, best_f = mean_and_best_at_k(sampled.rewards[index])
         metrics[f"val/{family}/mean_at_k"] = mean_f
         metrics[f"val/{family}/best_at_k"] = best_f
     return {**metrics, **control_metrics(state, mean_k, measure)}
@@ -84,45 +104,106 @@ def family_rows(records: list[TaskRecord]) -> dict[str, list[int]]:
 def control_metrics(
     state: TrainState,
     real_mean: float,
-    measure: Callable[[MediaSource], tuple[list[TaskRecord], torch.Tensor, int]],
+    measure: Callable[[MediaSource], SampledRewards],
 ) -> dict[str, float]:
     """For each of `trainer.val_controls`: the mean reward on the control's media and the
     video gain `val/video_gain/NAME` = `real_mean` - that mean (same records, same sampling)."""
     metrics = {}
     for control in state.cfg.trainer.val_controls:
-        _, on_control, _ = measure(ControlledVideos(state.videos, control))
+        on_control = measure(ControlledVideos(state.videos, control)).rewards
         metrics[f"val/control/{control}/mean_at_k"] = float(on_control.mean())
         metrics[f"val/video_gain/{control}"] = real_mean - float(on_control.mean())
     return metrics
 
 
+@dataclass(frozen=True)
+class SampledRewards:
+    """Validation's answers, scored."""
+
+    records: list[TaskRecord]  # the validation records that decoded
+    rewards: torch.Tensor  # [P, k]: the reward of each record's k answers
+    skipped: int  # records whose media did not decode
+    # With tools: `val/tools/calls_per_answer`, `errors_per_answer`, `turns_mean`,
+    # `turns_max`, `answers_with_calls` (`tool_use_summary`); empty without.
+    tool_metrics: dict[str, float] = field(default_factory=dict)
+
+
 def sampled_rewards(
-    state: TrainState, videos: MediaSource, *, params: SamplingParams, reward: RewardConfig
-) -> tuple[list[TaskRecord], torch.Tensor, int]:
-    """(records that decoded, rewards [P, k] of `params.n` samples each, records skipped)
-    of the validation set, its media read through `videos`."""
+    state: TrainState,
+    videos: MediaSource,
+    *,
+    params: SamplingParams,
+    reward: RewardConfig,
+    tools: ToolRunner | None = None,
+) -> SampledRewards:
+    """`params.n` answers to each validation record, its media read through `videos`, with
+    `tools` in the multi-turn loop when given (`answer_texts`), scored under `reward`."""
     cfg = state.cfg
-    records, prompts, _, skipped, _ = decode_prompts(
-        state.val_records, videos, state.policy, cfg.data
-    )
+    schemas = tools.schemas() if tools is not None else []
+    decoded = decode_prompts(state.val_records, videos, state.policy, cfg.data, schemas)
+    records = decoded.records
     if not records:
-        return records, torch.zeros(0, params.n), skipped
+        return SampledRewards(records, torch.zeros(0, params.n), decoded.skipped_media)
     # Only rank 0 validates; vLLM's data-parallel engines must all step together, so under
     # torchrun validation generates with the HF copy of the synced policy.
     engine = (
-        HFEngine(state.logprob_model, share_prefill=state.cfg.rollout.share_prefill)
+        HFEngine(state.logprob_model, share_prefill=cfg.rollout.share_prefill)
         if state.info.enabled
         else state.engine
     )
-    texts = [
-        state.policy.tokenizer.decode(t, skip_special_tokens=True)
-        for g in engine.generate(prompts, params)
-        for t in g.token_ids
-    ]
+    answers = answer(state, engine, decoded, params, tools)
     rows = [r for r in records for _ in range(params.n)]
     pool = state.pool if reward == cfg.reward else None  # a pool is bound to its config
-    overall = score_batch(rows, texts, reward, pool=pool).overall
-    return records, torch.tensor(overall).view(len(records), params.n), skipped
+    overall = score_batch(rows, answers.texts, reward, pool=pool, calls=answers.calls).overall
+    rewards = torch.tensor(overall).view(len(records), params.n)
+    return SampledRewards(records, rewards, decoded.skipped_media, answers.tool_metrics)
+
+
+class Answers(NamedTuple):
+    """Validation's answers, `params.n` per prompt in prompt order."""
+
+    texts: list[str]  # what the rewards read: the (final model turn's) text
+    calls: list[tuple[ToolCallMade, ...]] | None  # each answer's tool calls (None: no tools)
+    tool_metrics: dict[str, float]  # `val/tools/*` (empty without tools)
+
+
+def answer(
+    state: TrainState,
+    engine: RolloutEngine,
+    decoded: DecodedPrompts,
+    params: SamplingParams,
+    tools: ToolRunner | None,
+) -> Answers:
+    """`params.n` answers per prompt. With `tools`: multi-turn answers (`answer_with_tools`,
+    within `rollout.max_turns` and `rollout.max_total_tokens`, the tools reading each
+    record's original media), their final model turns, their calls (which the reward
+    plug-ins that take `calls` receive, as in training) and the `val/tools/*` metrics."""
+    if tools is None:
+        decode = state.policy.tokenizer.decode
+        generations = engine.generate(decoded.prompts, params)
+        texts = [decode(t, skip_special_tokens=True) for g in generations for t in g.token_ids]
+        return Answers(texts, None, {})
+    cfg = state.cfg
+    groups = answer_with_tools(
+        engine.loaded,
+        decoded.records,
+        decoded.prompts,
+        decoded.media,
+        tools,
+        params,
+        MultiTurnLimits(cfg.rollout.max_turns, cfg.rollout.max_total_tokens),
+        video_config=cfg.video,
+        template_kwargs=template_kwargs(cfg.data.think, cfg.data.chat_template_kwargs),
+        generate_fn=engine_generate(engine),
+    )
+    rows = [row for group in groups for row in group]
+    use = tool_use_summary([row.use for row in rows])
+    del use["answers"]
+    return Answers(
+        [row.text for row in rows],
+        [row.calls_made() for row in rows],
+        {f"val/tools/{name}": float(value) for name, value in use.items()},
+    )
 
 
 class Validator:

@@ -93,27 +93,41 @@ class ToolRunner:
 
 
 def resolve_tools(
-    names: Iterable[str], modules: Iterable[str] = (), key: str = "rollout.tools"
+    names: Iterable[str],
+    modules: Iterable[str] = (),
+    key: str = "rollout.tools",
+    modules_key: str = "rollout.tool_modules",
 ) -> list[ToolSpec]:
     """The registered tools `names`, in order, after importing `modules` (a run's
     `rollout.tool_modules`, whose `@register_tool` calls add their tools). An unknown name
     or a module that does not import is a one-line `ConfigError` naming the `key` the names
-    came from."""
+    (or the `modules_key` the modules) came from."""
     for module in modules:
-        try:
-            importlib.import_module(module)
-        except ImportError as err:
-            raise ConfigError(
-                f"rollout.tool_modules: cannot import {module!r} ({err}); put it on PYTHONPATH"
-            ) from None
+        import_tool_module(module, modules_key)
     names = list(names)
     unknown = [n for n in names if n not in TOOLS]
     if unknown:
-        own = (
-            " (register your own with @videorl.rollout.tools.register_tool and list its module "
-            "in rollout.tool_modules)"
-            if key == "rollout.tools"
-            else ""
+        raise ConfigError(
+            f"{key} names unknown tools {unknown}; choose from {sorted(TOOLS)} (register your "
+            "own with @videorl.rollout.tools.register_tool and list its module in "
+            f"{modules_key})"
         )
-        raise ConfigError(f"{key} names unknown tools {unknown}; choose from {sorted(TOOLS)}{own}")
     return [TOOLS[n] for n in names]
+
+
+def import_tool_module(module: str, key: str) -> None:
+    """Import `module` (so that its `@register_tool` calls run); one that is not found or
+    fails while importing is a one-line `ConfigError` naming `key`."""
+    try:
+        importlib.import_module(module)
+    except ConfigError:
+        raise  # a bad @register_tool: its own one-line message
+    except Exception as err:  # noqa: BLE001 - any failure at import is the module's
+        name = err.name if isinstance(err, ModuleNotFoundError) else None
+        if name is not None and (module == name or module.startswith(f"{name}.")):
+            raise ConfigError(
+                f"{key}: cannot import {module!r} ({err}); put it on PYTHONPATH"
+            ) from None
+        raise ConfigError(
+            f"{key}: importing {module!r} failed ({type(err).__name__}: {err})"
+        ) from None
