@@ -31,6 +31,11 @@ VIDEO_R1_VISION = "tulerfeng/Video-R1 src/qwen-vl-utils/src/qwen_vl_utils/vision
 GRPD = "LeapLabTHU/OPDVR grpd.sh"
 DAPO = "volcengine/verl@4f80e46 recipe/dapo/run_dapo_qwen2.5_32b.sh"
 GSPO = "volcengine/verl examples/gspo_trainer/test_gspo_3b_math.sh"
+LONGVT = "EvolvingLMMs-Lab/LongVT examples/video_tools/longvt_7b_rl_train.sh"
+LONGVT_TURNS = "LongVT examples/video_tools/config/timer1_multiturn_grpo.yaml"
+LONGVT_TOOL = "LongVT examples/video_tools/mcp_server.py crop_video"
+LONGVT_VIDEO = "LongVT README / examples/eval/single_inference.py (fps 1, 768, 224*224)"
+VERL_DEFAULTS = "LongVT verl/trainer/config/actor/actor.yaml, rollout/rollout.yaml"
 ORARL_COMMON = [
     ("data.think", False, "data.enable_thinking false"),
     ("data.chat_template_kwargs", {"enable_thinking": False}, "data.enable_thinking false"),
@@ -250,6 +255,50 @@ PUBLISHED["gspo"] = [
     ("trainer.save_every", 10, "save_freq=10"),
     ("trainer.val_top_p", 0.7, "val_top_p=0.7"),
 ]
+PUBLISHED["longvt"] = [
+    ("model.path", "longvideotool/LongVT-7B-SFT", LONGVT + ": MODEL_PATH, the SFT model"),
+    ("model.reference_path", "longvideotool/LongVT-7B-SFT", "use_kl_loss=True"),
+    ("model.freeze_vision", False, "LongVT's verl has no freeze_vision_tower"),
+    ("model.gradient_checkpointing", True, "enable_gradient_checkpointing=True"),
+    ("model.sequence_parallel_size", 4, "ulysses_sequence_parallel_size=4"),
+    ("algorithm.estimator", "grpo", "adv_estimator=grpo"),
+    ("algorithm.loss.clip_low", 0.2, VERL_DEFAULTS),
+    ("algorithm.loss.clip_high", 0.2, VERL_DEFAULTS),
+    ("algorithm.loss.dual_clip", 3.0, "clip_ratio_c 3.0 (verl default)"),
+    ("algorithm.loss.aggregation", "token-mean", "loss_agg_mode token-mean (verl default)"),
+    ("algorithm.loss.kl_coef", 0.001, "kl_loss_coef=0.001"),
+    ("algorithm.loss.kl_type", "k3", "kl_loss_type=low_var_kl"),
+    ("algorithm.loss.entropy_coef", 0.0, "entropy_coeff=0"),
+    ("optim.lr", 1e-6, "actor.optim.lr=1e-6"),
+    ("optim.weight_decay", 0.01, VERL_DEFAULTS),
+    ("optim.warmup_steps", 0, "lr_warmup_steps_ratio 0.0 (verl default)"),
+    ("optim.grad_clip", 1.0, "grad_clip 1.0 (verl default)"),
+    ("optim.mini_batches", 2, "ppo_mini_batch_size=8 of train_batch_size=16"),
+    ("optim.epochs", 1, "ppo_epochs 1 (verl default)"),
+    ("data.prompts_per_step", 16, "data.train_batch_size=16"),
+    ("data.max_prompt_tokens", 36000, "data.max_prompt_length=36000"),
+    ("data.think", True, "<think>...</think> <tool_call>... <answer>... (vl_agent.py)"),
+    ("rollout.n", 16, "rollout.n=16"),
+    ("rollout.temperature", 1.0, VERL_DEFAULTS),
+    ("rollout.top_p", 1.0, VERL_DEFAULTS),
+    ("rollout.max_new_tokens", 16384, "data.max_response_length=16384"),
+    ("rollout.max_total_tokens", 16384, "data.max_response_length=16384 (whole trajectory)"),
+    ("rollout.max_turns", 5, LONGVT_TURNS + " max_assistant_turns: 5"),
+    ("rollout.tools", ("crop_video",), "mcp_tool_config.yaml tool_selected_list"),
+    ("rollout.tool_modules", ("videorl.rollout.tools.longvt",), LONGVT_TOOL),
+    ("reward.plugins", {"video_qa": "videorl.rewards.longvt:score"}, "use_iou_reward=True"),
+    ("video.fps", 1.0, LONGVT_VIDEO),
+    ("video.max_frames", 768, LONGVT_VIDEO),
+    ("video.max_pixels", 224 * 224, LONGVT_VIDEO),
+    ("video.min_pixels", 28 * 28, LONGVT_VIDEO),
+    ("trainer.epochs", 5, "trainer.total_epochs=5"),
+    ("trainer.save_every", 10, "trainer.save_freq=10"),
+    ("trainer.val_every", 5, "trainer.test_freq=5"),
+    ("trainer.val_before_train", True, "trainer.val_before_train=True"),
+    ("trainer.nproc", 64, "n_gpus_per_node=8 x NNODES=8"),
+    ("trainer.val_temperature", 0.0, "verl val_kwargs temperature 0"),
+    ("trainer.val_samples", 1, "verl val_kwargs n 1"),
+]
 for _recipe, _source in (("opdvr", OPDVR), ("grpd", GRPD)):
     PUBLISHED[_recipe] += [
         ("data.prompts_per_step", 256, "MINI_BATCH_SIZE 256"),
@@ -314,6 +363,7 @@ def test_every_block_names_its_published_source(recipe):
             ],
         ),
         ("gspo", ["name: gspo", "gspo (clip 0.0003 / 0.0004)", "seq-mean-token-mean"]),
+        ("longvt", ["n: 16", "max_turns: 5", "- crop_video", "kl_coef: 0.001", "epochs: 5"]),
         (
             "tgrpo",
             [
@@ -338,6 +388,7 @@ def test_dry_run_prints_the_published_values(recipe, expected):
         "dapo",
         "gspo",
         "tgrpo",
+        "longvt",
     )
 
 
@@ -354,6 +405,15 @@ def test_dry_run_prints_the_published_values(recipe, expected):
         ),
         ("grpd", "all prompts x 16 samples, every 22 steps", "no decay horizon", "off (kl_coef 0)"),
         ("tgrpo", "off (no data.val)", "at step 65000", "k3_unclipped x 0.04"),
+        (
+            "longvt",
+            (
+                "all prompts x 1 samples with crop_video (<= 5 model turns), every 5 steps, "
+                "and before training"
+            ),
+            "no decay horizon",
+            "k3 x 0.001",
+        ),
         (
             "dapo",
             "all prompts x 1 samples, every 5 steps, and before training",
