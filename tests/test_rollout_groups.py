@@ -1,17 +1,28 @@
 """Group building details that follow the published code: OraRL's annotation truncation
-keeps the tail; TaRO's constructed prefix (issue 16, item 5)."""
+keeps the tail; TaRO's constructed prefix (issue 16, item 5). Multi-turn groups on engines
+that step in lockstep."""
 
 from __future__ import annotations
 
 import random
+import types
 
+import pytest
 import torch
 
 from tests.rewards.factories import make
-from videorl.models.generate import Generation
+from videorl.models.generate import Generation, SamplingParams
 from videorl.models.inputs import PromptEncoding
 from videorl.rollout.batch import RolloutBatch
-from videorl.rollout.groups import add_annotation_rows, constructed_prefix, generate_groups
+from videorl.rollout.groups import (
+    add_annotation_rows,
+    constructed_prefix,
+    generate_groups,
+    generate_tool_groups,
+)
+from videorl.rollout.multiturn import MultiTurnLimits
+from videorl.rollout.tools import ToolDecodes, ToolRunner
+from videorl.video.decode import VideoConfig
 
 EOS = 99
 
@@ -24,6 +35,9 @@ class CharTokenizer:
 
     def batch_decode(self, rows, skip_special_tokens=True):
         return ["".join(chr(int(t)) for t in row if int(t) != EOS) for row in rows]
+
+    def decode(self, row, skip_special_tokens=True):
+        return self.batch_decode([row])[0]
 
 
 def _batch(records):
@@ -105,3 +119,42 @@ def test_record_without_captions_gets_normal_rollouts():
     )
     assert batch.off_policy.tolist() == [True, True, False, False]
     assert len(engine.prefixed) == 2
+
+
+class AnsweringEngine:
+    """Answers every context at once (no tool call); records each call's number of contexts."""
+
+    def __init__(self, lockstep: bool) -> None:
+        self.lockstep = lockstep
+        self.loaded = types.SimpleNamespace(tokenizer=CharTokenizer(), eos_token_ids=[EOS])
+        self.calls: list[int] = []
+
+    def generate(self, prompts, params):
+        self.calls.append(len(prompts))
+        answer = torch.tensor([ord(c) for c in "<answer>B</answer>"] + [EOS])
+        return [Generation([answer] * params.n, [], [False] * params.n) for _ in prompts]
+
+
+@pytest.mark.parametrize(
+    ("lockstep", "prompts", "calls"),
+    [(False, 1, [1]), (True, 1, [1, 0, 0]), (True, 0, [0, 0, 0])],
+)
+def test_multi_turn_groups_make_max_turns_calls_on_a_lockstep_engine(lockstep, prompts, calls):
+    """vLLM's data-parallel engines (and a tensor-parallel group's ranks) pair their calls
+    across ranks: a rank whose rows are done keeps calling, with no requests, up to
+    `max_turns` calls, as many as a rank whose rows use every turn."""
+    engine = AnsweringEngine(lockstep)
+    records = [make("temporal_grounding", {"windows": [[2, 6]]})] * prompts
+    batch = generate_tool_groups(
+        engine,  # type: ignore[arg-type]
+        records,
+        [PromptEncoding(input_ids=torch.tensor([1]))] * prompts,
+        [None] * prompts,
+        SamplingParams(n=2, max_new_tokens=32),
+        runner=ToolRunner([]),
+        limits=MultiTurnLimits(max_turns=3),
+        decodes=ToolDecodes(),
+        video_config=VideoConfig(),
+    )
+    assert engine.calls == calls
+    assert batch.texts == ["<answer>B</answer>"] * 2 * prompts

@@ -338,10 +338,6 @@ class RolloutConfig:
         )
         _at_least_zero("rollout", top_k=self.top_k, images_per_prompt=self.images_per_prompt)
         _positive("rollout", max_turns=self.max_turns, max_total_tokens=self.max_total_tokens)
-        if self.tools and self.engine == "vllm":
-            raise ConfigError(
-                "rollout.tools needs rollout.engine=hf: the vLLM engine has no multi-turn path yet"
-            )
 
     @property
     def response_budget(self) -> int:

@@ -70,6 +70,85 @@ def test_request_has_one_placeholder_and_the_prefix(tiny_model_dir):
     assert "multi_modal_data" not in text_only
 
 
+def test_a_multi_turn_context_sends_every_turns_media_with_one_placeholder_each(
+    tiny_model_dir, tmp_path
+):
+    """A context after a tool turn with a clip and a frame: the template tokens grow by the
+    turns, the media by the tool's, and expanding each placeholder by its item's token count
+    gives the HF encoding (Qwen2.5-VL: a pad per token, nothing else)."""
+    from tests.video.conftest import index_frames
+    from videorl.models.generate import Generation, SamplingParams
+    from videorl.rollout.multiturn import MultiTurnLimits, rollout_multiturn
+    from videorl.rollout.tools import ToolContext, ToolRunner, resolve_tools
+    from videorl.rollout.tools.chat import tool_prompt_args
+    from videorl.video.decode import decode_video
+    from videorl.video.encode import write_mp4
+    from videorl.video.media import MediaRef
+
+    loaded = load_model(tiny_model_dir("qwen2_5_vl"))
+    path = write_mp4(tmp_path / "v.mp4", index_frames(80, 64, 96), 8)
+    config = VideoConfig(fps=0.25, min_frames=2, max_frames=4, min_pixels=28 * 28, factor=28)
+    video = decode_video(path, config)
+    runner = ToolRunner(resolve_tools(["get_clip", "get_frame"]))
+    system, kwargs = tool_prompt_args(loaded, runner.schemas(), None, {})
+    prompt = encode_prompt(loaded, "When?", video=video, system=system, template_kwargs=kwargs)
+    turns = [
+        (
+            '<tool_call>{"name": "get_frame", "arguments": {"time": 3}}</tool_call>'
+            '<tool_call>{"name": "get_clip", "arguments": {"start": 4, "end": 6}}</tool_call>'
+        ),
+        "<answer>B</answer>",
+    ]
+    contexts = []
+
+    def script(_, given, params):
+        contexts.extend(given)
+        ids = loaded.tokenizer(turns[len(contexts) - 1], add_special_tokens=False)["input_ids"]
+        return [Generation([torch.tensor([*ids, loaded.eos_token_ids[0]])], [], [False])]
+
+    [[row]] = rollout_multiturn(
+        loaded,
+        [prompt],
+        [ToolContext(media=MediaRef(path=str(path)), video=video, config=config)],
+        runner,
+        SamplingParams(n=1, max_new_tokens=64),
+        MultiTurnLimits(max_turns=2),
+        generate_fn=script,
+    )
+    assert row.calls == 2 and row.errors == 0
+    context = contexts[-1]  # prompt, the calling turn, the tool turn
+    request = vllm_request(context)
+    first = vllm_request(prompt)["prompt_token_ids"]
+    assert request["prompt_token_ids"][: len(first)] == first
+    videos, images = request["multi_modal_data"]["video"], request["multi_modal_data"]["image"]
+    assert [v[0] for v in videos] == [m.frames for m in row.media if not m.meta.is_image]
+    assert len(videos) == 2 and videos[0][0] is video.frames
+    assert len(images) == 1  # the frame (row.media[1]), then the clip
+    assert images[0].data_ptr() == row.media[1].frames.data_ptr() and row.media[1].meta.is_image
+    merge = loaded.processor.image_processor.merge_size**2
+    counts = {
+        "<|video_pad|>": iter(int(g.prod()) // merge for g in context.vision["video_grid_thw"]),
+        "<|image_pad|>": iter(int(g.prod()) // merge for g in context.vision["image_grid_thw"]),
+    }
+    pads = {loaded.tokenizer.convert_tokens_to_ids(t): t for t in counts}
+    expanded = []
+    for token in request["prompt_token_ids"]:
+        expanded += [token] * (next(counts[pads[token]]) if token in pads else 1)
+    assert expanded == context.input_ids.tolist()
+    assert all(next(c, None) is None for c in counts.values())  # every item placed
+
+
+def test_tools_raise_vllms_media_limits_by_what_their_turns_may_add():
+    plain = VLLMSettings(model_path="m", rollout=RolloutConfig(videos_per_prompt=2))
+    assert plain.engine_args(sleep_mode_available=False)["limit_mm_per_prompt"] == {
+        "video": 2,
+        "image": 1,
+    }
+    tools = RolloutConfig(tools=("get_clip",), max_turns=3, images_per_prompt=0)
+    limits = VLLMSettings(model_path="m", rollout=tools).media_limits()
+    assert limits == {"video": 1 + 2 * 4, "image": 0 + 2 * 4}  # 4 calls in each of 2 turns
+
+
 def test_allowed_tokens_exclude_only_the_banned():
     allowed = allowed_token_ids(10, [3, 7])
     assert allowed == [0, 1, 2, 4, 5, 6, 8, 9]
@@ -110,6 +189,10 @@ def test_refuses_a_head_size_the_cpu_kernels_lack(tmp_path):
         ({"tensor_parallel_size": 3}, "divide the 4 training ranks"),
         ({"vllm_sleep_level": 1}, "needs a GPU"),
         ({"max_model_len": 64}, "leaves no room"),
+        (
+            {"max_model_len": 512, "tools": ("get_clip",), "max_total_tokens": 512},
+            "rollout.max_total_tokens=512",
+        ),
     ],
 )
 def test_refuses_settings_it_cannot_honour(tmp_path, change, message):

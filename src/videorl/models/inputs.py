@@ -35,11 +35,14 @@ class PromptSource:
     """What a prompt was encoded from, for engines that run the processor themselves (vLLM):
     the chat-templated token ids *before* the processor expanded the vision placeholders (one
     `<|video_pad|>` / `<|image_pad|>` per item, plus any forced prefix), and the decoded media
-    the processor was given (the same frames and metadata: decode once)."""
+    the processor was given (the same frames and metadata: decode once). A multi-turn context
+    (`rollout/multiturn.py`) adds its tool turns' media, each with one placeholder in
+    `token_ids`, after the prompt's."""
 
     token_ids: torch.Tensor  # [L0] long
     video: DecodedVideo | None = None
     image: DecodedVideo | None = None  # T = 1
+    tool_media: tuple[DecodedVideo, ...] = ()  # the tool turns' videos and images, in order
 
 
 @dataclass(frozen=True)

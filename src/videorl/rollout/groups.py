@@ -120,7 +120,17 @@ def generate_tool_groups(
     row's response is every token after its prompt, its text the final model turn (what
     answer rewards read), its trajectory in `RolloutBatch.trajectories`; the `tools/*`
     metrics describe the rows. The tools read each record's original media (`decodes`
-    caches their decodes for the call)."""
+    caches their decodes for the call).
+
+    An engine that steps in lockstep with other ranks (`VLLMEngine.lockstep`: data-parallel
+    vLLM engines, a tensor-parallel group) gets `limits.max_turns` generate calls on every
+    rank, the last ones with no requests once this rank's rows are done."""
+    calls: list[int] = []
+
+    def generate(loaded: Any, contexts: Sequence[PromptEncoding], step: SamplingParams):
+        calls.append(len(contexts))
+        return engine.generate(contexts, step)
+
     groups = answer_with_tools(
         engine.loaded,
         records,
@@ -132,8 +142,11 @@ def generate_tool_groups(
         video_config=video_config,
         decodes=decodes,
         template_kwargs=template_kwargs,
-        generate_fn=engine_generate(engine),
+        generate_fn=generate,
     )
+    if getattr(engine, "lockstep", False):
+        for _ in range(len(calls), limits.max_turns):
+            engine.generate([], replace(params, n=1))
     rows = [row for group in groups for row in group]
     none = torch.zeros(len(rows), dtype=torch.bool)
     return RolloutBatch(

@@ -1,4 +1,4 @@
-"""Multi-turn rollouts with tools for the Hugging Face engine (docs/tools.md).
+"""Multi-turn rollouts with tools, on the HF or the vLLM engine (docs/tools.md).
 
 Each row starts from its prompt (encoded with the tool list, `tools.chat.tool_prompt_args`)
 and alternates: the model generates until EOS; if its turn holds `<tool_call>`s, the runner
@@ -11,7 +11,9 @@ every tool turn, and the vision tensors of the prompt's and the tools' media in 
 order), so the loss forward (`loss_inputs`) is built from exactly the tensors the last
 generation call saw: the same frames, the same token types and so the same mRoPE
 positions. `response_ids` are all tokens after the prompt; `loss_mask` is 1 on the model's
-tokens and 0 on tool-turn tokens, which are context only.
+tokens and 0 on tool-turn tokens, which are context only. The context's `source` follows
+along (the tokens before the processor expanded the media placeholders, and every media
+item), so that an engine that runs the processor itself (vLLM) sees the same context.
 """
 
 from __future__ import annotations
@@ -142,8 +144,15 @@ def extend(
     ids: torch.Tensor,
     types: torch.Tensor | None = None,
     vision: Mapping[str, torch.Tensor] | None = None,
+    *,
+    template_ids: torch.Tensor | None = None,
+    media: Sequence[DecodedVideo] = (),
 ) -> PromptEncoding:
-    """`context` followed by tokens `ids` (types 0 unless given) and their vision tensors."""
+    """`context` followed by tokens `ids` (types 0 unless given) and their vision tensors;
+    its `source` (if it has one) by `template_ids`, the same tokens before the processor
+    expanded the placeholders of `media` (default: `ids`, which then hold no media)."""
+    if media and template_ids is None:
+        raise ValueError("tokens with media need their template ids (one placeholder per item)")
     merged = dict(context.vision)
     for key, value in (vision or {}).items():
         merged[key] = torch.cat([merged[key], value]) if key in merged else value
@@ -156,11 +165,19 @@ def extend(
         if types is None:
             types = torch.zeros_like(ids, dtype=old_types.dtype)
         new_types = torch.cat([old_types, types.to(old_types.dtype)])
+    source = context.source
+    if source is not None:
+        added = (ids if template_ids is None else template_ids).to(torch.long)
+        source = replace(
+            source,
+            token_ids=torch.cat([source.token_ids, added]),
+            tool_media=(*source.tool_media, *media),
+        )
     return PromptEncoding(
         input_ids=torch.cat([context.input_ids, ids.to(torch.long)]),
         mm_token_type_ids=new_types,
         vision=merged,
-        source=None,  # engines that re-run the processor (vLLM) do not take multi-turn rows
+        source=source,
     )
 
 
@@ -361,7 +378,14 @@ def _take_turn(
     if row.used + encoded.input_ids.numel() >= limits.max_total_tokens:
         row.done, row.truncated = True, True  # no room left to read the result and answer
         return
-    row.context = extend(row.context, encoded.input_ids, encoded.mm_token_type_ids, encoded.vision)
+    row.context = extend(
+        row.context,
+        encoded.input_ids,
+        encoded.mm_token_type_ids,
+        encoded.vision,
+        template_ids=encoded.template_ids,
+        media=encoded.media,
+    )
     row.mask.append(torch.zeros(encoded.input_ids.numel()))
     row.logprobs.append(torch.zeros(encoded.input_ids.numel()))
     row.media.extend(encoded.media)

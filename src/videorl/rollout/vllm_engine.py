@@ -10,6 +10,11 @@ since vLLM needs the same requests on every rank of a group).
   the sampled tokens' log-probs (`vllm_support.LOGPROB_NOTE`), and a truncation flag; vision
   placeholder tokens are never sampled.
 - Video goes in as the already-decoded frames plus their metadata (`vllm_support.video_item`).
+- A multi-turn context (`rollout/multiturn.py`, `rollout.tools`) goes in like a prompt: its
+  tokens before the processor expanded the media placeholders, and every media item (the
+  prompt's, then the tool turns' clips and images); vLLM expands them itself. Every request's
+  expanded tokens are checked against the HF encoding's (`_check_prompt`), so the tokens
+  vLLM samples after are those the loss forward scores.
 - `sync_weights` gathers the policy's full state dict (checkpoint names; vLLM repacks its
   fused and CPU-packed layers itself) and pushes it with generation paused, by one of two
   paths chosen by feature detection (`vllm_transfer.sync_features`): `native`, vLLM's
@@ -167,6 +172,32 @@ class VLLMEngine:
             self.llm.wake_up()
             self._asleep = False
 
+    @property
+    def lockstep(self) -> bool:
+        """Whether this engine's calls must pair one for one with other ranks': data-parallel
+        engines (vLLM all-reduces every step) or a tensor-parallel group (its ranks pool
+        their requests). A multi-turn rollout then pads its turns (`generate_tool_groups`)."""
+        return self._lockstep or self._group is not None
+
+    @staticmethod
+    def _check_prompt(prompt: PromptEncoding, output: Any) -> None:
+        """vLLM's expanded prompt must be the HF processor's tokens: otherwise it samples
+        after another context than the one the loss forward scores."""
+        got = output.prompt_token_ids
+        if got is None:
+            return
+        expected = prompt.input_ids.tolist()
+        if list(got) != expected:
+            at = next(
+                (i for i, (a, b) in enumerate(zip(got, expected, strict=False)) if a != b),
+                min(len(got), len(expected)),
+            )
+            raise RuntimeError(
+                f"vLLM expanded the prompt's media placeholders into other tokens than the HF "
+                f"processor ({len(got)} vs {len(expected)} tokens, first difference at {at}); "
+                "its samples would not be scored over the context they were drawn from"
+            )
+
     def _to_generation(self, output: Any) -> Generation:
         ids, lps, cut = [], [], []
         for completion in sorted(output.outputs, key=lambda c: c.index):
@@ -187,6 +218,8 @@ class VLLMEngine:
         self._wake()
         sampling = self._sampling(params, params.max_new_tokens, params.n)
         outputs = self._run([vllm_request(p) for p in prompts], [sampling] * len(prompts))
+        for prompt, output in zip(prompts, outputs, strict=True):
+            self._check_prompt(prompt, output)
         return [self._to_generation(o) for o in outputs]
 
     def continue_prefixes(
@@ -198,14 +231,18 @@ class VLLMEngine:
         """One continuation per (prompt, prefix) within the remaining budget; the returned
         response includes the prefix (log-prob 0 on forced tokens, as in the HF engine)."""
         self._wake()
-        requests, sampling, budgets = [], [], []
+        requests, sampling, budgets, extended = [], [], [], []
         for prompt, prefix in zip(prompts, prefixes, strict=True):
             budget = max(0, params.max_new_tokens - prefix.numel())
             budgets.append(budget)
             if budget:
-                requests.append(vllm_request(with_prefix(prompt, prefix)))
+                extended.append(with_prefix(prompt, prefix))
+                requests.append(vllm_request(extended[-1]))
                 sampling.append(self._sampling(params, budget, 1))
-        continued = iter([self._to_generation(o) for o in self._run(requests, sampling)])
+        outputs = self._run(requests, sampling)
+        for prompt, output in zip(extended, outputs, strict=True):
+            self._check_prompt(prompt, output)
+        continued = iter([self._to_generation(o) for o in outputs])
         out = []
         for prefix, budget in zip(prefixes, budgets, strict=True):
             prefix = prefix.to(torch.long)[: params.max_new_tokens]
@@ -231,11 +268,13 @@ class VLLMEngine:
         self._wake()
         # one token is generated (vLLM runs a request to at least one); its output is unused
         params = VSamplingParams(max_tokens=1, temperature=0, prompt_logprobs=0, detokenize=False)
-        requests = [
-            vllm_request(with_prefix(prompt, response.to(torch.long)))
+        extended = [
+            with_prefix(prompt, response.to(torch.long))
             for prompt, response in zip(prompts, responses, strict=True)
         ]
-        outputs = self._run(requests, [params] * len(requests))
+        outputs = self._run([vllm_request(p) for p in extended], [params] * len(extended))
+        for prompt, output in zip(extended, outputs, strict=True):
+            self._check_prompt(prompt, output)
         out = []
         for output, response in zip(outputs, responses, strict=True):
             n = int(response.numel())

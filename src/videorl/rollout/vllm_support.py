@@ -80,6 +80,21 @@ class VLLMSettings:
         """`raw_logprobs` equals the HF engine's log-probs at temperature 1 (see LOGPROB_NOTE)."""
         return "raw_logprobs" if self.rollout.temperature == 1.0 else "processed_logprobs"
 
+    def media_limits(self) -> dict[str, int]:
+        """vLLM's `limit_mm_per_prompt`: `rollout.videos_per_prompt` and `images_per_prompt`,
+        plus, with `rollout.tools`, what the tool turns of a multi-turn context may add: each
+        model turn but the last makes up to `MultiTurnLimits.max_calls_per_turn` calls, each
+        with one clip or image (the built-in tools; raise the two keys for tools that
+        return more)."""
+        from videorl.rollout.multiturn import MultiTurnLimits
+
+        rollout = self.rollout
+        extra = (rollout.max_turns - 1) * MultiTurnLimits.max_calls_per_turn if rollout.tools else 0
+        return {
+            "video": rollout.videos_per_prompt + extra,
+            "image": rollout.images_per_prompt + extra,
+        }
+
     def engine_args(self, *, sleep_mode_available: bool) -> dict[str, Any]:
         """The keyword arguments of `vllm.LLM` these settings decide."""
         rollout = self.rollout
@@ -90,10 +105,7 @@ class VLLMSettings:
             "tensor_parallel_size": rollout.tensor_parallel_size,
             "gpu_memory_utilization": rollout.gpu_memory_utilization,
             "max_model_len": rollout.max_model_len,
-            "limit_mm_per_prompt": {
-                "video": rollout.videos_per_prompt,
-                "image": rollout.images_per_prompt,
-            },
+            "limit_mm_per_prompt": self.media_limits(),
             "enable_sleep_mode": sleep_mode_available and self.sleep_level > 0,
             "enforce_eager": rollout.vllm_enforce_eager,
             "logprobs_mode": self.logprobs_mode,
@@ -109,8 +121,16 @@ def video_item(video: Any) -> tuple[torch.Tensor, dict[str, Any]]:
     return video.frames, {**fields, "do_sample_frames": False}
 
 
+def _is_image(media: Any) -> bool:
+    return media.meta is None or bool(media.meta.is_image)
+
+
 def vllm_request(prompt: PromptEncoding) -> dict[str, Any]:
-    """The vLLM prompt for one encoded prompt: unexpanded token ids plus its decoded media."""
+    """The vLLM prompt for one encoded prompt: unexpanded token ids plus its decoded media.
+
+    A multi-turn context (`rollout/multiturn.py`) adds its tool turns' clips and images after
+    the prompt's video and image: vLLM matches each modality's items to that modality's
+    placeholders in order, as the HF processor does."""
     source = prompt.source
     if source is None:
         raise ValueError(
@@ -118,11 +138,15 @@ def vllm_request(prompt: PromptEncoding) -> dict[str, Any]:
             "build it with models.inputs.encode_prompt so the vLLM engine can use it"
         )
     request: dict[str, Any] = {"prompt_token_ids": source.token_ids.tolist()}
+    videos = [source.video] if source.video is not None else []
+    images = [source.image] if source.image is not None else []
+    for item in source.tool_media:
+        (images if _is_image(item) else videos).append(item)
     media: dict[str, Any] = {}
-    if source.video is not None:
-        media["video"] = [video_item(source.video)]
-    if source.image is not None:
-        media["image"] = [source.image.frames[0]]
+    if videos:
+        media["video"] = [video_item(v) for v in videos]
+    if images:
+        media["image"] = [i.frames[0] for i in images]
     if media:
         request["multi_modal_data"] = media
     return request
@@ -230,11 +254,13 @@ def check_vllm_support(settings: VLLMSettings, *, on_cpu: bool, world_size: int)
         raise ConfigError(
             f"rollout.vllm_sleep_level={settings.sleep_level}: vLLM's sleep mode needs a GPU; set it to 0 on CPU"
         )
-    if settings.rollout.max_model_len <= settings.rollout.max_new_tokens:
+    rollout = settings.rollout
+    if rollout.max_model_len <= rollout.response_budget:
+        key = "max_total_tokens" if rollout.tools else "max_new_tokens"
         raise ConfigError(
-            f"rollout.max_model_len={settings.rollout.max_model_len} leaves no room for the prompt "
-            f"with rollout.max_new_tokens={settings.rollout.max_new_tokens}; raise it above "
-            "prompt length + max_new_tokens"
+            f"rollout.max_model_len={rollout.max_model_len} leaves no room for the prompt "
+            f"with rollout.{key}={rollout.response_budget}; raise it above "
+            f"prompt length + {key}"
         )
 
 

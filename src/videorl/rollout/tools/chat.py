@@ -122,12 +122,15 @@ def tool_turn_text(
 @dataclass(frozen=True)
 class TurnEncoding:
     """A tool turn as model input: its tokens, token types and the vision tensors of its
-    media (in the processor's layout), and the media themselves in order."""
+    media (in the processor's layout), and the media themselves in order. `template_ids`
+    are its tokens before the processor expanded the media placeholders (one per item, what
+    the vLLM engine sends; `PromptSource`); None where it has no media (`input_ids`)."""
 
     input_ids: torch.Tensor  # [L] long
     mm_token_type_ids: torch.Tensor  # [L] int
     vision: dict[str, torch.Tensor] = field(default_factory=dict)
     media: tuple[DecodedVideo, ...] = ()
+    template_ids: torch.Tensor | None = None  # [L0] long
 
 
 def encode_tool_turn(loaded: LoadedModel, text: str, media: Sequence[DecodedVideo]) -> TurnEncoding:
@@ -159,4 +162,7 @@ def encode_tool_turn(loaded: LoadedModel, text: str, media: Sequence[DecodedVide
         else torch.as_tensor(types[0]).to(torch.int32),
         vision={k: torch.as_tensor(encoded[k]) for k in VISION_KEYS if k in encoded},
         media=tuple(media),
+        template_ids=torch.tensor(
+            loaded.tokenizer(text, add_special_tokens=False)["input_ids"], dtype=torch.long
+        ),
     )
