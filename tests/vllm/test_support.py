@@ -17,6 +17,7 @@ from videorl.rollout.vllm_support import (
     SUPPORTED_MODEL_TYPES,
     VLLMSettings,
     allowed_token_ids,
+    check_media_limits,
     check_vllm_support,
     cpu_limits,
     device_normalization_safe,
@@ -147,6 +148,14 @@ def test_tools_raise_vllms_media_limits_by_what_their_turns_may_add():
     tools = RolloutConfig(tools=("get_clip",), max_turns=3, images_per_prompt=0)
     limits = VLLMSettings(model_path="m", rollout=tools).media_limits()
     assert limits == {"video": 1 + 2 * 4, "image": 0 + 2 * 4}  # 4 calls in each of 2 turns
+
+
+def test_more_media_than_vllms_limit_is_refused_naming_the_key():
+    request = {"prompt_token_ids": [1], "multi_modal_data": {"video": [0, 1], "image": [0] * 9}}
+    check_media_limits(request, {"video": 2, "image": 9})
+    with pytest.raises(ConfigError, match=r"holds 9 images, over vLLM's limit of 8: raise "):
+        check_media_limits(request, {"video": 2, "image": 8})
+    check_media_limits({"prompt_token_ids": [1]}, {})  # text only
 
 
 def test_allowed_tokens_exclude_only_the_banned():

@@ -44,6 +44,7 @@ from videorl.models.loading import LoadedModel, local_snapshot
 from videorl.rollout.vllm_support import (
     VLLMSettings,
     allowed_token_ids,
+    check_media_limits,
     check_vllm_support,
     device_normalization_safe,
     vllm_request,
@@ -217,7 +218,11 @@ class VLLMEngine:
         """`params.n` responses per prompt in one batched vLLM call."""
         self._wake()
         sampling = self._sampling(params, params.max_new_tokens, params.n)
-        outputs = self._run([vllm_request(p) for p in prompts], [sampling] * len(prompts))
+        requests = [vllm_request(p) for p in prompts]
+        limits = self.settings.media_limits()
+        for request in requests:
+            check_media_limits(request, limits)
+        outputs = self._run(requests, [sampling] * len(prompts))
         for prompt, output in zip(prompts, outputs, strict=True):
             self._check_prompt(prompt, output)
         return [self._to_generation(o) for o in outputs]

@@ -152,6 +152,18 @@ def vllm_request(prompt: PromptEncoding) -> dict[str, Any]:
     return request
 
 
+def check_media_limits(request: dict[str, Any], limits: dict[str, int]) -> None:
+    """Refuse a request with more items of a modality than vLLM's `limit_mm_per_prompt`
+    (`VLLMSettings.media_limits`), naming the key to raise (vLLM's own error does not)."""
+    for kind, items in request.get("multi_modal_data", {}).items():
+        if len(items) > limits.get(kind, 0):
+            raise ConfigError(
+                f"a prompt (with its tool turns) holds {len(items)} {kind}s, over vLLM's limit "
+                f"of {limits.get(kind, 0)}: raise rollout.{kind}s_per_prompt (with rollout.tools "
+                "it counts one item per tool call)"
+            )
+
+
 def allowed_token_ids(vocab_size: int, banned: Sequence[int]) -> list[int]:
     """Every token id of the model's vocabulary except the banned vision placeholders (vLLM's
     `logit_bias` is clamped to +-100, so an allow-list is the exact equivalent of HF's
