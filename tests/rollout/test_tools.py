@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import pytest
 
@@ -156,6 +157,16 @@ def test_get_clip_is_bounded_and_checks_times(video_ctx):
     ]:
         outcome = _call(video_ctx, "get_clip", **arguments)
         assert message in (outcome.error or ""), (arguments, outcome)
+
+
+def test_video_tool_max_frames_sets_the_clip_limit(video_ctx):
+    config = replace(video_ctx.config, tool_max_frames=6)
+    ctx = ToolContext(media=video_ctx.media, video=video_ctx.video, config=config)
+    assert ctx.limits.max_frames == 6
+    (clip,) = _call(ctx, "get_clip", start=0.0, end=10.0, fps=8.0).media
+    assert clip.frames.shape[0] == 6
+    with pytest.raises(ConfigError, match="video.tool_max_frames=5"):
+        VideoConfig(tool_max_frames=5)
 
 
 def test_get_frame_and_crop_return_images(video_ctx):

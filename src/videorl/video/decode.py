@@ -86,6 +86,9 @@ class VideoConfig:
     """Size of the in-memory decoded-video cache in bytes (>= 0); 0 = off."""
     cache_dir: str | None = None
     """Folder of an on-disk decoded-video cache; null = none."""
+    tool_max_frames: int = 16
+    """Most frames one video-tool call (get_clip) returns (even, >= 2); a longer window is
+    sampled more sparsely. Raise it to show clips at the prompt's frame rate."""
     time_encoding: TimeEncoding = "sampled"
     """What the model is told about frame times: sampled (true fps and timestamps) or
     processor_default (Video-R1's fixed 2 fps); details above."""
@@ -104,6 +107,8 @@ class VideoConfig:
             raise bad("min_frames", "must be at least 1")
         if self.max_frames < 2 or self.max_frames < self.min_frames:
             raise bad("max_frames", f"must be >= 2 and >= min_frames={self.min_frames}")
+        if self.tool_max_frames < 2 or self.tool_max_frames % 2:
+            raise bad("tool_max_frames", "must be an even number >= 2")
         if self.factor < 1:
             raise bad("factor", "must be a positive patch multiple (28 Qwen2.5-VL, 32 Qwen3-VL)")
         if self.min_pixels < 1 or self.max_pixels < self.min_pixels:

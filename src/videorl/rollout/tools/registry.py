@@ -72,13 +72,18 @@ class ToolDecodes:
 class ToolContext:
     """What a tool call may read: the row's original media (the file or inline frames, not
     the prompt's sampled frames), the prompt's decoded video (its duration and frame size),
-    the run's video settings, the step's decode cache and the limits."""
+    the run's video settings, the step's decode cache and the limits (by default
+    `VideoToolLimits` with the run's `video.tool_max_frames`)."""
 
     media: MediaRef | None = None
     video: DecodedVideo | None = None
     config: VideoConfig = field(default_factory=VideoConfig)
     decodes: ToolDecodes = field(default_factory=ToolDecodes)
-    limits: VideoToolLimits = field(default_factory=VideoToolLimits)
+    limits: VideoToolLimits = field(default=None)  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        if self.limits is None:
+            self.limits = VideoToolLimits(max_frames=self.config.tool_max_frames)
 
 
 ToolFn = Callable[..., "ToolResult | str"]
