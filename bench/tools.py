@@ -1,16 +1,20 @@
-"""Tool use learned on the CPU: tools_quickstart from a tool-trajectory SFT model against the
+"""Tool use learned on the CPU: tools_quickstart from a tool-calling SFT model against the
 same recipe without tools from a direct-answer SFT model (issue 36, docs/tools.md).
 
 The task is `configs/tools_quickstart.yaml`'s: synthetic "when does the shape appear"
 videos of 8-16 s whose event lasts 1-1.5 s, shown to the model at one frame per 4 s (2-4
 frames), so the prompt's frames miss the event in about two videos of three; `get_clip`
-re-decodes the file at a higher rate. A random tiny model never writes a valid
-`<tool_call>`, so both arms start from SFT on the same records, seed and steps:
+re-decodes the file at up to 32 frames (2 fps over 16 s). Both arms start from the
+seeing model of `bench/learning.py` (`make quickstart`'s SFT: 800 steps on prompts at
+2 fps, mIoU 56), which reads times off a prompt video but has never seen a tool:
 
-- tools: `sft.target=tool_trajectory` (a get_clip call over the whole video, the clip, the
-  answer), then `videorl train tools_quickstart`;
-- direct: `sft.target=annotation` (the answer) from prompts without tools, then the same
-  recipe with `rollout.tools=[]`.
+- tools: SFT on gold tool trajectories (a get_clip call over the whole video, the clip,
+  the answer) for `--read-steps`, so the model learns to read the clip in the tool turn;
+  then `--mix-steps` with `sft.tool_call_fraction=0.5`, half the targets answering
+  directly, so it calls in about half its sampled answers; then `videorl train
+  tools_quickstart`;
+- direct: SFT on the direct answers from prompts without tools for the same number of
+  steps, then the same recipe with `rollout.tools=[]`.
 
 Each SFT and RL model is evaluated greedily on the validation videos with
 `videorl eval --tools get_clip` (mIoU with the tool loop and without tools, calls per
@@ -18,7 +22,7 @@ answer). Reported: tools/calls_per_row and the policy reward over the first and 
 `--window` RL steps, and the eval scores. Writes bench/results/tools.json (tools_quick.json
 with --quick) and prints the markdown table.
 
-    PYTHONPATH=src python bench/tools.py [--sft-steps 200] [--rl-steps 40] [--quick]
+    PYTHONPATH=src python bench/tools.py [--read-steps 400] [--mix-steps 60] [--rl-steps 40]
 """
 
 from __future__ import annotations
@@ -34,24 +38,32 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "bench" / "results"
+from harness import RESULTS
+from learning import prepare as seeing_start
+
 FAMILY = "temporal_grounding"
-# tools_quickstart's prompt video: one frame per 4 s, 2-4 frames, small frames
+SEEING_WORK = Path("runs/bench-seeing")  # bench/learning.py's start, shared
+# tools_quickstart's prompt video (one frame per 4 s, 2-4 small frames) and tool clips
 VIDEO = [
     "video.fps=0.25",
     "video.min_frames=2",
     "video.max_frames=4",
     "video.min_pixels=3136",
     "video.max_pixels=12544",
+    "video.tool_max_frames=32",
 ]
-ARMS: dict[str, dict[str, list[str]]] = {
+TOOL_SFT = ["sft.target=tool_trajectory", "rollout.tools=[get_clip]"]
+# each arm: its SFT stages (name, the step-count argument, overrides), then its RL overrides
+ARMS: dict[str, dict[str, Any]] = {
     "tools": {
-        "sft": ["sft.target=tool_trajectory", "rollout.tools=[get_clip]"],
+        "sft": [
+            ("read", "read_steps", [*TOOL_SFT, "sft.tool_call_fraction=1.0"]),
+            ("mix", "mix_steps", [*TOOL_SFT, "sft.tool_call_fraction=0.5", "optim.lr=1e-3"]),
+        ],
         "rl": [],  # tools_quickstart as published: rollout.tools=[get_clip]
     },
     "direct": {
-        "sft": ["sft.target=annotation", "rollout.tools=[]"],
+        "sft": [("direct", "all_steps", ["sft.target=annotation", "rollout.tools=[]"])],
         "rl": ["rollout.tools=[]"],
     },
 }
@@ -64,19 +76,27 @@ def videorl(*args: object) -> float:
     return time.perf_counter() - start
 
 
-def prepare(work: Path, seed: int, n: int, val: int, warmup: int) -> dict[str, str]:
-    """The tiny Qwen3-VL (vision warm-up, as `make quickstart`) and the data, reused when
-    already under `work/`."""
-    model, data = work / f"model-warmup{warmup}", work / f"data-{n}-{val}"
+def quick_start(work: Path, seed: int) -> dict[str, Any]:
+    """A smoke run's start: a tiny model, 8 + 4 videos and 4 seeing-SFT steps."""
+    model, data, sft = work / "model", work / "data", work / "seeing"
     if not (model / "config.json").is_file():
-        warm = ["--vision-warmup", warmup] if warmup else []
-        videorl("make-tiny", model, "--arch", "qwen3_vl", *warm, "--seed", seed)
+        videorl("make-tiny", model, "--arch", "qwen3_vl", "--seed", seed)
     if not (data / "val.jsonl").is_file():
         videorl(
             "synth", "--out", data, "--families", FAMILY, "--tg-events", "appear",
-            "--n", n, "--val", val, "--seed", seed,
+            "--n", 8, "--val", 4, "--seed", seed,
         )  # fmt: skip
-    return {"model": str(model), "train": str(data / "train.jsonl"), "val": str(data / "val.jsonl")}
+    if not (sft / "final" / "config.json").is_file():
+        videorl(
+            "sft", "sft_quickstart", f"model.path={model}", f"data.train={data / 'train.jsonl'}",
+            "data.val=null", f"trainer.output_dir={sft}", "trainer.steps=4",
+            "trainer.save_every=4", "trainer.val_every=0", "--overwrite",
+        )  # fmt: skip
+    return {
+        "model": str(sft / "final"),
+        "train": str(data / "train.jsonl"),
+        "val": str(data / "val.jsonl"),
+    }
 
 
 def read_rows(out: Path) -> list[dict[str, Any]]:
@@ -85,32 +105,46 @@ def read_rows(out: Path) -> list[dict[str, Any]]:
     return read_metrics(out / "metrics.jsonl")
 
 
-def sft(arm: str, start: dict[str, str], work: Path, steps: int, seed: int) -> dict[str, Any]:
-    """`videorl sft sft_quickstart` on tools_quickstart's video with the arm's target
-    (reused when `work/` already has it)."""
-    out = work / f"sft-{arm}-{steps}-seed{seed}"
+def sft_stage(
+    name: str, model: str, start: dict[str, Any], work: Path, steps: int, seed: int, extra: list
+) -> dict[str, Any]:
+    """`videorl sft sft_quickstart` from `model` on tools_quickstart's video with the stage's
+    overrides (reused when `work/` already has it)."""
+    out = work / f"sft-{name}-{steps}-seed{seed}"
     timing = out / "seconds.txt"
     if not timing.is_file():
         seconds = videorl(
-            "sft", "sft_quickstart", f"model.path={start['model']}",
-            f"data.train={start['train']}", "data.val=null", *VIDEO, *ARMS[arm]["sft"],
-            "sft.max_response_tokens=512", f"trainer.output_dir={out}", f"trainer.steps={steps}",
+            "sft", "sft_quickstart", f"model.path={model}", f"data.train={start['train']}",
+            "data.val=null", *VIDEO, *extra, "sft.max_response_tokens=1024",
+            f"trainer.output_dir={out}", f"trainer.steps={steps}",
             f"trainer.save_every={steps}", "trainer.val_every=0", "trainer.tensorboard=false",
             f"trainer.seed={seed}", f"data.seed={seed}", "--overwrite",
         )  # fmt: skip
         timing.write_text(f"{seconds:.1f}\n")
-    seconds = float(timing.read_text())
     rows = read_rows(out)
     return {
         "model": str(out / "final"),
-        "seconds": seconds,
+        "seconds": float(timing.read_text()),
         "cpu_seconds": sum(r["time/step_cpu"] for r in rows),
         "loss": [r["sft/loss"] for r in rows],
     }
 
 
+def sft(arm: str, start: dict[str, Any], work: Path, steps: dict[str, int], seed: int) -> dict:
+    """The arm's SFT stages in order, each from the last one's model."""
+    model, stages = start["model"], {}
+    for name, count, extra in ARMS[arm]["sft"]:
+        stages[name] = sft_stage(name, model, start, work, steps[count], seed, extra)
+        model = stages[name]["model"]
+    return {
+        "model": model,
+        "stages": stages,
+        "cpu_seconds": sum(stage["cpu_seconds"] for stage in stages.values()),
+    }
+
+
 def rl(
-    arm: str, model: str, start: dict[str, str], work: Path, steps: int, seed: int, lr: float
+    arm: str, model: str, start: dict[str, Any], work: Path, steps: int, seed: int, lr: float
 ) -> dict:
     """`videorl train tools_quickstart` from the arm's SFT model (no tools for `direct`)."""
     out = work / f"rl-{arm}"
@@ -137,7 +171,7 @@ def evaluate(model: str, val: str, out: Path, max_turns: int) -> dict[str, float
     """Greedy mIoU with the tool loop and without tools, and the calls per answer."""
     seconds = videorl(
         "eval", "--model", model, "--benchmark", val, "--out", out, "--tools", "get_clip",
-        "--max-turns", max_turns, "--max-new-tokens", 96, "--max-total-tokens", 512,
+        "--max-turns", max_turns, "--max-new-tokens", 96, "--max-total-tokens", 1024,
         "--overwrite",
     )  # fmt: skip
     entry = json.loads((out / "metrics.json").read_text())["tools"]
@@ -205,34 +239,43 @@ def markdown(table: list[dict[str, Any]], window: int) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sft-steps", type=int, default=200)
+    parser.add_argument(
+        "--read-steps", type=int, default=400, help="tools: SFT, every target calls"
+    )
+    parser.add_argument(
+        "--mix-steps", type=int, default=60, help="tools: SFT, half the targets call"
+    )
     parser.add_argument("--rl-steps", type=int, default=40)
     parser.add_argument("--window", type=int, default=10)
-    parser.add_argument("--lr", type=float, default=1e-3, help="RL lr (tools_quickstart's)")
-    parser.add_argument("--train", type=int, default=128, help="synthetic training videos")
-    parser.add_argument("--val", type=int, default=32, help="synthetic validation videos")
-    parser.add_argument("--vision-warmup", type=int, default=150)
+    parser.add_argument("--lr", type=float, default=2e-4, help="RL lr (tools_quickstart's)")
     parser.add_argument("--max-turns", type=int, default=3, help="eval turns per answer")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--work", type=Path, default=Path("runs/bench-tools"))
     parser.add_argument("--out", type=Path, default=None, help="results file")
-    parser.add_argument("--quick", action="store_true", help="a smoke run: 4 SFT, 2 RL steps")
+    parser.add_argument("--quick", action="store_true", help="a smoke run: 2+2 SFT, 2 RL steps")
     parser.add_argument("--table", action="store_true", help="print the saved results' table")
     args = parser.parse_args(argv)
-    suffix = ("_quick" if args.quick else "") + ("" if args.lr == 1e-3 else f"_lr{args.lr:g}")
+    suffix = ("_quick" if args.quick else "") + ("" if args.lr == 2e-4 else f"_lr{args.lr:g}")
     out = args.out or RESULTS / f"tools{suffix}.json"
     if args.table:
         saved = json.loads(out.read_text())
         print(markdown(saved["table"], saved["window"]))
         return
     if args.quick:
-        args.sft_steps, args.rl_steps, args.window = 4, 2, 1
-        args.train, args.val, args.vision_warmup, args.max_turns = 8, 4, 0, 2
+        args.read_steps, args.mix_steps, args.rl_steps, args.window, args.max_turns = 2, 2, 2, 1, 2
     started = time.perf_counter()
-    start = prepare(args.work, args.seed, args.train, args.val, args.vision_warmup)
+    if args.quick:
+        start = quick_start(args.work, args.seed)
+    else:
+        start = seeing_start(SEEING_WORK, args.seed, 800)
+    steps = {
+        "read_steps": args.read_steps,
+        "mix_steps": args.mix_steps,
+        "all_steps": args.read_steps + args.mix_steps,  # the direct arm: as many SFT steps
+    }
     arms: dict[str, dict[str, Any]] = {}
     for name in ARMS:
-        arm: dict[str, Any] = {"sft": sft(name, start, args.work, args.sft_steps, args.seed)}
+        arm: dict[str, Any] = {"sft": sft(name, start, args.work, steps, args.seed)}
         model = arm["sft"]["model"]
         arm["rl"] = rl(name, model, start, args.work, args.rl_steps, args.seed, args.lr)
         for stage in ("sft", "rl"):
@@ -242,15 +285,13 @@ def main(argv: list[str] | None = None) -> None:
             )
         arms[name] = arm
     table = summarize(arms, args.window)
-    command = (
-        "PYTHONPATH=src python bench/tools.py"
-        + (
-            " --quick"
-            if args.quick
-            else f" --sft-steps {args.sft_steps} --rl-steps {args.rl_steps}"
-        )
-        + ("" if args.lr == 1e-3 else f" --lr {args.lr:g}")
+    command = "PYTHONPATH=src python bench/tools.py" + (
+        " --quick"
+        if args.quick
+        else f" --read-steps {args.read_steps} --mix-steps {args.mix_steps}"
+        f" --rl-steps {args.rl_steps}"
     )
+    command += "" if args.lr == 2e-4 else f" --lr {args.lr:g}"
     payload = {
         "command": command,
         "machine": platform.platform(),
