@@ -671,6 +671,8 @@ class Config:
                 "rollout.engine=hf (a sequence-parallel group's first rank generates for it); "
                 "set rollout.engine=hf or model.sequence_parallel_size=1"
             )
+        if self.model.sequence_parallel_size > 1 and algo.is_distillation:
+            _check_sp_teacher(algo, self.model.sequence_parallel_size)
         budget_key = "rollout.max_total_tokens" if self.rollout.tools else "rollout.max_new_tokens"
         _check_length_terms(self.reward, self.rollout.response_budget, budget_key)
         if self.rollout.tools:
@@ -731,6 +733,16 @@ def check_world_size(data: DataConfig, world_size: int, sequence_parallel: int =
 
 # Sections that run folders written by earlier versions hold but nothing reads any more.
 RETIRED_SECTIONS = ("eval",)
+
+
+def _check_sp_teacher(algo: AlgorithmConfig, size: int) -> None:
+    """A vLLM teacher scores whole rows on each rank: sequence parallelism splits HF forwards."""
+    if algo.distill.teacher_engine == "vllm":
+        raise ConfigError(
+            f"model.sequence_parallel_size={size} needs algorithm.distill.teacher_engine=hf "
+            "(a vLLM teacher scores whole rows on every rank, unsplit); set "
+            "algorithm.distill.teacher_engine=hf or model.sequence_parallel_size=1"
+        )
 
 
 def _check_multiturn(config: Config) -> None:

@@ -60,7 +60,9 @@ def vision_split_note(size: int, policy: torch.nn.Module) -> str | None:
 
 class GroupEngine:
     """A rollout engine whose generations come from the first rank of the sequence-parallel
-    `group`: that rank runs `engine`, the others receive its generations. The prompts'
+    `group`: that rank runs `engine`, the others receive its generations and its torch
+    random state after sampling, so that what the step draws next (TaRO's constructed
+    rows, T-GRPO's shuffles) is drawn alike on every rank of the group. The prompts'
     videos are first encoded into the rollout's visual-embedding cache by the whole group
     (each rank a share of the frames), so that the first rank's generation and every rank's
     later forwards read the same stored embeddings: each video is encoded once per step
@@ -76,9 +78,12 @@ class GroupEngine:
         if cache is not None:  # every rank encodes its share; the first rank's generation reads
             with torch.no_grad(), cache.split_over(self.group):
                 cache.encoder_outputs(prompts)
-        box: list[Any] = [generate() if dist.get_rank(self.group) == 0 else None]
+        first = dist.get_rank(self.group) == 0
+        box: list[Any] = [(generate(), _rng_states()) if first else None]
         dist.broadcast_object_list(box, group=self.group, group_src=0)
-        return box[0]
+        generations, states = box[0]
+        _set_rng_states(states)  # sampling drew on the first rank only
+        return generations
 
     def generate(
         self, prompts: Sequence[PromptEncoding], params: SamplingParams
@@ -100,6 +105,20 @@ class GroupEngine:
 
     def sleep(self) -> None:
         self.engine.sleep()
+
+
+def _rng_states() -> dict[str, torch.Tensor]:
+    """torch's CPU (and current CUDA device's) random state."""
+    states = {"cpu": torch.get_rng_state()}
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        states["cuda"] = torch.cuda.get_rng_state()
+    return states
+
+
+def _set_rng_states(states: dict[str, torch.Tensor]) -> None:
+    torch.set_rng_state(states["cpu"])
+    if "cuda" in states and torch.cuda.is_available():
+        torch.cuda.set_rng_state(states["cuda"])
 
 
 @contextlib.contextmanager
