@@ -52,7 +52,7 @@ LIMITS = {
     "mfu": (60, 60),
     "generation": (80, 45),
     "step": (70, 60),
-    "long_video": (150, 90),
+    "long_video": (180, 90),
 }
 # What the GPU image already holds (the device notes' package list, read 2026-11-17; versions
 # where they give one). Every core requirement of videorl not in it travels as a wheel listed
