@@ -27,21 +27,29 @@ def _load(recipe: str, overrides: list[str]):
 def test_the_arms_differ_in_the_tools_only(bench):
     # without validation, as the bench runs them (validation with tools refuses val_controls)
     sft = {
-        arm: _load("sft_quickstart", [*bench.VIDEO, *a["sft"], "data.val=null"])
+        (arm, name): _load("sft_quickstart", [*bench.VIDEO, *extra, "data.val=null"])
         for arm, a in bench.ARMS.items()
+        for name, _, extra in a["sft"]
     }
     rl = {arm: _load("tools_quickstart", a["rl"]) for arm, a in bench.ARMS.items()}
-    assert sft["tools"].sft.target == "tool_trajectory" and sft["tools"].rollout.tools == (
-        "get_clip",
-    )
-    assert sft["direct"].sft.target == "annotation" and sft["direct"].rollout.tools == ()
-    assert sft["tools"].video == sft["direct"].video == rl["tools"].video  # the prompt's frames
+    read, mix, direct = sft["tools", "read"], sft["tools", "mix"], sft["direct", "direct"]
+    assert read.sft.target == mix.sft.target == "tool_trajectory"
+    assert read.rollout.tools == mix.rollout.tools == ("get_clip",)
+    assert (read.sft.tool_call_fraction, mix.sft.tool_call_fraction) == (1.0, 0.5)
+    assert direct.sft.target == "annotation" and direct.rollout.tools == ()
+    assert read.video == direct.video == rl["tools"].video == rl["direct"].video  # same frames
+    assert rl["tools"].video.tool_max_frames == 32  # 2 fps over 16 s, as the start reads
     assert rl["tools"].rollout.tools == ("get_clip",) and rl["direct"].rollout.tools == ()
     assert (
         rl["tools"].algorithm == rl["direct"].algorithm and rl["tools"].optim == rl["direct"].optim
     )
     # one model turn holds the gold call with the tiny models' tokenizer (66 tokens + EOS)
     assert rl["tools"].rollout.max_new_tokens >= 67
+
+
+def test_the_direct_arm_gets_as_many_sft_steps(bench):
+    counts = {arm: [count for _, count, _ in a["sft"]] for arm, a in bench.ARMS.items()}
+    assert counts == {"tools": ["read_steps", "mix_steps"], "direct": ["all_steps"]}
 
 
 @pytest.mark.slow
@@ -66,7 +74,8 @@ def test_quick_run_writes_both_arms(tmp_path):
     saved = json.loads(out.read_text())
     assert [row["arm"] for row in saved["table"]] == ["tools", "direct"]
     for arm in saved["arms"].values():
-        assert len(arm["rl"]["calls_per_row"]) == 2 and len(arm["sft"]["loss"]) == 4
+        assert len(arm["rl"]["calls_per_row"]) == 2
+        assert sum(len(stage["loss"]) for stage in arm["sft"]["stages"].values()) == 4
         for stage in ("sft_eval", "rl_eval"):
             assert 0 <= arm[stage]["mIoU_with_tools"] <= 100
     direct = saved["arms"]["direct"]["rl"]
