@@ -763,16 +763,6 @@ def _check_multiturn(config: Config) -> None:
             f"rollout.tools={list(config.rollout.tools)} cannot be combined with "
             f"{', '.join(on)} (not built for multi-turn rows); turn it off or set rollout.tools=[]"
         )
-    trainer = config.trainer
-    validates = bool(config.data.val) and (trainer.val_every > 0 or trainer.val_before_train)
-    if trainer.val_controls and validates:
-        raise ConfigError(
-            f"trainer.val_controls={list(config.trainer.val_controls)} with rollout.tools="
-            f"{list(config.rollout.tools)}: validation answers with the tools, which read the "
-            "original video, so a control's answer would see the real frames; set "
-            "trainer.val_controls=[] (measure the video gain with `videorl eval --controls`) "
-            "or, for `videorl sft` with another target than tool_trajectory, rollout.tools=[]"
-        )
 
 
 def _check_length_terms(

@@ -138,10 +138,21 @@ def test_a_turn_budget_of_one_answers_without_calling(tiny_qwen3, synth_tg, tmp_
     assert all('"name": "get_clip"' in r or '"name": "zoom"' in r for r in responses)
 
 
-def test_controls_with_tools_are_refused(tiny_qwen3, synth_tg, tmp_path):
-    from videorl.errors import ConfigError
-
+def test_controls_with_tools_answer_with_the_tools_on_control_media(
+    tiny_qwen3, synth_tg, tmp_path, monkeypatch
+):
     backend = _backend(tiny_qwen3)
+    model = ScriptedModel(backend.loaded)
+    monkeypatch.setattr(multiturn, "generate", model.with_tools)
+    monkeypatch.setattr(generate_module, "generate", model.without_tools)
+    seen: list[str | None] = []
+    real_answer = multiturn.answer_with_tools
+
+    def spy(*args, control=None, **kwargs):
+        seen.append(control)
+        return real_answer(*args, control=control, **kwargs)
+
+    monkeypatch.setattr(multiturn, "answer_with_tools", spy)
     settings = EvalSettings(
         benchmark=str(synth_tg),
         out_dir=tmp_path / "eval",
@@ -149,9 +160,12 @@ def test_controls_with_tools_are_refused(tiny_qwen3, synth_tg, tmp_path):
         progress=False,
         controls=("frozen",),
     )
-    with pytest.raises(ConfigError, match="--controls with --tools"):
-        evaluate(settings, backend=backend)
+    outputs = evaluate(settings, backend=backend)
     backend.tools.close()
+    assert seen == [None, "frozen"]  # the real answers, then the control's, both with tools
+    control = outputs.out_dir / "controls" / "frozen" / "predictions.jsonl"
+    assert all("tools" in json.loads(x) for x in control.read_text().splitlines())
+    assert "frozen" in outputs.metrics["controls"]
 
 
 def test_an_unknown_tool_is_one_line_and_exit_2(capsys, monkeypatch, synth_tg, tmp_path):

@@ -6,6 +6,7 @@ import time
 from dataclasses import replace
 
 import pytest
+import torch
 
 from tests.video.conftest import LEVEL, frame_numbers, index_frames
 from videorl.errors import ConfigError
@@ -20,6 +21,7 @@ from videorl.rollout.tools import (
     register_tool,
     resolve_tools,
 )
+from videorl.video.controls import BLANK_VALUE
 from videorl.video.decode import VideoConfig, decode_video
 from videorl.video.encode import write_mp4
 from videorl.video.media import MediaRef
@@ -167,6 +169,20 @@ def test_video_tool_max_frames_sets_the_clip_limit(video_ctx):
     assert clip.frames.shape[0] == 6
     with pytest.raises(ConfigError, match="video.tool_max_frames=5"):
         VideoConfig(tool_max_frames=5)
+
+
+def test_tool_outputs_are_put_under_the_video_control(video_ctx):
+    real = _call(video_ctx, "get_clip", start=0.0, end=8.0, fps=1.0).media[0].frames
+    for control, expected in [("frozen", real[:1].expand_as(real)), ("reversed", real.flip(0))]:
+        ctx = replace(video_ctx, control=control, decodes=type(video_ctx.decodes)())
+        (clip,) = _call(ctx, "get_clip", start=0.0, end=8.0, fps=1.0).media
+        assert torch.equal(clip.frames, expected), control
+    # a still image cannot be frozen: the tool is unavailable under a temporal control
+    frozen = replace(video_ctx, control="frozen")
+    assert "cannot change" in (_call(frozen, "get_frame", time=5.0).error or "")
+    blank = replace(video_ctx, control="blank")
+    (image,) = _call(blank, "get_frame", time=5.0).media
+    assert int(image.frames.min()) == int(image.frames.max()) == BLANK_VALUE
 
 
 def test_get_frame_and_crop_return_images(video_ctx):

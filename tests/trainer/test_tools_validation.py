@@ -19,12 +19,11 @@ from tests.cli_runner import run_cli
 from tests.trainer.runs import metrics_by_step
 from tests.trainer.test_sft import sft_config
 from tests.trainer.test_tools import TOOL_REWARD, TOOLS, ScriptedEngine
-from videorl.errors import ConfigError
 from videorl.trainer.build import build_state
 from videorl.trainer.sft import greedy_validate
 from videorl.trainer.validation import validate
 
-NO_CONTROLS = "trainer.val_controls=[]"  # the recipes' frozen control is refused with tools
+NO_CONTROLS = "trainer.val_controls=[]"  # no second (control) validation pass
 TOOL_SFT = [
     "sft.target=tool_trajectory",
     "rollout.tools=[get_clip]",
@@ -132,18 +131,6 @@ def test_sft_validation_uses_the_tools_with_tool_trajectories(
         assert not any(key.startswith("val/tools/") for key in metrics)
 
 
-def test_controls_with_tools_are_refused_when_validation_runs(make_config, tmp_path):
-    with pytest.raises(ConfigError, match=r"trainer.val_controls=\['frozen'\] with rollout.tools"):
-        make_config("grpo", *TOOLS, "trainer.val_controls=[frozen]", "trainer.val_every=1")
-    with pytest.raises(ConfigError, match="trainer.val_controls"):
-        make_config("grpo", *TOOLS, "trainer.val_controls=[blank]", "trainer.val_before_train=true")
-    # no validation, no controls measured: nothing to refuse
-    config, _ = make_config("grpo", *TOOLS, "trainer.val_controls=[frozen]", "trainer.val_every=0")
-    assert config.trainer.val_controls == ("frozen",)
-    config, _ = make_config("grpo", *TOOLS, "trainer.val_every=5", "data.val=null")
-    assert config.rollout.tools == ("get_clip",)
-
-
 # ----- real runs through the CLI --------------------------------------------------------------
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory):
@@ -201,14 +188,29 @@ def test_sft_with_tool_trajectories_validates_with_tools(capsys, monkeypatch, in
     assert 1.0 <= row["val/tools/turns_mean"] <= row["val/tools/turns_max"]
 
 
-def test_controls_with_tools_are_one_line_in_the_cli(capsys, monkeypatch, inputs, tmp_path):
+def test_validation_controls_answer_with_the_tools_on_control_media(
+    capsys, monkeypatch, inputs, tmp_path
+):
+    from videorl.rollout import multiturn
+
+    seen: list[str | None] = []
+    real_answer = multiturn.answer_with_tools
+
+    def spy(*args, control=None, **kwargs):
+        seen.append(control)
+        return real_answer(*args, control=control, **kwargs)
+
+    monkeypatch.setattr("videorl.trainer.validation.answer_with_tools", spy)
     model, data = inputs
-    overrides = _overrides(
-        model, data, tmp_path / "train", "trainer.val_every=1", "trainer.val_controls=[frozen]"
+    out = tmp_path / "train"
+    extra = ("trainer.val_every=1", "trainer.val_controls=[frozen]", "rollout.max_turns=2")
+    result = run_cli(
+        capsys, monkeypatch, "train", "tools_quickstart", *_overrides(model, data, out, *extra)
     )
-    result = run_cli(capsys, monkeypatch, "train", "tools_quickstart", "--dry-run", *overrides)
-    assert result.code == 2 and len(result.lines) == 1, result.output
-    assert "trainer.val_controls" in result.output and "rollout.tools" in result.output
+    assert result.code == 0, result.output
+    assert None in seen and "frozen" in seen  # the real answers and the control's, with tools
+    row = metrics_by_step(out)[1]
+    assert "val/video_gain/frozen" in row and "val/tools/calls_per_answer" in row
 
 
 # ----- --dry-run checks the tools -------------------------------------------------------------

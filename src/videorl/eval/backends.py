@@ -112,10 +112,12 @@ class HFBackend:
         tokenizer = self.loaded.tokenizer
         return [tokenizer.decode(g.token_ids[0], skip_special_tokens=True) for g in generations]
 
-    def respond_with_tools(self, items: Sequence[Item]) -> list[tuple[str, ToolUse]]:
+    def respond_with_tools(
+        self, items: Sequence[Item], control: str | None = None
+    ) -> list[tuple[str, ToolUse]]:
         """Greedy multi-turn answers with `tools`: each item's final model turn and what
-        its trajectory did. The tools read each record's original media; a window is
-        decoded once per batch."""
+        its trajectory did. The tools read each record's original media (their outputs
+        under the video `control`, if any); a window is decoded once per batch."""
         from videorl.models.generate import SamplingParams
         from videorl.rollout.multiturn import MultiTurnLimits, answer_with_tools
 
@@ -134,12 +136,16 @@ class HFBackend:
             self.limits or MultiTurnLimits(),
             video_config=self.settings.video,
             template_kwargs=self.settings.template_kwargs(),
+            control=control,
         )
         return [(row.text, row.use) for [row] in groups]
 
 
-def answer_items(backend: Backend, items: Sequence[Item]) -> list[tuple[str, ToolUse | None]]:
-    """Each item's response text, and its tool use when the backend answers with tools."""
+def answer_items(
+    backend: Backend, items: Sequence[Item], control: str | None = None
+) -> list[tuple[str, ToolUse | None]]:
+    """Each item's response text, and its tool use when the backend answers with tools
+    (whose outputs are put under the video `control` the items' media are under)."""
     if getattr(backend, "tools", None) is not None:
-        return list(backend.respond_with_tools(items))  # type: ignore[attr-defined]
+        return list(backend.respond_with_tools(items, control))  # type: ignore[attr-defined]
     return [(text, None) for text in backend.respond(items)]

@@ -236,7 +236,8 @@ def generate_predictions(
                     bar.advance(task)
             originals = [record for record, _ in items]
             items = [(in_model_frame(record, media, backend), media) for record, media in items]
-            answers = answer_items(backend, items) if items else []
+            control = getattr(videos, "control", None)  # ControlledVideos: a control run
+            answers = answer_items(backend, items, control) if items else []
             for (record, _), original, (text, use) in zip(items, originals, answers, strict=True):
                 frame = None if record is original else answer_frame(record)
                 tools = use.to_dict() if use is not None else None
@@ -372,11 +373,6 @@ def evaluate(
     if settings.controls and backend is None:
         raise ConfigError("--controls needs a model or an endpoint to answer the control media")
     tools = getattr(backend, "tools", None)
-    if settings.controls and tools is not None:
-        raise ConfigError(
-            "--controls with --tools: the tools read the original video, so a control's "
-            "answer would see the real frames; run the controls without --tools"
-        )
     benchmark, records, skipped = load_benchmark(settings)
     missing = missing_media(records)
     out_dir = Path(settings.out_dir)

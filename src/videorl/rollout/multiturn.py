@@ -266,14 +266,23 @@ def answer_with_tools(
     decodes: ToolDecodes | None = None,
     template_kwargs: Mapping[str, Any] | None = None,
     generate_fn: GenerateFn = _hf_generate,
+    control: str | None = None,
 ) -> list[list[MultiTurnRow]]:
     """`params.n` trajectories per record (`rollout_multiturn`) from its prompt (encoded
-    with the tool list) and decoded `media`, the tools reading the record's original media;
-    `decodes` (a new cache when None) decodes each window once. What training's rollouts,
-    validation inside training and `videorl eval --tools` all answer with."""
+    with the tool list) and decoded `media`, the tools reading the record's original media
+    (their outputs under the video `control`, if any); `decodes` (a new cache when None)
+    decodes each window once. What training's rollouts, validation inside training and
+    `videorl eval --tools` all answer with."""
     decodes = decodes if decodes is not None else ToolDecodes()
     contexts = [
-        ToolContext(media=record.media, video=video, config=video_config, decodes=decodes)
+        ToolContext(
+            media=record.media,
+            video=video,
+            config=video_config,
+            decodes=decodes,
+            control=control,
+            control_key=record.id,
+        )
         for record, video in zip(records, media, strict=True)
     ]
     return rollout_multiturn(

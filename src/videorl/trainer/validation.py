@@ -151,7 +151,7 @@ def sampled_rewards(
         if state.info.enabled
         else state.engine
     )
-    answers = answer(state, engine, decoded, params, tools)
+    answers = answer(state, engine, decoded, params, tools, getattr(videos, "control", None))
     rows = [r for r in records for _ in range(params.n)]
     pool = state.pool if reward == cfg.reward else None  # a pool is bound to its config
     overall = score_batch(rows, answers.texts, reward, pool=pool, calls=answers.calls).overall
@@ -173,11 +173,13 @@ def answer(
     decoded: DecodedPrompts,
     params: SamplingParams,
     tools: ToolRunner | None,
+    control: str | None = None,
 ) -> Answers:
     """`params.n` answers per prompt. With `tools`: multi-turn answers (`answer_with_tools`,
     within `rollout.max_turns` and `rollout.max_total_tokens`, the tools reading each
-    record's original media), their final model turns, their calls (which the reward
-    plug-ins that take `calls` receive, as in training) and the `val/tools/*` metrics."""
+    record's original media, their outputs under the video `control` of a control run),
+    their final model turns, their calls (which the reward plug-ins that take `calls`
+    receive, as in training) and the `val/tools/*` metrics."""
     if tools is None:
         decode = state.policy.tokenizer.decode
         generations = engine.generate(decoded.prompts, params)
@@ -195,6 +197,7 @@ def answer(
         video_config=cfg.video,
         template_kwargs=template_kwargs(cfg.data.think, cfg.data.chat_template_kwargs),
         generate_fn=engine_generate(engine),
+        control=control,
     )
     rows = [row for group in groups for row in group]
     use = tool_use_summary([row.use for row in rows])

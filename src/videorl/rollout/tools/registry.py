@@ -80,6 +80,10 @@ class ToolContext:
     config: VideoConfig = field(default_factory=VideoConfig)
     decodes: ToolDecodes = field(default_factory=ToolDecodes)
     limits: VideoToolLimits = field(default=None)  # type: ignore[assignment]
+    # A video control (`video/controls.py`) every returned clip or image is put under, as
+    # the prompt's video is (evaluation's controls with tools); `control_key` seeds it.
+    control: str | None = None
+    control_key: str = ""
 
     def __post_init__(self) -> None:
         if self.limits is None:

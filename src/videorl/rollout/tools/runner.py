@@ -20,6 +20,7 @@ from videorl.errors import ConfigError
 from videorl.rollout.tools.parsing import ToolCall
 from videorl.rollout.tools.registry import TOOLS, ToolContext, ToolError, ToolResult, ToolSpec
 from videorl.rollout.tools.schema import validate, with_defaults
+from videorl.video.controls import TEMPORAL, applies, apply_control
 from videorl.video.decode import DecodedVideo
 
 log = logging.getLogger(__name__)
@@ -88,8 +89,25 @@ class ToolRunner:
             return failed(f"{spec.name} failed ({type(err).__name__}: {err})")
         if isinstance(result, str):
             result = ToolResult(text=result)
+        if ctx.control is not None:
+            if still := still_under_control(result.media, ctx.control):
+                return failed(f"{spec.name} {still}")
+            key = f"{ctx.control_key}:{call.name}:{sorted(arguments.items())}"
+            media = tuple(apply_control(m, ctx.control, key) for m in result.media)
+            result = ToolResult(result.text, media)
         seconds = time.perf_counter() - started
         return ToolOutcome(call, result.text, tuple(result.media), seconds=seconds)
+
+
+def still_under_control(media: Sequence[DecodedVideo], control: str) -> str:
+    """Why `media` cannot be shown under `control` ("" when it can): a temporal control
+    leaves a still image as it is, so an image would show the real frame at the asked time."""
+    if control in TEMPORAL and any(not applies(control, m) for m in media):
+        return (
+            f"returns a still image, which the {control} video control cannot change; "
+            "the tool is unavailable under it"
+        )
+    return ""
 
 
 def resolve_tools(
