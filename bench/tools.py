@@ -38,10 +38,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness import RESULTS
+from harness import RESULTS, ROOT, write_marked
 from learning import prepare as seeing_start
 
 FAMILY = "temporal_grounding"
+CONTROLS = ("frozen", "reversed", "shuffled")  # with tools: the clips under the control too
+PAGE = ROOT / "docs" / "tools.md"  # its tables sit between this script's markers
 SEEING_WORK = Path("runs/bench-seeing")  # bench/learning.py's start, shared
 # tools_quickstart's prompt video (one frame per 4 s, 2-4 small frames) and tool clips
 VIDEO = [
@@ -168,15 +170,16 @@ def rl(
 
 
 def evaluate(model: str, val: str, out: Path, max_turns: int) -> dict[str, float]:
-    """Greedy mIoU with the tool loop and without tools, and the calls per answer."""
+    """Greedy mIoU with the tool loop (on the real videos and on each video control, the
+    tools' clips under the same control) and without tools, and the calls per answer."""
     seconds = videorl(
         "eval", "--model", model, "--benchmark", val, "--out", out, "--tools", "get_clip",
         "--max-turns", max_turns, "--max-new-tokens", 96, "--max-total-tokens", 1024,
-        "--overwrite",
+        "--controls", ",".join(CONTROLS), "--overwrite",
     )  # fmt: skip
-    entry = json.loads((out / "metrics.json").read_text())["tools"]
-    use = entry["use"]
-    return {
+    metrics = json.loads((out / "metrics.json").read_text())
+    entry, use = metrics["tools"], metrics["tools"]["use"]
+    scores = {
         "mIoU_with_tools": entry["with_tools"][FAMILY]["mIoU"],
         "mIoU_without_tools": entry["without_tools"][FAMILY]["mIoU"],
         "calls_per_answer": use.get("calls_per_answer", 0.0),
@@ -184,6 +187,9 @@ def evaluate(model: str, val: str, out: Path, max_turns: int) -> dict[str, float
         "answers_with_calls": use.get("answers_with_calls", 0.0),
         "seconds": seconds,
     }
+    for control in CONTROLS:
+        scores[f"mIoU_{control}"] = metrics["controls"][control]["families"][FAMILY]["mIoU"]
+    return scores
 
 
 def _mean(values: list[float | None]) -> float:
@@ -237,6 +243,27 @@ def markdown(table: list[dict[str, Any]], window: int) -> str:
     return "\n".join(lines)
 
 
+def controls_markdown(table: list[dict[str, Any]]) -> str:
+    """The RL models' greedy mIoU with tools on the real videos and on each video control
+    (prompt frames and tool clips alike), and the video gain over the frozen control."""
+    lines = [
+        "| arm (RL model) | real | " + " | ".join(CONTROLS) + " | gain vs frozen |",
+        "|---|---|" + "---|" * len(CONTROLS) + "---|",
+    ]
+    for row in table:
+        scores = row["rl_eval"]
+        real = scores["mIoU_with_tools"]
+        on_controls = " | ".join(f"{scores[f'mIoU_{c}']:.1f}" for c in CONTROLS)
+        gain = real - scores["mIoU_frozen"]
+        lines.append(f"| {row['arm']} | {real:.1f} | {on_controls} | {gain:+.1f} |")
+    return "\n".join(lines)
+
+
+def tables(saved: dict[str, Any]) -> str:
+    """Both tables of a results file, as docs/tools.md shows them."""
+    return markdown(saved["table"], saved["window"]) + "\n\n" + controls_markdown(saved["table"])
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -254,12 +281,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=None, help="results file")
     parser.add_argument("--quick", action="store_true", help="a smoke run: 2+2 SFT, 2 RL steps")
     parser.add_argument("--table", action="store_true", help="print the saved results' table")
+    parser.add_argument("--write", action="store_true", help="write it into docs/tools.md")
     args = parser.parse_args(argv)
     suffix = ("_quick" if args.quick else "") + ("" if args.lr == 2e-4 else f"_lr{args.lr:g}")
     out = args.out or RESULTS / f"tools{suffix}.json"
-    if args.table:
-        saved = json.loads(out.read_text())
-        print(markdown(saved["table"], saved["window"]))
+    if args.table or args.write:
+        text = tables(json.loads(out.read_text()))
+        if args.write:
+            write_marked(PAGE, "bench/tools.py", text)
+        print(text)
         return
     if args.quick:
         args.read_steps, args.mix_steps, args.rl_steps, args.window, args.max_turns = 2, 2, 2, 1, 2
@@ -304,7 +334,7 @@ def main(argv: list[str] | None = None) -> None:
     }
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(payload, indent=1) + "\n")
-    print(markdown(table, args.window))
+    print(tables(payload))
 
 
 if __name__ == "__main__":
