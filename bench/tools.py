@@ -148,25 +148,42 @@ def sft(arm: str, start: dict[str, Any], work: Path, steps: dict[str, int], seed
 def rl(
     arm: str, model: str, start: dict[str, Any], work: Path, steps: int, seed: int, lr: float
 ) -> dict:
-    """`videorl train tools_quickstart` from the arm's SFT model (no tools for `direct`)."""
-    out = work / f"rl-{arm}"
-    seconds = videorl(
-        "train", "tools_quickstart", f"model.path={model}", f"data.train={start['train']}",
-        "data.val=null", *ARMS[arm]["rl"], f"optim.lr={lr}", f"trainer.output_dir={out}",
-        f"trainer.steps={steps}",
-        f"trainer.save_every={steps}", "trainer.val_every=0", "trainer.tensorboard=false",
-        f"trainer.seed={seed}", f"data.seed={seed}", "--overwrite",
-    )  # fmt: skip
+    """`videorl train tools_quickstart` from the arm's SFT model (no tools for `direct`;
+    reused when `work/` already has it)."""
+    out = work / f"rl-{arm}-{steps}-lr{lr:g}-seed{seed}"
+    timing = out / "seconds.txt"
+    if not timing.is_file():
+        seconds = videorl(
+            "train", "tools_quickstart", f"model.path={model}", f"data.train={start['train']}",
+            "data.val=null", *ARMS[arm]["rl"], f"optim.lr={lr}", f"trainer.output_dir={out}",
+            f"trainer.steps={steps}",
+            f"trainer.save_every={steps}", "trainer.val_every=0", "trainer.tensorboard=false",
+            f"trainer.seed={seed}", f"data.seed={seed}", "--overwrite",
+        )  # fmt: skip
+        timing.write_text(f"{seconds:.1f}\n")
     rows = read_rows(out)
     return {
         "model": str(out / "final"),
-        "seconds": seconds,
+        "seconds": float(timing.read_text()),
         "cpu_seconds": sum(r["time/step_cpu"] for r in rows),
         "reward": [r.get("reward/mean") for r in rows],
         "calls_per_row": [r.get("tools/calls_per_row", 0.0) for r in rows],
         "errors_per_row": [r.get("tools/errors_per_row", 0.0) for r in rows],
         "turns_mean": [r.get("tools/turns_mean", 1.0) for r in rows],
     }
+
+
+def evaluate_plain(model: str, val: str, out: Path) -> dict[str, float]:
+    """Greedy mIoU without tools on the real videos and on each video control."""
+    videorl(
+        "eval", "--model", model, "--benchmark", val, "--out", out, "--max-new-tokens", 96,
+        "--controls", ",".join(CONTROLS), "--overwrite",
+    )  # fmt: skip
+    metrics = json.loads((out / "metrics.json").read_text())
+    scores = {"mIoU": metrics["families"][FAMILY]["metrics"]["mIoU"]}
+    for control in CONTROLS:
+        scores[f"mIoU_{control}"] = metrics["controls"][control]["families"][FAMILY]["mIoU"]
+    return scores
 
 
 def evaluate(model: str, val: str, out: Path, max_turns: int) -> dict[str, float]:
@@ -214,6 +231,7 @@ def summarize(arms: dict[str, dict[str, Any]], window: int) -> list[dict[str, An
                 "reward_last": _mean(run["reward"][-window:]),
                 "sft_eval": arm["sft_eval"],
                 "rl_eval": arm["rl_eval"],
+                "rl_plain_eval": arm.get("rl_plain_eval"),
                 "cpu_minutes": (arm["sft"]["cpu_seconds"] + run["cpu_seconds"]) / 60,
             }
         )
@@ -244,18 +262,20 @@ def markdown(table: list[dict[str, Any]], window: int) -> str:
 
 
 def controls_markdown(table: list[dict[str, Any]]) -> str:
-    """The RL models' greedy mIoU with tools on the real videos and on each video control
-    (prompt frames and tool clips alike), and the video gain over the frozen control."""
+    """The RL models' greedy mIoU on the real videos and on each video control: the tools
+    model with its tools (the clips under the control too), the direct model without."""
     lines = [
-        "| arm (RL model) | real | " + " | ".join(CONTROLS) + " | gain vs frozen |",
+        "| RL model | real | " + " | ".join(CONTROLS) + " | gain vs frozen |",
         "|---|---|" + "---|" * len(CONTROLS) + "---|",
     ]
     for row in table:
-        scores = row["rl_eval"]
-        real = scores["mIoU_with_tools"]
+        tools = row["arm"] == "tools"
+        scores = row["rl_eval"] if tools else row["rl_plain_eval"]
+        real = scores["mIoU_with_tools" if tools else "mIoU"]
         on_controls = " | ".join(f"{scores[f'mIoU_{c}']:.1f}" for c in CONTROLS)
+        name = "tools, with get_clip" if tools else "direct, without tools"
         gain = real - scores["mIoU_frozen"]
-        lines.append(f"| {row['arm']} | {real:.1f} | {on_controls} | {gain:+.1f} |")
+        lines.append(f"| {name} | {real:.1f} | {on_controls} | {gain:+.1f} |")
     return "\n".join(lines)
 
 
@@ -313,6 +333,9 @@ def main(argv: list[str] | None = None) -> None:
             arm[f"{stage}_eval"] = evaluate(
                 arm[stage]["model"], start["val"], folder, args.max_turns
             )
+        if name == "direct":  # its own setting: no tool list in the prompt
+            folder = args.work / "eval-rl-direct-plain"
+            arm["rl_plain_eval"] = evaluate_plain(arm["rl"]["model"], start["val"], folder)
         arms[name] = arm
     table = summarize(arms, args.window)
     command = "PYTHONPATH=src python bench/tools.py" + (
