@@ -81,3 +81,11 @@ def test_quick_run_writes_both_arms(tmp_path):
     direct = saved["arms"]["direct"]["rl"]
     assert direct["calls_per_row"] == [0.0, 0.0]  # no tools in the prompt, no calls counted
     assert "| tools |" in done.stdout and "| direct |" in done.stdout
+
+
+def test_the_docs_show_the_saved_results(bench):
+    saved = json.loads((bench.RESULTS / "tools.json").read_text())
+    committed = bench_module("harness").marked_text(bench.PAGE, "bench/tools.py")
+    assert committed == bench.tables(saved), (
+        "stale: run PYTHONPATH=src python bench/tools.py --write"
+    )
