@@ -71,13 +71,19 @@ def _backend(path: str, tools=("get_clip",), max_turns: int = 3) -> HFBackend:
     )
 
 
-def test_tool_answers_are_scored_beside_answers_without_tools(
-    tiny_qwen3, synth_tg, tmp_path, monkeypatch
-):
-    backend = _backend(tiny_qwen3)
+def _scripted(path: str, monkeypatch, max_turns: int = 3) -> tuple[HFBackend, ScriptedModel]:
+    """A backend with get_clip whose generations come from a `ScriptedModel`."""
+    backend = _backend(path, max_turns=max_turns)
     model = ScriptedModel(backend.loaded)
     monkeypatch.setattr(multiturn, "generate", model.with_tools)
     monkeypatch.setattr(generate_module, "generate", model.without_tools)
+    return backend, model
+
+
+def test_tool_answers_are_scored_beside_answers_without_tools(
+    tiny_qwen3, synth_tg, tmp_path, monkeypatch
+):
+    backend, model = _scripted(tiny_qwen3, monkeypatch)
     settings = EvalSettings(
         benchmark=str(synth_tg), out_dir=tmp_path / "eval", video=SMALL_VIDEO, progress=False
     )
@@ -122,10 +128,7 @@ def test_tool_answers_are_scored_beside_answers_without_tools(
 
 
 def test_a_turn_budget_of_one_answers_without_calling(tiny_qwen3, synth_tg, tmp_path, monkeypatch):
-    backend = _backend(tiny_qwen3, max_turns=1)
-    model = ScriptedModel(backend.loaded)
-    monkeypatch.setattr(multiturn, "generate", model.with_tools)
-    monkeypatch.setattr(generate_module, "generate", model.without_tools)
+    backend, _ = _scripted(tiny_qwen3, monkeypatch, max_turns=1)
     settings = EvalSettings(
         benchmark=str(synth_tg), out_dir=tmp_path / "eval", video=SMALL_VIDEO, progress=False
     )
@@ -141,10 +144,7 @@ def test_a_turn_budget_of_one_answers_without_calling(tiny_qwen3, synth_tg, tmp_
 def test_controls_with_tools_answer_with_the_tools_on_control_media(
     tiny_qwen3, synth_tg, tmp_path, monkeypatch
 ):
-    backend = _backend(tiny_qwen3)
-    model = ScriptedModel(backend.loaded)
-    monkeypatch.setattr(multiturn, "generate", model.with_tools)
-    monkeypatch.setattr(generate_module, "generate", model.without_tools)
+    backend, _ = _scripted(tiny_qwen3, monkeypatch)
     seen: list[str | None] = []
     real_answer = multiturn.answer_with_tools
 
