@@ -16,6 +16,8 @@ import logging
 import os
 import platform
 import statistics
+import subprocess
+import sys
 import time
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
@@ -220,6 +222,24 @@ def write_marked(page: Path, script: str, text: str) -> None:
     start, end = _markers(script)
     before, rest = page.read_text().split(start, 1)
     page.write_text(f"{before}{start}\n{text}\n{end}{rest.split(end, 1)[1]}")
+
+
+def videorl(*args: object) -> float:
+    """One `videorl` command, as a user types it (this interpreter, the working directory);
+    returns its wall seconds."""
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "videorl", *map(str, args)], check=True)
+    return time.perf_counter() - start
+
+
+def run_once(out: Path, *args: object) -> float:
+    """`videorl *args`, whose outputs go to `out`, unless an earlier run finished there (its
+    `seconds.txt`); returns the wall seconds it took."""
+    timing = out / "seconds.txt"
+    if not timing.is_file():
+        seconds = videorl(*args)
+        timing.write_text(f"{seconds:.1f}\n")
+    return float(timing.read_text())
 
 
 def write_results(path: Path, payload: dict[str, Any]) -> None:

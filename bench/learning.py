@@ -23,13 +23,10 @@ import json
 import math
 import platform
 import statistics
-import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
-from harness import RESULTS, ROOT, write_marked
+from harness import RESULTS, ROOT, run_once, videorl, write_marked
 
 PAGES = {ROOT / "docs" / "performance.md": False, ROOT / "README.md": True}  # True: compact
 WORK = Path("runs/bench-seeing")
@@ -77,38 +74,33 @@ RECIPES: dict[str, list[str]] = {
 }
 
 
-def videorl(*args: object) -> None:
-    """One `videorl` command, as a user types it (this interpreter, the working directory)."""
-    subprocess.run([sys.executable, "-m", "videorl", *map(str, args)], check=True)
-
-
-def prepare(work: Path, seed: int, sft_steps: int) -> dict[str, Any]:
-    """`make quickstart`'s first three commands under `work/`: the warmed-up tiny model, the
-    data and the SFT model; each is reused when already there."""
+def prepare(
+    work: Path, seed: int, sft_steps: int, n: int = 256, val: int = 32, warmup: int = 150
+) -> dict[str, Any]:
+    """`make quickstart`'s first three commands under `work/`: the tiny model (its tower warmed
+    up for `warmup` steps), `n` + `val` videos and the SFT model; each is reused when already
+    there."""
     model, data, sft = work / "model", work / "data", work / f"sft-{sft_steps}"
     if not (model / "config.json").is_file():
-        videorl("make-tiny", model, "--arch", "qwen3_vl", "--vision-warmup", 150, "--seed", seed)
+        warm = ["--vision-warmup", warmup] if warmup else []
+        videorl("make-tiny", model, "--arch", "qwen3_vl", *warm, "--seed", seed)
     if not (data / "val.jsonl").is_file():
         videorl(
             "synth", "--out", data, "--families", FAMILY, "--tg-events", "appear",
-            "--n", 256, "--val", 32, "--seed", seed,
+            "--n", n, "--val", val, "--seed", seed,
         )  # fmt: skip
-    seconds = sft / "seconds.txt"
-    if not seconds.is_file():
-        start = time.perf_counter()
-        videorl(
-            "sft", "sft_quickstart", f"model.path={model}", f"data.train={data / 'train.jsonl'}",
-            f"data.val={data / 'val.jsonl'}", f"trainer.output_dir={sft}",
-            f"trainer.steps={sft_steps}", f"trainer.save_every={sft_steps}",
-            f"trainer.val_every={sft_steps}", f"trainer.seed={seed}", "--overwrite",
-        )  # fmt: skip
-        seconds.write_text(f"{time.perf_counter() - start:.1f}\n")
+    seconds = run_once(
+        sft, "sft", "sft_quickstart", f"model.path={model}", f"data.train={data / 'train.jsonl'}",
+        f"data.val={data / 'val.jsonl'}", f"trainer.output_dir={sft}",
+        f"trainer.steps={sft_steps}", f"trainer.save_every={sft_steps}",
+        f"trainer.val_every={sft_steps}", f"trainer.seed={seed}", "--overwrite",
+    )  # fmt: skip
     return {
         "model": str(sft / "final"),
         "train": str(data / "train.jsonl"),
         "val": str(data / "val.jsonl"),
         "sft_steps": sft_steps,
-        "sft_minutes": float(seconds.read_text()) / 60,
+        "sft_minutes": seconds / 60,
     }
 
 

@@ -32,17 +32,16 @@ import json
 import math
 import platform
 import statistics
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from harness import RESULTS, ROOT, write_marked
+from harness import RESULTS, ROOT, run_once, videorl, write_marked
+from learning import CONTROLS
+from learning import evaluate as evaluate_plain
 from learning import prepare as seeing_start
 
 FAMILY = "temporal_grounding"
-CONTROLS = ("frozen", "reversed", "shuffled")  # with tools: the clips under the control too
 PAGE = ROOT / "docs" / "tools.md"  # its tables sit between this script's markers
 SEEING_WORK = Path("runs/bench-seeing")  # bench/learning.py's start, shared
 # tools_quickstart's prompt video (one frame per 4 s, 2-4 small frames) and tool clips
@@ -71,36 +70,6 @@ ARMS: dict[str, dict[str, Any]] = {
 }
 
 
-def videorl(*args: object) -> float:
-    """One `videorl` command, as a user types it; returns its wall seconds."""
-    start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "videorl", *map(str, args)], check=True)
-    return time.perf_counter() - start
-
-
-def quick_start(work: Path, seed: int) -> dict[str, Any]:
-    """A smoke run's start: a tiny model, 8 + 4 videos and 4 seeing-SFT steps."""
-    model, data, sft = work / "model", work / "data", work / "seeing"
-    if not (model / "config.json").is_file():
-        videorl("make-tiny", model, "--arch", "qwen3_vl", "--seed", seed)
-    if not (data / "val.jsonl").is_file():
-        videorl(
-            "synth", "--out", data, "--families", FAMILY, "--tg-events", "appear",
-            "--n", 8, "--val", 4, "--seed", seed,
-        )  # fmt: skip
-    if not (sft / "final" / "config.json").is_file():
-        videorl(
-            "sft", "sft_quickstart", f"model.path={model}", f"data.train={data / 'train.jsonl'}",
-            "data.val=null", f"trainer.output_dir={sft}", "trainer.steps=4",
-            "trainer.save_every=4", "trainer.val_every=0", "--overwrite",
-        )  # fmt: skip
-    return {
-        "model": str(sft / "final"),
-        "train": str(data / "train.jsonl"),
-        "val": str(data / "val.jsonl"),
-    }
-
-
 def read_rows(out: Path) -> list[dict[str, Any]]:
     from videorl.trainer.metrics import read_metrics
 
@@ -113,20 +82,17 @@ def sft_stage(
     """`videorl sft sft_quickstart` from `model` on tools_quickstart's video with the stage's
     overrides (reused when `work/` already has it)."""
     out = work / f"sft-{name}-{steps}-seed{seed}"
-    timing = out / "seconds.txt"
-    if not timing.is_file():
-        seconds = videorl(
-            "sft", "sft_quickstart", f"model.path={model}", f"data.train={start['train']}",
-            "data.val=null", *VIDEO, *extra, "sft.max_response_tokens=1024",
-            f"trainer.output_dir={out}", f"trainer.steps={steps}",
-            f"trainer.save_every={steps}", "trainer.val_every=0", "trainer.tensorboard=false",
-            f"trainer.seed={seed}", f"data.seed={seed}", "--overwrite",
-        )  # fmt: skip
-        timing.write_text(f"{seconds:.1f}\n")
+    seconds = run_once(
+        out, "sft", "sft_quickstart", f"model.path={model}", f"data.train={start['train']}",
+        "data.val=null", *VIDEO, *extra, "sft.max_response_tokens=1024",
+        f"trainer.output_dir={out}", f"trainer.steps={steps}",
+        f"trainer.save_every={steps}", "trainer.val_every=0", "trainer.tensorboard=false",
+        f"trainer.seed={seed}", f"data.seed={seed}", "--overwrite",
+    )  # fmt: skip
     rows = read_rows(out)
     return {
         "model": str(out / "final"),
-        "seconds": float(timing.read_text()),
+        "seconds": seconds,
         "cpu_seconds": sum(r["time/step_cpu"] for r in rows),
         "loss": [r["sft/loss"] for r in rows],
     }
@@ -151,39 +117,23 @@ def rl(
     """`videorl train tools_quickstart` from the arm's SFT model (no tools for `direct`;
     reused when `work/` already has it)."""
     out = work / f"rl-{arm}-{steps}-lr{lr:g}-seed{seed}"
-    timing = out / "seconds.txt"
-    if not timing.is_file():
-        seconds = videorl(
-            "train", "tools_quickstart", f"model.path={model}", f"data.train={start['train']}",
-            "data.val=null", *ARMS[arm]["rl"], f"optim.lr={lr}", f"trainer.output_dir={out}",
-            f"trainer.steps={steps}",
-            f"trainer.save_every={steps}", "trainer.val_every=0", "trainer.tensorboard=false",
-            f"trainer.seed={seed}", f"data.seed={seed}", "--overwrite",
-        )  # fmt: skip
-        timing.write_text(f"{seconds:.1f}\n")
+    seconds = run_once(
+        out, "train", "tools_quickstart", f"model.path={model}", f"data.train={start['train']}",
+        "data.val=null", *ARMS[arm]["rl"], f"optim.lr={lr}", f"trainer.output_dir={out}",
+        f"trainer.steps={steps}",
+        f"trainer.save_every={steps}", "trainer.val_every=0", "trainer.tensorboard=false",
+        f"trainer.seed={seed}", f"data.seed={seed}", "--overwrite",
+    )  # fmt: skip
     rows = read_rows(out)
     return {
         "model": str(out / "final"),
-        "seconds": float(timing.read_text()),
+        "seconds": seconds,
         "cpu_seconds": sum(r["time/step_cpu"] for r in rows),
         "reward": [r.get("reward/mean") for r in rows],
         "calls_per_row": [r.get("tools/calls_per_row", 0.0) for r in rows],
         "errors_per_row": [r.get("tools/errors_per_row", 0.0) for r in rows],
         "turns_mean": [r.get("tools/turns_mean", 1.0) for r in rows],
     }
-
-
-def evaluate_plain(model: str, val: str, out: Path) -> dict[str, float]:
-    """Greedy mIoU without tools on the real videos and on each video control."""
-    videorl(
-        "eval", "--model", model, "--benchmark", val, "--out", out, "--max-new-tokens", 96,
-        "--controls", ",".join(CONTROLS), "--overwrite",
-    )  # fmt: skip
-    metrics = json.loads((out / "metrics.json").read_text())
-    scores = {"mIoU": metrics["families"][FAMILY]["metrics"]["mIoU"]}
-    for control in CONTROLS:
-        scores[f"mIoU_{control}"] = metrics["controls"][control]["families"][FAMILY]["mIoU"]
-    return scores
 
 
 def evaluate(model: str, val: str, out: Path, max_turns: int) -> dict[str, float]:
@@ -205,7 +155,7 @@ def evaluate(model: str, val: str, out: Path, max_turns: int) -> dict[str, float
         "seconds": seconds,
     }
     for control in CONTROLS:
-        scores[f"mIoU_{control}"] = metrics["controls"][control]["families"][FAMILY]["mIoU"]
+        scores[control] = metrics["controls"][control]["families"][FAMILY]["mIoU"]
     return scores
 
 
@@ -272,9 +222,9 @@ def controls_markdown(table: list[dict[str, Any]]) -> str:
         tools = row["arm"] == "tools"
         scores = row["rl_eval"] if tools else row["rl_plain_eval"]
         real = scores["mIoU_with_tools" if tools else "mIoU"]
-        on_controls = " | ".join(f"{scores[f'mIoU_{c}']:.1f}" for c in CONTROLS)
+        on_controls = " | ".join(f"{scores[c]:.1f}" for c in CONTROLS)
         name = "tools, with get_clip" if tools else "direct, without tools"
-        gain = real - scores["mIoU_frozen"]
+        gain = real - scores["frozen"]
         lines.append(f"| {name} | {real:.1f} | {on_controls} | {gain:+.1f} |")
     return "\n".join(lines)
 
@@ -314,8 +264,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.quick:
         args.read_steps, args.mix_steps, args.rl_steps, args.window, args.max_turns = 2, 2, 2, 1, 2
     started = time.perf_counter()
-    if args.quick:
-        start = quick_start(args.work, args.seed)
+    if args.quick:  # a tiny start: 8 + 4 videos, no tower warm-up, 4 SFT steps
+        start = seeing_start(args.work, args.seed, 4, n=8, val=4, warmup=0)
     else:
         start = seeing_start(SEEING_WORK, args.seed, 800)
     steps = {
