@@ -98,13 +98,13 @@ def gold_trajectories(
     on the record's original media, within `sft.max_response_tokens` tokens; a record calls
     with probability `sft.tool_call_fraction` (drawn from `rng`), else answers directly."""
     cfg, runner = state.cfg, state.tools
-    calls = [rng.random() < cfg.sft.tool_call_fraction for _ in records]
     assert runner is not None  # the config requires get_clip in rollout.tools
     limits = MultiTurnLimits(max_turns=2, max_total_tokens=cfg.sft.max_response_tokens)
     decodes, kwargs = ToolDecodes(), template_kwargs(cfg.data.think, cfg.data.chat_template_kwargs)
     rows = []
-    for record, prompt, video, call in zip(records, prompts, media, calls, strict=True):
+    for record, prompt, video in zip(records, prompts, media, strict=True):
         context = ToolContext(media=record.media, video=video, config=cfg.video, decodes=decodes)
+        call = rng.random() < cfg.sft.tool_call_fraction
         turns = gold_turns(record, video, cfg.data.think, context.limits, call)
         rows.append(
             forced_trajectory(
