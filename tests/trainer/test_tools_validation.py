@@ -250,53 +250,27 @@ def test_dry_run_refuses_an_unknown_tool_in_one_line(
 def test_dry_run_imports_tool_modules(capsys, monkeypatch, inputs, tmp_path):
     model, data = inputs
     base = _overrides(model, data, tmp_path / "run")
-    missing = run_cli(
-        capsys,
-        monkeypatch,
-        "train",
-        "tools_quickstart",
-        "--dry-run",
-        *base,
-        "rollout.tool_modules=[no_such_tools_module]",
-    )
+
+    def dry_run(*extra: str):
+        return run_cli(capsys, monkeypatch, "train", "tools_quickstart", "--dry-run", *base, *extra)
+
+    missing = dry_run("rollout.tool_modules=[no_such_tools_module]")
     assert missing.code == 2 and len(missing.lines) == 1, missing.output
     assert "rollout.tool_modules: cannot import 'no_such_tools_module'" in missing.output
 
     user_tool_module(tmp_path, monkeypatch, "broken_tools_module", "raise RuntimeError('boom')")
-    broken = run_cli(
-        capsys,
-        monkeypatch,
-        "train",
-        "tools_quickstart",
-        "--dry-run",
-        *base,
-        "rollout.tool_modules=[broken_tools_module]",
-    )
+    broken = dry_run("rollout.tool_modules=[broken_tools_module]")
     assert broken.code == 2 and len(broken.lines) == 1, broken.output
     assert "'broken_tools_module' failed (RuntimeError: boom)" in broken.output
 
     user_tool_module(tmp_path, monkeypatch, "needs_a_dependency", "import no_such_dependency")
-    dependency = run_cli(
-        capsys,
-        monkeypatch,
-        "train",
-        "tools_quickstart",
-        "--dry-run",
-        *base,
-        "rollout.tool_modules=[needs_a_dependency]",
-    )
+    dependency = dry_run("rollout.tool_modules=[needs_a_dependency]")
     assert dependency.code == 2 and len(dependency.lines) == 1, dependency.output
     assert "importing 'needs_a_dependency' failed (ModuleNotFoundError" in dependency.output
     assert "PYTHONPATH" not in dependency.output  # the module was found; its import was not
 
     user_tool_module(tmp_path, monkeypatch, "frame_count_tools", FRAME_COUNT)
-    found = run_cli(
-        capsys,
-        monkeypatch,
-        "train",
-        "tools_quickstart",
-        "--dry-run",
-        *base,
+    found = dry_run(
         "rollout.tools=[get_clip, frame_count]",
         "rollout.tool_modules=[frame_count_tools]",
         "trainer.val_every=1",
