@@ -123,43 +123,34 @@ def test_a_direct_gold_turn_is_the_answer_alone(tg_data):
     assert turns == [serialize_annotation(record)]
 
 
-@pytest.mark.parametrize(("fraction", "expected"), [(0.0, {0.0}), (1.0, {4.0})])
-def test_tool_call_fraction_mixes_tool_and_direct_targets(
-    tiny_model_dir, tg_data, tmp_path, fraction, expected
-):
-    out = tmp_path / "sft"
+def _calling_targets(model, tg_data, out, fraction: float, steps: int) -> list[float]:
+    """`sft/tool_call_targets` of each step of a 4-record-per-step tool SFT run."""
     cfg = sft_config(
-        tiny_model_dir(),
+        model,
         tg_data,
         out,
         *TOOL_SFT,
         f"sft.tool_call_fraction={fraction}",
         "data.prompts_per_step=4",
-        "trainer.steps=2",
+        f"trainer.steps={steps}",
         "trainer.save_every=0",
         "trainer.val_every=0",
     )
     run_sft(cfg)
-    rows = read_rows(out / "metrics.jsonl")
-    assert {r["sft/tool_call_targets"] for r in rows} == expected
+    return [r["sft/tool_call_targets"] for r in read_rows(out / "metrics.jsonl")]
+
+
+@pytest.mark.parametrize(("fraction", "expected"), [(0.0, {0.0}), (1.0, {4.0})])
+def test_tool_call_fraction_mixes_tool_and_direct_targets(
+    tiny_model_dir, tg_data, tmp_path, fraction, expected
+):
+    calling = _calling_targets(tiny_model_dir(), tg_data, tmp_path / "sft", fraction, steps=2)
+    assert set(calling) == expected
 
 
 def test_a_half_tool_fraction_draws_both_kinds_of_target(tiny_model_dir, tg_data, tmp_path):
-    out = tmp_path / "sft"
-    cfg = sft_config(
-        tiny_model_dir(),
-        tg_data,
-        out,
-        *TOOL_SFT,
-        "sft.tool_call_fraction=0.5",
-        "data.prompts_per_step=4",
-        "trainer.steps=4",
-        "trainer.save_every=0",
-        "trainer.val_every=0",
-    )
-    run_sft(cfg)
-    calling = sum(r["sft/tool_call_targets"] for r in read_rows(out / "metrics.jsonl"))
-    assert 0 < calling < 16  # 16 targets, each a call with chance 1/2 (seeded)
+    calling = _calling_targets(tiny_model_dir(), tg_data, tmp_path / "sft", 0.5, steps=4)
+    assert 0 < sum(calling) < 16  # 16 targets, each a call with chance 1/2 (seeded)
 
 
 def test_tool_call_fraction_is_bounded(tiny_model_dir, tg_data):
