@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
 
+from tests.gloo_ranks import spawn_ranks
 from videorl.models.inputs import PromptEncoding, collate, encode_prompt
 from videorl.models.loading import LoadedModel, load_model
 from videorl.models.logprobs import packed_logprobs, response_logprobs
@@ -80,22 +80,15 @@ def _step(loaded: LoadedModel, packed: bool) -> dict[str, Any]:
     return {"logp": (logp * mask).detach(), "grads": grads, "lengths": seen}
 
 
-def _worker(rank: int, store: str, model_dir: str, packed: bool, out: str) -> None:
-    torch.set_num_threads(1)
-    # A file store: no port to race for, and no server on rank 0 that rank 1 outlives.
-    dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=SIZE)
-    try:
-        loaded = load_model(model_dir, packing=packed)
-        with sequence_parallel(loaded.model):
-            result = _step(loaded, packed)
-        for grad in result["grads"].values():  # gradients average over the group
-            dist.all_reduce(grad)
-            grad /= SIZE
-        if rank == 0:
-            torch.save(result, out)
-        dist.barrier()  # no rank tears its pairs down while a peer's last message is in flight
-    finally:
-        dist.destroy_process_group()
+def _worker(rank: int, model_dir: str, packed: bool, out: str) -> None:
+    loaded = load_model(model_dir, packing=packed)
+    with sequence_parallel(loaded.model):
+        result = _step(loaded, packed)
+    for grad in result["grads"].values():  # gradients average over the group
+        dist.all_reduce(grad)
+        grad /= SIZE
+    if rank == 0:
+        torch.save(result, out)
 
 
 @pytest.mark.parametrize("packed", [False, True], ids=["padded", "packed"])
@@ -106,8 +99,7 @@ def test_two_ranks_equal_one_process(tiny_model_dir, tmp_path: Path, arch: str, 
     assert _visual_on_both_halves(loaded, packed)
     one = _step(loaded, packed)
     out = tmp_path / "two.pt"
-    store = str(tmp_path / "store")
-    mp.spawn(_worker, args=(store, model_dir, packed, str(out)), nprocs=SIZE, join=True)
+    spawn_ranks(_worker, (model_dir, packed, str(out)), SIZE, tmp_path / "ranks")
     two = torch.load(out)
     assert two["lengths"] == [-(-one["lengths"][0] // SIZE)]  # each rank ran its shard
     diff = float((one["logp"] - two["logp"]).abs().max())

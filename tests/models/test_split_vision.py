@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
 
+from tests.gloo_ranks import spawn_ranks
 from videorl.models.inputs import PromptEncoding, collate, encode_prompt
 from videorl.models.loading import LoadedModel, load_model
 from videorl.models.logprobs import response_logprobs
@@ -102,21 +102,15 @@ def _cached(loaded: LoadedModel) -> dict[str, Any]:
     return {"patches": seen, "pooled": torch.cat(first.pooler_output)}
 
 
-def _worker(rank: int, store: str, model_dir: str, out: str) -> None:
-    torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=SIZE)
-    try:
-        loaded = load_model(model_dir)
-        with sequence_parallel(loaded.model):
-            result = _step(loaded)
-        for grad in result["grads"].values():  # gradients average over the group
-            dist.all_reduce(grad)
-            grad /= SIZE
-        result["cached"] = _cached(loaded)
-        torch.save(result, f"{out}.{rank}")
-        dist.barrier()  # no rank tears its pairs down while a peer's last message is in flight
-    finally:
-        dist.destroy_process_group()
+def _worker(rank: int, model_dir: str, out: str) -> None:
+    loaded = load_model(model_dir)
+    with sequence_parallel(loaded.model):
+        result = _step(loaded)
+    for grad in result["grads"].values():  # gradients average over the group
+        dist.all_reduce(grad)
+        grad /= SIZE
+    result["cached"] = _cached(loaded)
+    torch.save(result, f"{out}.{rank}")
 
 
 def _assert_gradients_equal(one: dict[str, torch.Tensor], two: dict[str, torch.Tensor]) -> float:
@@ -146,7 +140,7 @@ def test_two_ranks_share_the_tower_and_equal_one_process(tiny_model_dir, tmp_pat
     assert tower_grads, "the tower must be trainable here"
     (whole,) = one["patches"]  # one process: one tower call on every patch
     out = str(tmp_path / "two.pt")
-    mp.spawn(_worker, args=(str(tmp_path / "store"), model_dir, out), nprocs=SIZE, join=True)
+    spawn_ranks(_worker, (model_dir, out), SIZE, tmp_path / "ranks")
     ranks = [torch.load(f"{out}.{rank}") for rank in range(SIZE)]
 
     # each temporal slice of each video encoded once across the group: the ranks' pixel

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import time
+import threading
 from dataclasses import replace
 
 import pytest
@@ -75,9 +75,11 @@ def test_every_bad_call_is_an_error_message_never_an_exception(scratch_tools):
             raise RuntimeError("a bug")
         return str(2 * n)
 
+    released = threading.Event()  # the slow tool returns only after the runs: no race
+
     @register_tool(description="slow", parameters={"type": "object"}, timeout_s=0.05)
     def slow(ctx):
-        time.sleep(0.5)
+        released.wait()
         return "late"
 
     runner = ToolRunner(resolve_tools(["double", "slow"]))
@@ -104,6 +106,7 @@ def test_every_bad_call_is_an_error_message_never_an_exception(scratch_tools):
         outcome = run(text)
         assert not outcome.ok and message in outcome.error, (text, outcome)
         assert outcome.text.startswith("Error: ")
+    released.set()
     runner.close()
 
 
