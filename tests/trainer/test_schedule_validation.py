@@ -9,7 +9,7 @@ import math
 import pytest
 import torch
 
-from tests.trainer.runs import metrics_by_step
+from tests.trainer.runs import REFERENCE, metrics_by_step
 from videorl.config import TrainerConfig
 from videorl.errors import ConfigError
 from videorl.models.loading import load_model
@@ -40,6 +40,26 @@ def test_validation_runs_every_val_every_steps(reference_run):
         assert 0.0 <= row["val/reward_mean_at_k"] <= row["val/reward_best_at_k"] <= 1.0
         assert row["val/tg/mean_at_k"] == row["val/reward_mean_at_k"]  # one family
     assert (out / "best" / "model.safetensors").is_file()
+
+
+def test_validation_leaves_training_as_it_was(reference_run, build_config, tmp_path):
+    """Validation samples on random streams of its own: the reference run (validation every
+    2 steps, sampled) trains exactly as the same run without validation."""
+    _, out = reference_run
+    config, _ = build_config("grpo", tmp_path / "run", *REFERENCE, "trainer.val_every=0")
+    run_training(config)
+
+    def training(row: dict) -> dict:
+        timing = ("val/", "time/", "perf/")
+        return {k: v for k, v in row.items() if not k.startswith(timing) and "seconds" not in k}
+
+    with_val, without = metrics_by_step(out), metrics_by_step(tmp_path / "run")
+    assert [training(with_val[k]) for k in (1, 2, 3, 4)] == [
+        training(without[k]) for k in (1, 2, 3, 4)
+    ]
+    ours = load_model(str(out / "final")).model.state_dict()
+    theirs = load_model(str(tmp_path / "run" / "final")).model.state_dict()
+    assert all(torch.equal(ours[k], theirs[k]) for k in ours)
 
 
 def test_tensorboard_events_hold_the_step_scalars(reference_run):

@@ -13,7 +13,6 @@ half-written folder under a final name.
 from __future__ import annotations
 
 import os
-import random
 import re
 import shutil
 import warnings
@@ -22,7 +21,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import torch
 import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint.state_dict import (
@@ -35,6 +33,7 @@ from torch.distributed.checkpoint.state_dict import (
 from videorl.distributed import DistInfo, barrier
 from videorl.errors import ConfigError
 from videorl.outputs import refuse_nonempty, refuse_own_inputs, stage_folder, swap_into_place
+from videorl.trainer.rng import rng_state, set_rng_state
 
 if TYPE_CHECKING:
     from videorl.trainer.state import TrainState
@@ -48,25 +47,6 @@ def _single_process_ok():
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="torch.distributed is disabled")
         yield
-
-
-def rng_state() -> dict[str, Any]:
-    state = {
-        "python": random.getstate(),
-        "numpy": np.random.get_state(),
-        "torch": torch.get_rng_state(),
-    }
-    if torch.cuda.is_available():
-        state["cuda"] = torch.cuda.get_rng_state()
-    return state
-
-
-def set_rng_state(state: dict[str, Any]) -> None:
-    random.setstate(state["python"])
-    np.random.set_state(state["numpy"])
-    torch.set_rng_state(state["torch"])
-    if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state(state["cuda"])
 
 
 def save_model_folder(loaded: Any, folder: Path) -> None:

@@ -22,7 +22,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from videorl.distributed import all_reduce
-from videorl.trainer import checkpoint as ckpt
+from videorl.trainer.rng import rng_state, set_rng_state
 
 if TYPE_CHECKING:
     from videorl.trainer.state import TrainState
@@ -92,7 +92,7 @@ class StepGuard:
             "scheduler": s.scheduler.state_dict(),
             "best": s.best,
             "lr": [group["lr"] for group in s.optimizer.param_groups],
-            "rng": ckpt.rng_state(),
+            "rng": rng_state(),
         }
 
     def end(self) -> None:
@@ -110,7 +110,7 @@ class StepGuard:
         s.scheduler.load_state_dict(start["scheduler"])
         for group, lr in zip(s.optimizer.param_groups, start["lr"], strict=True):
             group["lr"] = lr
-        ckpt.set_rng_state(start["rng"])
+        set_rng_state(start["rng"])
         self.start = None
         return True
 

@@ -29,6 +29,7 @@ from videorl.rollout.groups import engine_generate
 from videorl.rollout.multiturn import MultiTurnLimits, answer_with_tools, tool_use_summary
 from videorl.rollout.prompting import DecodedPrompts, decode_prompts
 from videorl.trainer.checkpoint import save_model_folder, write_atomically
+from videorl.trainer.rng import derived_seed, isolated
 from videorl.trainer.state import BestStep
 from videorl.video.cache import MediaSource
 from videorl.video.controls import ControlledVideos
@@ -211,8 +212,10 @@ def answer(
 
 class Validator:
     """Validation inside the loop: every `trainer.val_every` steps when there are
-    validation records, on rank 0 (the others wait); tracks the best step by
-    `trainer.best_metric` (in `state.best`) and writes that model to `best/`."""
+    validation records, on rank 0 (the others wait), on random streams of its own seeded by
+    (`trainer.seed`, step) (`rng.isolated`: training is the same with or without it);
+    tracks the best step by `trainer.best_metric` (in `state.best`) and writes that model
+    to `best/`."""
 
     def __init__(self, state: TrainState, run: Callable[[TrainState], dict[str, Any]]):
         self.every = state.cfg.trainer.val_every if state.val_records else 0
@@ -225,7 +228,8 @@ class Validator:
     def __call__(self, state: TrainState) -> dict[str, Any]:
         metrics: dict[str, Any] = {}
         if state.info.is_main:
-            metrics = self.run(state)
+            with isolated(derived_seed(state.cfg.trainer.seed, state.step)):
+                metrics = self.run(state)
             if self._improved(state, metrics):
                 metrics["val/best_step"] = state.step
                 write_atomically(
