@@ -83,3 +83,5 @@ def test_step_line_fields():
     line = step_line(12, 200, {**metrics, "perf/step_s": 0.74}, mean_step_s=0.75)
     assert line == "step 12/200  reward 0.262  loss 0.0131  tok/s 812  s/step 0.74  ETA 2m21s"
     assert step_line(1, 2, {}, mean_step_s=3.0).endswith("s/step 3.00  ETA 3s")
+    sft_step = step_line(5, 9, {"actor/loss": 0.5}, mean_step_s=1.0)  # no reward this step
+    assert sft_step.startswith("step 5/9  loss 0.5000  tok/s") and "reward" not in sft_step

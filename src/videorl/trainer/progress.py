@@ -47,12 +47,12 @@ def step_line(
     reward_key: str = "reward/mean",
     loss_key: str = "actor/loss",
 ) -> str:
-    """One log line: step/total, reward, loss, tokens/s, seconds per step, ETA."""
+    """One log line: step/total, reward and loss (each when the step has it: SFT's reward is
+    its validation's), tokens/s, seconds per step, ETA."""
     step_s = _number(metrics, "perf/step_s")
     step_s = mean_step_s if math.isnan(step_s) else step_s
     return (
-        f"step {step}/{total}  reward {_number(metrics, reward_key):.3f}  "
-        f"loss {_number(metrics, loss_key):.4f}  "
+        f"step {step}/{total}  {status_text(metrics, reward_key, loss_key)}"
         f"tok/s {_number(metrics, 'perf/tokens_per_s'):.0f}  s/step {step_s:.2f}  "
         f"ETA {_duration(mean_step_s * (total - step))}"
     )
@@ -61,8 +61,13 @@ def step_line(
 def status_text(
     metrics: Mapping[str, Any], reward_key: str = "reward/mean", loss_key: str = "actor/loss"
 ) -> str:
-    """The bar's status field: reward and loss."""
-    return f"reward {_number(metrics, reward_key):.3f}  loss {_number(metrics, loss_key):.4f}"
+    """The bar's status field: reward and loss, each when `metrics` has it (two spaces after)."""
+    fields = (("reward", reward_key, ".3f"), ("loss", loss_key, ".4f"))
+    return "".join(
+        f"{label} {value:{spec}}  "
+        for label, key, spec in fields
+        if not math.isnan(value := _number(metrics, key))
+    )
 
 
 class StepProgress:
