@@ -44,6 +44,7 @@ class StepPlan:
     kl: str = "off"  # the KL estimator and coefficient
     sequence_parallel: str | None = None  # tokens and activation memory per rank when S > 1
     tools: str | None = None  # rollout.tools: multi-turn rollouts, and what they bypass
+    judge: str | None = None  # reward.judge: the LLM judge of open-ended answers, when set
 
 
 def plan_step(config: Config) -> StepPlan:
@@ -83,6 +84,7 @@ def plan_step(config: Config) -> StepPlan:
         kl=_kl_summary(config),
         sequence_parallel=sequence_parallel_summary(config),
         tools=_tools_summary(config),
+        judge=_judge_summary(config),
     )
 
 
@@ -103,6 +105,19 @@ def _tools_summary(config: Config) -> str | None:
         f"{', '.join(rollout.tools)}; <= {rollout.max_turns} model turns of <= "
         f"{rollout.max_new_tokens} tokens, {rollout.max_total_tokens} tokens per row after "
         f"the prompt (tool turns masked out of the loss); {MULTITURN_BYPASS}"
+    )
+
+
+def _judge_summary(config: Config) -> str | None:
+    """The LLM judge of open-ended answers (`rewards/judge.py`) when `reward.judge.url` is set."""
+    judge = config.reward.judge
+    if not judge.enabled:
+        return None
+    model = judge.model or "the first model it lists"
+    return (
+        f"{model} at {judge.url}, temperature {judge.temperature:g}, {judge.timeout_s:g} s x "
+        f"{judge.max_retries + 1} tries; open-ended answers in the LongVT plug-in, a failure "
+        "scores 0"
     )
 
 
@@ -222,6 +237,9 @@ def plan_table(plan: StepPlan) -> Table:
         rows.insert(1, ("temporal contrast", plan.temporal_contrast))
     if plan.tools:
         rows.insert(1, ("tools (multi-turn rollouts)", plan.tools))
+    if plan.judge:
+        at = [name for name, _ in rows].index("length reward terms (tokens)")
+        rows.insert(at, ("LLM judge (accuracy)", plan.judge))
     if plan.sequence_parallel:
         at = [name for name, _ in rows].index("world size (ranks)") + 1
         rows.insert(at, ("sequence parallelism (tokens, memory)", plan.sequence_parallel))

@@ -77,6 +77,26 @@ def test_dry_run_plans_the_recipe_with_a_tiny_model(
         assert text in result.output, f"--dry-run lacks {text!r}"
 
 
+def test_dry_run_names_the_llm_judge_when_one_is_set(
+    capsys, monkeypatch, tiny_model_dir, qa_train, tmp_path
+):
+    """The commented `reward.judge` block of the recipe, filled in: the plan says who judges."""
+    pytest.importorskip("openai")
+    from videorl import cli
+
+    monkeypatch.setattr(cli.console, "_width", 200)
+    overrides = tiny(tiny_model_dir("qwen2_5_vl"), qa_train, tmp_path / "run")
+    judge = ["reward.timeout_s=120", "reward.judge.url=http://127.0.0.1:9/v1"]
+    result = run_cli(capsys, monkeypatch, "train", "longvt", *overrides, *judge, "--dry-run")
+    assert result.code == 0, result.output
+    assert "LLM judge (accuracy)" in result.output
+    assert "the first model it lists at http://127.0.0.1:9/v1, temperature 0.3" in result.output
+    # the judge's budget must fit the per-sample limit: one line naming both keys
+    result = run_cli(capsys, monkeypatch, "train", "longvt", *overrides, judge[1], "--dry-run")
+    assert result.code != 0
+    assert "reward.timeout_s=5 is not above the judge's" in result.output
+
+
 class ScriptedEngine(HFEngine):
     """The first turn of an even-numbered sample calls crop_video; every other turn answers."""
 

@@ -407,6 +407,18 @@ def _captions(row: dict[str, Any], columns: ColumnMap) -> tuple[Any, ...]:
     return tuple(caption_from_value(c, f"column {column!r}") for c in value)
 
 
+# `extra_info` fields a reward reads, kept in the record's `extra` under the same name:
+# LongVT's evidence window (the IoU term) and bare question (what its LLM judge is shown).
+KEPT_EXTRA_INFO = ("video_segment", "question")
+
+
+def _kept_extra(row: dict[str, Any]) -> dict[str, Any]:
+    info = row.get("extra_info")
+    if not isinstance(info, dict):
+        return {}
+    return {name: info[name] for name in KEPT_EXTRA_INFO if info.get(name) is not None}
+
+
 def from_columns(
     row: dict[str, Any],
     default_id: str,
@@ -432,6 +444,8 @@ def from_columns(
     duration = _first(row, columns.duration)[1]
     row_id = _first(row, columns.id)[1]  # verl's extra_info.index starts at 0
     task = _first(row, columns.problem_type)[1]  # as written: data.sampler=orarl groups by it
+    extra = {"problem_type": task} if isinstance(task, str) and task.strip() else {}
+    extra.update(_kept_extra(row))
     return TaskRecord(
         id=default_id if row_id is None or row_id == "" else str(row_id),
         family=resolved,
@@ -443,7 +457,7 @@ def from_columns(
         subtype=subtype,
         source=None if (src := _first(row, columns.source)[1]) is None else str(src),
         options=options,
-        extra={"problem_type": task} if isinstance(task, str) and task.strip() else {},
+        extra=extra,
         **prompt,
     )
 

@@ -18,6 +18,7 @@ from videorl.data.records import (
     NumericAnswer,
     SpatioTemporalAnswer,
     TaskRecord,
+    TextAnswer,
     TrackingAnswer,
 )
 from videorl.errors import ConfigError
@@ -134,6 +135,8 @@ def spatio_temporal(record: TaskRecord) -> str:
 
 
 def choice_or_number(record: TaskRecord) -> str:
+    if isinstance(record.answer, TextAnswer):
+        return f"{record.problem}\nAnswer in a few words or a sentence."
     if isinstance(record.answer, NumericAnswer) or not record.options:
         return f"{record.problem}\nAnswer with a single number as <answer>N</answer>."
     return f"{record.problem}\n{_options(record)}"

@@ -19,7 +19,7 @@ import re
 from pathlib import Path
 
 from videorl.data.families import Family
-from videorl.data.records import LETTERS, NumericAnswer, TaskRecord
+from videorl.data.records import LETTERS, NumericAnswer, TaskRecord, TextAnswer
 from videorl.errors import ConfigError
 
 ORARL_TG = (
@@ -128,7 +128,10 @@ def _sentence(text: str) -> str:
 
 def orarl_choice_or_number(record: TaskRecord, prefix: str, choice_tail: str) -> str:
     """OraRL's question template: `prefix`, the problem, then a number's tail by subtype, or
-    the options and `choice_tail`."""
+    the options and `choice_tail` (an open-ended question, which OraRL has not: the problem
+    and a request for a short answer in the tags)."""
+    if isinstance(record.answer, TextAnswer):
+        return f"{prefix}{record.problem} Answer briefly within <answer>...</answer> tags."
     if isinstance(record.answer, NumericAnswer) or not record.options:
         tail = ORARL_SI_NUMBER_TAILS.get(
             record.subtype or "", ORARL_SI_NUMBER_TAILS["abs_distance"]
@@ -173,6 +176,8 @@ VIDEO_R1_CHOICE_TAIL = (
     "<answer> </answer> tags."
 )
 # Video-R1's "numerical" and "regression" tails are the same text
+# Video-R1's `free-form` type template (open-ended questions).
+VIDEO_R1_TEXT_TAIL = " Please provide your text answer within the <answer> </answer> tags."
 VIDEO_R1_NUMBER_TAIL = (
     " Please provide the numerical value (e.g., 42 or 3.14) within the <answer> </answer> tags."
 )
@@ -181,6 +186,8 @@ VIDEO_R1_NUMBER_TAIL = (
 def video_r1_choice_or_number(record: TaskRecord) -> str:
     """`make_conversation_image_and_video`: a multiple-choice question is the problem, then
     `Options:` and one `X. option` line each (no separator before `Options:`, as there)."""
+    if isinstance(record.answer, TextAnswer):
+        return VIDEO_R1_QUESTION.format(record.problem) + VIDEO_R1_TEXT_TAIL
     if isinstance(record.answer, NumericAnswer) or not record.options:
         return VIDEO_R1_QUESTION.format(record.problem) + VIDEO_R1_NUMBER_TAIL
     question = f"{record.problem}Options:\n{_options(record)}\n"

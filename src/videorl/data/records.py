@@ -161,6 +161,18 @@ class MathAnswer:
         return {"text": self.text}
 
 
+@dataclass(frozen=True)
+class TextAnswer:
+    """Open-ended video QA: a free-text reference answer (LongVT's `reward_model.ground_truth`),
+    scored by an LLM judge when `reward.judge.url` is set (`rewards/judge.py`), else by a
+    normalised exact match."""
+
+    text: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"text": self.text}
+
+
 Answer = (
     TemporalAnswer
     | BoxAnswer
@@ -170,6 +182,7 @@ Answer = (
     | ChoiceAnswer
     | NumericAnswer
     | MathAnswer
+    | TextAnswer
 )
 
 

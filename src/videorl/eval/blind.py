@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from videorl.data.families import families
-from videorl.data.records import TaskRecord
+from videorl.data.records import ChoiceAnswer, TaskRecord
 from videorl.eval.metrics.temporal import query_iou, summarize
 
 GRID = 0.025  # span ends as fractions of the duration: 0, 0.025, ..., 1
@@ -47,7 +47,10 @@ def blind_temporal(train: Sequence[TaskRecord], val: Sequence[TaskRecord]) -> di
 
 
 def blind_choice(train: Sequence[TaskRecord], val: Sequence[TaskRecord]) -> dict[str, Any]:
-    """Accuracy (percent) on `val` of the most frequent correct option per question text."""
+    """Accuracy (percent) on `val` of the most frequent correct option per question text
+    (open-ended questions, `TextAnswer`, are left out; none left: accuracy 0)."""
+    train = [r for r in train if isinstance(r.answer, ChoiceAnswer)]
+    val = [r for r in val if isinstance(r.answer, ChoiceAnswer)]
     texts: dict[str, Counter] = {}
     letters: Counter = Counter()
     for r in train:
@@ -66,7 +69,7 @@ def blind_choice(train: Sequence[TaskRecord], val: Sequence[TaskRecord]) -> dict
     correct = [guess(r) == r.answer.letter for r in val]
     return {
         "answer": "most frequent option per question",
-        "accuracy": 100.0 * sum(correct) / len(correct),
+        "accuracy": 100.0 * sum(correct) / len(correct) if correct else 0.0,
     }
 
 

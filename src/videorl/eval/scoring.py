@@ -25,6 +25,7 @@ from videorl.data.records import (
     SpatioTemporalAnswer,
     TaskRecord,
     TemporalAnswer,
+    TextAnswer,
     TrackingAnswer,
     answer_to_dict,
 )
@@ -32,6 +33,7 @@ from videorl.eval import parsing
 from videorl.eval.metrics import boxes, choice, masks, temporal
 from videorl.rewards.geometry import mean_relative_accuracy
 from videorl.rewards.math_answer import is_equivalent, last_boxed, reference_answer
+from videorl.rewards.video_qa import text_match
 
 OK, UNPARSED = "ok", "unparsed"
 MISSING_MEDIA, MEDIA_ERROR, NO_PREDICTION = "missing_media", "media_error", "no_prediction"
@@ -125,6 +127,10 @@ def score_spatio_temporal(record: TaskRecord, text: str) -> Scored:
 
 def score_choice_or_number(record: TaskRecord, text: str) -> Scored:
     answer = record.answer
+    if isinstance(answer, TextAnswer):  # open-ended video QA: the normalised exact match
+        stripped = text.strip()
+        correct = text_match(stripped, answer.text)
+        return stripped or None, {"score": correct, "correct": correct, "numeric": 0.0}
     if isinstance(answer, ChoiceAnswer):
         letter = parsing.parse_choice(text, record.options)
         correct = float(letter == answer.letter)

@@ -12,6 +12,7 @@ from videorl.data.records import TaskRecord
 from videorl.reduction import Summed
 from videorl.rewards.calls import ToolCallMade
 from videorl.rewards.config import RewardConfig
+from videorl.rewards.judge import CALLED, COMPONENT_PREFIX, JUDGE_FAILURES
 from videorl.rewards.pool import ScoringPool
 from videorl.rewards.result import FAILURE_REASONS, RewardResult
 from videorl.rewards.router import score_response
@@ -41,7 +42,8 @@ def batch_metrics(
     prefix: str = POLICY_PREFIX,
 ) -> dict[str, float]:
     """`reward/mean`, `reward/format_mean`, `reward/<family>/mean`, `reward/failed_<reason>`
-    (counts, every reason always present), `reward/samples`, `reward/seconds` (`prefix`
+    (counts, every reason always present), `reward/judge/*` (`judge_metrics`: only when an
+    LLM judge scored the rows), `reward/samples`, `reward/seconds` (`prefix`
     replaces `reward/`, e.g. `reward/annotation/` for the annotation rows). The counts and
     the seconds are `Summed` over draws and ranks; the rest are means."""
     count = len(results)
@@ -57,11 +59,34 @@ def batch_metrics(
         metrics[f"{prefix}failed_{reason}"] = Summed(
             sum(r.failure_reason == reason for r in results)
         )
+    metrics.update(judge_metrics(results, prefix))
     by_family: dict[str, list[float]] = defaultdict(list)
     for record, result in zip(records, results, strict=True):
         by_family[record.family.short].append(result.overall)
     for short, values in sorted(by_family.items()):
         metrics[f"{prefix}{short}/mean"] = sum(values) / len(values)
+    return metrics
+
+
+def _judge_value(result: RewardResult, key: str) -> float:
+    """A judge component of the plug-in (`plugin/<key>` when it extends a built-in)."""
+    return result.components.get(key, result.components.get(f"plugin/{key}", 0.0))
+
+
+def judge_metrics(results: Sequence[RewardResult], prefix: str = POLICY_PREFIX) -> dict[str, float]:
+    """`reward/judge/calls` and `reward/judge/failed_<reason>` (every reason), `Summed`, when
+    a row carries the LLM judge's components (`rewards/judge.py`: `reward.judge.url` set and
+    a plug-in that asks it); else nothing."""
+    if not any(CALLED in r.components or f"plugin/{CALLED}" in r.components for r in results):
+        return {}
+    metrics: dict[str, float] = {
+        f"{prefix}judge/calls": Summed(sum(_judge_value(r, CALLED) for r in results))
+    }
+    for reason in JUDGE_FAILURES:
+        key = f"{COMPONENT_PREFIX}{reason}"
+        metrics[f"{prefix}judge/failed_{reason}"] = Summed(
+            sum(_judge_value(r, key) for r in results)
+        )
     return metrics
 
 

@@ -8,10 +8,13 @@ configuration error here, never a silent 0 during training.
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
+from urllib.parse import urlsplit
 
 from videorl.config_loader import build
 from videorl.data.families import parse_family
@@ -144,6 +147,88 @@ class LengthBandConfig:
         _count("min_correct", self.min_correct, 1)
 
 
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+@dataclass(frozen=True)
+class JudgeConfig:
+    """An LLM judge for open-ended answers (`rewards/judge.py`), as LongVT's
+    `custom_rewards/vl_agent.py`: a chat model behind an OpenAI-compatible endpoint compares
+    the answer with the reference and replies 1, 0.5 or 0. The LongVT plug-in
+    (`rewards/longvt.py`) asks it for the accuracy of open-ended records when `url` is set; a
+    judge that cannot be reached, times out, fails or replies something else scores 0, counted
+    in `reward/judge/failed_<reason>`. Needs the `judge` extra (`pip install
+    'videorl[judge]'`)."""
+
+    url: str | None = None
+    """Base URL of the OpenAI-compatible server (http or https), e.g.
+    `http://localhost:8000/v1`; null = no judge."""
+    model: str | None = None
+    """The judge's model name; null = the first model the server lists (`GET /models`), as
+    LongVT does."""
+    api_key_env: str | None = None
+    """The NAME of the environment variable that holds the API key (never the key itself);
+    null = no key (the placeholder `EMPTY`, as LongVT sends to its vLLM server)."""
+    temperature: float = 0.3
+    """Sampling temperature of the judge, in [0, 2] (LongVT: 0.3)."""
+    max_tokens: int = 16
+    """Most tokens the judge may reply (>= 1); only the verdict on the reply's first line is
+    read."""
+    timeout_s: float = 30.0
+    """Seconds one request may take (> 0); each retry gets as long. The total, `timeout_s *
+    (max_retries + 1)`, must stay below `reward.timeout_s`."""
+    max_retries: int = 2
+    """Retries of a request that failed to connect, timed out or got a 408/429/5xx (>= 0; the
+    openai client's default, which LongVT uses)."""
+
+    def __post_init__(self) -> None:
+        if self.url is not None:
+            parts = urlsplit(self.url) if isinstance(self.url, str) else None
+            if parts is None or parts.scheme not in ("http", "https") or not parts.netloc:
+                raise ConfigError(
+                    f"url={self.url!r} is not an http(s) URL; set the judge server's base URL, "
+                    "e.g. http://localhost:8000/v1, or null for no judge"
+                )
+        if self.model is not None and (not isinstance(self.model, str) or not self.model.strip()):
+            raise ConfigError(
+                f"model={self.model!r}; set the judge's model name or null for the first model "
+                "the server lists"
+            )
+        if self.api_key_env is not None and (
+            not isinstance(self.api_key_env, str) or not _ENV_NAME.fullmatch(self.api_key_env)
+        ):
+            # The value is not echoed: it may be a key pasted by mistake.
+            raise ConfigError(
+                "api_key_env: not an environment variable name; set the NAME of the "
+                "variable that holds the key (e.g. JUDGE_API_KEY), never the key itself"
+            )
+        _number("temperature", self.temperature, 0.0, 2.0)
+        _count("max_tokens", self.max_tokens, 1)
+        _number("timeout_s", self.timeout_s, 0.0, open_low=True)
+        _count("max_retries", self.max_retries, 0)
+        if self.url is None:
+            return
+        if self.api_key_env is not None and not os.environ.get(self.api_key_env):
+            raise ConfigError(
+                f"api_key_env: the environment variable {self.api_key_env} is not set; export "
+                "it with the judge's API key, or set api_key_env: null for a server without keys"
+            )
+        if importlib.util.find_spec("openai") is None:
+            raise ConfigError(
+                "url is set but the openai package is missing; install the judge extra: "
+                "pip install 'videorl[judge]'"
+            )
+
+    @property
+    def enabled(self) -> bool:
+        return self.url is not None
+
+    @property
+    def budget_s(self) -> float:
+        """The longest a judged sample may wait on the judge: every try timing out."""
+        return self.timeout_s * (self.max_retries + 1)
+
+
 @dataclass(frozen=True)
 class RewardConfig:
     """How responses are scored.
@@ -217,6 +302,13 @@ class RewardConfig:
     320..512 tokens, +0.2, `len(selected_indices) > 1`)."""
     mode: RewardMode = "videorl"
     """videorl (our scorers) or orarl (OraRL's per-task adapters, exactly); details above."""
+    judge: JudgeConfig = field(default_factory=JudgeConfig)
+    """An LLM judge for open-ended answers (`rewards/judge.py`), as LongVT's
+    `custom_rewards/vl_agent.py`: a chat model behind an OpenAI-compatible endpoint compares the
+    answer with the reference and replies 1, 0.5 or 0. The LongVT plug-in (`rewards/longvt.py`)
+    asks it for the accuracy of open-ended records when `url` is set; a judge that cannot be
+    reached, times out, fails or replies something else scores 0, counted in
+    `reward/judge/failed_<reason>`. Needs the `judge` extra (`pip install 'videorl[judge]'`)."""
 
     def __post_init__(self) -> None:
         if self.mode not in REWARD_MODES:
@@ -271,12 +363,24 @@ class RewardConfig:
                 f"plugin_mode={self.plugin_mode!r} is unknown; set one of {', '.join(PLUGIN_MODES)}"
             )
         _number("plugin_weight", self.plugin_weight, 0.0, 1.0)
+        judge = self.judge
+        if isinstance(judge, JudgeConfig) and judge.enabled and judge.budget_s >= self.timeout_s:
+            raise ConfigError(
+                f"timeout_s={self.timeout_s:g} is not above the judge's "
+                f"judge.timeout_s * (judge.max_retries + 1) = {judge.budget_s:g} s (a sample "
+                "past timeout_s is killed and scores 0); raise reward.timeout_s or lower "
+                "reward.judge.timeout_s / max_retries"
+            )
         if not isinstance(self.sensitivity, SensitivityConfig):
             raise ConfigError(
                 f"sensitivity={self.sensitivity!r}; give a SensitivityConfig "
                 "(RewardConfig.from_dict accepts a mapping)"
             )
-        for name, section in (("overlong", OverlongConfig), ("length_band", LengthBandConfig)):
+        for name, section in (
+            ("overlong", OverlongConfig),
+            ("length_band", LengthBandConfig),
+            ("judge", JudgeConfig),
+        ):
             if not isinstance(getattr(self, name), section):
                 raise ConfigError(
                     f"{name}={getattr(self, name)!r}; give a {section.__name__} "

@@ -5,9 +5,12 @@ LongVT (EvolvingLMMs-Lab/LongVT) trains with `custom_rewards/tool_reward.py` and
 `use_iou_reward=True` (`examples/video_tools/longvt_7b_rl_train.sh`), which scores a
 trajectory as the sum of three terms (`custom_rewards/vl_agent.py: compute_score`):
 
-- **accuracy**: the text of the answer block, judged against the ground truth (LongVT asks
-  an LLM judge for 1 / 0.5 / 0; here the record's family scorer gives the task score, e.g.
-  the exact option letter for video QA); an empty answer scores 0;
+- **accuracy**: the text of the answer block, judged against the ground truth: for an
+  open-ended record (`TextAnswer`) with `reward.judge.url` set, the LLM judge's 1 / 0.5 / 0
+  on the question (`extra.question`, LongVT's `extra_info.question`, else the record's
+  problem) (`rewards/judge.py`; a judge failure scores 0 and is counted, components
+  `judge/failed_<reason>`); otherwise the record's family scorer (the exact option letter for
+  video QA, the normalised exact text of an open-ended answer); an empty answer scores 0;
 - **format**: `<think>` blocks balanced and present, `<tool_call>` tags balanced, exactly one
   `<answer>`; without tool calls the whole response is `<think>..</think><answer>..</answer>`,
   with them it starts with `<think>`, ends with `</answer>` and its tags run `think,
@@ -32,9 +35,10 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from videorl.data.records import TaskRecord
+from videorl.data.records import TaskRecord, TextAnswer
 from videorl.rewards.calls import ToolCallMade
 from videorl.rewards.config import RewardConfig
+from videorl.rewards.judge import judge, not_called
 from videorl.rewards.registry import FAMILY_REWARDS
 
 CROP_TOOL = "crop_video"
@@ -102,18 +106,26 @@ def score(
     config: RewardConfig,
     calls: Sequence[ToolCallMade] = (),
 ) -> Mapping[str, Any]:
-    """`format`, `task` (accuracy), `time_iou` and `overall` = their mean."""
+    """`format`, `task` (accuracy), `time_iou` and `overall` = their mean; with
+    `reward.judge.url` set, also the judge's `judge/called` and `judge/failed_<reason>` (every
+    row, 0 where the judge was not asked)."""
     answer = answer_text(response)
     fmt = 1.0 if format_ok(response, calls) else 0.0
     accuracy = 0.0
-    if answer:
-        accuracy = float(FAMILY_REWARDS[record.family].score(record, answer, config)["task"])
-    if len(answer) >= ANSWER_LIMIT:
+    judged = not_called() if config.judge.enabled else {}
+    if len(answer) >= ANSWER_LIMIT:  # LongVT asks its judge, then zeroes: no call needed
         accuracy, fmt = 0.0, 0.0
+    elif answer and config.judge.enabled and isinstance(record.answer, TextAnswer):
+        question = str(record.extra.get("question") or record.problem)
+        verdict = judge(config.judge, question, record.answer.text, answer)
+        accuracy, judged = verdict.score, verdict.components()
+    elif answer:
+        accuracy = float(FAMILY_REWARDS[record.family].score(record, answer, config)["task"])
     time_iou = crop_iou(record, calls)
     return {
         "format": fmt,
         "task": accuracy,
         "time_iou": time_iou,
         "overall": (accuracy + fmt + time_iou) / 3,
+        **judged,
     }

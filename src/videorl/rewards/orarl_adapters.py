@@ -50,6 +50,7 @@ from videorl.data.records import (
     SegmentationAnswer,
     SpatioTemporalAnswer,
     TaskRecord,
+    TextAnswer,
     TrackingAnswer,
 )
 from videorl.errors import DataError
@@ -69,6 +70,7 @@ from videorl.rewards.orarl_parsing import (
     unfence,
     without_reasoning,
 )
+from videorl.rewards.video_qa import text_match
 
 Components = dict[str, float]
 
@@ -249,6 +251,9 @@ def spatial_intelligence(record: TaskRecord, response: str) -> tuple[float, Comp
 
 def video_qa(record: TaskRecord, response: str) -> tuple[float, Components]:
     answer = record.answer
+    if isinstance(answer, TextAnswer):  # open-ended (no OraRL adapter): normalised match
+        payload = canonical_payload(response) or ""
+        return float(bool(payload.strip())), {"task": text_match(payload, answer.text)}
     assert isinstance(answer, ChoiceAnswer), f"record {record.id}: not a choice answer"
     return _choice(_letter(canonical_payload(response) or "", "A-H"), answer.letter)
 
