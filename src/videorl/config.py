@@ -503,7 +503,9 @@ class TrainerConfig:
     keep_last: int = 2
     """Checkpoints kept on disk (> 0); older ones are removed."""
     val_every: int = 0
-    """Steps between validations (>= 0); 0 = none during training."""
+    """Steps between validations (>= 0); 0 = none during training. Validation samples on random
+    streams of its own, seeded by `trainer.seed` and the step, so training is the same with or
+    without it."""
     val_samples: int = 4
     """Responses sampled per validation prompt (k of mean@k, > 0)."""
     val_max_prompts: int | None = None
