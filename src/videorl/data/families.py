@@ -167,7 +167,7 @@ class TaskFamily:
     published: dict[str, Callable[[Any], str | None]] = field(default_factory=dict)
     orarl_reward: Callable[[Any, str], tuple[float, dict[str, float]]] | None = None
     sample_metric: str | None = None
-    blind: Callable[[Any], dict[str, Any]] | None = None
+    blind: Callable[[Any, Any], dict[str, Any]] | None = None
     demo: DemoParts | None = None
     time_windows: bool = False
     subtype_groups: bool = False

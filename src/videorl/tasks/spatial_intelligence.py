@@ -162,6 +162,7 @@ def spatial_intelligence(rng: np.random.Generator, rid: str, out: Path, index: i
     subtype = SI_SUBTYPES[index % len(SI_SUBTYPES)]
     width, height = frame_size(rng)
     fields: dict = {"subtype": subtype, "width": width, "height": height}
+    answer: NumericAnswer | ChoiceAnswer
     if subtype in SI_NUMERIC_SUBTYPES:
         problem, value, items = _si_numeric(rng, subtype, width, height)
         answer = NumericAnswer(value)
