@@ -35,9 +35,10 @@ _REPLACEMENT = "\ufffd"
 def _text(message: Message, where: str) -> str:
     if isinstance(message.content, str):
         return message.content
-    if message.content is None or not all(isinstance(p, TextPart) for p in message.content):
+    texts = [p.text for p in message.content or () if isinstance(p, TextPart)]
+    if message.content is None or len(texts) != len(message.content):
         raise RequestError(f"{where} must hold text only")
-    return "\n".join(p.text for p in message.content)
+    return "\n".join(texts)
 
 
 def split_conversation(request: ChatRequest) -> tuple[str | None, Message]:
@@ -171,11 +172,12 @@ class ChatService:
         if len(media) > 1:
             raise RequestError("send at most one video_url or image_url part per request")
         video = image = None
+        first = media[0] if media else None
         try:
-            if media and isinstance(media[0], ImagePart):
-                image = image_of(media[0], self.policy)
-            elif media:
-                video = video_of(media[0], request, self.policy)
+            if isinstance(first, ImagePart):
+                image = image_of(first, self.policy)
+            elif first is not None:
+                video = video_of(first, request, self.policy)
         except VideoRLError as err:  # e.g. a corrupt file under --media-root
             raise RequestError(str(err)) from None
         if (video is not None or image is not None) and self.loaded.processor is None:

@@ -155,7 +155,7 @@ def _timed(frames: torch.Tensor, request: ChatRequest, time_encoding: str) -> De
     """Per-frame images with their timing from `video_metadata[0]` / `mm_processor_kwargs`,
     handed to the processor as the served model was trained (`time_encoding`)."""
     count = int(frames.shape[0])
-    metadata = (request.video_metadata or [None])[0]
+    metadata = request.video_metadata[0] if request.video_metadata else None
     kwargs_fps = request.mm_processor_kwargs.fps if request.mm_processor_kwargs else None
     fps = (metadata.fps if metadata else None) or kwargs_fps or DEFAULT_FPS
     timestamps = tuple((metadata and metadata.timestamps) or [i / fps for i in range(count)])
