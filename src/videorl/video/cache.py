@@ -18,7 +18,7 @@ import threading
 from collections import OrderedDict
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import numpy as np
 import torch
@@ -162,9 +162,11 @@ class VideoCache:
             self.decode_count += 1
         if media.frames is not None:
             return frames_from_array(media.frames, media.fps, self.config, media.start, media.end)
-        if is_image_path(media.path):
-            return load_image(media.path, self.config)
-        return decode_video(media.path, self.config, media.start, media.end)
+        # MediaRef.__post_init__ requires a path or frames: without frames, path is a str.
+        path = cast(str, media.path)
+        if is_image_path(path):
+            return load_image(path, self.config)
+        return decode_video(path, self.config, media.start, media.end)
 
     def _disk_path(self, key: str) -> Path | None:
         return None if self._dir is None else self._dir / f"{key}.pt"
@@ -175,9 +177,11 @@ class VideoCache:
             return None
         try:
             stored = torch.load(path, weights_only=True)
-            meta = VideoMeta(
-                **{k: tuple(v) if isinstance(v, list) else v for k, v in stored["meta"].items()}
-            )
+            # the fields asdict(meta) wrote (_save_disk); a list read back becomes a tuple
+            fields: dict[str, Any] = {
+                k: tuple(v) if isinstance(v, list) else v for k, v in stored["meta"].items()
+            }
+            meta = VideoMeta(**fields)
             video = DecodedVideo(frames=stored["frames"], meta=meta)
         except Exception as err:  # noqa: BLE001 (a damaged cache file is re-decoded, never fatal)
             logger.warning("ignoring unreadable video cache file %s: %s", path, err)

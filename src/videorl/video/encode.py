@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 
 from videorl.errors import MediaError
 
 
-def mp4_encoder() -> str:
+def mp4_encoder() -> Literal["libx264", "mpeg4"]:
     """`libx264` when the installed PyAV has it, else FFmpeg's built-in `mpeg4`."""
     import av
 
