@@ -34,7 +34,7 @@ import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields, replace
-from typing import Any
+from typing import Any, cast
 
 from videorl.data.families import SI_CHOICE_SUBTYPES, SI_NUMERIC_SUBTYPES, Family, parse_family
 from videorl.data.formats import _options
@@ -121,7 +121,7 @@ class ColumnMap:
 
     def override(self, columns: ColumnsConfig) -> ColumnMap:
         """The user's `data.columns.*` replace the preset's candidates for those fields."""
-        changes = {
+        changes: dict[str, Any] = {
             f.name: (getattr(columns, f.name),)
             for f in fields(columns)
             if getattr(columns, f.name) is not None
@@ -282,7 +282,8 @@ def _media(row: dict[str, Any], names: Sequence[str], kind: str) -> tuple[str | 
             f"column {column!r}: {len(items)} {kind}s in one row; videorl prompts hold one "
             f"{kind}, so split the row or keep one {kind}"
         )
-    return column, _media_entry(items[0], column, kind)
+    # _first names a column whenever it finds a value
+    return column, _media_entry(items[0], cast(str, column), kind)
 
 
 def resolve_row_family(value: Any, column: str) -> tuple[Family, str | None]:
@@ -331,7 +332,8 @@ def _family(
     else:
         column, value = _first(row, columns.problem_type)
         if value is not None:
-            family, subtype = resolve_row_family(value, column)
+            # _first names a column whenever it finds a value
+            family, subtype = resolve_row_family(value, cast(str, column))
         elif media_column is not None:
             raise DataError(
                 f"column {media_column!r} holds media but the row names no task family; set "
@@ -364,6 +366,7 @@ def _prompt_fields(
     column, value = _first(row, columns.prompt)
     if value is None:
         raise DataError(f"missing prompt column {' or '.join(map(repr, columns.prompt))}")
+    column = cast(str, column)  # _first names a column whenever it finds a value
     given = _row_prompt(value, column)
     text = check_placeholders(given.text, kind, column)
     query = _first(row, columns.query)[1]
@@ -449,7 +452,8 @@ def from_columns(
     return TaskRecord(
         id=default_id if row_id is None or row_id == "" else str(row_id),
         family=resolved,
-        answer=parse_answer(resolved, raw_answer, options, answer_column),
+        # _first names a column whenever it finds a value
+        answer=parse_answer(resolved, raw_answer, options, cast(str, answer_column)),
         video=_clip(row, columns, video),
         image=image,
         duration=None if duration is None else float(duration),

@@ -116,7 +116,9 @@ def to_model_coordinates(
     ):
         return record
     move = _mapper(record, target, size)
-    answer = None if move is None else _answer(record.answer, move)
+    if move is None:
+        return record
+    answer = _answer(record.answer, move)
     if answer is None:
         return record
     extra = dict(record.extra)

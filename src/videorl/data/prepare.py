@@ -27,7 +27,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast, overload
 
 import videorl
 from videorl.config_loader import build, yaml_error
@@ -37,6 +37,9 @@ from videorl.data.loaders import ALL_FORMATS, load_records, write_records
 from videorl.data.records import TaskRecord
 from videorl.errors import ConfigError, DataError
 from videorl.outputs import TMP_PREFIX, refuse_nonempty, refuse_own_inputs
+
+if TYPE_CHECKING:
+    from videorl.video.media import MediaRef
 
 _NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 OUTPUTS = ("train.jsonl", "canary.jsonl", "manifest.json")  # renamed into place in this order
@@ -204,6 +207,10 @@ class Mixture:
     selection_order: list[str]
 
 
+@overload
+def _absolute(base: Path, path: str) -> Path: ...
+@overload
+def _absolute(base: Path, path: str | None) -> Path | None: ...
 def _absolute(base: Path, path: str | None) -> Path | None:
     return None if path is None else Path(os.path.abspath(base / os.path.expanduser(path)))
 
@@ -237,9 +244,13 @@ def _available(pool: list[Candidate], cap: int | None) -> Counter:
 
 def _hold_out_canary(spec: PrepareSpec, pool: list[Candidate]) -> list[Candidate]:
     """Whole media files, seeded order, skipping files that would starve a quota."""
-    if spec.canary.fraction is None and spec.canary.count is None:
+    fraction, count = spec.canary.fraction, spec.canary.count
+    if count is not None:  # CanarySpec: count >= 1, and only one of the two is set
+        target = count
+    elif fraction is not None:
+        target = max(1, round(fraction * len(pool)))
+    else:
         return []
-    target = spec.canary.count or max(1, round(spec.canary.fraction * len(pool)))
     cap = spec.max_prompts_per_media
     groups: dict[str, list[Candidate]] = {}
     for candidate in pool:
@@ -282,10 +293,8 @@ def _fill_quotas(
     for candidate in pool:
         by_source.setdefault(candidate.source, []).append(candidate)
     indices = range(len(spec.sources))
-    order = sorted(
-        (i for i in indices if spec.sources[i].quota is not None),
-        key=lambda i: (available[i] / spec.sources[i].quota, i),
-    )
+    quotas = {i: q for i in indices if (q := spec.sources[i].quota) is not None}
+    order = sorted(quotas, key=lambda i: (available[i] / quotas[i], i))
     order += [i for i in indices if spec.sources[i].quota is None]
     used: Counter = Counter()
     selected: list[Candidate] = []
@@ -352,7 +361,7 @@ def select_mixture(spec: PrepareSpec, base: Path) -> Mixture:
             "records": len(records),
             "excluded": dict.fromkeys(leaks.rules, 0),
         }
-    stats = {s.name: Counter() for s in spec.sources}
+    stats: dict[str, Counter[str]] = {s.name: Counter() for s in spec.sources}
     pool: list[Candidate] = []
     first_source: dict[str, int] = {}
     position = 0
@@ -368,8 +377,8 @@ def select_mixture(spec: PrepareSpec, base: Path) -> Mixture:
                 continue
             candidate = _candidate(record, index, position)
             found = leaks.matches(record, candidate.identity)
-            for bench, rule in found.items():
-                benchmarks[bench]["excluded"][rule] += 1
+            for bench_name, rule in found.items():
+                benchmarks[bench_name]["excluded"][rule] += 1
             if found:
                 counts["leaked"] += 1
             elif candidate.identity in first_source:
@@ -415,7 +424,12 @@ def _sha256(path: Path) -> str:
 
 def _split_summary(candidates: list[Candidate]) -> dict[str, Any]:
     """Record and family counts, distinct media files and how many of them exist on disk."""
-    files = {c.group: c.record.media.path for c in candidates if c.has_media}
+    files: dict[str, str] = {}
+    for c in candidates:
+        if c.has_media:
+            # has_media: the record names a media file (identity.media_paths); no loader pairs
+            # a video of inline frames with an image file, so `media` is that file
+            files[c.group] = cast(str, cast("MediaRef", c.record.media).path)
     return {
         "records": len(candidates),
         "families": dict(sorted(Counter(c.record.family.value for c in candidates).items())),
@@ -456,7 +470,7 @@ def build_manifest(
         }
         for bench in spec.benchmarks
     }
-    totals = Counter()
+    totals: Counter[str] = Counter()
     for counts in mixture.sources.values():
         totals.update(counts)
     return {

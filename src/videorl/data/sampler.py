@@ -126,7 +126,7 @@ class TaskGroupedSampler:
             per_family.append(
                 [cycled[b * self.batch_size : (b + 1) * self.batch_size] for b in range(count)]
             )
-        batches = []
+        batches: list[list[int]] = []
         for round_ in range(max(len(b) for b in per_family)):
             batches.extend(b[round_] for b in per_family if round_ < len(b))
         return batches

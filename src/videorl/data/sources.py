@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -181,7 +182,9 @@ def _hub_dataset(spec: str, split: str, streaming: bool) -> Source:
     return Source(f"{name}@{split}", Path.cwd(), _dataset_rows(dataset))
 
 
-def open_source(spec: str | Path, *, split: str = "train", streaming: bool = False) -> list[Source]:
+def open_source(
+    spec: str | os.PathLike[str], *, split: str = "train", streaming: bool = False
+) -> list[Source]:
     """The sources behind one `data.train` / `data.val` value (one per file of a folder)."""
     path = Path(spec)
     if path.is_file():

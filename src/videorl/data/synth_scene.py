@@ -7,7 +7,7 @@ exclusive: a square at x=10 of size 8 has box [10, y, 18, y + 8]).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -104,7 +104,7 @@ def place(
     size: int,
     height: int,
     width: int,
-    avoid: list[Placed] = (),
+    avoid: Sequence[Placed] = (),
     gap: int = 4,
     x_range: tuple[int, int] | None = None,
 ) -> tuple[int, int]:
