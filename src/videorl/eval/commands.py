@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from videorl.config_loader import to_dict
 from videorl.errors import ConfigError
@@ -361,9 +361,10 @@ def eval_backend(
         )
     from videorl.eval.openai_backend import EndpointBackend
 
+    # --endpoint mode: eval_command's _one_mode and endpoint_model_type require both
     return EndpointBackend(
-        endpoint,
-        served_model,
+        cast(str, endpoint),
+        cast(str, served_model),
         run,
         model_type=model_type,
         max_new_tokens=max_new_tokens,

@@ -181,8 +181,8 @@ def as_box(value: Any) -> Box | None:
     """Four finite numbers as a box with sorted corners, else None."""
     if not isinstance(value, (list, tuple)) or len(value) != 4:
         return None
-    numbers = [_number(v) for v in value]
-    if any(n is None for n in numbers):
+    numbers = [n for n in map(_number, value) if n is not None]
+    if len(numbers) != 4:  # one was not a finite number
         return None
     x1, y1, x2, y2 = numbers
     return (min(x1, x2), min(y1, y2), max(x1, x2), max(y1, y2))
@@ -259,8 +259,8 @@ def parse_spatio_temporal(text: str) -> SpatioTemporalPrediction | None:
     if isinstance(data, dict):
         time = data.get("time")
         if isinstance(time, (list, tuple)) and len(time) == 2:
-            ends = [_number(t) for t in time]
-            if None not in ends:
+            ends = [n for n in map(_number, time) if n is not None]
+            if len(ends) == 2:  # both finite numbers
                 window = (min(ends), max(ends))
         elif isinstance(time, str):
             window = parse_window(time)

@@ -379,8 +379,12 @@ def evaluate(
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / PREDICTIONS
     videos = VideoCache(settings.video)
-    answer = functools.partial(_answer, settings, backend, skip=set(missing))
-    if backend is not None:
+    answer = (
+        None
+        if backend is None
+        else functools.partial(_answer, settings, backend, skip=set(missing))
+    )
+    if answer is not None:
         if missing:
             logger.warning(
                 "%d of %d records have missing media: not run, scored 0, listed in the report",
@@ -388,7 +392,8 @@ def evaluate(
                 len(records),
             )
         answer(records, path, videos)
-    elif Path(predictions).resolve() != path.resolve():
+    # else predictions is set: exactly one of the two (checked above)
+    elif predictions is not None and Path(predictions).resolve() != path.resolve():
         if not Path(predictions).is_file():
             raise ConfigError(
                 f"--predictions {predictions} does not exist; pass a JSONL file of "

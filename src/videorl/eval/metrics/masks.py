@@ -95,7 +95,8 @@ def boundary_radius(height: int, width: int, tolerance: float = BOUNDARY_TOLERAN
 
 def boundary_f(pred: np.ndarray, gt: np.ndarray, tolerance: float = BOUNDARY_TOLERANCE) -> float:
     """The DAVIS boundary F-measure of two masks of the same size."""
-    radius = boundary_radius(*gt.shape, tolerance)
+    height, width = gt.shape
+    radius = boundary_radius(height, width, tolerance)
     pred_b, gt_b = boundary_map(pred), boundary_map(gt)
     n_pred, n_gt = int(pred_b.sum()), int(gt_b.sum())
     if n_pred == 0 and n_gt == 0:
