@@ -6,7 +6,6 @@ import threading
 from dataclasses import replace
 
 import pytest
-import torch
 
 from tests.video.conftest import LEVEL, frame_numbers, index_frames
 from videorl.errors import ConfigError
@@ -15,13 +14,14 @@ from videorl.rollout.tools import (
     ToolCall,
     ToolContext,
     ToolError,
+    ToolResult,
     ToolRunner,
     VideoToolLimits,
     parse_tool_calls,
     register_tool,
     resolve_tools,
 )
-from videorl.video.controls import BLANK_VALUE
+from videorl.video.controls import BLANK_VALUE, apply_control, media_key, permutation
 from videorl.video.decode import VideoConfig, decode_video
 from videorl.video.encode import write_mp4
 from videorl.video.media import MediaRef
@@ -174,17 +174,63 @@ def test_video_tool_max_frames_sets_the_clip_limit(video_ctx):
         VideoConfig(tool_max_frames=5)
 
 
-def test_tool_outputs_are_put_under_the_video_control(video_ctx):
-    real = _call(video_ctx, "get_clip", start=0.0, end=8.0, fps=1.0).media[0].frames
-    for control, expected in [("frozen", real[:1].expand_as(real)), ("reversed", real.flip(0))]:
-        ctx = replace(video_ctx, control=control, decodes=type(video_ctx.decodes)())
-        (clip,) = _call(ctx, "get_clip", start=0.0, end=8.0, fps=1.0).media
-        assert torch.equal(clip.frames, expected), control
-    # a still image cannot be frozen: the tool is unavailable under a temporal control
-    frozen = replace(video_ctx, control="frozen")
-    assert "cannot change" in (_call(frozen, "get_frame", time=5.0).error or "")
-    blank = replace(video_ctx, control="blank")
+def _under(video_ctx, control: str) -> ToolContext:
+    return replace(video_ctx, control=control, decodes=type(video_ctx.decodes)())
+
+
+def test_tools_read_the_controlled_video_not_a_control_of_their_clip(video_ctx):
+    """Under a temporal control a clip of any window, a frame or a crop shows what the
+    controlled video shows at those times (frames 0-79 of a 10 s, 8 fps video; the prompt
+    sampled frames 0 and 40): frozen shows the prompt's first frame everywhere, reversed
+    frame 79 - i at frame i."""
+    assert video_ctx.video.meta.frame_indices == (0, 40)
+    frozen = _under(video_ctx, "frozen")
+    (clip,) = _call(frozen, "get_clip", start=4.0, end=6.0, fps=2.0).media
+    assert frame_numbers(clip.frames) == [0, 0, 0, 0]  # not the window's own first frame, 32
+    (image,) = _call(frozen, "get_frame", time=5.0).media
+    assert round(float(image.frames.float().mean()) / LEVEL) == 0
+    reversed_ = _under(video_ctx, "reversed")
+    outcome = _call(reversed_, "get_clip", start=1.0, end=3.0, fps=2.0)
+    assert frame_numbers(outcome.media[0].frames) == [71, 67, 63, 59]  # 79 - (8, 12, 16, 20)
+    assert outcome.media[0].meta == _call(video_ctx, "get_clip", start=1.0, end=3.0).media[0].meta
+    assert "times in seconds: 1.00, 1.50, 2.00, 2.50" in outcome.text  # the asked times
+    (image,) = _call(reversed_, "get_frame", time=2.0).media
+    assert round(float(image.frames.float().mean()) / LEVEL) == 63
+    region = _call(reversed_, "crop", time=2.0, box=[0, 0, 10, 10]).media[0]
+    assert round(float(region.frames.float().mean()) / LEVEL) == 63
+    blank = _under(video_ctx, "blank")
     (image,) = _call(blank, "get_frame", time=5.0).media
+    assert int(image.frames.min()) == int(image.frames.max()) == BLANK_VALUE
+
+
+def test_shuffled_tools_move_the_video_in_the_prompts_segments(tmp_path):
+    """64 frames, a prompt of 8 frames at 0, 8, .., 56: under shuffled the video is cut into 8
+    segments moved as the prompt's permutation moves its frames, so a tool at a prompt frame's
+    time sees what the shuffled prompt showed there, and a clip keeps each segment's order."""
+    path = write_mp4(tmp_path / "v.mp4", index_frames(64, 32, 32), 8)  # 8 s
+    config = VideoConfig(min_pixels=4, max_pixels=64 * 64, factor=2, fps=1.0, min_frames=2)
+    media = MediaRef(path=str(path))
+    prompt = decode_video(path, config)
+    assert prompt.meta.frame_indices == tuple(range(0, 64, 8))
+    ctx = ToolContext(media=media, video=prompt, config=config, control="shuffled")
+    shown = frame_numbers(apply_control(prompt, "shuffled", media_key(media)).frames)
+    for k, index in enumerate(prompt.meta.frame_indices):
+        (image,) = _call(ctx, "get_frame", time=index / 8).media
+        assert round(float(image.frames.float().mean()) / LEVEL) == shown[k]
+    (clip,) = _call(ctx, "get_clip", start=0.0, end=8.0, fps=8.0).media
+    order = permutation(8, media_key(media)).tolist()
+    moved = [i + (order[i // 8] - i // 8) * 8 for i in clip.meta.frame_indices]
+    assert frame_numbers(clip.frames) == moved != sorted(moved)
+
+
+def test_a_tool_without_control_support_gets_its_output_controlled(scratch_tools, video_ctx):
+    @register_tool(description="a still", parameters={"type": "object"})
+    def still(ctx):
+        return ToolResult("a frame", (_call(video_ctx, "get_frame", time=5.0).media[0],))
+
+    frozen = _under(video_ctx, "frozen")
+    assert "cannot change" in (_call(frozen, "still").error or "")
+    (image,) = _call(_under(video_ctx, "blank"), "still").media
     assert int(image.frames.min()) == int(image.frames.max()) == BLANK_VALUE
 
 

@@ -11,7 +11,7 @@ uint8 tensor `T x C x H x W`; every failure is a `MediaError` naming the file an
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -258,6 +258,33 @@ def decode_video(
         return _sample(source, info, planned["indices"], planned["fps"], config, start, end)
     except MediaError as err:  # e.g. an extreme aspect ratio
         raise MediaError(f"{path}: {err}") from err
+
+
+def frames_at(
+    source: str | np.ndarray | torch.Tensor,
+    indices: Sequence[int],
+    height: int,
+    width: int,
+    backend: Backend = "pyav",
+) -> torch.Tensor:
+    """The source frames `indices` (clamped to the source) of a video file or of inline frames
+    (`T x H x W x 3` uint8), resized to `height x width` as decoded clips are: uint8
+    `T x C x H x W`. Video controls use it to show a clip's frames from other times."""
+    if isinstance(source, str):
+        _check_file(source, "video")
+
+        def plan(info: SourceInfo) -> list[int]:
+            return [min(max(i, 0), info.num_frames - 1) for i in indices]
+
+        try:
+            _, raw = READERS[backend](source, plan)
+        except Exception as err:  # as in decode_video: a bad sample, reported with its file
+            raise MediaError(f"cannot decode video {source} ({type(err).__name__}: {err})") from err
+    else:
+        array = np.asarray(source)
+        raw = array[[min(max(i, 0), array.shape[0] - 1) for i in indices]]
+    frames = torch.from_numpy(np.ascontiguousarray(raw)).permute(0, 3, 1, 2)
+    return resize_frames(frames, height, width).contiguous()
 
 
 def frames_from_array(

@@ -24,7 +24,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from videorl.rollout.tools.registry import ToolContext, ToolError, ToolResult, register_tool
-from videorl.rollout.tools.video import _as_image, _decode, video_span
+from videorl.rollout.tools.video import _as_image, _controlled_clip, _decode, video_span
+from videorl.video.controls import TEMPORAL
 
 CLIP_FPS = 1.0
 CLIP_MAX_FRAMES = 128
@@ -74,6 +75,6 @@ def crop_video(
         cache_bytes=0,
         cache_dir=None,
     )
-    clip = _decode(ctx, start_time, end_time, config)
+    clip = _controlled_clip(ctx, _decode(ctx, start_time, end_time, config))
     images = tuple(_as_image(frame, ctx) for frame in clip.frames)
-    return ToolResult(text=RESULT_TEXT, media=images)
+    return ToolResult(RESULT_TEXT, images, under_control=ctx.control in TEMPORAL)

@@ -27,10 +27,13 @@ class ToolError(Exception):
 @dataclass(frozen=True)
 class ToolResult:
     """What a tool returns: text for the model and media (images: T = 1, or clips) shown in
-    the tool turn after the text, in order."""
+    the tool turn after the text, in order. `under_control`: the media already show the
+    context's video control (the built-in video tools read the controlled video itself,
+    `video.controls.ControlledTimeline`); otherwise the runner puts them under it."""
 
     text: str
     media: tuple[DecodedVideo, ...] = ()
+    under_control: bool = False
 
 
 @dataclass(frozen=True)

@@ -89,7 +89,7 @@ class ToolRunner:
             return failed(f"{spec.name} failed ({type(err).__name__}: {err})")
         if isinstance(result, str):
             result = ToolResult(text=result)
-        if ctx.control is not None:
+        if ctx.control is not None and not result.under_control:
             if still := still_under_control(result.media, ctx.control):
                 return failed(f"{spec.name} {still}")
             key = f"{ctx.control_key}:{call.name}:{sorted(arguments.items())}"

@@ -9,6 +9,11 @@ by `VideoToolLimits`, and is cached per step (`ToolDecodes`).
 
 `crop` boxes are `[x1, y1, x2, y2]` in pixels of the frames the prompt showed
 (`video.meta.width` x `height`, the frame Qwen2.5-VL grounds in).
+
+Under a temporal video control (`ToolContext.control`: frozen, reversed, shuffled) the tools
+read the controlled video, the same one the prompt's frames come from
+(`ControlledTimeline`): a clip keeps its window's times and size, and each of its frames,
+like a frame or a crop, is the source frame the control shows at that time.
 """
 
 from __future__ import annotations
@@ -17,10 +22,12 @@ from dataclasses import replace
 
 from videorl.errors import MediaError
 from videorl.rollout.tools.registry import ToolContext, ToolError, ToolResult, register_tool
+from videorl.video.controls import TEMPORAL, ControlledTimeline, media_key
 from videorl.video.decode import (
     DecodedVideo,
     VideoConfig,
     decode_video,
+    frames_at,
     frames_from_array,
     is_image_path,
 )
@@ -81,9 +88,42 @@ def _native_frame(ctx: ToolContext, time: float) -> DecodedVideo:
         cache_bytes=0,
         cache_dir=None,
     )
+    if (timeline := _timeline(ctx)) is not None:  # the frame the control shows at `time`
+        fps = ctx.video.meta.source_fps
+        time = timeline.source(round(time * fps)) / fps
     start = max(lo, min(time, hi - step))
     decoded = _decode(ctx, start, min(hi, start + step), config)
     return DecodedVideo(frames=decoded.frames[:1], meta=decoded.meta)
+
+
+def _timeline(ctx: ToolContext) -> ControlledTimeline | None:
+    """The temporal control the tools read the video under, if any."""
+    if ctx.control not in TEMPORAL or ctx.video is None or ctx.media is None:
+        return None
+    return ControlledTimeline.of(ctx.control, ctx.video, media_key(ctx.media))
+
+
+def _controlled_clip(ctx: ToolContext, clip: DecodedVideo) -> DecodedVideo:
+    """`clip` as the controlled video shows it: the same times, size and metadata, each frame
+    the source frame the control puts there (decoded once per step)."""
+    timeline, media = _timeline(ctx), ctx.media
+    if timeline is None or media is None:
+        return clip
+    indices = tuple(timeline.source(i) for i in clip.meta.frame_indices)
+    source = media.path if media.frames is None else media.frames
+    assert source is not None
+    size = (clip.meta.height, clip.meta.width)
+    identity = media.path if media.frames is None else ("inline", id(media.frames))
+    key = (identity, "control", timeline.control, indices, size)
+
+    def run() -> DecodedVideo:
+        try:
+            frames = frames_at(source, indices, *size, backend=ctx.config.backend)
+        except MediaError as err:
+            raise ToolError(f"cannot read that part of the video: {err}") from err
+        return DecodedVideo(frames=frames, meta=clip.meta)
+
+    return ctx.decodes.get(key, run)
 
 
 def _as_image(frame_chw, ctx: ToolContext) -> DecodedVideo:
@@ -129,13 +169,13 @@ def get_clip(ctx: ToolContext, start: float, end: float, fps: float = 2.0) -> To
         cache_bytes=0,
         cache_dir=None,
     )
-    clip = _decode(ctx, start, min(end, hi), config)
+    clip = _controlled_clip(ctx, _decode(ctx, start, min(end, hi), config))
     times = ", ".join(f"{clip.meta.clip_start + t:.2f}" for t in clip.meta.timestamps)
     text = (
         f"Clip of {start:g}-{min(end, hi):g} s: {len(clip.meta.timestamps)} frames at "
         f"{clip.meta.fps:.2f} fps (times in seconds: {times})."
     )
-    return ToolResult(text=text, media=(clip,))
+    return ToolResult(text=text, media=(clip,), under_control=ctx.control in TEMPORAL)
 
 
 @register_tool(
@@ -150,7 +190,8 @@ def get_clip(ctx: ToolContext, start: float, end: float, fps: float = 2.0) -> To
 )
 def get_frame(ctx: ToolContext, time: float) -> ToolResult:
     frame = _native_frame(ctx, time)
-    return ToolResult(text=f"Frame at {time:g} s.", media=(_as_image(frame.frames[0], ctx),))
+    image = _as_image(frame.frames[0], ctx)
+    return ToolResult(f"Frame at {time:g} s.", (image,), under_control=ctx.control in TEMPORAL)
 
 
 @register_tool(
@@ -192,4 +233,5 @@ def crop(ctx: ToolContext, time: float, box: list[float]) -> ToolResult:
     return ToolResult(
         text=f"Region {[round(v, 1) for v in (x1, y1, x2, y2)]} of the frame at {time:g} s.",
         media=(_as_image(region, ctx),),
+        under_control=ctx.control in TEMPORAL,
     )
