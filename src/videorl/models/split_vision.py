@@ -109,7 +109,8 @@ def slice_shares(grid_thw: torch.Tensor, size: int) -> list[tuple[int, int]] | N
 
 def _local_grid(grid_thw: torch.Tensor, share: tuple[int, int]) -> tuple[torch.Tensor, int, int]:
     """The grids of the slices in `share` and their patch range [first, last) in the call."""
-    rows, first, last, slice_start, patch_start = [], 0, 0, 0, 0
+    rows: list[list[int]] = []
+    first, last, slice_start, patch_start = 0, 0, 0, 0
     for t, h, w in grid_thw.tolist():
         lo, hi = max(share[0], slice_start), min(share[1], slice_start + t)
         if lo < hi:
@@ -152,7 +153,8 @@ def _split_forward(
     forward: Callable[..., Any], tower: torch.nn.Module, group: dist.ProcessGroup | None
 ) -> Callable[..., Any]:
     size, rank = dist.get_world_size(group), dist.get_rank(group)
-    merge = int(tower.spatial_merge_size) ** 2
+    vision: Any = tower  # a transformers vision tower: fields nn.Module does not declare
+    merge = int(vision.spatial_merge_size) ** 2
 
     def run(hidden_states: torch.Tensor, grid_thw: torch.Tensor, **kwargs: Any) -> Any:
         shares = slice_shares(grid_thw, size)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
@@ -36,6 +36,9 @@ from videorl.models.specs import (  # noqa: F401  (ARCHS, SIZES, PRESETS: the pu
     sizes_for,
 )
 from videorl.models.vision_warmup import WarmupReport, WarmupSettings, warm_up_vision
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 _PRETOKENIZE = (
     r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"""
@@ -130,8 +133,9 @@ def _hf_tokenizer(arch: str, spec: TinySpec):
     state = json.loads(trained.to_str())
     tokenizer = Qwen2Tokenizer(
         vocab=state["model"]["vocab"],
+        # transformers annotates merges as list[str]; its tokenizers BPE takes (a, b) pairs
         merges=[
-            tuple(m) if isinstance(m, list) else tuple(m.split(" "))
+            tuple(m) if isinstance(m, list) else tuple(m.split(" "))  # type: ignore[misc]
             for m in state["model"]["merges"]
         ],
         eos_token="<|im_end|>",
@@ -204,7 +208,7 @@ def _config(arch: str, spec: TinySpec, tokenizer):
     text.update(tie)
     if arch == "qwen3":
         return Qwen3Config(**{**text, "tie_word_embeddings": False}, head_dim=head_dim)
-    vision = {
+    vision: dict[str, Any] = {
         "depth": spec.vision_depth,
         "hidden_size": spec.vision_hidden,
         "intermediate_size": spec.vision_intermediate or 2 * spec.vision_hidden,
@@ -269,6 +273,7 @@ def _processor(arch: str, tokenizer, published: bool = False):
     image = Qwen2VLImageProcessor(
         patch_size=patch, temporal_patch_size=2, merge_size=2, size=pixels
     )
+    video: Qwen2VLVideoProcessor | Qwen3VLVideoProcessor
     if arch == "qwen2_5_vl":
         video = Qwen2VLVideoProcessor(
             patch_size=patch, temporal_patch_size=2, merge_size=2, size=video_pixels
@@ -327,7 +332,7 @@ def make_model(
     vision_depth: int | None = None,
     small_vocab: bool = False,
     attn_implementation: str = "sdpa",
-) -> tuple[torch.nn.Module, Any]:
+) -> tuple[PreTrainedModel, Any]:
     """A random-init `arch` model of `size` with its processor (tokenizer for text-only),
     in memory. The weights are created and initialized on `device` (no CPU pass on a GPU);
     `small_vocab` sizes the embeddings to our tokenizer instead of the published vocabulary."""
@@ -381,7 +386,11 @@ def build_model(
         raise ConfigError("--vision-warmup: qwen3 is text-only; it has no vision tower")
     started = time.perf_counter()
     model, processor = make_model(arch, size, **options)
-    warmup = warm_up_vision(model, processor, vision_warmup) if warm else None
+    warmup = (
+        warm_up_vision(model, processor, vision_warmup)
+        if warm and vision_warmup is not None  # warm: vision_warmup is set
+        else None
+    )
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out)

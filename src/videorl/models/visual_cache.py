@@ -25,7 +25,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 import torch.distributed as dist
@@ -153,13 +153,16 @@ class VisualEmbeddingCache:
             missing = self._missing(modality, rows)
             if missing:
                 self._encode(modality, missing)
-            entries = [self._lookup(modality, p) for p in rows]
+            # every row is stored now: encoded above, or before (_missing found it)
+            entries = [cast(_Encoded, self._lookup(modality, p)) for p in rows]
             pooled = tuple(t for e in entries for t in e.pooled)
             fields: dict[str, Any] = {"pooler_output": pooled}
             if entries[0].deepstack is not None:
                 layers = len(entries[0].deepstack)
+                # one tower encoded every entry: each has deepstack features when the first does
+                stacks = [cast("list[list[torch.Tensor]]", e.deepstack) for e in entries]
                 fields["deepstack_features"] = [
-                    tuple(t for e in entries for t in e.deepstack[layer]) for layer in range(layers)
+                    tuple(t for stack in stacks for t in stack[layer]) for layer in range(layers)
                 ]
             outputs[modality] = self._output_types[modality](**fields)
         return outputs
