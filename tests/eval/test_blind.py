@@ -32,6 +32,17 @@ def test_a_fixed_span_is_found_when_the_prompt_does_give_it_away(synth_tg):
     assert blind_temporal(records, records)["mIoU"] == 100.0
 
 
+def test_records_without_a_duration_are_left_out_of_the_fixed_span(synth_tg):
+    records = [
+        replace(r, answer=TemporalAnswer(((0.4 * r.duration, 0.6 * r.duration),)))
+        for r in load_records(synth_tg).records
+    ]
+    untimed = [replace(r, duration=None) for r in records]
+    assert blind_temporal(records + untimed[:2], records)["mIoU"] == 100.0
+    assert blind_temporal(untimed, records) == {}  # no stated duration: no fixed span
+    assert blind_best(untimed, untimed) == {}
+
+
 def test_choice_blind_best_learns_the_most_frequent_option_text(synth_all):
     qa = next(r for r in load_records(synth_all).records if r.family.value == "video_qa")
     options = ("red", "green", "blue", "white")

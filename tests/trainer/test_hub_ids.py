@@ -73,6 +73,18 @@ def test_missing_model_offline_is_one_line(hub, path, revision, expected):
     assert path.split("@")[0] in text
 
 
+def test_a_hub_repo_without_the_file_is_one_line(monkeypatch):
+    """transformers' cached_file is typed to return None for a file a repo does not hold."""
+    import transformers.utils
+
+    monkeypatch.setattr(transformers.utils, "cached_file", lambda *a, **k: None)
+    with pytest.raises(ConfigError) as err:
+        model_folder("org/adapter-only")
+    text = str(err.value)
+    assert "has no config.json" in text and "hf download org/adapter-only" in text
+    assert "\n" not in text
+
+
 def test_dry_run_resolves_a_cached_id(hub):
     config = load_config(resolve_config_path("grpo"), [f"model.path={REPO}"])
     (source,) = model_sources(config)

@@ -27,17 +27,21 @@ GRID = 0.025  # span ends as fractions of the duration: 0, 0.025, ..., 1
 
 
 def _span_ious(records: Sequence[TaskRecord], a: float, b: float) -> list[float]:
+    """tIoU of the span `[a D, b D]` on each record (all stating D: `_timed`)."""
     # blind_best hands the temporal grounding records alone: their answers are TemporalAnswer.
-    # TODO(bug): `duration` is optional; a record without it (real data rather than synth's)
-    # raises TypeError here instead of a DataError naming the record.
     return [
         query_iou(
-            (a * r.duration, b * r.duration),  # type: ignore[operator]  # TODO(bug) above
+            (a * (r.duration or 0.0), b * (r.duration or 0.0)),
             cast(TemporalAnswer, r.answer).windows,
             r.duration,
         )
         for r in records
     ]
+
+
+def _timed(records: Sequence[TaskRecord]) -> list[TaskRecord]:
+    """The records whose prompt states a duration (the fixed span is a fraction of it)."""
+    return [r for r in records if r.duration]
 
 
 def best_fixed_span(train: Sequence[TaskRecord]) -> tuple[float, float]:
@@ -49,7 +53,11 @@ def best_fixed_span(train: Sequence[TaskRecord]) -> tuple[float, float]:
 
 
 def blind_temporal(train: Sequence[TaskRecord], val: Sequence[TaskRecord]) -> dict[str, Any]:
-    """The best fixed span fitted on `train`, its metrics (percent) on `val`."""
+    """The best fixed span fitted on `train`, its metrics (percent) on `val`; records without
+    a duration are left out (none left in a split: `{}`, no baseline)."""
+    train, val = _timed(train), _timed(val)
+    if not train or not val:
+        return {}
     a, b = best_fixed_span(train)
     return {"answer": f"[{a:g} D, {b:g} D]", **summarize(_span_ious(val, a, b))}
 
@@ -82,7 +90,8 @@ def blind_choice(train: Sequence[TaskRecord], val: Sequence[TaskRecord]) -> dict
 
 
 def blind_best(train: Sequence[TaskRecord], val: Sequence[TaskRecord]) -> dict[str, dict[str, Any]]:
-    """Per family with a blind baseline and records in both splits: its validation metrics."""
+    """Per family with a blind baseline and records in both splits (that it can fit: a
+    family may leave records out): its validation metrics."""
     out = {}
     for family in families():
         fit = family.task.blind
@@ -90,6 +99,6 @@ def blind_best(train: Sequence[TaskRecord], val: Sequence[TaskRecord]) -> dict[s
             continue
         tr = [r for r in train if r.family is family]
         va = [r for r in val if r.family is family]
-        if tr and va:
-            out[family.value] = fit(tr, va)
+        if tr and va and (numbers := fit(tr, va)):
+            out[family.value] = numbers
     return out

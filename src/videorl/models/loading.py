@@ -97,11 +97,17 @@ def resolve_model_file(
     from transformers.utils import cached_file
 
     try:
-        # TODO(bug): cached_file returns None (no OSError) for a Hub repo without config.json
-        # (e.g. an adapter-only repo); Path(None) then raises TypeError, not a ConfigError.
-        return Path(cached_file(repo_id, filename, revision=revision))  # type: ignore[arg-type]
+        resolved = cached_file(repo_id, filename, revision=revision)
     except OSError as err:
         raise _hub_error(repo_id, revision, err) from None
+    if resolved is None:  # transformers' answer for a file the repo does not hold
+        at = f" (revision {revision})" if revision else ""
+        raise ConfigError(
+            f"model {repo_id!r}{at} on the Hugging Face Hub has no {filename}: it is not a "
+            f"full model (an adapter-only repo?); give a full model's id, or `hf download "
+            f"{repo_id}` and give that local folder (an adapter folder loads its base model)"
+        )
+    return Path(resolved)
 
 
 def model_folder(path: str | Path, revision: str | None = None) -> Path:
