@@ -15,11 +15,14 @@ import types
 import typing
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, Union, cast
 
 from videorl.errors import ConfigError
 
-T = TypeVar("T")
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+T = TypeVar("T", bound="DataclassInstance")
 
 
 def _closest(key: str, valid: Sequence[str]) -> str:
@@ -53,7 +56,7 @@ def _coerce(hint: Any, value: Any, key: str) -> Any:
                 f"config key {key!r} = {value!r} is not allowed; allowed values: {', '.join(repr(a) for a in args)}"
             )
         return value
-    if dataclasses.is_dataclass(hint):
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):  # a section's class
         if not isinstance(value, dict):
             raise ConfigError(f"config key {key!r} must be a section (mapping), got {value!r}")
         return build(hint, value, prefix=f"{key}.")
@@ -191,14 +194,15 @@ def merge_sources(path: str | Path | None, overrides: Sequence[str] = ()) -> dic
                 f"config file {str(path)!r} not found; pass a YAML path such as configs/quickstart.yaml"
             )
         try:
-            base = OmegaConf.load(file)
+            loaded = OmegaConf.load(file)
         except (yaml.YAMLError, OSError, ValueError) as err:
             raise yaml_error(file, err) from None
-        if not isinstance(base, DictConfig):
+        if not isinstance(loaded, DictConfig):
             raise ConfigError(
-                f"config file {str(path)!r} holds a {type(base).__name__.removesuffix('Config').lower()} "
+                f"config file {str(path)!r} holds a {type(loaded).__name__.removesuffix('Config').lower()} "
                 "at the top level; a recipe is a mapping of sections (model:, data:, rollout:, ...)"
             )
+        base = loaded
     for item in overrides:
         if "=" not in item or item.startswith("="):
             raise ConfigError(f"override {item!r} must look like key.sub=value (e.g. rollout.n=4)")
@@ -214,7 +218,8 @@ def merge_sources(path: str | Path | None, overrides: Sequence[str] = ()) -> dic
             ) from None
     try:
         merged = OmegaConf.merge(base, *dotted)
-        return OmegaConf.to_container(merged, resolve=True)  # type: ignore[return-value]
+        # base is a mapping (DictConfig), so the merge is one and its container a dict
+        return cast(dict[str, Any], OmegaConf.to_container(merged, resolve=True))
     except OmegaConfBaseException as err:
         raise ConfigError(f"cannot merge config overrides: {str(err).splitlines()[0]}") from None
 

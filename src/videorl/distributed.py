@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, cast
 
 import torch
 import torch.distributed as dist
@@ -139,9 +139,12 @@ def full_state_dict(model: torch.nn.Module) -> dict[str, torch.Tensor]:
 
     if not dist.is_initialized() or dist.get_world_size() == 1:
         return model.state_dict()
-    return get_model_state_dict(
+    state = get_model_state_dict(
         model, options=StateDictOptions(full_state_dict=True, cpu_offload=False)
     )
+    # A module's state dict maps names to its parameters and buffers, gathered here into
+    # whole tensors (full_state_dict); torch declares the general checkpoint value type.
+    return cast(dict[str, torch.Tensor], state)
 
 
 def shard_indices(indices: list[int], info: DistInfo) -> list[int]:

@@ -173,7 +173,7 @@ def collect() -> dict[str, Any]:
     gpu = gpus()
     devices = gpu["devices"]
     capability = max((float(d["capability"]) for d in devices), default=0.0)
-    report = {
+    report: dict[str, Any] = {
         "python": platform.python_version(),
         "platform": platform.platform(),
         "packages": packages(),

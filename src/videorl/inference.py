@@ -79,20 +79,20 @@ class RunSettings:
     ) -> RunSettings:
         """These settings with the values given (None: keep the run's). A `max_pixels` below
         the run's `min_pixels` lowers `min_pixels` to it."""
-        video = {
-            "fps": fps,
-            "max_frames": max_frames,
-            "min_pixels": min_pixels,
-            "max_pixels": max_pixels,
-        }
-        changes = {key: value for key, value in video.items() if value is not None}
+        video = self.video
         if max_pixels is not None and min_pixels is None:
-            changes["min_pixels"] = min(self.video.min_pixels, max_pixels)
-        prompt = {"think": think, "prompt_style": prompt_style}
+            min_pixels = min(video.min_pixels, max_pixels)
         return dataclasses.replace(
             self,
-            video=dataclasses.replace(self.video, **changes),
-            **{key: value for key, value in prompt.items() if value is not None},
+            video=dataclasses.replace(
+                video,
+                fps=video.fps if fps is None else fps,
+                max_frames=video.max_frames if max_frames is None else max_frames,
+                min_pixels=video.min_pixels if min_pixels is None else min_pixels,
+                max_pixels=video.max_pixels if max_pixels is None else max_pixels,
+            ),
+            think=self.think if think is None else think,
+            prompt_style=self.prompt_style if prompt_style is None else prompt_style,
         )
 
     def template_kwargs(self) -> dict[str, Any]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 from rich.table import Table
 
@@ -71,7 +72,8 @@ def plan_step(config: Config) -> StepPlan:
         packing=str(config.model.packing).lower(),
         data_epochs=config.trainer.epochs,
         policy_loss=_policy_loss_summary(config),
-        loss_aggregation=config.algorithm.loss.aggregation,
+        # never None: PolicyLossConfig.__post_init__ fills in the named loss's default
+        loss_aggregation=cast(str, config.algorithm.loss.aggregation),
         length_terms=_length_terms_summary(config),
         temporal_contrast=_temporal_contrast(config),
         group_by_family=config.data.group_by_family,
