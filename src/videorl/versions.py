@@ -101,6 +101,12 @@ def in_range(version: str, specifier: str) -> bool:
     return SpecifierSet(specifier).contains(public, prereleases=True)
 
 
+def installed_in_range(package: str, specifier: str) -> bool:
+    """Whether `package` is installed in `specifier` (code paths that differ by version)."""
+    version = installed_version(package)
+    return version is not None and in_range(version, specifier)
+
+
 def check(package: str) -> VersionCheck:
     declared = declared_requirements().get(canonicalize_name(package))
     return VersionCheck(
@@ -114,9 +120,9 @@ def check(package: str) -> VersionCheck:
 def require(package: str, specifier: str, feature: str) -> None:
     """Raise a one-line `ConfigError` when `feature` needs `package<specifier>` and the
     installed version is older (or the package is missing)."""
-    version = installed_version(package)
-    if version is not None and in_range(version, specifier):
+    if installed_in_range(package, specifier):
         return
+    version = installed_version(package)
     found = f"installed {version}" if version else "not installed"
     raise ConfigError(
         f"{feature} needs {package}{specifier} ({found}); upgrade with "

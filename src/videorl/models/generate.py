@@ -9,8 +9,10 @@ from typing import Any
 import torch
 
 from videorl.models.inputs import PromptEncoding, collate
+from videorl.models.kv_cache import cache_argument, output_cache
 from videorl.models.loading import LoadedModel
 from videorl.models.visual_cache import cached_encoder_outputs, with_encoder_outputs
+from videorl.versions import installed_in_range
 
 
 @dataclass(frozen=True)
@@ -65,18 +67,27 @@ def _sample_kwargs(loaded: LoadedModel, params: SamplingParams) -> dict:
 def can_share_prefill(model: torch.nn.Module, inputs: dict[str, Any], n: int) -> bool:
     """Shared prefill needs n > 1, a prompt of 2+ tokens, a decoder-only model and at least
     one attention layer: `generate` continues a cache only where it can count the cached
-    tokens (a purely recurrent model has none; hybrids such as Qwen3.5 are fine). Every
-    transformers cache layer, linear-attention state included, expands along the batch
-    (`Cache.reorder_cache`)."""
+    tokens (a purely recurrent model has none; hybrids such as Qwen3.5 are fine from
+    transformers 5.24, `HYBRID_PREFILL_FROM`). Every transformers cache layer,
+    linear-attention state included, expands along the batch (`Cache.reorder_cache`)."""
     config = model.config
     layer_types = getattr(getattr(config, "text_config", None) or config, "layer_types", None)
+    linear = "linear_attention" in (layer_types or ())
     return (
         n > 1
         and inputs["input_ids"].shape[1] > 1
         and hasattr(model, "_prepare_position_ids_for_generation")
         and not getattr(config, "is_encoder_decoder", False)
         and not (layer_types and all(t == "linear_attention" for t in layer_types))
+        and not (linear and not installed_in_range("transformers", HYBRID_PREFILL_FROM))
     )
+
+
+# A prompt prefilled in two pieces (the shared prefill) and in one give the same log-probs
+# through Qwen3.5's linear-attention layers from transformers 5.24 (within 1e-4,
+# tests/models/test_shared_prefill.py); 5.19's differ by up to 0.02. Older releases take
+# the unshared path for hybrid models.
+HYBRID_PREFILL_FROM = ">=5.24.0.dev0"
 
 
 def _shared_prefill_generate(
@@ -111,13 +122,13 @@ def _shared_prefill_generate(
         logits_to_keep=1,
         **prefill_inputs,
     )
-    cache = prefill.cache
+    cache = output_cache(prefill)
     cache.reorder_cache(torch.arange(ids.shape[0], device=ids.device).repeat_interleave(n))
     return hf.generate(
         input_ids=ids.repeat_interleave(n, dim=0),
         attention_mask=mask.repeat_interleave(n, dim=0),
         position_ids=position_ids.repeat_interleave(n, dim=batch_dim),
-        cache=cache,
+        **{cache_argument(): cache},
         **kwargs,
     )
 
@@ -134,6 +145,7 @@ def generate(
 
     `share_prefill` prefills each prompt once for its n samples (`_shared_prefill_generate`);
     otherwise `generate` prefills every one of the B*n rows. Both give the same responses.
+    Greedy decoding gives n identical responses: it runs once per prompt and repeats them.
     """
     model: Any = loaded.model  # a transformers model: methods nn.Module does not declare
     device = next(model.parameters()).device
@@ -144,11 +156,13 @@ def generate(
     greedy = params.temperature <= 0
     was_training = model.training
     model.eval()
-    if share_prefill and can_share_prefill(model, inputs, params.n):
-        out = _shared_prefill_generate(model, inputs, params.n, kwargs)
+    runs = 1 if greedy else params.n  # HF greedy refuses num_return_sequences > 1
+    if share_prefill and can_share_prefill(model, inputs, runs):
+        out = _shared_prefill_generate(model, inputs, runs, kwargs)
     else:
-        out = model.generate(**inputs, num_return_sequences=params.n, **kwargs)
+        out = model.generate(**inputs, num_return_sequences=runs, **kwargs)
     model.train(was_training)
+    copies = params.n // runs
     prompt_len = inputs["input_ids"].shape[1]
     new_tokens = out.sequences[:, prompt_len:].cpu()
     step_logprobs = torch.zeros(new_tokens.shape[0], 0)
@@ -164,6 +178,8 @@ def generate(
             ],
             dim=1,
         )
+    new_tokens = new_tokens.repeat_interleave(copies, dim=0)
+    step_logprobs = step_logprobs.repeat_interleave(copies, dim=0)
     results = []
     for p in range(len(prompts)):
         ids, lps, cut = [], [], []

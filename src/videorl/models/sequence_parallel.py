@@ -48,6 +48,7 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
+from videorl.models.kv_cache import cache_argument
 from videorl.models.split_vision import split_vision
 from videorl.models.varlen_attention import row_boundaries
 
@@ -278,7 +279,7 @@ def _sharded_forward(
         **kwargs: Any,
     ) -> Any:
         global _ACTIVE
-        if kwargs.get("use_cache") or kwargs.get("cache") is not None:
+        if kwargs.get("use_cache") or kwargs.get(cache_argument()) is not None:
             raise ValueError("sequence parallelism is for training forwards: no KV cache")
         batch, length = inputs_embeds.shape[:2]
         padded = -(-length // size) * size

@@ -26,6 +26,7 @@ from typing import Any
 import torch
 
 from videorl.models.inputs import VISION_KEYS, PromptEncoding, collate
+from videorl.models.kv_cache import cache_argument, output_cache
 
 _POSITION_ARGS = (
     "input_ids",
@@ -75,7 +76,8 @@ def _positions(model: torch.nn.Module, inputs: dict[str, Any]) -> torch.Tensor:
     if compute is not None:
         accepted = inspect.signature(compute).parameters
         kwargs = {k: inputs.get(k) for k in _POSITION_ARGS if k in accepted}
-        positions = compute(inputs_embeds=None, cache=None, **kwargs)
+        kwargs[cache_argument()] = None  # positions for the whole rows: no cache
+        positions = compute(inputs_embeds=None, **kwargs)
         if positions is not None:
             return positions
     ids = inputs["input_ids"]
@@ -123,14 +125,14 @@ def shared_prompt_logprobs(
         own, _ = collate(firsts, None, pad_id)  # the distinct prompts' vision tensors
         head_inputs.update({k: own[k].to(device) for k in VISION_KEYS if k in own})
     head = model(**head_inputs, use_cache=True, logits_to_keep=1)
-    cache = head.cache
+    cache = output_cache(head)
     cache.reorder_cache(rows)  # [U] prompts -> [B] rows (backward: sums the rows' gradients)
     tail = model(
         input_ids=full["input_ids"][:, prompt_len:],
         attention_mask=full["attention_mask"],
         position_ids=positions[..., prompt_len:],
-        cache=cache,
         use_cache=True,
+        **{cache_argument(): cache},
     )
     logits = torch.cat([head.logits[rows], tail.logits[:, :-1]], dim=1)
     logp, entropy = logprobs_of(logits, full["input_ids"][:, prompt_len:])
