@@ -60,7 +60,7 @@ LIMITS = {
 GPU_IMAGE = {
     "torch": "2.11.0",
     "torchvision": "0.26.0",
-    "transformers": "5.17.0",
+    # transformers 5.17 is there too, under videorl's floor: 5.24 travels as a wheel
     "tokenizers": "0.23.2",
     "huggingface-hub": "1.33.0",
     "safetensors": "0.8.0",

@@ -38,7 +38,8 @@ def test_in_range_ignores_local_build_tags():
     assert versions.in_range("2.11.0+cu130", ">=2.6,<2.15")
     assert not versions.in_range("2.5.1+cpu", ">=2.6,<2.15")
     assert not versions.in_range("2.15.0", ">=2.6,<2.15")
-    assert versions.in_range("5.17.0", _declared("transformers"))  # the GPU image's version
+    assert versions.in_range("5.24.0", _declared("transformers"))  # what the GPU check carries
+    assert not versions.in_range("5.17.0", _declared("transformers"))  # the GPU image's own
 
 
 def test_vllms_cpu_build_counts_as_vllm(monkeypatch):
