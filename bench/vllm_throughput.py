@@ -77,23 +77,11 @@ def greedy_parity(expected: list[Any], got: list[Any]) -> dict[str, Any]:
     return {"equal_token_ids": f"{equal}/{len(expected)}", "max_logprob_diff": diff}
 
 
-def shares_prefill(loaded: Any) -> bool:
-    """Whether the HF engine's shared prefill runs for this model here (a hybrid model with
-    linear attention shares it from transformers 5.24, `generate.HYBRID_PREFILL_FROM`)."""
-    from videorl.models.generate import HYBRID_PREFILL_FROM
-    from videorl.versions import installed_in_range
-
-    config = loaded.model.config
-    layer_types = getattr(getattr(config, "text_config", None) or config, "layer_types", None)
-    hybrid = "linear_attention" in (layer_types or ())
-    return not hybrid or installed_in_range("transformers", HYBRID_PREFILL_FROM)
-
-
 def run_arch(arch: str, args: argparse.Namespace, on_gpu: bool) -> dict[str, Any]:
     import torch
 
     from videorl.config import RolloutConfig
-    from videorl.models.generate import SamplingParams
+    from videorl.models.generate import SamplingParams, layers_share_prefill
     from videorl.models.loading import load_model
     from videorl.rollout.engine import HFEngine
     from videorl.rollout.vllm_engine import VLLMEngine
@@ -112,7 +100,7 @@ def run_arch(arch: str, args: argparse.Namespace, on_gpu: bool) -> dict[str, Any
         vllm_cpu_kv_cache_gb=2,
     )
     settings = VLLMSettings(model_path=str(path), rollout=rollout, dtype=dtype, seed=args.seed)
-    share = shares_prefill(loaded)
+    share = layers_share_prefill(loaded.model)  # on a hybrid model, from transformers 5.24
     hf = HFEngine(loaded, max_prompts_per_call=args.prompts, share_prefill=True)
     unshared = HFEngine(loaded, max_prompts_per_call=args.prompts, share_prefill=False)
     vllm = VLLMEngine(loaded, settings)

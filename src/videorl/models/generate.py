@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 import torch
@@ -68,18 +69,15 @@ def can_share_prefill(model: torch.nn.Module, inputs: dict[str, Any], n: int) ->
     """Shared prefill needs n > 1, a prompt of 2+ tokens, a decoder-only model and at least
     one attention layer: `generate` continues a cache only where it can count the cached
     tokens (a purely recurrent model has none; hybrids such as Qwen3.5 are fine from
-    transformers 5.24, `HYBRID_PREFILL_FROM`). Every transformers cache layer,
+    transformers 5.24, `layers_share_prefill`). Every transformers cache layer,
     linear-attention state included, expands along the batch (`Cache.reorder_cache`)."""
     config = model.config
-    layer_types = getattr(getattr(config, "text_config", None) or config, "layer_types", None)
-    linear = "linear_attention" in (layer_types or ())
     return (
         n > 1
         and inputs["input_ids"].shape[1] > 1
         and hasattr(model, "_prepare_position_ids_for_generation")
         and not getattr(config, "is_encoder_decoder", False)
-        and not (layer_types and all(t == "linear_attention" for t in layer_types))
-        and not (linear and not installed_in_range("transformers", HYBRID_PREFILL_FROM))
+        and layers_share_prefill(model)
     )
 
 
@@ -88,6 +86,23 @@ def can_share_prefill(model: torch.nn.Module, inputs: dict[str, Any], n: int) ->
 # tests/models/test_shared_prefill.py); 5.19's differ by up to 0.02. Older releases take
 # the unshared path for hybrid models.
 HYBRID_PREFILL_FROM = ">=5.24.0.dev0"
+
+
+def layers_share_prefill(model: torch.nn.Module) -> bool:
+    """Whether `model`'s layers let a prompt's prefill be shared: some attention layer, and
+    linear-attention layers only from `HYBRID_PREFILL_FROM`."""
+    config = model.config
+    text = getattr(config, "text_config", None) or config
+    layer_types = getattr(text, "layer_types", None) or ()
+    if "linear_attention" not in layer_types:
+        return True
+    return set(layer_types) != {"linear_attention"} and _hybrid_prefill_supported()
+
+
+@cache
+def _hybrid_prefill_supported() -> bool:
+    """Read once: `can_share_prefill` runs at every generate call."""
+    return installed_in_range("transformers", HYBRID_PREFILL_FROM)
 
 
 def _shared_prefill_generate(

@@ -31,6 +31,7 @@ from videorl.video.decode import (
     frames_from_array,
     is_image_path,
 )
+from videorl.video.media import MediaRef
 
 _EPS = 1e-6
 _NATIVE_PIXELS = 4096 * 4096
@@ -54,12 +55,16 @@ def _check_time(ctx: ToolContext, time: float, name: str = "time") -> tuple[floa
     return lo, hi
 
 
+def _identity(media: MediaRef) -> object:
+    """What names a row's media in the step's decode cache: its file, or its inline frames."""
+    return media.path if media.frames is None else ("inline", id(media.frames))
+
+
 def _decode(ctx: ToolContext, start: float, end: float, config: VideoConfig) -> DecodedVideo:
     """The window `[start, end)` of the original media under `config`, once per step."""
     media = ctx.media
     assert media is not None
-    identity = media.path if media.frames is None else ("inline", id(media.frames))
-    key = (identity, round(start, 6), round(end, 6), config.sampling_key())
+    key = (_identity(media), round(start, 6), round(end, 6), config.sampling_key())
 
     def run() -> DecodedVideo:
         try:
@@ -113,8 +118,7 @@ def _controlled_clip(ctx: ToolContext, clip: DecodedVideo) -> DecodedVideo:
     source = media.path if media.frames is None else media.frames
     assert source is not None
     size = (clip.meta.height, clip.meta.width)
-    identity = media.path if media.frames is None else ("inline", id(media.frames))
-    key = (identity, "control", timeline.control, indices, size)
+    key = (_identity(media), "control", timeline.control, indices, size)
 
     def run() -> DecodedVideo:
         try:
