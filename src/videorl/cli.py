@@ -318,7 +318,7 @@ def _training_job(
 
     cfg = load_config(resolve_config_path(config), overrides or [])
     if dry_run:
-        from videorl.trainer.build import run_tools
+        from videorl.trainer.policy_setup import run_tools
 
         run_tools(cfg)  # as the run does first: an unknown tool is a one-line error
         console.print(yaml.safe_dump(to_dict(cfg), sort_keys=False), end="")

@@ -304,6 +304,38 @@ class RolloutConfig:
     max_total_tokens: int = 1024
     """With rollout.tools: most tokens per row after the prompt, model and tool turns together
     (max_new_tokens bounds each model turn); the length terms' budget."""
+    mode: Literal["sync", "async"] = "sync"
+    """sync: generate, then train, in one process. async (docs/async.md): rollout worker
+    processes generate while the trainer updates; a batch trains at most max_staleness policy
+    versions after the weights that sampled it."""
+    max_staleness: int = 1
+    """Async: most policy versions (optimizer steps) between the weights that sampled a batch
+    and the update that trains on it (>= 0); 0 = the synchronous run, bit for bit."""
+    sync_every: int = 1
+    """Async: the trainer publishes its weights to the workers every this many steps (>= 1,
+    <= max_staleness + 1)."""
+    partial: Literal["restart", "continue"] = "restart"
+    """Async, at a weight sync during a generation: restart drops the tokens sampled so far
+    and samples again with the new weights; continue keeps them and goes on with the new
+    weights, each token tagged with the version that sampled it."""
+    partial_chunk_tokens: int = 0
+    """Async: tokens a worker samples between checks for new weights (> 0 makes generations
+    interruptible at a sync, per rollout.partial); 0 = a generation finishes on the weights it
+    started with."""
+    oversample: float = 1.0
+    """Async: the workers keep this many times a step's groups in flight (>= 1); a step takes
+    the groups that finished first and the rest carry over, within max_staleness."""
+    workers: int = 1
+    """Async: rollout worker processes (>= 1), each with its own model copy."""
+    worker_threads: int = 0
+    """Async, CPU: intra-op threads of each worker (0 = the available cores split between the
+    trainer and the workers)."""
+    devices: tuple[str, ...] = ()
+    """Async: the device of each worker (e.g. [cuda:1]); empty = the trainer's device on a
+    CPU. On GPUs give each worker a device of its own."""
+    queue_timeout_s: float = 600.0
+    """Async: the longest the trainer waits for a rollout (or a worker for new weights)
+    before the run stops with an error naming the worker (> 0)."""
 
     def sampling(self, **overrides: Any) -> SamplingParams:
         """The rollout's sampling parameters (n, length, temperature, top-p/k); `overrides`
@@ -338,6 +370,32 @@ class RolloutConfig:
         )
         _at_least_zero("rollout", top_k=self.top_k, images_per_prompt=self.images_per_prompt)
         _positive("rollout", max_turns=self.max_turns, max_total_tokens=self.max_total_tokens)
+        _at_least_zero(
+            "rollout",
+            max_staleness=self.max_staleness,
+            partial_chunk_tokens=self.partial_chunk_tokens,
+            worker_threads=self.worker_threads,
+        )
+        _positive(
+            "rollout",
+            sync_every=self.sync_every,
+            workers=self.workers,
+            queue_timeout_s=self.queue_timeout_s,
+        )
+        if self.oversample < 1:
+            raise ConfigError(f"rollout.oversample={self.oversample} must be >= 1")
+        if self.sync_every > self.max_staleness + 1:
+            raise ConfigError(
+                f"rollout.sync_every={self.sync_every} with rollout.max_staleness="
+                f"{self.max_staleness}: a batch would wait for weights never published; set "
+                f"rollout.max_staleness >= {self.sync_every - 1} or rollout.sync_every <= "
+                f"{self.max_staleness + 1}"
+            )
+        if self.devices and len(self.devices) != self.workers:
+            raise ConfigError(
+                f"rollout.devices={list(self.devices)} names {len(self.devices)} devices for "
+                f"rollout.workers={self.workers}; give one device per worker"
+            )
 
     @property
     def response_budget(self) -> int:
@@ -408,8 +466,18 @@ class AlgorithmConfig:
     when the ordered group beats the shuffled one (algorithms/tgrpo.py)."""
     dynamic_sampling: DynamicSamplingConfig = field(default_factory=DynamicSamplingConfig)
     """DAPO dynamic sampling: drop zero-variance groups, refill the step from the next prompts"""
+    behaviour_is_cap: float = 5.0
+    """Async (docs/async.md#objective): cap C (> 1) of the importance weight
+    w = pi_proximal / pi_behaviour of a stale token."""
+    behaviour_is_mode: Literal["truncate", "mask"] = "truncate"
+    """Async: truncate uses min(w, C) (verl's truncated IS); mask drops tokens with w > C from
+    the loss (AReaL's behav_imp_weight_cap)."""
 
     def __post_init__(self) -> None:
+        if not self.behaviour_is_cap > 1:
+            raise ConfigError(
+                f"algorithm.behaviour_is_cap={self.behaviour_is_cap} must be > 1 (5.0 is usual)"
+            )
         estimator = get_estimator(self.estimator)
         if estimator.config_key is not None and self.params:
             raise ConfigError(
@@ -685,6 +753,7 @@ class Config:
                 f"{list(self.rollout.tools)} does not list; set rollout.tools=[get_clip]"
             )
         _check_dynamic_sampling(algo)
+        _check_async(self)
 
     @property
     def group_size(self) -> int:
@@ -696,6 +765,30 @@ class Config:
         """Rows per group that reach the backward pass."""
         pruning = self.algorithm.pruning
         return pruning.kept_rows(self.rollout.n) if pruning.enabled else self.group_size
+
+
+def _check_async(cfg: Config) -> None:
+    """Refuse, in one line with the reason, what async rollouts do not support yet."""
+    rollout = cfg.rollout
+    if rollout.mode != "async":
+        return
+    if rollout.engine != "hf":
+        raise ConfigError(
+            f"rollout.engine={rollout.engine} with rollout.mode=async: async workers use the HF "
+            "engine (vLLM's weight transfer to a worker process is not built); set "
+            "rollout.engine=hf"
+        )
+    if cfg.trainer.nproc > 1 or cfg.model.sequence_parallel_size > 1:
+        raise ConfigError(
+            f"trainer.nproc={cfg.trainer.nproc} (sequence parallel size "
+            f"{cfg.model.sequence_parallel_size}) with rollout.mode=async: async rollouts run "
+            "with a one-process trainer for now; set trainer.nproc=1 or rollout.mode=sync"
+        )
+    if cfg.algorithm.dynamic_sampling.enabled and rollout.max_staleness > 0:
+        raise ConfigError(
+            "algorithm.dynamic_sampling with rollout.max_staleness > 0: its refills would draw "
+            "past the prompts the workers drew ahead; set rollout.max_staleness=0"
+        )
 
 
 def _check_quotas(pruning: PruningConfig, n: int) -> None:

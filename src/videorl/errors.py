@@ -15,3 +15,7 @@ class DataError(VideoRLError, ValueError):
 
 class MediaError(VideoRLError, OSError):
     """A video or image that is missing, empty, corrupt or cannot be decoded."""
+
+
+class RolloutWorkerError(VideoRLError, RuntimeError):
+    """An async rollout worker died, failed or stopped answering (names the worker)."""

@@ -46,6 +46,7 @@ class StepPlan:
     sequence_parallel: str | None = None  # tokens and activation memory per rank when S > 1
     tools: str | None = None  # rollout.tools: multi-turn rollouts, and what they bypass
     judge: str | None = None  # reward.judge: the LLM judge of open-ended answers, when set
+    processes: str = "one process generates and trains"  # rollout.mode: the process layout
 
 
 def plan_step(config: Config) -> StepPlan:
@@ -87,6 +88,27 @@ def plan_step(config: Config) -> StepPlan:
         sequence_parallel=sequence_parallel_summary(config),
         tools=_tools_summary(config),
         judge=_judge_summary(config),
+        processes=_process_summary(config),
+    )
+
+
+def _process_summary(config: Config) -> str:
+    """The process layout (docs/async.md): trainer ranks, and async rollout workers."""
+    ranks = config.trainer.nproc
+    trainer = f"{ranks} trainer rank{'s' * (ranks != 1)}"
+    rollout = config.rollout
+    if rollout.mode == "sync":
+        return f"{trainer}, each generating then training (rollout.mode=sync)"
+    threads = (
+        f"{rollout.worker_threads} threads each"
+        if rollout.worker_threads
+        else "the cores split evenly with the trainer"
+    )
+    devices = f" on {', '.join(rollout.devices)}" if rollout.devices else ""
+    return (
+        f"{trainer} + {rollout.workers} rollout worker process(es){devices} ({threads}); "
+        f"a batch trains {rollout.max_staleness} version(s) after the weights that sampled "
+        f"it, weights published every {rollout.sync_every} step(s)"
     )
 
 
@@ -212,6 +234,7 @@ def plan_table(plan: StepPlan) -> Table:
         ("length reward terms (tokens)", plan.length_terms),
         ("dynamic sampling (metric: drawn->kept)", plan.dynamic_sampling),
         ("world size (ranks)", plan.world_size),
+        ("processes", plan.processes),
         ("prompts per step", plan.prompts_per_step),
         ("prompts per rank", plan.prompts_per_rank),
         (

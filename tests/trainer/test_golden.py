@@ -63,6 +63,10 @@ def test_golden_step(make_config, recipe):
         print(f'\n    "{recipe}": {json.dumps(got)},')
         pytest.fail("recorded golden values (printed above); paste them into GOLDEN")
     for key, value in GOLDEN[recipe].items():
-        assert got[key] == pytest.approx(value, rel=1e-4, abs=1e-7), (
+        # the checksum projects every weight's change: CPUs of one kind with other vector
+        # kernels (here an AMD EPYC) move GRPO's by 1.5e-4 relative; a change of the math moves
+        # it by far more
+        rel = 1e-3 if key == "checksum" else 1e-4
+        assert got[key] == pytest.approx(value, rel=rel, abs=1e-7), (
             f"{recipe} {key}: got {got[key]!r}, recorded {value!r} (see the module docstring)"
         )

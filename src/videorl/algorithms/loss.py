@@ -28,6 +28,7 @@ from typing import Literal, get_args
 import torch
 from torch import Tensor
 
+from videorl.algorithms.behaviour import BehaviourCorrection, behaviour_weights
 from videorl.algorithms.policy_losses import PolicyTerms, get_policy_loss, register_policy_loss
 from videorl.errors import ConfigError
 
@@ -201,6 +202,7 @@ def policy_loss(
     ref_logp: Tensor | None = None,
     entropy: Tensor | None = None,
     off_policy: Tensor | None = None,
+    behaviour: BehaviourCorrection | None = None,
 ) -> LossResult:
     """The loss contribution of one micro-batch (module docstring for the formula).
 
@@ -209,6 +211,8 @@ def policy_loss(
     `[B]` bool. `global_token_count` (token-mean) and `num_sequences_global` (seq-mean-*,
     rows with at least one response token) are the totals over the whole optimizer step,
     all micro-batches and data-parallel ranks; None means this micro-batch is the step.
+    `behaviour` (async rows): the surrogate is weighted by pi_prox / pi_behav with `old_logp`
+    as the proximal policy (`behaviour.py`, docs/async.md#objective).
     """
     if tuple(mask.shape) != tuple(logp.shape[:2]):
         raise ValueError(f"mask has shape {tuple(mask.shape)}, logp {tuple(logp.shape)}")
@@ -223,10 +227,14 @@ def policy_loss(
     if entropy is not None:
         entropy = torch.where(mask.bool(), entropy, 0.0)
     terms = get_policy_loss(config.name)(logp, old_logp, advantages, mask, config)
+    surrogate, behaviour_metrics = terms.loss, dict[str, float]()
+    if behaviour is not None:
+        weights, behaviour_metrics = behaviour_weights(old_logp, behaviour, mask)
+        surrogate = surrogate * (weights if surrogate.dim() == 2 else weights.unsqueeze(-1))
     off_rows = torch.zeros(logp.shape[0], dtype=torch.bool, device=logp.device)
     if off_policy is not None:
         off_rows = off_policy.bool()
-    loss = torch.where(_per_row(off_rows, logp), -advantages * logp, terms.loss)
+    loss = torch.where(_per_row(off_rows, logp), -advantages * logp, surrogate)
     kl = None if ref_logp is None else kl_penalty(logp, ref_logp, config.kl_type)
     if kl is not None and config.kl_coef > 0:
         loss = loss + config.kl_coef * kl
@@ -235,7 +243,8 @@ def policy_loss(
     if entropy is not None and config.entropy_coef > 0:
         loss = loss - config.entropy_coef * entropy
     total = _aggregate(loss, mask, config, global_token_count, num_sequences_global)
-    return LossResult(total, _metrics(terms, off_rows, mask, kl, entropy))
+    metrics = _metrics(terms, off_rows, mask, kl, entropy)
+    return LossResult(total, {**metrics, **behaviour_metrics})
 
 
 @torch.no_grad()

@@ -52,6 +52,15 @@ class _Encoded:
     deepstack: list[list[torch.Tensor]] | None  # [layer][item]
 
 
+@dataclass(frozen=True)
+class ExportedEmbeddings:
+    """A cache's entries for a list of prompts (per prompt: modality -> pooled, deepstack)
+    and the tower's output types, as `VisualEmbeddingCache.export` gives them."""
+
+    entries: list[dict[str, tuple[list[torch.Tensor], list[list[torch.Tensor]] | None]]]
+    output_types: dict[str, type]
+
+
 def tower_trainable(model: torch.nn.Module) -> bool:
     tower = vision_tower(model)
     return tower is not None and any(p.requires_grad for p in tower.parameters())
@@ -123,6 +132,26 @@ class VisualEmbeddingCache:
             )
             start += count
         self.encoded_items += start
+
+    def export(self, prompts: Sequence[PromptEncoding]) -> ExportedEmbeddings:
+        """The stored embeddings of `prompts`, per prompt and modality, to hand to another
+        process's cache (async rollouts: the worker encoded them with the same frozen tower)."""
+        entries: list[dict[str, tuple[list[torch.Tensor], list[list[torch.Tensor]] | None]]] = []
+        for prompt in prompts:
+            found = {}
+            for modality, (pixel_key, _, _) in MODALITIES.items():
+                if pixel_key in prompt.vision and (e := self._lookup(modality, prompt)):
+                    found[modality] = (e.pooled, e.deepstack)
+            entries.append(found)
+        return ExportedEmbeddings(entries, dict(self._output_types))
+
+    def adopt(self, prompts: Sequence[PromptEncoding], exported: ExportedEmbeddings) -> None:
+        """Store `exported` (from `export` over the same prompts) as these prompts' entries."""
+        self._output_types.update(exported.output_types)
+        for prompt, found in zip(prompts, exported.entries, strict=True):
+            for modality, (pooled, deepstack) in found.items():
+                pixels = prompt.vision[MODALITIES[modality][0]]
+                self._store[(modality, id(pixels))] = _Encoded(pixels, pooled, deepstack)
 
     def _lookup(self, modality: str, prompt: PromptEncoding) -> _Encoded | None:
         pixels = prompt.vision[MODALITIES[modality][0]]

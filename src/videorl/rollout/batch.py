@@ -74,6 +74,11 @@ class RolloutBatch:
     # [B] multi-turn rollouts: each row's trajectory (None: a single-turn row, e.g. OraRL's
     # annotation row); None: every row is single-turn
     trajectories: list[MultiTurnRow | None] | None = None
+    # async rollouts (docs/async.md): [B] the policy version that sampled each row, and
+    # [B, R] the log-probs of its tokens under those weights (None: sampled by the trainer's
+    # current weights, the synchronous loop)
+    versions: torch.Tensor | None = None
+    behaviour_logp: torch.Tensor | None = None
     metrics: dict[str, float] = field(default_factory=dict)
 
     def scored_rewards(self) -> torch.Tensor:
@@ -175,6 +180,8 @@ class RolloutBatch:
             advantages=rows_of(self.advantages),
             teacher_logp=rows_of(self.teacher_logp),
             student_logp=rows_of(self.student_logp),
+            versions=rows_of(self.versions),
+            behaviour_logp=rows_of(self.behaviour_logp),
             trajectories=None
             if self.trajectories is None
             else [self.trajectories[i] for i in index],
@@ -247,6 +254,8 @@ def concat_batches(batches: list[RolloutBatch]) -> RolloutBatch:
         advantages=cat_rows("advantages"),
         teacher_logp=cat_rows("teacher_logp"),
         student_logp=cat_rows("student_logp"),
+        versions=cat_rows("versions"),
+        behaviour_logp=cat_rows("behaviour_logp"),
         shuffled=ShuffledRollouts(
             groups=[g + o for part, o in shuffled for g in part.groups],
             group_ids=torch.cat([part.group_ids + o for part, o in shuffled]),

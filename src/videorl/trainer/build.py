@@ -6,7 +6,6 @@ import copy
 import random
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import torch
@@ -17,18 +16,17 @@ from videorl.data.loaders import load_training_records
 from videorl.data.records import TaskRecord
 from videorl.data.sampler import TaskGroupedSampler
 from videorl.distributed import DistInfo, apply_fsdp
-from videorl.errors import ConfigError
 from videorl.models.loading import LoadedModel, check_same_tokenizer, load_model
-from videorl.models.lora import apply_lora, reference_view
+from videorl.models.lora import reference_view
 from videorl.models.shared_prompt import enable_shared_prompts
 from videorl.models.visual_cache import share_visual_cache
 from videorl.rewards.pool import ScoringPool
 from videorl.rollout.engine import HFEngine, RolloutEngine
-from videorl.rollout.tools import ToolRunner, ToolSpec, resolve_tools
 from videorl.rollout.vllm_engine import VLLMEngine, build_vllm_engine, build_vllm_teacher
 from videorl.rollout.vllm_support import rollout_engine
 from videorl.trainer import checkpoint as ckpt
 from videorl.trainer.optim import build_optimizer
+from videorl.trainer.policy_setup import setup_policy, tool_runner
 from videorl.trainer.sequence_parallel import (
     GroupEngine,
     check_sequence_parallel,
@@ -109,22 +107,6 @@ def build_state(cfg: Config, resume: str | None, info: DistInfo | None = None) -
     return state
 
 
-def tool_runner(cfg: Config) -> ToolRunner | None:
-    """The runner of `rollout.tools` (after importing `rollout.tool_modules`), or None for
-    single-turn rollouts; an unknown tool is a one-line `ConfigError` listing the choices."""
-    specs = run_tools(cfg)
-    return ToolRunner(specs) if specs else None
-
-
-def run_tools(cfg: Config) -> list[ToolSpec]:
-    """The tools of `rollout.tools`, after importing `rollout.tool_modules` ([] for
-    single-turn rollouts, whose modules are not imported): what a run and `--dry-run` check.
-    An unknown tool or a module that does not import is a one-line `ConfigError`."""
-    if not cfg.rollout.tools:
-        return []
-    return resolve_tools(cfg.rollout.tools, cfg.rollout.tool_modules)
-
-
 def _device(cfg: Config) -> str:
     if cfg.trainer.device != "auto":
         return cfg.trainer.device
@@ -166,7 +148,7 @@ class _Models:
             "attn_implementation": cfg.model.attn_implementation,
             "packing": cfg.model.packing,
         }
-        policy = _policy(
+        policy = setup_policy(
             cfg, info, load_model(cfg.model.path, revision=cfg.model.revision, **kwargs)
         )
         models = cls(policy, policy)
@@ -194,39 +176,6 @@ class _Models:
         if info.enabled:  # FSDP ranks must run matching forwards: one per update micro-batch
             policy.share_prompts = False
         return models
-
-
-def _policy(cfg: Config, info: DistInfo, policy: LoadedModel) -> LoadedModel:
-    """The loaded policy set up to train: vision frozen, checkpointing, LoRA adapters."""
-    if cfg.model.freeze_vision:
-        for name, param in policy.model.named_parameters():
-            if "visual" in name:
-                param.requires_grad_(False)
-    if cfg.model.gradient_checkpointing:  # transformers' current name, else the pre-5.2x one
-        model: Any = policy.model  # a transformers model: methods nn.Module does not declare
-        getattr(model, "activation_checkpointing_enable", model.gradient_checkpointing_enable)()
-    return _with_lora(cfg, policy, info) if cfg.model.lora.enabled else policy
-
-
-def _with_lora(cfg: Config, policy: LoadedModel, info: DistInfo) -> LoadedModel:
-    """The policy with fresh LoRA adapters (model.lora); only the adapters train."""
-    if info.enabled:
-        raise ConfigError(
-            f"model.lora.rank={cfg.model.lora.rank} with {info.world_size} ranks: sharding "
-            "PEFT adapters with FSDP is not supported yet; train LoRA on one process "
-            "(trainer.nproc=1) or set model.lora.rank=0"
-        )
-    if cfg.model.gradient_checkpointing:  # frozen embeddings: checkpointed blocks need grads
-        hf_model: Any = policy.model
-        hf_model.enable_input_require_grads()
-    model = apply_lora(
-        policy.model,
-        cfg.model.lora,
-        base=cfg.model.path,
-        revision=cfg.model.revision,
-        adapt_vision=not cfg.model.freeze_vision,
-    )
-    return replace(policy, model=model)
 
 
 def _engine(cfg: Config, rollout_model: LoadedModel, info: DistInfo) -> RolloutEngine:

@@ -229,7 +229,7 @@ class Checkpointer:
         """The checkpoint of `state.step` (model, optimizer, scheduler, sampler, best)."""
         extras = {
             "scheduler": state.scheduler.state_dict(),
-            "sampler": state.sampler.state_dict(),
+            "sampler": state.sampler_state(),
             "best": state.best.to_dict() if state.best else {},
         }
         path = save_checkpoint(

@@ -88,7 +88,7 @@ class StepGuard:
         self.stepped = False
         self.start = {
             "step": s.step,
-            "sampler": s.sampler.state_dict(),
+            "sampler": s.sampler_state(),
             "scheduler": s.scheduler.state_dict(),
             "best": s.best,
             "lr": [group["lr"] for group in s.optimizer.param_groups],

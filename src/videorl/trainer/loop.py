@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import random
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -14,7 +13,6 @@ from typing import Any
 
 from rich.console import Console
 
-from videorl.algorithms.taro import constructed_probability, draw_constructed
 from videorl.config import Config, check_world_size
 from videorl.config_loader import to_dict
 from videorl.distributed import (
@@ -24,22 +22,15 @@ from videorl.distributed import (
     shard_indices,
     with_sequence_groups,
 )
-from videorl.models.chat_template import template_kwargs
-from videorl.models.loading import LoadedModel
+from videorl.errors import RolloutWorkerError
 from videorl.models.visual_cache import clear_visual_caches
-from videorl.reduction import Summed
-from videorl.rewards.config import RewardConfig
-from videorl.rewards.pool import ScoringPool
 from videorl.rollout.batch import RolloutBatch
-from videorl.rollout.engine import RolloutEngine
-from videorl.rollout.groups import add_annotation_rows, generate_groups, generate_tool_groups
-from videorl.rollout.multiturn import MultiTurnLimits
-from videorl.rollout.prompting import DecodedPrompts, decode_prompts, record_encoder
-from videorl.rollout.tools import ToolDecodes, ToolRunner
 from videorl.run_config import save_run_config
 from videorl.trainer import checkpoint as ckpt
+from videorl.trainer.async_rollout import AsyncRollouts
 from videorl.trainer.build import build_state
 from videorl.trainer.checkpoint import Checkpointer
+from videorl.trainer.draw import ScoreStage, no_grad_settings, scored_draw
 from videorl.trainer.dynamic_sampling import collect_groups
 from videorl.trainer.interrupt import StepGuard, StopRequest
 from videorl.trainer.metrics import (
@@ -52,16 +43,8 @@ from videorl.trainer.metrics import (
 from videorl.trainer.progress import StepProgress
 from videorl.trainer.run_dir import claim_run_dir, run_inputs
 from videorl.trainer.sequence_parallel import split_forwards
-from videorl.trainer.stages import (
-    add_length_rewards,
-    add_sensitivity_bonus,
-    add_teacher_logprobs,
-    compute_advantages,
-    score,
-    select,
-)
+from videorl.trainer.stages import add_teacher_logprobs, compute_advantages, score, select
 from videorl.trainer.state import TrainState
-from videorl.trainer.tgrpo import add_shuffled_rollouts, add_temporal_contrast_bonus
 from videorl.trainer.update import UpdateContext, update_policy
 from videorl.trainer.validation import Validator, validate
 
@@ -74,7 +57,7 @@ class Stages:
     fixed reward, a spy around the update) and still run the whole step, alone or in the
     loop: `LoopHooks(step=functools.partial(train_step, stages=replace(STAGES, score=...)))`."""
 
-    score: Callable[[RolloutBatch, RewardConfig, ScoringPool | None], RolloutBatch] = score
+    score: ScoreStage = score
     teacher_logprobs: Callable[..., RolloutBatch] = add_teacher_logprobs
     update: Callable[[UpdateContext, RolloutBatch], dict[str, float]] = update_policy
 
@@ -117,7 +100,7 @@ def train_step(state: TrainState, indices: list[int], stages: Stages = STAGES) -
                 teacher,
                 teacher_temperature=cfg.algorithm.distill.teacher_temperature,
                 teacher_engine=state.teacher_engine,
-                **_no_grad(cfg),
+                **no_grad_settings(cfg),
             )
     with timer("advantage"):
         batch = compute_advantages(batch, cfg.algorithm)
@@ -140,130 +123,29 @@ def train_step(state: TrainState, indices: list[int], stages: Stages = STAGES) -
 def _scored_draw(
     state: TrainState, timer: StageTimer, stages: Stages, indices: list[int], draw: int
 ) -> RolloutBatch:
-    """This rank's share of `indices`, decoded, rolled out and rewarded (draw 0 is the
-    step's batch; later draws are dynamic sampling's refills); its metrics count the
-    prompts skipped (bad media, over `data.max_prompt_tokens`). No usable prompt: still
-    rolls out (lockstep) and returns the empty batch."""
-    cfg = state.cfg
-    tools = state.tools.schemas() if state.tools is not None else []
-    with timer("decode"):
-        mine = [state.records[i] for i in shard_indices(indices, state.info)]
-        decoded = decode_prompts(mine, state.videos, state.policy, cfg.data, tools)
-    with timer("rollout"):
-        batch = _rollout(
-            decoded,
-            state.engine,
-            state.policy,
-            state.logprob_model,
-            cfg,
-            step=state.step,
-            epoch=state.sampler.epoch,
-            draw=draw,
-            tools=state.tools,
-        )
-    state.engine.sleep()  # free the rollout engine's KV cache (and weights) until the weight sync
-    batch = batch.with_metrics(
-        **{
-            "data/skipped_media": Summed(decoded.skipped_media),
-            "data/skipped_long_prompts": Summed(decoded.skipped_long),
-        }
+    """This rank's share of `indices`, decoded, rolled out and rewarded (`trainer/draw.py`):
+    by the trainer itself, or, in `rollout.mode: async`, taken from the rollout workers."""
+    mine = [state.records[i] for i in shard_indices(indices, state.info)]
+    if state.rollouts is not None:
+        with timer("wait"):
+            return state.rollouts.take(
+                state.step, draw, epoch=state.sampler.epoch, records=mine, policy=state.policy
+            )
+    return scored_draw(
+        state.producer(),
+        timer,
+        stages.score,
+        mine,
+        step=state.step,
+        epoch=state.sampler.epoch,
+        draw=draw,
     )
-    if not decoded.records:
-        return batch
-    with timer("reward"), _split_forwards(state):
-        batch = _rewards(batch, cfg, stages.score, state.pool, state.logprob_model, step=state.step)
-    return batch
 
 
 def _split_forwards(state: TrainState) -> contextlib.AbstractContextManager[None]:
     """The scoring forwards split over the rank's sequence-parallel group, if it has one."""
     models = (state.policy, state.logprob_model, state.reference, state.teacher)
     return split_forwards(state.info.sequence_group, *models)
-
-
-def _rollout(
-    decoded: DecodedPrompts,
-    engine: RolloutEngine,
-    policy: LoadedModel,
-    logprob_model: LoadedModel,
-    cfg: Config,
-    *,
-    step: int,
-    epoch: int,
-    draw: int,
-    tools: ToolRunner | None = None,
-) -> RolloutBatch:
-    """n rows per prompt (multi-turn rows calling `tools` when the run has them), TaRO's
-    constructed rows drawn by the curriculum, OraRL's annotation rows appended, T-GRPO's
-    shuffled-frame responses beside the rows. Called with no prompts too: vLLM's
-    data-parallel engines step in lockstep. `draw` > 0 (dynamic sampling's refills) seeds
-    the constructed prefixes apart."""
-    tokenizer, algorithm = policy.tokenizer, cfg.algorithm
-    constructed = None
-    if algorithm.constructed.enabled:
-        p = constructed_probability(step, epoch, algorithm.constructed.curriculum)
-        constructed = draw_constructed((len(decoded.prompts), cfg.rollout.n), p)
-    if tools is not None:
-        batch = generate_tool_groups(
-            engine,
-            decoded.records,
-            decoded.prompts,
-            decoded.media,
-            cfg.rollout.sampling(),
-            runner=tools,
-            limits=MultiTurnLimits(cfg.rollout.max_turns, cfg.rollout.max_total_tokens),
-            decodes=ToolDecodes(),
-            video_config=cfg.video,
-            template_kwargs=template_kwargs(cfg.data.think, cfg.data.chat_template_kwargs),
-        )
-    else:
-        batch = generate_groups(
-            engine,
-            decoded.records,
-            decoded.prompts,
-            decoded.media,
-            cfg.rollout.sampling(),
-            tokenizer,
-            constructed=constructed,
-            rng=random.Random(step if draw == 0 else f"{step}:{draw}"),
-        )
-    if algorithm.annotation_rows:
-        eos, budget = policy.eos_token_ids[0], cfg.rollout.max_new_tokens
-        batch = add_annotation_rows(batch, tokenizer, eos, budget, think=cfg.data.think)
-    if algorithm.temporal_contrast.enabled:
-        encode = record_encoder(logprob_model, cfg.data)
-        params, tgrpo = cfg.rollout.sampling(), algorithm.temporal_contrast
-        batch = add_shuffled_rollouts(
-            batch, engine, encode, params, tgrpo, step=step, tokenizer=tokenizer
-        )
-    return batch
-
-
-def _rewards(
-    batch: RolloutBatch,
-    cfg: Config,
-    score_stage: Callable[[RolloutBatch, RewardConfig, ScoringPool | None], RolloutBatch],
-    pool: ScoringPool | None,
-    logprob_model: LoadedModel,
-    *,
-    step: int,
-) -> RolloutBatch:
-    """score -> T-GRPO temporal contrast bonus -> length terms -> TaRO sensitivity bonus."""
-    batch = score_stage(batch, cfg.reward, pool)
-    tgrpo = cfg.algorithm.temporal_contrast
-    batch = add_temporal_contrast_bonus(batch, cfg.reward, tgrpo, pool)  # needs `shuffled`
-    batch = add_length_rewards(batch, cfg.reward, max_new_tokens=cfg.rollout.response_budget)
-    if cfg.reward.sensitivity.enabled:
-        encode = record_encoder(logprob_model, cfg.data)
-        batch = add_sensitivity_bonus(
-            batch, logprob_model, encode, cfg.reward, step=step, **_no_grad(cfg)
-        )
-    return batch
-
-
-def _no_grad(cfg: Config) -> dict[str, Any]:
-    """The no-grad log-prob passes' settings: the rollout temperature, the token budget."""
-    return {"temperature": cfg.rollout.temperature, "token_budget": cfg.optim.micro_batch_tokens}
 
 
 def _empty_step(state: TrainState, batch: RolloutBatch, stages: Stages) -> dict[str, Any]:
@@ -278,10 +160,13 @@ def _empty_step(state: TrainState, batch: RolloutBatch, stages: Stages) -> dict[
 
 
 def _end_step(state: TrainState) -> None:
-    """Drop this step's cached vision outputs, advance the LR, push the new weights."""
+    """Drop this step's cached vision outputs, advance the LR, push the new weights (to the
+    async workers: as version step + 1)."""
     clear_visual_caches(state.policy, state.reference, state.teacher)
     state.scheduler.step()
     state.engine.sync_weights(state.policy.model)
+    if state.rollouts is not None:
+        state.rollouts.publish(state.logprob_model.model, state.step + 1)
 
 
 def _update_context(state: TrainState) -> UpdateContext:
@@ -297,6 +182,9 @@ def _update_context(state: TrainState) -> UpdateContext:
         world_size=state.info.world_size,
         sequence_parallel=state.info.sequence_parallel,
         autocast_dtype=state.autocast_dtype,
+        policy_version=state.step,
+        behaviour_is_cap=cfg.algorithm.behaviour_is_cap,
+        behaviour_is_mode=cfg.algorithm.behaviour_is_mode,
     )
 
 
@@ -354,6 +242,8 @@ def run_training(
         inputs=run_inputs(cfg),
     )
     state = build_state(cfg, resume, info)
+    if cfg.rollout.mode == "async":
+        state.rollouts = AsyncRollouts(cfg, state.logprob_model.model, state.step, info)
     writer = _metrics_writer(state)
     checkpointer = Checkpointer(state)
     stop, guard = StopRequest(), StepGuard(state)
@@ -362,9 +252,14 @@ def run_training(
         _train(state, hooks, writer, checkpointer, stop, guard)
     except KeyboardInterrupt:
         return _save_interrupted(state, guard, checkpointer)
+    except RolloutWorkerError:
+        _save_interrupted(state, guard, checkpointer)  # the last whole step, then the error
+        raise
     finally:
         stop.uninstall()
         guard.close()
+        if state.rollouts is not None:
+            state.rollouts.close()
         if writer is not None:
             writer.close()
         if state.pool is not None:
@@ -385,7 +280,8 @@ def _train(
     """Steps until `trainer.steps`; validation, metrics and checkpoints after each."""
     cfg = state.cfg
     validator = Validator(state, hooks.validate)
-    batches, totals = _endless(state.sampler), dict[str, float]()
+    batches = _endless(state.sampler) if state.rollouts is None else _drawn_ahead(state)
+    totals = dict[str, float]()
     with StepProgress(
         console,
         cfg.trainer.steps,
@@ -407,6 +303,8 @@ def _train(
             # time, which other processes on the machine do not inflate
             metrics["time/step"] = time.perf_counter() - started
             metrics["time/step_cpu"] = time.process_time() - cpu_started
+            if state.rollouts is not None:
+                metrics.update(state.rollouts.step_metrics(metrics["time/step"]))
             metrics = reduce_metrics(metrics, state.info)
             metrics = with_running_totals(metrics, totals)
             state.step += 1
@@ -436,6 +334,13 @@ def _endless(sampler: Any) -> Iterator[list[int]]:
     from the same position)."""
     while True:
         yield sampler.next_batch()
+
+
+def _drawn_ahead(state: TrainState) -> Iterator[list[int]]:
+    """Async: each step's prompts, the next `rollout.max_staleness` steps' queued too."""
+    assert state.rollouts is not None, "rollout.mode=async"
+    while True:
+        yield state.rollouts.next_indices(state.step, state.sampler, state.records, state.info)
 
 
 def _metrics_writer(state: TrainState) -> MetricsWriter | None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -15,7 +15,11 @@ from videorl.models.loading import LoadedModel
 from videorl.rewards.pool import ScoringPool
 from videorl.rollout.engine import RolloutEngine, TokenScorer
 from videorl.rollout.tools import ToolRunner
+from videorl.trainer.draw import Producer
 from videorl.video.cache import VideoCache
+
+if TYPE_CHECKING:
+    from videorl.trainer.async_rollout import AsyncRollouts
 
 
 @dataclass(frozen=True)
@@ -65,6 +69,28 @@ class TrainState:
     info: DistInfo = field(default_factory=DistInfo)
     step: int = 0
     best: BestStep | None = None
+    # rollout.mode=async: the rollout workers and their queues (None: the trainer generates)
+    rollouts: AsyncRollouts | None = None
+
+    def producer(self) -> Producer:
+        """What the trainer's own draws touch (`trainer/draw.py`)."""
+        return Producer(
+            self.cfg,
+            self.policy,
+            self.engine,
+            self.logprob_model,
+            self.videos,
+            tools=self.tools,
+            pool=self.pool,
+            info=self.info,
+        )
+
+    def sampler_state(self) -> dict[str, Any]:
+        """The sampler's position after the last trained step: what a checkpoint saves. Async
+        workers draw ahead; their prompts in flight go back to the sampler on resume."""
+        if self.rollouts is not None:
+            return self.rollouts.sampler_state(self.step, self.sampler)
+        return self.sampler.state_dict()
 
     @property
     def autocast_dtype(self) -> torch.dtype | None:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from videorl.algorithms.behaviour import BehaviourCorrection, BehaviourMode
 from videorl.algorithms.loss import LossResult, PolicyLossConfig, policy_loss
 from videorl.config import OptimConfig
 from videorl.distributed import all_reduce
@@ -18,6 +19,7 @@ from videorl.models.batching import plan_rank_microbatches
 from videorl.models.inputs import PromptEncoding
 from videorl.models.loading import LoadedModel
 from videorl.models.logprobs import logprobs_in_microbatches, rows_logprobs
+from videorl.reduction import Maxed
 from videorl.rollout.batch import RolloutBatch
 
 
@@ -35,6 +37,11 @@ class UpdateContext:
     autocast_dtype: torch.dtype | None = None
     world_size: int = 1
     sequence_parallel: int = 1  # ranks per sequence-parallel group: the same rows on each
+    # async rollouts: the trainer's policy version (rows sampled by an older one are stale)
+    # and the behaviour correction's cap and mode (algorithms/behaviour.py)
+    policy_version: int = 0
+    behaviour_is_cap: float = 5.0
+    behaviour_is_mode: BehaviourMode = "truncate"
 
 
 @dataclass(frozen=True)
@@ -55,6 +62,7 @@ class MicroBatch:
     weight: float = 1.0
     loss_mask: torch.Tensor | None = None
     response_token_types: list[torch.Tensor] | None = None
+    behaviour: BehaviourCorrection | None = None
 
     @classmethod
     def padding(cls, pad_id: int) -> MicroBatch:
@@ -74,15 +82,20 @@ class _Averages:
 
     sums: dict[str, float] = field(default_factory=lambda: defaultdict(float))
     weights: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    maxima: dict[str, Maxed] = field(default_factory=dict)
     skipped: int = 0
 
     def add(self, metrics: dict[str, float], weight: float = 1.0) -> None:
         for key, value in metrics.items():
+            if isinstance(value, Maxed):  # declared a maximum by its producer
+                self.maxima[key] = Maxed(max(value, self.maxima.get(key, value)))
+                continue
             self.sums[key] += value * weight
             self.weights[key] += weight
 
     def result(self) -> dict[str, float]:
-        return {k: self.sums[k] / self.weights[k] for k in self.sums if self.weights[k] > 0}
+        means = {k: self.sums[k] / self.weights[k] for k in self.sums if self.weights[k] > 0}
+        return {**means, **self.maxima}
 
 
 def _split(rows: list[int], parts: int) -> list[list[int]]:
@@ -141,9 +154,24 @@ def plan_micro_batches(
                 ref_logp=None if ref_logp is None else ref_logp[rows, :width],
                 loss_mask=mask[rows, :width],
                 response_token_types=None if types is None else [types[i] for i in rows],
+                behaviour=_behaviour(ctx, batch, rows, width),
             )
         )
     return micros
+
+
+def _behaviour(
+    ctx: UpdateContext, batch: RolloutBatch, rows: list[int], width: int
+) -> BehaviourCorrection | None:
+    """The behaviour correction of `rows` when the batch came from async workers."""
+    if batch.behaviour_logp is None or batch.versions is None:
+        return None
+    return BehaviourCorrection(
+        logp=batch.behaviour_logp[rows, :width],
+        stale=batch.versions[rows] < ctx.policy_version,
+        cap=ctx.behaviour_is_cap,
+        mode=ctx.behaviour_is_mode,
+    )
 
 
 def micro_batch_loss(
@@ -176,6 +204,7 @@ def micro_batch_loss(
         ref_logp=None if micro.ref_logp is None else micro.ref_logp.to(device),
         entropy=entropy.float(),
         off_policy=micro.off_policy.to(device),
+        behaviour=micro.behaviour,
     )
     return result, float(mask.sum())
 

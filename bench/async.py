@@ -1,0 +1,190 @@
+"""Async RL against the synchronous loop on the same cores: steps per second and idle time.
+
+Each variant trains the quickstart recipe (OraRL on the tiny Qwen3-VL, synthetic
+temporal-grounding videos) for `--steps` steps in a subprocess of its own, on the same
+cores, one after another, never two at once:
+
+- `sync, 1 thread` and `sync, 2 threads`: `rollout.mode: sync`, `trainer.cpu_threads` 1, 2;
+- `async, staleness k` (k = 0, 1, 2): the trainer on one thread and one rollout worker on
+  another (`rollout.worker_threads: 1`).
+
+Steps per second come from the steps after the first two (the workers' start and the
+first draws), as 1 / mean(`time/step`). Idle fractions: for sync, the optimizer idles
+while the step decodes, generates and scores (`trainer idle`), and generation idles
+during the update (`rollout idle`); for async the loop's `async/trainer_idle` and
+`async/rollout_idle`. The response budget (`rollout.max_new_tokens`) sets the balance
+between generation and update, so every variant runs at each `--tokens` value. The
+speedup is async's steps/s over the faster sync run at the same budget.
+
+    python bench/async.py            # ~10 minutes on 2 cores; writes bench/results/async.json
+    python bench/async.py --quick --out /tmp/async.json  # 3 steps, 2 variants: a smoke run
+
+The rollout worker counts and staleness this measures are the ones `docs/async.md` shows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from harness import RESULTS, ROOT, markdown_table, parse_args, write_marked, write_results
+
+PAGE = ROOT / "docs" / "async.md"  # its table sits between this script's markers
+COLUMNS = [
+    "variant",
+    "max_new_tokens",
+    "steps_per_s",
+    "speedup_vs_best_sync",
+    "trainer_idle",
+    "rollout_idle",
+    "staleness_mean",
+    "reward_mean",
+]
+
+VARIANTS: dict[str, list[str]] = {
+    "sync, 1 thread": ["rollout.mode=sync", "trainer.cpu_threads=1"],
+    "sync, 2 threads": ["rollout.mode=sync", "trainer.cpu_threads=2"],
+    **{
+        f"async, staleness {k}": [
+            "rollout.mode=async",
+            f"rollout.max_staleness={k}",
+            "trainer.cpu_threads=1",
+            "rollout.worker_threads=1",
+        ]
+        for k in (0, 1, 2)
+    },
+}
+WARMUP_STEPS = 2
+SYNC_GENERATION = ("time/decode", "time/rollout", "time/reward")
+
+
+def prepare(work: Path) -> None:
+    """The quickstart's model (random init, vision warm-up skipped) and data, built once."""
+    if (work / "data" / "train.jsonl").exists():
+        return
+    run = [sys.executable, "-m", "videorl"]
+    subprocess.run([*run, "make-tiny", str(work / "model"), "--arch", "qwen3_vl"], check=True)
+    subprocess.run(
+        [*run, "synth", "--out", str(work / "data"), "--families", "temporal_grounding"]
+        + ["--tg-events", "appear", "--n", "64", "--seed", "0", "--val", "8"],
+        check=True,
+    )
+
+
+def run_variant(work: Path, name: str, tokens: int, steps: int) -> list[dict[str, Any]]:
+    """The metrics rows of one training run."""
+    out = work / "runs" / f"{name.replace(', ', '-').replace(' ', '_')}-{tokens}"
+    env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
+    overrides = [
+        f"model.path={work}/model",
+        f"data.train={work}/data/train.jsonl",
+        "data.val=null",
+        f"trainer.output_dir={out}",
+        f"trainer.steps={steps}",
+        "trainer.save_every=0",
+        "trainer.val_every=0",
+        "trainer.tensorboard=false",
+        f"rollout.max_new_tokens={tokens}",
+        *VARIANTS[name],
+    ]
+    subprocess.run(
+        [sys.executable, "-m", "videorl", "train", "quickstart", *overrides, "--overwrite"],
+        check=True,
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+    )
+    from videorl.trainer.metrics import read_metrics
+
+    return list(read_metrics(out / "metrics.jsonl"))
+
+
+def summarise(name: str, tokens: int, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Steps/s and idle fractions over the steps after the warm-up."""
+    steady = rows[WARMUP_STEPS:] or rows
+    step_s = statistics.fmean(r["time/step"] for r in steady)
+    if name.startswith("sync"):
+        generation = statistics.fmean(sum(r.get(k, 0.0) for k in SYNC_GENERATION) for r in steady)
+        update = statistics.fmean(r.get("time/update", 0.0) for r in steady)
+        trainer_idle, rollout_idle = generation / step_s, update / step_s
+        staleness = 0.0
+    else:
+        trainer_idle = statistics.fmean(r["async/trainer_idle"] for r in steady)
+        rollout_idle = statistics.fmean(r["async/rollout_idle"] for r in steady)
+        staleness = statistics.fmean(r["async/staleness_mean"] for r in steady)
+    return {
+        "variant": name,
+        "max_new_tokens": tokens,
+        "steps_per_s": round(1.0 / step_s, 3),
+        "step_s": round(step_s, 3),
+        "trainer_idle": round(trainer_idle, 3),
+        "rollout_idle": round(rollout_idle, 3),
+        "staleness_mean": round(staleness, 2),
+        "reward_mean": round(statistics.fmean(r["reward/mean"] for r in rows), 3),
+    }
+
+
+def with_speedups(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each row's steps/s over the faster sync run at its response budget."""
+    for row in rows:
+        syncs = [
+            r["steps_per_s"]
+            for r in rows
+            if r["max_new_tokens"] == row["max_new_tokens"] and r["variant"].startswith("sync")
+        ]
+        row["speedup_vs_best_sync"] = round(row["steps_per_s"] / max(syncs), 2)
+    return rows
+
+
+def table(payload: dict[str, Any]) -> str:
+    """The results as the Markdown table docs/async.md shows."""
+    return markdown_table(COLUMNS, [[row[c] for c in COLUMNS] for row in payload["rows"]])
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=12)
+    parser.add_argument(
+        "--tokens",
+        type=lambda text: [int(t) for t in text.split(",")],
+        default=[16, 48, 96],
+        help="comma list of rollout.max_new_tokens values",
+    )
+    parser.add_argument(
+        "--write", action="store_true", help="only put the saved results' table into docs/async.md"
+    )
+    args = parse_args(parser, "async", argv)
+    if args.write:
+        saved = json.loads((RESULTS / "async.json").read_text())
+        write_marked(PAGE, "bench/async.py", table(saved))
+        return saved
+    variants = list(VARIANTS)
+    if args.quick:
+        args.steps, args.tokens = 3, [16]
+        variants = ["sync, 1 thread", "async, staleness 1"]
+    args.work = args.work / "async"
+    prepare(args.work)
+    rows = []
+    for tokens in args.tokens:
+        for name in variants:
+            rows.append(summarise(name, tokens, run_variant(args.work, name, tokens, args.steps)))
+            print(rows[-1], flush=True)
+    payload = {
+        "cores": len(os.sched_getaffinity(0)),
+        "steps": args.steps,
+        "warmup_steps": WARMUP_STEPS,
+        "rows": with_speedups(rows),
+    }
+    print(table(payload))
+    write_results(args.out, payload)
+    return payload
+
+
+if __name__ == "__main__":
+    main()

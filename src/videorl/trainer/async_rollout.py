@@ -1,0 +1,271 @@
+"""`rollout.mode: async`: the trainer's side of the rollout workers (docs/async.md).
+
+Processes: the trainer (this process) and `rollout.workers` workers it spawns with
+`torch.multiprocessing` (`trainer/rollout_worker.py`), each with its own model copy, its
+own CPU threads or device. The trainer draws the prompts of the next `max_staleness + 1`
+steps from its sampler ahead of time and queues one request per step; any free worker
+takes the next, waits for the weights the request names (`version_for`: version
+`step - max_staleness`, or the first published after it), draws and sends the scored batch
+back. The trainer takes the batch of its step, trains,
+and publishes its new weights every `rollout.sync_every` steps. So while step t trains,
+the workers already generate steps t + 1 .. t + k with the weights of t - k + 1 or later,
+and a batch trains at most k versions after the weights that sampled it.
+
+Faults: every wait has `rollout.queue_timeout_s`; a worker that died or failed stops the
+run with one line naming it (the last whole step is saved, as at Ctrl-C). Requests in flight
+are dropped when the run stops; the checkpoint's sampler position is the one after the
+last trained step, so on resume their prompts are drawn again, once.
+"""
+
+from __future__ import annotations
+
+import math
+import queue
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import torch
+import torch.multiprocessing as mp
+
+from videorl.config import Config
+from videorl.data.records import TaskRecord
+from videorl.distributed import shard_indices
+from videorl.errors import ConfigError, RolloutWorkerError
+from videorl.models.loading import LoadedModel
+from videorl.reduction import Maxed
+from videorl.rollout.batch import RolloutBatch
+from videorl.rollout.shared_weights import SharedWeights
+from videorl.trainer.rng import rng_state, set_rng_state
+from videorl.trainer.rollout_worker import (
+    DrawRequest,
+    DrawResult,
+    WorkerFailure,
+    WorkerSpec,
+    pack,
+    unpack,
+    worker_main,
+)
+from videorl.trainer.threads import available_cores
+
+if TYPE_CHECKING:
+    from videorl.data.sampler import TaskGroupedSampler
+    from videorl.distributed import DistInfo
+
+
+def check_world_size(world_size: int) -> None:
+    """A torchrun launch leaves trainer.nproc unset, so the world size is checked here."""
+    if world_size > 1:
+        raise ConfigError(
+            f"{world_size} trainer ranks with rollout.mode=async: async rollouts run with a "
+            "one-process trainer for now; set trainer.nproc=1 or rollout.mode=sync"
+        )
+
+
+def worker_threads(cfg: Config) -> tuple[int, int]:
+    """(trainer, worker) CPU threads: `rollout.worker_threads` for each worker (0: the
+    available cores split evenly between the trainer and the workers) and the trainer's
+    share of what is left; `trainer.cpu_threads` > 0 sets the trainer's."""
+    cores = available_cores()
+    share = max(1, cores // (cfg.rollout.workers + 1))
+    worker = cfg.rollout.worker_threads or share
+    trainer = cfg.trainer.cpu_threads or max(1, cores - worker * cfg.rollout.workers)
+    return trainer, worker
+
+
+class AsyncRollouts:
+    """The workers, their queues and the shared weights, and what is in flight."""
+
+    def __init__(self, cfg: Config, model: torch.nn.Module, version: int, info: DistInfo) -> None:
+        """Spawn the workers; `model` holds the trainer's weights (`version`: its step)."""
+        check_world_size(info.world_size)
+        self.cfg, self.k = cfg, cfg.rollout.max_staleness
+        context = mp.get_context("spawn")
+        self.weights = SharedWeights(model, context, slots=self.k + 1)
+        self.weights.publish(model, version)
+        self.start_version = version
+        slots = self.k + 2
+        self.requests = context.Queue(maxsize=slots)
+        self.results = context.Queue(maxsize=slots)
+        trainer_threads, threads = worker_threads(cfg)
+        if info.device.startswith("cpu"):
+            torch.set_num_threads(trainer_threads)
+        devices = cfg.rollout.devices or (info.device,) * cfg.rollout.workers
+        self.workers = [
+            context.Process(
+                target=worker_main,
+                args=(
+                    WorkerSpec(
+                        i, cfg, devices[i], threads, self.weights, self.requests, self.results
+                    ),
+                ),
+                name=f"videorl-rollout-{i}",
+                daemon=True,
+            )
+            for i in range(cfg.rollout.workers)
+        ]
+        for worker in self.workers:
+            worker.start()
+        self.submitted: dict[int, dict[str, Any]] = {}  # step -> sampler state before its draw
+        self.ready: dict[tuple[int, int], DrawResult] = {}
+        self.wait_s = 0.0
+        self.worker_busy_s = 0.0
+        self.worker_idle_s = 0.0
+        self.last_metrics: dict[str, float] = {}
+
+    # -- prompts -------------------------------------------------------------------------
+
+    def next_indices(
+        self,
+        step: int,
+        sampler: TaskGroupedSampler,
+        records: Sequence[TaskRecord],
+        info: DistInfo,
+    ) -> list[int]:
+        """Step `step`'s prompts, after queueing the requests of steps `step` .. `step + k`
+        (drawn from `sampler` in step order)."""
+        for ahead in range(step, step + self.k + 1):
+            if ahead not in self.submitted:
+                before = sampler.state_dict()
+                indices = sampler.next_batch()
+                mine = [records[i] for i in shard_indices(indices, info)]
+                self.submitted[ahead] = {"sampler": before, "indices": indices}
+                self._put(self._request(ahead, 0, sampler.epoch, mine))
+        return self.submitted[step]["indices"]
+
+    def _request(self, step: int, draw: int, epoch: int, records: list[TaskRecord]) -> DrawRequest:
+        """Staleness 0: the trainer waits for this very draw, so it hands over its random
+        state and the worker continues it (the synchronous run's stream)."""
+        return DrawRequest(
+            step=step,
+            draw=draw,
+            epoch=epoch,
+            records=records,
+            version=self.version_for(step),
+            rng=rng_state() if self.k == 0 else None,
+            behaviour_logp=self.k > 0,
+        )
+
+    def version_for(self, step: int) -> int:
+        """The weights that sample step `step`'s batch: the first version published at or
+        after `step - k` (every `sync_every`-th, and the run's start), so a batch trains at
+        most k versions after them, and which ones depends on the step alone."""
+        every = self.cfg.rollout.sync_every
+        oldest = step - self.k
+        if oldest <= self.start_version:
+            return self.start_version
+        return every * math.ceil(oldest / every)
+
+    def sampler_state(self, step: int, sampler: Any) -> dict[str, Any]:
+        """The sampler as it was before step `step`'s prompts were drawn ahead (drawn steps
+        run on from the oldest untrained one: none drawn, `sampler` is there)."""
+        if step in self.submitted:
+            return self.submitted[step]["sampler"]
+        return sampler.state_dict()
+
+    # -- results -------------------------------------------------------------------------
+
+    def take(
+        self,
+        step: int,
+        draw: int,
+        *,
+        epoch: int,
+        records: Sequence[TaskRecord],
+        policy: LoadedModel,
+    ) -> RolloutBatch:
+        """Step `step`'s batch of draw `draw` (0: queued ahead; a refill of `records` at
+        the sampler's `epoch` is queued now), its staleness in the metrics; the worker's
+        embeddings of its prompts go into `policy`'s visual cache (a frozen tower)."""
+        if draw > 0:
+            self._put(self._request(step, draw, epoch, list(records)))
+        depth = len(self.ready)
+        started = time.perf_counter()
+        result = self._result(step, draw)
+        self.wait_s += time.perf_counter() - started
+        self.submitted = {s: v for s, v in self.submitted.items() if s >= step}
+        if result.rng is not None:
+            set_rng_state(result.rng)
+        if result.embeddings is not None and policy.visual_cache is not None:
+            policy.visual_cache.adopt(result.batch.prompts, result.embeddings)
+        staleness = step - result.version
+        self.worker_busy_s += result.busy_s
+        self.worker_idle_s += result.idle_s
+        metrics = {
+            "async/staleness_mean": float(staleness),
+            "async/staleness_max": Maxed(staleness),
+            "async/queue_depth": float(depth + self.results.qsize()),
+            **{f"async/worker_{k}_s": v for k, v in result.stages.items()},
+        }
+        return result.batch.with_metrics(**metrics)
+
+    def _result(self, step: int, draw: int) -> DrawResult:
+        deadline = time.monotonic() + self.cfg.rollout.queue_timeout_s
+        while (step, draw) not in self.ready:
+            try:
+                message = unpack(self.results.get(timeout=1.0))
+            except queue.Empty:
+                self._check_workers(deadline, step)
+                continue
+            if isinstance(message, WorkerFailure):
+                raise RolloutWorkerError(
+                    f"rollout worker {message.worker} failed: {message.message} "
+                    "(the traceback is above); resume with --resume auto"
+                )
+            self.ready[(message.step, message.draw)] = message
+        return self.ready.pop((step, draw))
+
+    def _check_workers(self, deadline: float, step: int) -> None:
+        for i, worker in enumerate(self.workers):
+            if not worker.is_alive():
+                raise RolloutWorkerError(
+                    f"rollout worker {i} died (exit code {worker.exitcode}) while step {step} "
+                    "waited for its rollouts; resume with --resume auto"
+                )
+        if time.monotonic() > deadline:
+            raise RolloutWorkerError(
+                f"no rollouts for step {step} within rollout.queue_timeout_s="
+                f"{self.cfg.rollout.queue_timeout_s:g} s; raise it or check the workers"
+            )
+
+    def _put(self, request: DrawRequest) -> None:
+        deadline = time.monotonic() + self.cfg.rollout.queue_timeout_s
+        data = pack(request)
+        while True:
+            try:
+                self.requests.put(data, timeout=1.0)
+                return
+            except queue.Full:
+                self._check_workers(deadline, request.step)
+
+    # -- weights and metrics --------------------------------------------------------------
+
+    def publish(self, model: torch.nn.Module, version: int) -> None:
+        """The weights after an update, every `rollout.sync_every` versions."""
+        if version % self.cfg.rollout.sync_every == 0:
+            self.weights.publish(model, version)
+
+    def step_metrics(self, step_s: float) -> dict[str, float]:
+        """`async/trainer_idle`: the step's share of wall time spent waiting for rollouts;
+        `async/rollout_idle`: the workers' share of time waiting for requests or weights,
+        over the batches taken this step."""
+        worker_total = self.worker_busy_s + self.worker_idle_s
+        metrics = {
+            "async/trainer_idle": self.wait_s / step_s if step_s > 0 else 0.0,
+            "async/rollout_idle": self.worker_idle_s / worker_total if worker_total else 0.0,
+        }
+        self.wait_s = self.worker_busy_s = self.worker_idle_s = 0.0
+        return metrics
+
+    def close(self) -> None:
+        """Stop the workers: a stop message each, then terminate what is left."""
+        for _ in self.workers:
+            try:
+                self.requests.put_nowait(None)
+            except queue.Full:
+                break
+        for worker in self.workers:
+            worker.join(timeout=5.0)
+            if worker.is_alive():
+                worker.terminate()
+                worker.join(timeout=5.0)

@@ -1,0 +1,168 @@
+"""One draw of a step: prompts decoded, rolled out and rewarded (docs/design.md#one-training-step).
+
+What the trainer runs itself in `rollout.mode: sync` and each rollout worker runs in
+`async` (`trainer/rollout_worker.py`): the same function over a `Producer`, the models and
+caches that a draw touches, so that both modes compute one thing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from videorl.algorithms.taro import constructed_probability, draw_constructed
+from videorl.config import Config
+from videorl.data.records import TaskRecord
+from videorl.distributed import DistInfo
+from videorl.models.chat_template import template_kwargs
+from videorl.models.loading import LoadedModel
+from videorl.reduction import Summed
+from videorl.rewards.config import RewardConfig
+from videorl.rewards.pool import ScoringPool
+from videorl.rollout.batch import RolloutBatch
+from videorl.rollout.engine import RolloutEngine
+from videorl.rollout.groups import add_annotation_rows, generate_groups, generate_tool_groups
+from videorl.rollout.multiturn import MultiTurnLimits
+from videorl.rollout.prompting import DecodedPrompts, decode_prompts, record_encoder
+from videorl.rollout.tools import ToolDecodes, ToolRunner
+from videorl.trainer.metrics import StageTimer
+from videorl.trainer.sequence_parallel import split_forwards
+from videorl.trainer.stages import add_length_rewards, add_sensitivity_bonus
+from videorl.trainer.tgrpo import add_shuffled_rollouts, add_temporal_contrast_bonus
+from videorl.video.cache import VideoCache
+
+ScoreStage = Callable[[RolloutBatch, RewardConfig, ScoringPool | None], RolloutBatch]
+
+
+@dataclass
+class Producer:
+    """What a draw touches: the run's config, the generating policy and its engine, the
+    model of the rewards' no-grad passes, the decode cache, tools and scoring pool."""
+
+    cfg: Config
+    policy: LoadedModel
+    engine: RolloutEngine
+    logprob_model: LoadedModel
+    videos: VideoCache
+    tools: ToolRunner | None = None
+    pool: ScoringPool | None = None
+    info: DistInfo | None = None
+
+    def split_forwards(self) -> contextlib.AbstractContextManager[None]:
+        """The scoring forwards split over the rank's sequence-parallel group, if it has one."""
+        group = None if self.info is None else self.info.sequence_group
+        return split_forwards(group, self.policy, self.logprob_model)
+
+
+def scored_draw(
+    producer: Producer,
+    timer: StageTimer,
+    score_stage: ScoreStage,
+    records: Sequence[TaskRecord],
+    *,
+    step: int,
+    epoch: int,
+    draw: int,
+) -> RolloutBatch:
+    """`records` decoded, rolled out and rewarded (draw 0 is the step's batch; later draws
+    are dynamic sampling's refills); its metrics count the prompts skipped (bad media, over
+    `data.max_prompt_tokens`). No usable prompt: still rolls out (lockstep) and returns the
+    empty batch."""
+    cfg = producer.cfg
+    tools = producer.tools.schemas() if producer.tools is not None else []
+    with timer("decode"):
+        decoded = decode_prompts(list(records), producer.videos, producer.policy, cfg.data, tools)
+    with timer("rollout"):
+        batch = rollout(decoded, producer, step=step, epoch=epoch, draw=draw)
+    producer.engine.sleep()  # free the engine's KV cache (and weights) until the weight sync
+    batch = batch.with_metrics(
+        **{
+            "data/skipped_media": Summed(decoded.skipped_media),
+            "data/skipped_long_prompts": Summed(decoded.skipped_long),
+        }
+    )
+    if not decoded.records:
+        return batch
+    with timer("reward"), producer.split_forwards():
+        batch = rewards(batch, cfg, score_stage, producer.pool, producer.logprob_model, step=step)
+    return batch
+
+
+def rollout(
+    decoded: DecodedPrompts, producer: Producer, *, step: int, epoch: int, draw: int
+) -> RolloutBatch:
+    """n rows per prompt (multi-turn rows calling the producer's tools when the run has
+    them), TaRO's constructed rows drawn by the curriculum, OraRL's annotation rows
+    appended, T-GRPO's shuffled-frame responses beside the rows. Called with no prompts too:
+    vLLM's data-parallel engines step in lockstep. `draw` > 0 (dynamic sampling's refills)
+    seeds the constructed prefixes apart."""
+    cfg, engine, tools = producer.cfg, producer.engine, producer.tools
+    tokenizer, algorithm = producer.policy.tokenizer, cfg.algorithm
+    constructed = None
+    if algorithm.constructed.enabled:
+        p = constructed_probability(step, epoch, algorithm.constructed.curriculum)
+        constructed = draw_constructed((len(decoded.prompts), cfg.rollout.n), p)
+    if tools is not None:
+        batch = generate_tool_groups(
+            engine,
+            decoded.records,
+            decoded.prompts,
+            decoded.media,
+            cfg.rollout.sampling(),
+            runner=tools,
+            limits=MultiTurnLimits(cfg.rollout.max_turns, cfg.rollout.max_total_tokens),
+            decodes=ToolDecodes(),
+            video_config=cfg.video,
+            template_kwargs=template_kwargs(cfg.data.think, cfg.data.chat_template_kwargs),
+        )
+    else:
+        batch = generate_groups(
+            engine,
+            decoded.records,
+            decoded.prompts,
+            decoded.media,
+            cfg.rollout.sampling(),
+            tokenizer,
+            constructed=constructed,
+            rng=random.Random(step if draw == 0 else f"{step}:{draw}"),
+        )
+    if algorithm.annotation_rows:
+        eos, budget = producer.policy.eos_token_ids[0], cfg.rollout.max_new_tokens
+        batch = add_annotation_rows(batch, tokenizer, eos, budget, think=cfg.data.think)
+    if algorithm.temporal_contrast.enabled:
+        encode = record_encoder(producer.logprob_model, cfg.data)
+        params, tgrpo = cfg.rollout.sampling(), algorithm.temporal_contrast
+        batch = add_shuffled_rollouts(
+            batch, engine, encode, params, tgrpo, step=step, tokenizer=tokenizer
+        )
+    return batch
+
+
+def rewards(
+    batch: RolloutBatch,
+    cfg: Config,
+    score_stage: ScoreStage,
+    pool: ScoringPool | None,
+    logprob_model: LoadedModel,
+    *,
+    step: int,
+) -> RolloutBatch:
+    """score -> T-GRPO temporal contrast bonus -> length terms -> TaRO sensitivity bonus."""
+    batch = score_stage(batch, cfg.reward, pool)
+    tgrpo = cfg.algorithm.temporal_contrast
+    batch = add_temporal_contrast_bonus(batch, cfg.reward, tgrpo, pool)  # needs `shuffled`
+    batch = add_length_rewards(batch, cfg.reward, max_new_tokens=cfg.rollout.response_budget)
+    if cfg.reward.sensitivity.enabled:
+        encode = record_encoder(logprob_model, cfg.data)
+        batch = add_sensitivity_bonus(
+            batch, logprob_model, encode, cfg.reward, step=step, **no_grad_settings(cfg)
+        )
+    return batch
+
+
+def no_grad_settings(cfg: Config) -> dict[str, Any]:
+    """The no-grad log-prob passes' settings: the rollout temperature, the token budget."""
+    return {"temperature": cfg.rollout.temperature, "token_budget": cfg.optim.micro_batch_tokens}

@@ -1,0 +1,216 @@
+"""A rollout worker process of `rollout.mode: async` (docs/async.md).
+
+Spawned by the trainer (`trainer/async_rollout.py`) with `torch.multiprocessing`, it
+loads its own copy of the policy, then serves draw requests in order: wait until the
+shared weights hold the version the request names, copy them in, run the
+same draw as the synchronous loop (`trainer/draw.py`: decode, rollout, rewards), add the
+behaviour log-probs of the rows when the batch may train stale, and send the scored batch
+back. Requests and results travel as `torch.save` bytes through bounded queues: a batch
+is one message, whatever its tensors. Randomness: a request that carries the trainer's
+random state (`max_staleness: 0`, where the trainer waits for every draw) continues it and
+sends the state after the draw back, so the run is the synchronous one bit for bit; any
+other draw seeds its own streams from (seed, step, draw).
+
+SIGINT is ignored here: the trainer decides when the run stops and closes its workers. A
+worker whose trainer died (kill -9) exits at its next wait.
+"""
+
+from __future__ import annotations
+
+import io
+import multiprocessing
+import queue
+import signal
+import time
+import traceback
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import torch
+
+from videorl.config import Config
+from videorl.data.records import TaskRecord
+from videorl.models.loading import LoadedModel
+from videorl.models.logprobs import logprobs_in_microbatches
+from videorl.models.visual_cache import ExportedEmbeddings, clear_visual_caches, tower_trainable
+from videorl.rollout.batch import RolloutBatch
+from videorl.rollout.shared_weights import SharedWeights
+from videorl.trainer.draw import Producer, no_grad_settings, scored_draw
+from videorl.trainer.metrics import StageTimer
+from videorl.trainer.policy_setup import load_producer
+from videorl.trainer.rng import derived_seed, isolated, rng_state, set_rng_state
+from videorl.trainer.stages import score
+
+
+@dataclass(frozen=True)
+class DrawRequest:
+    """One draw for the trainer's `step` (`draw` 0: the step's batch, > 0: a refill) of
+    `records`, at the sampler's `epoch`, on the weights of `version`."""
+
+    step: int
+    draw: int
+    epoch: int
+    records: list[TaskRecord]
+    version: int
+    rng: dict[str, Any] | None = None  # the trainer's random state to continue (staleness 0)
+    behaviour_logp: bool = False  # the batch may train stale: add its behaviour log-probs
+
+
+@dataclass(frozen=True)
+class DrawResult:
+    """A scored batch, the version that sampled it and the worker's timings."""
+
+    step: int
+    draw: int
+    worker: int
+    version: int
+    batch: RolloutBatch
+    idle_s: float  # waiting for a request or for weights since the previous result
+    busy_s: float  # drawing this batch
+    rng: dict[str, Any] | None = None
+    stages: dict[str, float] = field(default_factory=dict)
+    # the prompts' vision-tower outputs when the tower is frozen: the trainer's forwards
+    # reuse them instead of encoding every video again (models/visual_cache.py)
+    embeddings: ExportedEmbeddings | None = None
+
+
+@dataclass(frozen=True)
+class WorkerFailure:
+    """A worker's last message: what failed, in one line, and the traceback."""
+
+    worker: int
+    message: str
+    details: str
+
+
+def pack(message: Any) -> bytes:
+    buffer = io.BytesIO()
+    torch.save(message, buffer)
+    return buffer.getvalue()
+
+
+def unpack(data: bytes) -> Any:
+    return torch.load(io.BytesIO(data), weights_only=False)
+
+
+@dataclass(frozen=True)
+class WorkerSpec:
+    """What a worker is started with (picklable for `spawn`)."""
+
+    index: int
+    cfg: Config
+    device: str
+    threads: int
+    weights: SharedWeights
+    requests: Any  # multiprocessing queue of packed DrawRequest (None: stop)
+    results: Any  # multiprocessing queue of packed DrawResult | WorkerFailure
+
+
+def worker_main(spec: WorkerSpec) -> None:
+    """The worker process's entry point."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    torch.set_num_threads(spec.threads)
+    try:
+        _serve(spec)
+    except Exception as err:  # noqa: BLE001 - reported to the trainer, which stops in one line
+        failure = WorkerFailure(spec.index, f"{type(err).__name__}: {err}", traceback.format_exc())
+        spec.results.put(pack(failure))
+
+
+def _trainer_alive() -> bool:
+    parent = multiprocessing.parent_process()
+    return parent is None or parent.is_alive()
+
+
+def _serve(spec: WorkerSpec) -> None:
+    producer = load_producer(spec.cfg, spec.device)
+    timeout = spec.cfg.rollout.queue_timeout_s
+    idle_since, loaded = time.perf_counter(), -1
+    while _trainer_alive():
+        try:
+            data = spec.requests.get(timeout=1.0)
+        except queue.Empty:
+            continue
+        if data is None:
+            return
+        request: DrawRequest = unpack(data)
+        if not spec.weights.wait_for(request.version, timeout_s=timeout, alive=_trainer_alive):
+            if not _trainer_alive():
+                return
+            raise TimeoutError(
+                f"no weights of version {request.version} within "
+                f"rollout.queue_timeout_s={timeout:g} s"
+            )
+        if request.version != loaded:
+            spec.weights.load_into(producer.policy.model, request.version)
+            loaded = request.version
+        started = time.perf_counter()
+        result = _draw(spec.index, producer, request, loaded)
+        done = time.perf_counter()
+        result = replace(result, idle_s=started - idle_since, busy_s=done - started)
+        spec.results.put(pack(result))
+        idle_since = time.perf_counter()
+
+
+def _draw(index: int, producer: Producer, request: DrawRequest, version: int) -> DrawResult:
+    """Run the request's draw on the worker's weights (`version`)."""
+    timer = StageTimer()
+    rng_after = None
+    if request.rng is not None:
+        set_rng_state(request.rng)
+        batch = _scored(producer, timer, request)
+        rng_after = rng_state()
+    else:
+        with isolated(derived_seed(producer.cfg.trainer.seed, request.step, request.draw)):
+            batch = _scored(producer, timer, request)
+    if request.behaviour_logp and batch.num_rows:
+        batch = with_behaviour_logp(batch, producer)
+    batch = replace(batch, versions=torch.full((batch.num_rows,), version, dtype=torch.long))
+    embeddings = frozen_embeddings(producer.policy, batch)
+    clear_visual_caches(producer.policy)
+    return DrawResult(
+        request.step,
+        request.draw,
+        index,
+        version,
+        batch,
+        idle_s=0.0,
+        busy_s=0.0,
+        rng=rng_after,
+        stages=dict(timer.seconds),
+        embeddings=embeddings,
+    )
+
+
+def frozen_embeddings(policy: LoadedModel, batch: RolloutBatch) -> ExportedEmbeddings | None:
+    """The batch's prompt embeddings from the policy's cache, when its tower is frozen (a
+    trainable tower moves with the trainer's updates: the trainer encodes itself)."""
+    cache = policy.visual_cache
+    if cache is None or tower_trainable(policy.model):
+        return None
+    return cache.export(batch.prompts)
+
+
+def _scored(producer: Producer, timer: StageTimer, request: DrawRequest) -> RolloutBatch:
+    return scored_draw(
+        producer,
+        timer,
+        score,
+        request.records,
+        step=request.step,
+        epoch=request.epoch,
+        draw=request.draw,
+    )
+
+
+def with_behaviour_logp(batch: RolloutBatch, producer: Producer) -> RolloutBatch:
+    """The batch with each row's log-probs under the weights that sampled it (no grad, as
+    the trainer's old log-probs: multi-turn rows over their whole trajectory)."""
+    logp = logprobs_in_microbatches(
+        producer.logprob_model,
+        batch.row_prompts(),
+        batch.responses,
+        response_token_types=batch.response_token_types(),
+        **no_grad_settings(producer.cfg),
+    )
+    return replace(batch, behaviour_logp=logp)
