@@ -17,6 +17,13 @@ between generation and update, so every variant runs at each `--tokens` value. T
 speedup is async's steps/s over the faster sync run at the same budget.
 
     python bench/async.py            # ~10 minutes on 2 cores; writes bench/results/async.json
+    python bench/async.py --learning # the seeing task: ~25 minutes, adds its rows to the file
+
+`--learning` runs the quickstart's pipeline (`bench/learning.py`'s `prepare`: the warmed
+tiny model, 256 + 32 videos, 800 SFT steps), then 150 OraRL steps from the SFT model sync
+(one thread) and async at staleness 1 (trainer and worker on one thread each), and
+evaluates both greedily on the real, frozen, reversed and shuffled validation videos: mIoU
+and video gains after equal steps, with each run's training wall time.
     python bench/async.py --quick --out /tmp/async.json  # 3 steps, 2 variants: a smoke run
 
 The rollout worker counts and staleness this measures are the ones `docs/async.md` shows.
@@ -33,7 +40,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from harness import RESULTS, ROOT, markdown_table, parse_args, write_marked, write_results
+from harness import ROOT, markdown_table, parse_args, write_marked, write_results
 
 PAGE = ROOT / "docs" / "async.md"  # its table sits between this script's markers
 COLUMNS = [
@@ -142,9 +149,48 @@ def with_speedups(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
+LEARNING_ARMS = {
+    "sync": ["rollout.mode=sync", "trainer.cpu_threads=1"],
+    "async, staleness 1": VARIANTS["async, staleness 1"],
+}
+
+
+def seeing_task(work: Path, sft_steps: int, steps: int) -> dict[str, Any]:
+    """SFT, then OraRL sync and async from it; both models' scores at equal steps."""
+    from learning import RECIPES, evaluate, prepare, start_overrides, train
+
+    start = prepare(work / "seeing", 0, sft_steps)
+    arms: dict[str, Any] = {"sft": evaluate(start["model"], start["val"], work / "eval-sft")}
+    for name, overrides in LEARNING_ARMS.items():
+        slug = name.replace(", ", "-").replace(" ", "_")
+        run = train(
+            slug,
+            [*start_overrides(start, 0), *RECIPES["orarl"], *overrides],
+            steps,
+            steps,
+            work=work / "seeing",
+        )
+        scores = evaluate(Path(run["out"]) / "final", start["val"], work / f"eval-{slug}")
+        arms[name] = {**scores, "train_wall_s": round(sum(run["step_seconds"]), 1)}
+    return {"sft_steps": sft_steps, "steps": steps, "arms": arms}
+
+
+def learning_table(result: dict[str, Any]) -> str:
+    """mIoU and video gains of the SFT start and of each arm after equal steps."""
+    columns = ["mIoU", "gain_frozen", "gain_reversed", "gain_shuffled"]
+    rows = [
+        [name, *(f"{arm[c]:.1f}" for c in columns), arm.get("train_wall_s", "")]
+        for name, arm in result["arms"].items()
+    ]
+    return markdown_table(["model", *columns, "train wall s"], rows)
+
+
 def table(payload: dict[str, Any]) -> str:
-    """The results as the Markdown table docs/async.md shows."""
-    return markdown_table(COLUMNS, [[row[c] for c in COLUMNS] for row in payload["rows"]])
+    """The results as the Markdown tables docs/async.md shows."""
+    text = markdown_table(COLUMNS, [[row[c] for c in COLUMNS] for row in payload["rows"]])
+    if "learning" in payload:
+        text += "\n\nThe seeing task, after equal steps:\n\n" + learning_table(payload["learning"])
+    return text
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -159,11 +205,21 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument(
         "--write", action="store_true", help="only put the saved results' table into docs/async.md"
     )
+    parser.add_argument(
+        "--learning", action="store_true", help="run the seeing-task comparison instead"
+    )
+    parser.add_argument("--sft-steps", type=int, default=800)
+    parser.add_argument("--rl-steps", type=int, default=150)
     args = parse_args(parser, "async", argv)
+    saved = json.loads(args.out.read_text()) if args.out.is_file() else {}
     if args.write:
-        saved = json.loads((RESULTS / "async.json").read_text())
         write_marked(PAGE, "bench/async.py", table(saved))
         return saved
+    if args.learning:
+        result = seeing_task(args.work / "async", args.sft_steps, args.rl_steps)
+        print(learning_table(result))
+        write_results(args.out, {**saved, "learning": result})
+        return result
     variants = list(VARIANTS)
     if args.quick:
         args.steps, args.tokens = 3, [16]
@@ -176,6 +232,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             rows.append(summarise(name, tokens, run_variant(args.work, name, tokens, args.steps)))
             print(rows[-1], flush=True)
     payload = {
+        **({"learning": saved["learning"]} if "learning" in saved and not args.quick else {}),
         "cores": len(os.sched_getaffinity(0)),
         "steps": args.steps,
         "warmup_steps": WARMUP_STEPS,
