@@ -134,12 +134,14 @@ def _wait_gone(pids: list[int]) -> None:
 
 
 def _start(out: Path, overrides: list[str], point: PausePoint) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, str(WORKER), *overrides],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env={**_env(), **point.env()},
-    )
+    """The run in a subprocess, its output (stdout and stderr) in `out`.log."""
+    with open(f"{out}.log", "w") as log:
+        return subprocess.Popen(
+            [sys.executable, str(WORKER), *overrides],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env={**_env(), **point.env()},
+        )
 
 
 def _resume_and_compare(config, out: Path, reference: Path) -> None:
@@ -179,11 +181,12 @@ def test_kill_9_of_a_worker_stops_in_one_line_then_resume(build_config, async_re
     os.kill(worker, signal.SIGKILL)
     _wait_gone([worker])
     point.release()
-    _, stderr = proc.communicate(timeout=600)
+    proc.wait(timeout=600)
+    output = Path(f"{out}.log").read_text()
     assert proc.returncode == 2
-    lines = [line for line in stderr.decode().splitlines() if "error:" in line]
-    assert len(lines) == 1 and "rollout worker 0 died" in lines[0], stderr.decode()[-2000:]
-    assert "Traceback" not in stderr.decode()
+    lines = [line for line in output.splitlines() if "error:" in line]
+    assert len(lines) == 1 and "rollout worker 0 died" in lines[0], output[-2000:]
+    assert "Traceback" not in output
     _resume_and_compare(config, out, async_reference)
 
 
@@ -197,7 +200,7 @@ def test_ctrl_c_of_the_trainer_saves_then_resume(build_config, async_reference, 
     os.kill(proc.pid, signal.SIGINT)
     point.wait_interrupted(proc)
     point.release()
-    proc.communicate(timeout=600)
+    proc.wait(timeout=600)
     _wait_gone(workers)
     assert [p.name for p in list_checkpoints(out)] == ["step-000001", "step-000002"]
     _resume_and_compare(config, out, async_reference)

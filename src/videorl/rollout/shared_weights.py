@@ -58,6 +58,26 @@ class SharedWeights:
                 raise RuntimeError(f"weights of version {version} are not published")
             model.load_state_dict(self.slots[self._slot(version)])
 
+    def held(self, versions: range) -> dict[int, dict[str, torch.Tensor]]:
+        """Copies of the published `versions` still in their slots (a checkpoint keeps the
+        ones a resumed run's first batches are sampled by)."""
+        with self._changed:
+            return {
+                v: {name: t.clone() for name, t in self.slots[self._slot(v)].items()}
+                for v in versions
+                if self.holds(v)
+            }
+
+    @torch.no_grad()
+    def publish_state(self, state: dict[str, torch.Tensor], version: int) -> None:
+        """Publish a saved state dict (`held`'s) as `version`."""
+        slot = self._slot(version)
+        with self._changed:
+            for name, shared in self.slots[slot].items():
+                shared.copy_(state[name])
+            self._versions[slot] = version
+            self._changed.notify_all()
+
     def wait_for(self, version: int, *, timeout_s: float, alive: Callable[[], bool]) -> bool:
         """Block until `version` is published; False when `timeout_s` passed or `alive()`
         turned false (checked every second) first."""

@@ -19,6 +19,7 @@ last trained step, so on resume their prompts are drawn again, once.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import queue
 import time
@@ -35,6 +36,7 @@ from videorl.errors import ConfigError, RolloutWorkerError
 from videorl.models.loading import LoadedModel
 from videorl.reduction import Maxed
 from videorl.rollout.batch import RolloutBatch
+from videorl.rollout.mailbox import Mailbox, mailbox_folder, remove_mailbox
 from videorl.rollout.shared_weights import SharedWeights
 from videorl.trainer.rng import rng_state, set_rng_state
 from videorl.trainer.rollout_worker import (
@@ -42,11 +44,11 @@ from videorl.trainer.rollout_worker import (
     DrawResult,
     WorkerFailure,
     WorkerSpec,
-    pack,
-    unpack,
     worker_main,
 )
 from videorl.trainer.threads import available_cores
+
+_CLOSE_S = 10.0  # how long closing waits for the workers to stop before terminating them
 
 if TYPE_CHECKING:
     from videorl.data.sampler import TaskGroupedSampler
@@ -76,17 +78,31 @@ def worker_threads(cfg: Config) -> tuple[int, int]:
 class AsyncRollouts:
     """The workers, their queues and the shared weights, and what is in flight."""
 
-    def __init__(self, cfg: Config, model: torch.nn.Module, version: int, info: DistInfo) -> None:
-        """Spawn the workers; `model` holds the trainer's weights (`version`: its step)."""
+    def __init__(
+        self,
+        cfg: Config,
+        model: torch.nn.Module,
+        version: int,
+        info: DistInfo,
+        restored: dict[int, dict[str, torch.Tensor]] | None = None,
+    ) -> None:
+        """Spawn the workers; `model` holds the trainer's weights (`version`: its step) and
+        `restored` the older versions a checkpoint kept (`held_versions`)."""
         check_world_size(info.world_size)
         self.cfg, self.k = cfg, cfg.rollout.max_staleness
         context = mp.get_context("spawn")
         self.weights = SharedWeights(model, context, slots=self.k + 1)
+        for old, state in (restored or {}).items():
+            self.weights.publish_state(state, old)
         self.weights.publish(model, version)
-        self.start_version = version
+        # the run's first weights: a resumed run's oldest restored version stands for them
+        self.start_version = min([version, *(restored or {})])
         slots = self.k + 2
+        self.folder = mailbox_folder()
         self.requests = context.Queue(maxsize=slots)
         self.results = context.Queue(maxsize=slots)
+        self.outbox = Mailbox(self.folder, self.requests, "trainer")
+        self.inbox = Mailbox(self.folder, self.results, "trainer")
         trainer_threads, threads = worker_threads(cfg)
         if info.device.startswith("cpu"):
             torch.set_num_threads(trainer_threads)
@@ -96,7 +112,14 @@ class AsyncRollouts:
                 target=worker_main,
                 args=(
                     WorkerSpec(
-                        i, cfg, devices[i], threads, self.weights, self.requests, self.results
+                        i,
+                        cfg,
+                        devices[i],
+                        threads,
+                        self.weights,
+                        self.folder,
+                        self.requests,
+                        self.results,
                     ),
                 ),
                 name=f"videorl-rollout-{i}",
@@ -156,6 +179,11 @@ class AsyncRollouts:
             return self.start_version
         return every * math.ceil(oldest / every)
 
+    def held_versions(self, step: int) -> dict[int, dict[str, torch.Tensor]]:
+        """The versions before `step` that steps `step` .. `step + k` are sampled by: what a
+        checkpoint keeps so that its resumed run samples them with the same weights."""
+        return self.weights.held(range(max(step - self.k, 0), step))
+
     def sampler_state(self, step: int, sampler: Any) -> dict[str, Any]:
         """The sampler as it was before step `step`'s prompts were drawn ahead (drawn steps
         run on from the oldest untrained one: none drawn, `sampler` is there)."""
@@ -203,7 +231,7 @@ class AsyncRollouts:
         deadline = time.monotonic() + self.cfg.rollout.queue_timeout_s
         while (step, draw) not in self.ready:
             try:
-                message = unpack(self.results.get(timeout=1.0))
+                message = self.inbox.receive(timeout=1.0)
             except queue.Empty:
                 self._check_workers(deadline, step)
                 continue
@@ -230,10 +258,10 @@ class AsyncRollouts:
 
     def _put(self, request: DrawRequest) -> None:
         deadline = time.monotonic() + self.cfg.rollout.queue_timeout_s
-        data = pack(request)
+        name = self.outbox.write(request)
         while True:
             try:
-                self.requests.put(data, timeout=1.0)
+                self.outbox.post(name, timeout=1.0)
                 return
             except queue.Full:
                 self._check_workers(deadline, request.step)
@@ -258,14 +286,20 @@ class AsyncRollouts:
         return metrics
 
     def close(self) -> None:
-        """Stop the workers: a stop message each, then terminate what is left."""
+        """Stop the workers: a stop message each; results still arriving are drained (a
+        worker exits only once its queue's last message is written), then what is left
+        after `_CLOSE_S` is terminated."""
         for _ in self.workers:
             try:
                 self.requests.put_nowait(None)
             except queue.Full:
                 break
+        deadline = time.monotonic() + _CLOSE_S
+        while any(w.is_alive() for w in self.workers) and time.monotonic() < deadline:
+            with contextlib.suppress(queue.Empty):
+                self.results.get(timeout=0.1)
         for worker in self.workers:
-            worker.join(timeout=5.0)
             if worker.is_alive():
                 worker.terminate()
-                worker.join(timeout=5.0)
+            worker.join(timeout=_CLOSE_S)
+        remove_mailbox(self.folder)

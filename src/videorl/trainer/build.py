@@ -206,6 +206,7 @@ def _restore(state: TrainState, checkpoint: Path) -> None:
     state.scheduler.load_state_dict(saved["scheduler"])
     state.sampler.load_state_dict(saved["sampler"])
     state.step, state.best = int(saved["step"]), BestStep.from_dict(saved.get("best"))
+    state.async_weights = saved.get("async_weights", {})
     state.engine.sync_weights(state.policy.model)
     if state.info.is_main:
         console.print(

@@ -227,11 +227,13 @@ class Checkpointer:
 
     def save(self, state: TrainState) -> Path:
         """The checkpoint of `state.step` (model, optimizer, scheduler, sampler, best)."""
-        extras = {
+        extras: dict[str, Any] = {
             "scheduler": state.scheduler.state_dict(),
             "sampler": state.sampler_state(),
             "best": state.best.to_dict() if state.best else {},
         }
+        if state.rollouts is not None:  # async: the older weights the next batches need
+            extras["async_weights"] = state.rollouts.held_versions(state.step)
         path = save_checkpoint(
             self.out,
             state.step,

@@ -243,7 +243,8 @@ def run_training(
     )
     state = build_state(cfg, resume, info)
     if cfg.rollout.mode == "async":
-        state.rollouts = AsyncRollouts(cfg, state.logprob_model.model, state.step, info)
+        model, old = state.logprob_model.model, state.async_weights
+        state.rollouts = AsyncRollouts(cfg, model, state.step, info, restored=old)
     writer = _metrics_writer(state)
     checkpointer = Checkpointer(state)
     stop, guard = StopRequest(), StepGuard(state)

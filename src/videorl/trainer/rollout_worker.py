@@ -5,8 +5,8 @@ loads its own copy of the policy, then serves draw requests in order: wait until
 shared weights hold the version the request names, copy them in, run the
 same draw as the synchronous loop (`trainer/draw.py`: decode, rollout, rewards), add the
 behaviour log-probs of the rows when the batch may train stale, and send the scored batch
-back. Requests and results travel as `torch.save` bytes through bounded queues: a batch
-is one message, whatever its tensors. Randomness: a request that carries the trainer's
+back. Requests and results travel as files whose names go through bounded queues
+(`rollout/mailbox.py`): a worker or trainer killed mid-send leaves no half message. Randomness: a request that carries the trainer's
 random state (`max_staleness: 0`, where the trainer waits for every draw) continues it and
 sends the state after the draw back, so the run is the synchronous one bit for bit; any
 other draw seeds its own streams from (seed, step, draw).
@@ -17,7 +17,6 @@ worker whose trainer died (kill -9) exits at its next wait.
 
 from __future__ import annotations
 
-import io
 import multiprocessing
 import queue
 import signal
@@ -34,6 +33,7 @@ from videorl.models.loading import LoadedModel
 from videorl.models.logprobs import logprobs_in_microbatches
 from videorl.models.visual_cache import ExportedEmbeddings, clear_visual_caches, tower_trainable
 from videorl.rollout.batch import RolloutBatch
+from videorl.rollout.mailbox import Mailbox, remove_mailbox
 from videorl.rollout.shared_weights import SharedWeights
 from videorl.trainer.draw import Producer, no_grad_settings, scored_draw
 from videorl.trainer.metrics import StageTimer
@@ -83,16 +83,6 @@ class WorkerFailure:
     details: str
 
 
-def pack(message: Any) -> bytes:
-    buffer = io.BytesIO()
-    torch.save(message, buffer)
-    return buffer.getvalue()
-
-
-def unpack(data: bytes) -> Any:
-    return torch.load(io.BytesIO(data), weights_only=False)
-
-
 @dataclass(frozen=True)
 class WorkerSpec:
     """What a worker is started with (picklable for `spawn`)."""
@@ -102,19 +92,27 @@ class WorkerSpec:
     device: str
     threads: int
     weights: SharedWeights
-    requests: Any  # multiprocessing queue of packed DrawRequest (None: stop)
-    results: Any  # multiprocessing queue of packed DrawResult | WorkerFailure
+    folder: str  # the mailbox folder of both directions (`rollout/mailbox.py`)
+    requests: Any  # multiprocessing queue of DrawRequest file names (None: stop)
+    results: Any  # multiprocessing queue of DrawResult | WorkerFailure file names
+
+    def inbox(self) -> Mailbox:
+        return Mailbox(self.folder, self.requests, "trainer")
+
+    def outbox(self) -> Mailbox:
+        return Mailbox(self.folder, self.results, f"worker{self.index}")
 
 
 def worker_main(spec: WorkerSpec) -> None:
     """The worker process's entry point."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     torch.set_num_threads(spec.threads)
+    outbox = spec.outbox()
     try:
-        _serve(spec)
+        _serve(spec, outbox)
     except Exception as err:  # noqa: BLE001 - reported to the trainer, which stops in one line
         failure = WorkerFailure(spec.index, f"{type(err).__name__}: {err}", traceback.format_exc())
-        spec.results.put(pack(failure))
+        outbox.post(outbox.write(failure), timeout=spec.cfg.rollout.queue_timeout_s)
 
 
 def _trainer_alive() -> bool:
@@ -122,21 +120,24 @@ def _trainer_alive() -> bool:
     return parent is None or parent.is_alive()
 
 
-def _serve(spec: WorkerSpec) -> None:
+def _serve(spec: WorkerSpec, outbox: Mailbox) -> None:
     producer = load_producer(spec.cfg, spec.device)
     timeout = spec.cfg.rollout.queue_timeout_s
+    inbox = spec.inbox()
     idle_since, loaded = time.perf_counter(), -1
-    while _trainer_alive():
+    while True:
+        if not _trainer_alive():  # nobody reads the results: leave no files behind
+            remove_mailbox(spec.folder)
+            return
         try:
-            data = spec.requests.get(timeout=1.0)
+            request: DrawRequest | None = inbox.receive(timeout=1.0)
         except queue.Empty:
             continue
-        if data is None:
+        if request is None:
             return
-        request: DrawRequest = unpack(data)
         if not spec.weights.wait_for(request.version, timeout_s=timeout, alive=_trainer_alive):
             if not _trainer_alive():
-                return
+                continue
             raise TimeoutError(
                 f"no weights of version {request.version} within "
                 f"rollout.queue_timeout_s={timeout:g} s"
@@ -148,8 +149,22 @@ def _serve(spec: WorkerSpec) -> None:
         result = _draw(spec.index, producer, request, loaded)
         done = time.perf_counter()
         result = replace(result, idle_s=started - idle_since, busy_s=done - started)
-        spec.results.put(pack(result))
+        _post(outbox, outbox.write(result), timeout)
         idle_since = time.perf_counter()
+
+
+def _post(outbox: Mailbox, name: str, timeout_s: float) -> None:
+    """Send a result, waiting while the trainer's queue is full (it trains meanwhile)."""
+    deadline = time.monotonic() + timeout_s
+    while _trainer_alive():
+        try:
+            outbox.post(name, timeout=1.0)
+            return
+        except queue.Full:
+            if time.monotonic() > deadline:
+                raise TimeoutError(
+                    f"the trainer took no rollouts within rollout.queue_timeout_s={timeout_s:g} s"
+                ) from None
 
 
 def _draw(index: int, producer: Producer, request: DrawRequest, version: int) -> DrawResult:

@@ -71,6 +71,8 @@ class TrainState:
     best: BestStep | None = None
     # rollout.mode=async: the rollout workers and their queues (None: the trainer generates)
     rollouts: AsyncRollouts | None = None
+    # a resumed async run's older weights by version, from its checkpoint (`async_weights`)
+    async_weights: dict[int, dict[str, torch.Tensor]] = field(default_factory=dict)
 
     def producer(self) -> Producer:
         """What the trainer's own draws touch (`trainer/draw.py`)."""
