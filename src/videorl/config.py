@@ -374,8 +374,8 @@ class AlgorithmConfig:
     """OraRL: add the ground truth as one extra row per group (n + 1 rows); needed by orarl and
     pruning."""
     grpo: GRPOConfig = field(default_factory=GRPOConfig)
-    """`std_eps`: added to the group std before dividing (docs/methods.md#advantage-estimators:
-    1e-6)."""
+    """Read by grpo, dr_grpo and rloo: `std_eps` (grpo: added to the group std before dividing,
+    1e-6) and `single_row` (a one-row group's A: zero, or verl's; docs/methods.md#advantage-estimators)."""
     orarl: OraRLConfig = field(default_factory=OraRLConfig)
     """Stages B and C of `orarl_advantages` (stage A has no parameters). Nested mappings (from YAML)
     are converted to the stage configs."""
