@@ -398,7 +398,7 @@ class AlgorithmConfig:
     (docs/methods.md#taro-constructed-rows)."""
     loss: PolicyLossConfig = field(default_factory=PolicyLossConfig)
     """`dual_clip` None disables the dual clip; `max_length` is the constant divisor of
-    `seq-mean-token-sum-norm`; `kl_type` is `k1` or `k3`; `name` the registered surrogate (`ppo`,
+    `seq-mean-token-sum-norm`; `kl_type` the KL estimator; `name` the registered surrogate (`ppo`,
     `gspo`). `clip_low`, `clip_high` and `aggregation` left unset (null) take the named loss's
     published defaults: ppo 0.2 / 0.2, `token-mean`; gspo 3e-4 / 4e-4, `seq-mean-token-mean`
     (GSPO paper section 5.1; verl `compute_policy_loss_gspo`). `gspo` has no dual clip (verl's
