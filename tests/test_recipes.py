@@ -265,7 +265,12 @@ PUBLISHED["longvt"] = [
     ("algorithm.loss.clip_low", 0.2, VERL_DEFAULTS),
     ("algorithm.loss.clip_high", 0.2, VERL_DEFAULTS),
     ("algorithm.loss.dual_clip", 3.0, "clip_ratio_c 3.0 (verl default)"),
-    ("algorithm.loss.aggregation", "token-mean", "loss_agg_mode token-mean (verl default)"),
+    (
+        "algorithm.loss.aggregation",
+        "seq-mean-token-mean",
+        "token-mean over one row per micro-batch (ppo_micro_batch_size_per_gpu=1, no "
+        "use_dynamic_bsz), the micro-batches averaged: LongVT's verl/workers/actor/dp_actor.py",
+    ),
     ("algorithm.loss.kl_coef", 0.001, "kl_loss_coef=0.001"),
     ("algorithm.loss.kl_type", "k3", "kl_loss_type=low_var_kl"),
     ("algorithm.loss.entropy_coef", 0.0, "entropy_coeff=0"),
