@@ -173,6 +173,11 @@ PUBLISHED = {
         ("optim.weight_decay", 0.01, "--weight_decay 0.01"),
         ("optim.grad_clip", 5.0, "--max_grad_norm 5"),
         ("reward.composition", "sum", "rewards_per_func.sum(dim=1)"),
+        (
+            "reward.mode",
+            "video_r1",
+            "grpo.py accuracy_reward / format_reward: first <answer>, exact choice string",
+        ),
         ("video.fps", 2.0, VIDEO_R1_VISION),
         ("video.max_frames", 16, "FPS_MAX_FRAMES 16"),
         ("video.max_pixels", 128 * 28 * 28, "VIDEO_MAX_PIXELS 128*28*28"),
@@ -268,8 +273,7 @@ PUBLISHED["longvt"] = [
     (
         "algorithm.loss.aggregation",
         "seq-mean-token-mean",
-        "token-mean over one row per micro-batch (ppo_micro_batch_size_per_gpu=1, no "
-        "use_dynamic_bsz), the micro-batches averaged: LongVT's verl/workers/actor/dp_actor.py",
+        "dp_actor.py: token-mean per one-row micro-batch (ppo_micro_batch_size_per_gpu=1)",
     ),
     ("algorithm.loss.kl_coef", 0.001, "kl_loss_coef=0.001"),
     ("algorithm.loss.kl_type", "k3", "kl_loss_type=low_var_kl"),
