@@ -29,7 +29,7 @@ Composition = Literal["product", "sum"]
 COMPOSITIONS: tuple[str, ...] = get_args(Composition)
 TgParser = Literal["strict", "taro"]
 TG_PARSERS: tuple[str, ...] = get_args(TgParser)
-RewardMode = Literal["videorl", "orarl"]
+RewardMode = Literal["videorl", "orarl", "video_r1"]
 REWARD_MODES: tuple[str, ...] = get_args(RewardMode)
 BoundaryShuffle = Literal["videorl", "taro"]
 
@@ -263,6 +263,13 @@ class RewardConfig:
       bare number or a bare letter A-D; QA a bare letter A-H in any case. `orarl` scores
       `task * format` with OraRL's tIoU and no think requirement, so it refuses
       `composition: sum`, `tg_shaping: iou_v2`, `tg_parser: taro`, `think_required: true`.
+      `video_r1` (the T-GRPO recipe: Video-R1's `grpo.py`, `rewards/video_r1.py`) scores
+      multiple-choice and numeric video-QA / spatial-intelligence records as Video-R1 does:
+      format is a full match of `<think>.*?</think>\\s*<answer>.*?</answer>` on the raw text,
+      the answer the first `<answer>` block, a choice the exact string (`B`, not `(B)` or
+      `b`), a number exact to two decimals (numerical) or `1 - relative error`
+      (regression); `overall = accuracy + format`, so it needs `composition: sum`. Other
+      records keep the family's reward.
     """
 
     think_required: bool = False
@@ -301,7 +308,8 @@ class RewardConfig:
     `min_correct` correct rows (Video-R1 `grpo_trainer.py`, `len_control`: accuracy > 0.1,
     320..512 tokens, +0.2, `len(selected_indices) > 1`)."""
     mode: RewardMode = "videorl"
-    """videorl (our scorers) or orarl (OraRL's per-task adapters, exactly); details above."""
+    """videorl (our scorers), orarl (OraRL's per-task adapters, exactly) or video_r1 (Video-R1's
+    answer parsing and scoring); details above."""
     judge: JudgeConfig = field(default_factory=JudgeConfig)
     """An LLM judge for open-ended answers (`rewards/judge.py`), as LongVT's
     `custom_rewards/vl_agent.py`: a chat model behind an OpenAI-compatible endpoint compares the
@@ -314,7 +322,7 @@ class RewardConfig:
         if self.mode not in REWARD_MODES:
             raise ConfigError(
                 f"mode={self.mode!r} is unknown; set one of {', '.join(REWARD_MODES)} "
-                "(orarl = OraRL's per-task reward adapters)"
+                "(orarl = OraRL's per-task reward adapters, video_r1 = Video-R1's)"
             )
         if self.mode == "orarl":
             clashes = [
@@ -333,6 +341,11 @@ class RewardConfig:
                     f"own answer parsing, think optional); it cannot be combined with "
                     f"{', '.join(clashes)}: drop those keys or set mode=videorl"
                 )
+        if self.mode == "video_r1" and self.composition != "sum":
+            raise ConfigError(
+                f"mode=video_r1 sums Video-R1's accuracy and format rewards, but "
+                f"composition={self.composition!r}; set composition=sum or mode=videorl"
+            )
         if self.composition not in COMPOSITIONS:
             raise ConfigError(
                 f"composition={self.composition!r} is unknown; set one of "
