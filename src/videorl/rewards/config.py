@@ -30,6 +30,8 @@ COMPOSITIONS: tuple[str, ...] = get_args(Composition)
 TgParser = Literal["strict", "taro"]
 TG_PARSERS: tuple[str, ...] = get_args(TgParser)
 RewardMode = Literal["videorl", "orarl", "video_r1"]
+JudgeStyle = Literal["videorl", "longvt"]
+JUDGE_STYLES: tuple[str, ...] = get_args(JudgeStyle)
 REWARD_MODES: tuple[str, ...] = get_args(RewardMode)
 BoundaryShuffle = Literal["videorl", "taro"]
 
@@ -171,9 +173,11 @@ class JudgeConfig:
     null = no key (the placeholder `EMPTY`, as LongVT sends to its vLLM server)."""
     temperature: float = 0.3
     """Sampling temperature of the judge, in [0, 2] (LongVT: 0.3)."""
-    max_tokens: int = 16
-    """Most tokens the judge may reply (>= 1); only the verdict on the reply's first line is
-    read."""
+    max_tokens: int | None = 16
+    """Most tokens the judge may reply (>= 1); null = no limit (LongVT sends none)."""
+    style: JudgeStyle = "videorl"
+    """Prompt and reply reading: videorl (ours: six examples, a strict first-line verdict) or
+    longvt (LongVT's vl_agent.py prompt, system turn, random seed and lenient reading)."""
     timeout_s: float = 30.0
     """Seconds one request may take (> 0); each retry gets as long. The total, `timeout_s *
     (max_retries + 1)`, must stay below `reward.timeout_s`."""
@@ -203,7 +207,12 @@ class JudgeConfig:
                 "variable that holds the key (e.g. JUDGE_API_KEY), never the key itself"
             )
         _number("temperature", self.temperature, 0.0, 2.0)
-        _count("max_tokens", self.max_tokens, 1)
+        if self.max_tokens is not None:
+            _count("max_tokens", self.max_tokens, 1)
+        if self.style not in JUDGE_STYLES:
+            raise ConfigError(
+                f"style={self.style!r} is unknown; set one of {', '.join(JUDGE_STYLES)}"
+            )
         _number("timeout_s", self.timeout_s, 0.0, open_low=True)
         _count("max_retries", self.max_retries, 0)
         if self.url is None:
