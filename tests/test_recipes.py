@@ -225,7 +225,12 @@ PUBLISHED["dapo"] = [
     ("rollout.temperature", 1.0, "temperature=1.0"),
     ("rollout.top_p", 1.0, "top_p=1.0"),
     ("rollout.max_new_tokens", 20480, "max_response_length=1024*20"),
-    ("rollout.gpu_memory_utilization", 0.8, "rollout.gpu_memory_utilization=0.80"),
+    (
+        "rollout.gpu_memory_utilization",
+        0.7,
+        "rollout.gpu_memory_utilization=0.7 at 4f80e46 (0.80 in mainline d5a44da, ed498f9)",
+    ),
+    ("trainer.val_before_train", True, "trainer.val_before_train=True (set by the script)"),
     ("data.prompts_per_step", 512, "train_prompt_bsz=512"),
     ("optim.mini_batches", 16, "train_prompt_mini_bsz=32"),
     ("optim.lr", 1e-6, "optim.lr=1e-6"),
