@@ -292,6 +292,7 @@ PUBLISHED["longvt"] = [
     ("data.prompts_per_step", 16, "data.train_batch_size=16"),
     ("data.max_prompt_tokens", 36000, "data.max_prompt_length=36000"),
     ("data.think", True, "<think>...</think> <tool_call>... <answer>... (vl_agent.py)"),
+    ("data.video_as_images", True, "data.sglang_video=True (rl_dataset.py lines 253-284)"),
     ("rollout.n", 16, "rollout.n=16"),
     ("rollout.temperature", 1.0, VERL_DEFAULTS),
     ("rollout.top_p", 1.0, VERL_DEFAULTS),

@@ -207,6 +207,9 @@ class DataConfig:
     """Prompt templates: videorl (ours), orarl, taro or video_r1 (the published ones,
     data.published_prompts). Rows that carry their own prompt (verl chats, TaRO rows, EasyR1 rows
     in their format prompt) use it as given; OraRL-Data rows use orarl's."""
+    video_as_images: bool = False
+    """Give the prompt's video to the model as one image per frame instead of one video (LongVT's
+    `data.sglang_video=True`): each frame gets its own image tokens, no temporal merge."""
     format_prompt: str = "auto"
     """EasyR1 rows (data.format=easyr1): the format prompt around `problem`, as EasyR1's
     data.format_prompt: math / r1v (its examples/format_prompt/*.jinja), none (the problem as
