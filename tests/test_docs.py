@@ -62,7 +62,7 @@ FIDELITY = ROOT / "docs" / "fidelity.md"
 # A file of the published repository: a backticked path with a file extension, or its README.
 PUBLISHED_FILE = re.compile(r"`[^`]*\.(?:py|sh|yaml|yml|json|jinja|md|txt)\b[^`]*`|README")
 # A file of ours: `path`, `path:LINE` or `path: name` (a name the file holds).
-OURS_FILE = re.compile(r"`([\w./-]+\.(?:py|yaml|json))(?::(\d+)|:\s*(\w+))?")
+OURS_FILE = re.compile(r"`([\w./-]+\.(?:py|yaml|json))\b(?::(\d+)|:\s*(\w+))?")
 # Rows written before issue 47 that do not cite both yet: (section, component). The test fails
 # when one of them gains its citations (remove it here) or a new row lacks them.
 UNCITED_BEFORE_ISSUE_47: frozenset[tuple[str, str]] = frozenset(
@@ -80,18 +80,18 @@ def _ours(path: str) -> Path | None:
     return None
 
 
+def _resolves(path: str, line: str, name: str) -> bool:
+    found = _ours(path)
+    if found is None:
+        return False
+    text = found.read_text(errors="replace")
+    if line and not 1 <= int(line) <= text.count("\n") + 1:
+        return False
+    return not name or name in text
+
+
 def _cites_ours(cell: str) -> bool:
-    for path, line, name in OURS_FILE.findall(cell):
-        found = _ours(path)
-        if found is None:
-            continue
-        text = found.read_text(errors="replace")
-        if line and not 1 <= int(line) <= text.count("\n") + 1:
-            continue
-        if name and name not in text:
-            continue
-        return True
-    return False
+    return any(_resolves(*cite) for cite in OURS_FILE.findall(cell))
 
 
 def fidelity_rows() -> list[tuple[str, str, str, str]]:
@@ -124,6 +124,16 @@ def test_every_fidelity_row_cites_a_published_file_and_one_of_ours():
     )
     fixed = sorted(UNCITED_BEFORE_ISSUE_47 - lacking)
     assert not fixed, f"these rows now cite both sides; drop them from the list: {fixed}"
+
+
+def test_every_file_of_ours_a_fidelity_row_cites_exists():
+    broken = [
+        f"{section}: {component}: {':'.join(c for c in cite if c)}"
+        for section, component, _, ours in fidelity_rows()
+        for cite in OURS_FILE.findall(ours)
+        if not _resolves(*cite)
+    ]
+    assert not broken, "citations of ours that do not resolve: " + "; ".join(broken)
 
 
 def test_a_citation_of_ours_must_resolve():
