@@ -207,6 +207,9 @@ class DataConfig:
     """Prompt templates: videorl (ours), orarl, taro or video_r1 (the published ones,
     data.published_prompts). Rows that carry their own prompt (verl chats, TaRO rows, EasyR1 rows
     in their format prompt) use it as given; OraRL-Data rows use orarl's."""
+    video_as_images: bool = False
+    """Give the prompt's video to the model as one image per frame instead of one video (LongVT's
+    `data.sglang_video=True`): each frame gets its own image tokens, no temporal merge."""
     format_prompt: str = "auto"
     """EasyR1 rows (data.format=easyr1): the format prompt around `problem`, as EasyR1's
     data.format_prompt: math / r1v (its examples/format_prompt/*.jinja), none (the problem as
@@ -432,8 +435,8 @@ class AlgorithmConfig:
     """OraRL: add the ground truth as one extra row per group (n + 1 rows); needed by orarl and
     pruning."""
     grpo: GRPOConfig = field(default_factory=GRPOConfig)
-    """`std_eps`: added to the group std before dividing (docs/methods.md#advantage-estimators:
-    1e-6)."""
+    """Read by grpo, dr_grpo and rloo: `std_eps` (grpo: added to the group std before dividing,
+    1e-6) and `single_row` (a one-row group's A: zero, or verl's; docs/methods.md#advantage-estimators)."""
     orarl: OraRLConfig = field(default_factory=OraRLConfig)
     """Stages B and C of `orarl_advantages` (stage A has no parameters). Nested mappings (from YAML)
     are converted to the stage configs."""
@@ -456,7 +459,7 @@ class AlgorithmConfig:
     (docs/methods.md#taro-constructed-rows)."""
     loss: PolicyLossConfig = field(default_factory=PolicyLossConfig)
     """`dual_clip` None disables the dual clip; `max_length` is the constant divisor of
-    `seq-mean-token-sum-norm`; `kl_type` is `k1` or `k3`; `name` the registered surrogate (`ppo`,
+    `seq-mean-token-sum-norm`; `kl_type` the KL estimator; `name` the registered surrogate (`ppo`,
     `gspo`). `clip_low`, `clip_high` and `aggregation` left unset (null) take the named loss's
     published defaults: ppo 0.2 / 0.2, `token-mean`; gspo 3e-4 / 4e-4, `seq-mean-token-mean`
     (GSPO paper section 5.1; verl `compute_policy_loss_gspo`). `gspo` has no dual clip (verl's

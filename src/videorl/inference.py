@@ -44,6 +44,7 @@ class RunSettings:
     prompt_style: str = "videorl"
     chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
     coordinates: str = "auto"
+    video_as_images: bool = False
     source: Path | None = None
 
     @classmethod
@@ -55,6 +56,7 @@ class RunSettings:
             prompt_style=data.prompt_style,
             chat_template_kwargs=dict(data.chat_template_kwargs),
             coordinates=data.coordinates,
+            video_as_images=data.video_as_images,
             source=source,
         )
 
@@ -140,6 +142,7 @@ class RunSettings:
             self.chat_template_kwargs,
             style=self.prompt_style,
             tools=tools,
+            video_as_images=self.video_as_images,
         )
 
     def summary(self) -> str:

@@ -139,7 +139,8 @@ def _judge_summary(config: Config) -> str | None:
         return None
     model = judge.model or "the first model it lists"
     return (
-        f"{model} at {judge.url}, temperature {judge.temperature:g}, {judge.timeout_s:g} s x "
+        f"{model} at {judge.url}, {judge.style} prompt, temperature {judge.temperature:g}, "
+        f"{judge.timeout_s:g} s x "
         f"{judge.max_retries + 1} tries; open-ended answers in the LongVT plug-in, a failure "
         "scores 0"
     )

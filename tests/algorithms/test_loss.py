@@ -5,7 +5,13 @@ import math
 import pytest
 import torch
 
-from videorl.algorithms.loss import AGGREGATIONS, PolicyLossConfig, kl_penalty, policy_loss
+from videorl.algorithms.loss import (
+    AGGREGATIONS,
+    KL_TYPES,
+    PolicyLossConfig,
+    kl_penalty,
+    policy_loss,
+)
 from videorl.errors import ConfigError
 
 F64 = torch.float64
@@ -170,6 +176,44 @@ def test_video_r1_k3_clamps_the_log_ratio_not_the_estimate():
     assert float(logp.grad[0]) == pytest.approx(-(math.exp(5) - 1))  # verl's k3: 0 there
 
 
+def test_verl_kl_forms_worked_example():
+    """verl core_algos.py kl_penalty: logp = -6, ref = -1 (x = ref - logp = 5) and logp = -1.5,
+    ref = -1 (x = 0.5). Values: k1 = logp - ref, k2 (mse) = (logp - ref)^2 / 2, abs = |logp -
+    ref|; the '+' forms keep their value and take k2's gradient logp - ref."""
+    logp, ref = t([-6.0, -1.5]), t([-1.0, -1.0])
+    values = {kind: kl_penalty(logp, ref, kind).tolist() for kind in KL_TYPES}
+    assert values["k1"] == [-5.0, -0.5] and values["k1+"] == [-5.0, -0.5]
+    assert values["k2"] == [12.5, 0.125]
+    assert values["abs"] == [5.0, 0.5] and values["abs+"] == [5.0, 0.5]
+    k3_small = math.exp(0.5) - 1.5  # 0.1487
+    assert values["k3"] == pytest.approx([10.0, k3_small])
+    assert values["k3+"] == pytest.approx([10.0, k3_small])
+    gradients = {}
+    for kind in KL_TYPES:
+        leaf = logp.clone().requires_grad_(True)
+        kl_penalty(leaf, ref, kind).sum().backward()
+        gradients[kind] = leaf.grad.tolist()
+    for kind in ("k2", "k1+", "abs+", "k3+"):  # k2's gradient, logp - ref
+        assert gradients[kind] == [-5.0, -0.5], kind
+    assert gradients["k1"] == [1.0, 1.0]
+    assert gradients["abs"] == [-1.0, -1.0]
+    assert gradients["k3"] == pytest.approx([0.0, 1 - math.exp(0.5)])  # clipped at 10: none
+
+
+def test_straight_through_kl_in_the_loss():
+    """kl_coef 0.1, k3+, two tokens at logp = ref - 0.5: the loss is 0.1 x mean k3, its
+    gradient 0.1 x (logp - ref) / 2 per token (token-mean over 2 tokens)."""
+    logp = t([[-1.5, -2.5]]).requires_grad_(True)
+    ref, mask, zero = t([[-1.0, -2.0]]), torch.ones(1, 2), t([0.0])
+    result = policy_loss(
+        logp, logp.detach(), zero, mask, config=config(kl_coef=0.1, kl_type="k3+"), ref_logp=ref
+    )
+    assert float(result.loss.detach()) == pytest.approx(0.1 * (math.exp(0.5) - 1.5))
+    result.loss.backward()
+    assert logp.grad[0].tolist() == pytest.approx([0.1 * -0.5 / 2] * 2)
+    assert result.metrics["actor/kl"] == pytest.approx(math.exp(0.5) - 1.5)
+
+
 def test_kl_and_entropy_terms():
     logp = t([[-1.0, -2.0]])
     ref = t([[-1.5, -2.0]])
@@ -256,7 +300,7 @@ def test_empty_masks_and_bad_padding_give_no_nan(mode):
         ({"dual_clip": 1.0}, "dual_clip=1.0"),
         ({"aggregation": "mean"}, "'mean'"),
         ({"aggregation": "seq-mean-token-sum-norm"}, "max_length > 0"),
-        ({"kl_type": "k2"}, "'k2'"),
+        ({"kl_type": "k2+"}, "'k2\\+'"),
         ({"kl_coef": -0.1}, "kl_coef=-0.1"),
     ],
 )

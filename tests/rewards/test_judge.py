@@ -16,7 +16,7 @@ import pytest
 
 from tests.rewards.factories import make
 from videorl.errors import ConfigError
-from videorl.rewards import RewardConfig, score_response
+from videorl.rewards import RewardConfig, longvt_judge, score_response
 from videorl.rewards.batch import score_batch
 from videorl.rewards.calls import ToolCallMade
 from videorl.rewards.config import JudgeConfig
@@ -37,6 +37,11 @@ SCRIPT = {
     "error": 500,
     "hang": HANG,
     "empty": "",
+    # LongVT's reading (style: longvt): lenient after a Judgement: label, exact without
+    "lv-ten": "Judgement: 10",
+    "lv-reasoned": "Both name the colour.\nJudgement: 0.5",
+    "lv-bare": "1.0",
+    "lv-first-line": "0.5\nJudgement: 1",
 }
 QUESTION, REFERENCE = "What colour is the car by the gate?", "The car by the gate is red."
 SERVED_MODEL = "scripted-judge"
@@ -65,7 +70,9 @@ class JudgeServer:
             body = await request.json()
             self.requests.append(body)
             self.headers.append(dict(request.headers))
-            candidate = body["messages"][-1]["content"].rsplit("Candidate: ", 1)[1]
+            content = body["messages"][-1]["content"]
+            marker = "[Model_answer] : " if "[Model_answer] : " in content else "Candidate: "
+            candidate = content.rsplit(marker, 1)[1]
             reply = SCRIPT[candidate.split("\n", 1)[0]]
             if reply is HANG:
                 await asyncio.to_thread(self.release.wait)
@@ -188,6 +195,85 @@ def test_the_prompt_is_our_own_and_asks_for_one_of_three_verdicts():
     )
     assert "1, 0.5 or 0" in prompt
     assert "[Standard Answer]" not in prompt  # LongVT's template is not copied
+
+
+# ----- style: longvt (LongVT's custom_rewards/vl_agent.py) --------------------------------
+
+# sha256 of LongVT's own get_prompt("tan", "The countertop is tan.", "Is it tan?"), computed
+# by running vl_agent.py's get_chat_template, get_gpt4_score_ICE and get_prompt at 08d755b.
+LONGVT_PROMPT_SHA256 = "d4c08aad8f11eaed16a3b0b3cecde09d44769d9293cb30e5a7249bc2a7e1584a"
+
+
+def test_longvt_prompt_is_longvt_s_byte_for_byte():
+    import hashlib
+
+    prompt = longvt_judge.prompt("Is it tan?", "The countertop is tan.", "tan")
+    assert hashlib.sha256(prompt.encode()).hexdigest() == LONGVT_PROMPT_SHA256
+    assert prompt.count("Judgement:") == 8  # seven examples and the answer's
+    assert prompt.endswith(
+        "\n[Question]: Is it tan?\n[Standard Answer]: The countertop is tan.\n"
+        "[Model_answer] : tan\nJudgement:"
+    )
+
+
+@pytest.mark.parametrize(
+    "reply, longvt, videorl",
+    [
+        ("1", 1.0, 1.0),
+        (" 0.5\n", 0.5, 0.5),
+        ("0", 0.0, 0.0),
+        ("1.0", None, 1.0),  # no label: only the exact 1, 0.5, 0
+        ("Verdict: 0", None, 0.0),
+        ("Judgement: 10", 1.0, None),  # after the label, "1" in the text is 1
+        ("Judgement: 0.1", 1.0, None),
+        ("Judgement: 0.5", 0.5, 0.5),
+        ("Judgement: none", None, None),
+        ("Judgement: 1\nJudgement: 0", 0.0, 1.0),  # the text after the last label
+        ("Both agree.\nJudgement: 0.5", 0.5, None),
+        ("0.5\nJudgement: 1", 1.0, 0.5),
+        ("", None, None),
+        (None, None, None),
+    ],
+)
+def test_longvt_reads_the_reply_as_vl_agent_py(reply, longvt, videorl):
+    assert longvt_judge.parse(reply) == longvt
+    assert parse_verdict(reply) == videorl
+
+
+def test_longvt_style_sends_its_prompt_system_turn_and_seed(server):
+    cfg = config(server.url, style="longvt", max_tokens=None)
+    verdict = judge(cfg, QUESTION, REFERENCE, "lv-ten")
+    assert (verdict.score, verdict.failure) == (1.0, None)
+    body = server.requests[-1]
+    assert body["messages"] == [
+        {"role": "system", "content": "You are a helpful assistant."},
+        {"role": "user", "content": longvt_judge.prompt(QUESTION, REFERENCE, "lv-ten")},
+    ]
+    assert body["temperature"] == 0.3 and "max_tokens" not in body
+    assert isinstance(body["seed"], int) and 0 <= body["seed"] <= 1_000_000
+    videorl_body = (judge(config(server.url), QUESTION, REFERENCE, "red"), server.requests[-1])
+    assert "seed" not in videorl_body[1] and videorl_body[1]["max_tokens"] == 16
+
+
+@pytest.mark.parametrize(
+    "answer, longvt, videorl",
+    [("lv-reasoned", 0.5, None), ("lv-bare", None, 1.0), ("lv-first-line", 1.0, 0.5)],
+)
+def test_scripted_judge_replies_score_by_style(server, answer, longvt, videorl):
+    for style, expected in (("longvt", longvt), ("videorl", videorl)):
+        verdict = judge(config(server.url, style=style), QUESTION, REFERENCE, answer)
+        if expected is None:
+            assert (verdict.score, verdict.failure) == (0.0, "unparsed"), style
+        else:
+            assert (verdict.score, verdict.failure) == (expected, None), style
+
+
+def test_judge_style_and_token_limit_are_checked():
+    with pytest.raises(ConfigError, match="style='gpt'"):
+        JudgeConfig(style="gpt")
+    with pytest.raises(ConfigError, match="max_tokens"):
+        JudgeConfig(max_tokens=0)
+    assert JudgeConfig(max_tokens=None).max_tokens is None
 
 
 # ----- the LongVT plug-in with a judge -----------------------------------------------------

@@ -90,7 +90,10 @@ def test_dry_run_names_the_llm_judge_when_one_is_set(
     result = run_cli(capsys, monkeypatch, "train", "longvt", *overrides, *judge, "--dry-run")
     assert result.code == 0, result.output
     assert "LLM judge (accuracy)" in result.output
-    assert "the first model it lists at http://127.0.0.1:9/v1, temperature 0.3" in result.output
+    assert (
+        "the first model it lists at http://127.0.0.1:9/v1, longvt prompt, temperature 0.3"
+        in result.output
+    )
     # the judge's budget must fit the per-sample limit: one line naming both keys
     result = run_cli(capsys, monkeypatch, "train", "longvt", *overrides, judge[1], "--dry-run")
     assert result.code != 0

@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import torch
 from torch import Tensor
@@ -117,28 +117,46 @@ def get_estimator(name: str) -> Estimator:
     return ADVANTAGES.lookup(name)
 
 
+SingleRow = Literal["zero", "verl"]
+SINGLE_ROW: tuple[str, ...] = get_args(SingleRow)
+
+
 @dataclass(frozen=True)
 class GRPOConfig:
-    """`std_eps`: added to the group std before dividing (docs/methods.md#advantage-estimators:
-    1e-6)."""
+    """`algorithm.grpo`, read by `grpo`, `dr_grpo` and `rloo` (docs/methods.md#advantage-estimators):
+    `std_eps` (grpo only) and what a group with a single row gets (`single_row`)."""
 
     std_eps: float = 1e-6
-    """Added to the group reward std before dividing (> 0)."""
+    """Added to the group reward std before dividing (> 0); grpo only."""
+    single_row: SingleRow = "zero"
+    """A one-row group: zero (A = 0, nothing to compare with) or verl (mean 0, std 1: grpo A = r / (1 + std_eps), dr_grpo and rloo A = r)."""
 
     def __post_init__(self) -> None:
         if not self.std_eps > 0:
             raise ConfigError(
                 f"std_eps={self.std_eps} must be > 0 to keep zero-variance groups finite; use 1e-6"
             )
+        if self.single_row not in SINGLE_ROW:
+            raise ConfigError(
+                f"single_row={self.single_row!r} must be one of {', '.join(SINGLE_ROW)}"
+            )
 
 
 def _outcome_metrics(name: str, advantages: Tensor, stats: GroupStats) -> dict[str, float]:
-    zero_variance = (stats.std == 0) & (stats.count > 0)
+    """`zero_variance_groups`: groups of two or more rows that all got the same reward (A = 0
+    exactly); `single_row_groups`: groups of one row."""
+    zero_variance = stats.uniform & (stats.count > 1)
     return {
         f"{name}/advantage_mean": float(advantages.mean()) if advantages.numel() else 0.0,
         f"{name}/advantage_abs_max": float(advantages.abs().max()) if advantages.numel() else 0.0,
         f"{name}/zero_variance_groups": float(zero_variance.sum()),
+        f"{name}/single_row_groups": float((stats.count == 1).sum()),
     }
+
+
+def _single_row(stats: GroupStats, config: GRPOConfig) -> Tensor:
+    """[B] True for the rows that are alone in their group and take verl's convention."""
+    return stats.per_row(stats.count == 1) & (config.single_row == "verl")
 
 
 @register_advantage("grpo", kind="outcome", config_cls=GRPOConfig, config_key="grpo")
@@ -153,45 +171,54 @@ def grpo(
     """GRPO (docs/methods.md#advantage-estimators): `A_i = (r_i - mean_g) / (std_g + eps)`,
     unbiased std.
 
-    A zero-variance or single-row group gets A = 0.
+    A group whose rewards are all equal (max == min) gets A = 0 exactly; a single-row group
+    gets 0, or `r / (1 + eps)` with `single_row: verl` (verl's mean 0, std 1).
     """
     config = config or GRPOConfig()
     stats = group_stats(rewards, group_ids)
     centered = rewards - stats.per_row(stats.mean)
     advantages = centered / (stats.per_row(stats.std) + config.std_eps)
+    alone = _single_row(stats, config)
+    advantages = torch.where(alone, rewards / (1 + config.std_eps), advantages)
     return AdvantageResult(advantages, _outcome_metrics("grpo", advantages, stats))
 
 
-@register_advantage("dr_grpo", kind="outcome")
+@register_advantage("dr_grpo", kind="outcome", config_cls=GRPOConfig, config_key="grpo")
 @torch.no_grad()
 def dr_grpo(
     rewards: Tensor,
     group_ids: Tensor,
     *,
     is_annotation: Tensor | None = None,
-    config: None = None,
+    config: GRPOConfig | None = None,
 ) -> AdvantageResult:
-    """Dr.GRPO (docs/methods.md#advantage-estimators): `A_i = r_i - mean_g`, no std division."""
+    """Dr.GRPO (docs/methods.md#advantage-estimators): `A_i = r_i - mean_g`, no std division;
+    equal rewards give A = 0 exactly; a single-row group gets 0, or `r` with
+    `single_row: verl`."""
+    config = config or GRPOConfig()
     stats = group_stats(rewards, group_ids)
     advantages = rewards - stats.per_row(stats.mean)
+    advantages = torch.where(_single_row(stats, config), rewards, advantages)
     return AdvantageResult(advantages, _outcome_metrics("dr_grpo", advantages, stats))
 
 
-@register_advantage("rloo", kind="outcome")
+@register_advantage("rloo", kind="outcome", config_cls=GRPOConfig, config_key="grpo")
 @torch.no_grad()
 def rloo(
     rewards: Tensor,
     group_ids: Tensor,
     *,
     is_annotation: Tensor | None = None,
-    config: None = None,
+    config: GRPOConfig | None = None,
 ) -> AdvantageResult:
     """RLOO (docs/methods.md#advantage-estimators): `A_i = r_i - mean_{j != i} r_j
-    = (n_g * r_i - sum_g) / (n_g - 1)`; a single-row group has no other row and gets 0."""
+    = n_g (r_i - mean_g) / (n_g - 1)`; equal rewards give A = 0 exactly; a single-row group
+    has no other row and gets 0, or `r` with `single_row: verl` (verl leaves its score)."""
+    config = config or GRPOConfig()
     check_rows(group_ids, rewards=rewards)
     stats = group_stats(rewards, group_ids)
     count = stats.per_row(stats.count)
-    total = stats.per_row(stats.mean * stats.count)
-    loo = (count * rewards - total) / (count - 1).clamp_min(1)
+    loo = count * (rewards - stats.per_row(stats.mean)) / (count - 1).clamp_min(1)
     advantages = torch.where(count > 1, loo, torch.zeros_like(loo))
+    advantages = torch.where(_single_row(stats, config), rewards, advantages)
     return AdvantageResult(advantages, _outcome_metrics("rloo", advantages, stats))

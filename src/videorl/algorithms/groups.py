@@ -4,11 +4,15 @@
 A *group* is every row generated for one prompt. Rows of a group need not be contiguous in
 the batch, so every reduction goes through a dense group index built with `torch.unique`.
 Statistics never produce NaN: a group with no included row has mean 0, and a group with
-fewer than two included rows has std 0 (the unbiased estimator is undefined there).
+fewer than two included rows has std 0 (the unbiased estimator is undefined there). A group
+whose included rows all share one value (max == min, tested exactly) has that value as its
+mean and std 0 exactly: the float mean of seven float32 0.7s is not 0.7, and
+`(r - mean) / (std + eps)` would blow the rounding up to a shared advantage of +0.056.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -19,7 +23,8 @@ from torch import Tensor
 class GroupStats:
     """Per-group statistics of one value per row.
 
-    `index[b]` is the dense group (0..G-1) of row b; `count`, `mean` and `std` are `[G]`.
+    `index[b]` is the dense group (0..G-1) of row b; `count`, `mean`, `std` and `uniform`
+    (the group has an included row and all its included rows share one value) are `[G]`.
     Use `per_row(x)` to broadcast a `[G]` tensor back to rows.
     """
 
@@ -27,6 +32,7 @@ class GroupStats:
     count: Tensor
     mean: Tensor
     std: Tensor
+    uniform: Tensor
 
     @property
     def num_groups(self) -> int:
@@ -77,15 +83,24 @@ def group_stats(values: Tensor, group_ids: Tensor, include: Tensor | None = None
 
         mean_g = sum_{i in g} v_i / n_g,   std_g = sqrt(sum_{i in g} (v_i - mean_g)^2 / (n_g - 1))
 
-    with mean_g = 0 when n_g = 0 and std_g = 0 when n_g < 2.
+    with mean_g = 0 when n_g = 0 and std_g = 0 when n_g < 2; when every included value of g
+    is the same v (max == min), mean_g = v and std_g = 0 exactly, whatever the rounding of
+    the sum (7 x float32 0.7: the sum / 7 is 0.70000005).
     """
     check_rows(group_ids, values=values)
     index, num_groups = dense_group_index(group_ids)
     weight = torch.ones_like(values) if include is None else include.to(values.dtype)
-    masked = torch.where(weight > 0, values, torch.zeros_like(values))
+    included = weight > 0
+    masked = torch.where(included, values, torch.zeros_like(values))
     count = group_sum(weight, index, num_groups)
+    high = group_max(torch.where(included, values, -math.inf), index, num_groups, initial=-math.inf)
+    low = -group_max(
+        torch.where(included, -values, -math.inf), index, num_groups, initial=-math.inf
+    )
+    uniform = (count > 0) & (high == low)
     mean = group_sum(masked, index, num_groups) / count.clamp_min(1)
+    mean = torch.where(uniform, high, mean)
     squares = group_sum((masked - mean[index]) ** 2 * weight, index, num_groups)
     variance = squares / (count - 1).clamp_min(1)
-    std = torch.where(count > 1, variance.sqrt(), torch.zeros_like(variance))
-    return GroupStats(index=index, count=count, mean=mean, std=std)
+    std = torch.where((count > 1) & ~uniform, variance.sqrt(), torch.zeros_like(variance))
+    return GroupStats(index=index, count=count, mean=mean, std=std, uniform=uniform)

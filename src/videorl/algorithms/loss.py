@@ -36,7 +36,7 @@ Aggregation = Literal[
     "token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "seq-mean-token-sum-norm"
 ]
 AGGREGATIONS: tuple[str, ...] = get_args(Aggregation)
-KLType = Literal["k1", "k3", "k3_unclipped"]
+KLType = Literal["k1", "k2", "abs", "k3", "k3_unclipped", "k1+", "abs+", "k3+"]
 KL_TYPES: tuple[str, ...] = get_args(KLType)
 _MAX_LOG_RATIO = 20.0  # exp(20) is finite in float32; keeps rho and k3 free of inf/NaN
 K3_CLIP = 10.0  # verl / EasyR1 clamp the low-variance KL estimate to [-10, 10]
@@ -46,8 +46,8 @@ VIDEO_R1_LOG_CLIP = 10.0  # Video-R1 clamps ref - logp to [-10, 10] and leaves k
 @dataclass(frozen=True)
 class PolicyLossConfig:
     """`dual_clip` None disables the dual clip; `max_length` is the constant divisor of
-    `seq-mean-token-sum-norm`; `kl_type` is `k1` or `k3`; `name` the registered surrogate
-    (`ppo`, `gspo`). `clip_low`, `clip_high` and `aggregation` left unset (null) take the
+    `seq-mean-token-sum-norm`; `kl_type` the KL estimator (`kl_penalty`); `name` the registered
+    surrogate (`ppo`, `gspo`). `clip_low`, `clip_high` and `aggregation` left unset (null) take the
     named loss's published defaults: ppo 0.2 / 0.2, `token-mean`; gspo 3e-4 / 4e-4,
     `seq-mean-token-mean` (GSPO paper section 5.1; verl `compute_policy_loss_gspo`).
     `gspo` has no dual clip (verl's has none), so `dual_clip` applies to `ppo` only."""
@@ -65,7 +65,7 @@ class PolicyLossConfig:
     kl_coef: float = 0.0
     """Weight of the KL penalty to the reference model (>= 0); 0 = no reference pass."""
     kl_type: KLType = "k3"
-    """KL estimator: k1, k3 or k3_unclipped."""
+    """KL estimator (verl's kl_loss_type: kl/k1, mse/k2, abs, low_var_kl/k3, k1+, abs+, k3+; Video-R1: k3_unclipped)."""
     entropy_coef: float = 0.0
     """Weight of the entropy bonus (>= 0)."""
     name: str = "ppo"
@@ -121,24 +121,40 @@ class LossResult:
 
 
 def kl_penalty(logp: Tensor, ref_logp: Tensor, kind: str = "k3") -> Tensor:
-    """Per-token KL estimate to a frozen reference, with x = ref - logp:
+    """Per-token KL estimate to a frozen reference, with x = ref - logp (docs/methods.md#policy-loss;
+    verl's `core_algos.py: kl_penalty` names in brackets):
 
-    - `k1` = logp - ref;
+    - `k1` = logp - ref (`kl`, `k1`);
+    - `k2` = (logp - ref)^2 / 2 (`mse`, `k2`): its gradient, logp - ref, is the unbiased one;
+    - `abs` = |logp - ref| (`abs`);
     - `k3` = clip(exp(x) - x - 1, -10, 10), x clipped to [-20, 20] (verl's / EasyR1's
-      `low_var_kl`): a token far below the reference (x > ~2.5) gets no KL gradient;
+      `low_var_kl`, `k3`): a token far below the reference (x > ~2.5) gets no KL gradient;
     - `k3_unclipped` = exp(x) - x - 1 with x clipped to [-10, 10] (Video-R1's
-      `grpo_trainer.py`): the estimate grows to exp(10) and keeps its gradient there.
+      `grpo_trainer.py`): the estimate grows to exp(10) and keeps its gradient there;
+    - `k1+`, `abs+`, `k3+` (verl's straight-through forms): the value of `k1`, `abs`, `k3`
+      and the gradient of `k2`, `k2 - sg(k2) + sg(value)`.
 
-    Example: logp = -6, ref = -1 (x = 5): k3 = 10, k3_unclipped = exp(5) - 6 = 142.4."""
-    if kind == "k1":
-        return logp - ref_logp
-    if kind == "k3":
+    Example: logp = -6, ref = -1 (x = 5): k1 = -5, k2 = 12.5, abs = 5, k3 = 10,
+    k3_unclipped = exp(5) - 6 = 142.4; d/dlogp: k3 0 (clipped), k3+ -5 (k2's logp - ref)."""
+    base = kind.removesuffix("+")
+    if kind not in KL_TYPES:
+        raise ConfigError(f"algorithm.loss.kl_type={kind!r}; use one of {list(KL_TYPES)}")
+    if base == "k1":
+        value = logp - ref_logp
+    elif base == "k2":
+        value = 0.5 * (logp - ref_logp).square()
+    elif base == "abs":
+        value = (logp - ref_logp).abs()
+    elif base == "k3":
         delta = (ref_logp - logp).clamp(-_MAX_LOG_RATIO, _MAX_LOG_RATIO)
-        return (delta.exp() - delta - 1).clamp(-K3_CLIP, K3_CLIP)
-    if kind == "k3_unclipped":
+        value = (delta.exp() - delta - 1).clamp(-K3_CLIP, K3_CLIP)
+    else:
         delta = (ref_logp - logp).clamp(-VIDEO_R1_LOG_CLIP, VIDEO_R1_LOG_CLIP)
-        return delta.exp() - delta - 1
-    raise ConfigError(f"algorithm.loss.kl_type={kind!r}; use one of {list(KL_TYPES)}")
+        value = delta.exp() - delta - 1
+    if not kind.endswith("+"):
+        return value
+    k2 = 0.5 * (logp - ref_logp).square()
+    return k2 - k2.detach() + value.detach()
 
 
 def _per_row(values: Tensor, like: Tensor) -> Tensor:

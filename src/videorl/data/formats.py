@@ -299,6 +299,7 @@ def from_math(row: dict[str, Any], default_id: str, family: Family | None) -> Ta
     )
 
 
+VIDEO_R1_SOLUTION = "video_r1_solution"  # rewards/video_r1.py: SOLUTION_KEY
 _VIDEO_R1_ANSWER = re.compile(r"<answer>\s*(.*?)\s*</answer>", re.DOTALL)
 
 
@@ -341,6 +342,7 @@ def from_video_r1(row: dict[str, Any], default_id: str, family: Family | None) -
         subtype=problem_type if resolved.task.subtype_groups else None,
         source=row.get("data_source"),
         options=options,
+        extra={VIDEO_R1_SOLUTION: solution},  # reward.mode: video_r1 reads it as Video-R1 does
     )
 
 

@@ -43,6 +43,7 @@ class PromptSource:
     video: DecodedVideo | None = None
     image: DecodedVideo | None = None  # T = 1
     tool_media: tuple[DecodedVideo, ...] = ()  # the tool turns' videos and images, in order
+    video_as_images: bool = False  # `video`'s frames went in as images, one placeholder each
 
 
 @dataclass(frozen=True)
@@ -143,10 +144,15 @@ def encode_prompt(
     image: DecodedVideo | None = None,
     system: str | None = None,
     template_kwargs: dict[str, Any] | None = None,
+    video_as_images: bool = False,
 ) -> PromptEncoding:
     """Encode one user prompt (with a decoded video/image: `.frames` uint8 [T,C,H,W], `.meta`).
-    `template_kwargs` go to the chat template (`enable_thinking`, see `chat_template`)."""
+    `template_kwargs` go to the chat template (`enable_thinking`, see `chat_template`).
+    `video_as_images`: the video's T frames go in as T images where the video would stand
+    (LongVT's `data.sglang_video`), each through the image processor."""
     messages = chat_messages(text, video=video is not None, image=image is not None, system=system)
+    if video is not None and video_as_images:
+        messages = _frames_as_images(messages, int(video.frames.shape[0]))
     template_kwargs = used_by_template(template_kwargs or {}, loaded.processor or loaded.tokenizer)
     if loaded.processor is None:
         if video is not None or image is not None:
@@ -161,7 +167,9 @@ def encode_prompt(
         messages, add_generation_prompt=True, tokenize=False, **template_kwargs
     )
     kwargs: dict[str, Any] = {"text": [prompt], "return_tensors": "pt"}
-    if video is not None:
+    if video is not None and video_as_images:
+        kwargs["images"] = list(video.frames)
+    elif video is not None:
         kwargs["videos"] = [video.frames]
         kwargs["video_metadata"] = [hf_video_metadata(video.meta, int(video.frames.shape[0]))]
         kwargs["do_sample_frames"] = False
@@ -177,9 +185,21 @@ def encode_prompt(
         mm_token_type_ids=None if token_types is None else token_types[0],
         vision=vision,
         source=PromptSource(
-            token_ids=torch.tensor(template_ids, dtype=torch.long), video=video, image=image
+            token_ids=torch.tensor(template_ids, dtype=torch.long),
+            video=video,
+            image=image,
+            video_as_images=video is not None and video_as_images,
         ),
     )
+
+
+def _frames_as_images(messages: list[dict], frames: int) -> list[dict]:
+    """`messages` with the user turn's video entry replaced by `frames` image entries."""
+    *head, user = messages
+    content: list[dict[str, str]] = []
+    for part in user["content"]:
+        content += [{"type": "image"}] * frames if part.get("type") == "video" else [part]
+    return [*head, {**user, "content": content}]
 
 
 def with_prefix(prompt: PromptEncoding, prefix_ids: torch.Tensor) -> PromptEncoding:

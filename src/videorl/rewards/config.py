@@ -29,7 +29,9 @@ Composition = Literal["product", "sum"]
 COMPOSITIONS: tuple[str, ...] = get_args(Composition)
 TgParser = Literal["strict", "taro"]
 TG_PARSERS: tuple[str, ...] = get_args(TgParser)
-RewardMode = Literal["videorl", "orarl"]
+RewardMode = Literal["videorl", "orarl", "video_r1"]
+JudgeStyle = Literal["videorl", "longvt"]
+JUDGE_STYLES: tuple[str, ...] = get_args(JudgeStyle)
 REWARD_MODES: tuple[str, ...] = get_args(RewardMode)
 BoundaryShuffle = Literal["videorl", "taro"]
 
@@ -171,9 +173,11 @@ class JudgeConfig:
     null = no key (the placeholder `EMPTY`, as LongVT sends to its vLLM server)."""
     temperature: float = 0.3
     """Sampling temperature of the judge, in [0, 2] (LongVT: 0.3)."""
-    max_tokens: int = 16
-    """Most tokens the judge may reply (>= 1); only the verdict on the reply's first line is
-    read."""
+    max_tokens: int | None = 16
+    """Most tokens the judge may reply (>= 1); null = no limit (LongVT sends none)."""
+    style: JudgeStyle = "videorl"
+    """Prompt and reply reading: videorl (ours: six examples, a strict first-line verdict) or
+    longvt (LongVT's vl_agent.py prompt, system turn, random seed and lenient reading)."""
     timeout_s: float = 30.0
     """Seconds one request may take (> 0); each retry gets as long. The total, `timeout_s *
     (max_retries + 1)`, must stay below `reward.timeout_s`."""
@@ -203,7 +207,12 @@ class JudgeConfig:
                 "variable that holds the key (e.g. JUDGE_API_KEY), never the key itself"
             )
         _number("temperature", self.temperature, 0.0, 2.0)
-        _count("max_tokens", self.max_tokens, 1)
+        if self.max_tokens is not None:
+            _count("max_tokens", self.max_tokens, 1)
+        if self.style not in JUDGE_STYLES:
+            raise ConfigError(
+                f"style={self.style!r} is unknown; set one of {', '.join(JUDGE_STYLES)}"
+            )
         _number("timeout_s", self.timeout_s, 0.0, open_low=True)
         _count("max_retries", self.max_retries, 0)
         if self.url is None:
@@ -263,6 +272,13 @@ class RewardConfig:
       bare number or a bare letter A-D; QA a bare letter A-H in any case. `orarl` scores
       `task * format` with OraRL's tIoU and no think requirement, so it refuses
       `composition: sum`, `tg_shaping: iou_v2`, `tg_parser: taro`, `think_required: true`.
+      `video_r1` (the T-GRPO recipe: Video-R1's `grpo.py`, `rewards/video_r1.py`) scores
+      multiple-choice and numeric video-QA / spatial-intelligence records as Video-R1 does:
+      format is a full match of `<think>.*?</think>\\s*<answer>.*?</answer>` on the raw text,
+      the answer the first `<answer>` block, a choice the exact string (`B`, not `(B)` or
+      `b`), a number exact to two decimals (numerical) or `1 - relative error`
+      (regression); `overall = accuracy + format`, so it needs `composition: sum`. Other
+      records keep the family's reward.
     """
 
     think_required: bool = False
@@ -301,7 +317,8 @@ class RewardConfig:
     `min_correct` correct rows (Video-R1 `grpo_trainer.py`, `len_control`: accuracy > 0.1,
     320..512 tokens, +0.2, `len(selected_indices) > 1`)."""
     mode: RewardMode = "videorl"
-    """videorl (our scorers) or orarl (OraRL's per-task adapters, exactly); details above."""
+    """videorl (our scorers), orarl (OraRL's per-task adapters, exactly) or video_r1 (Video-R1's
+    answer parsing and scoring); details above."""
     judge: JudgeConfig = field(default_factory=JudgeConfig)
     """An LLM judge for open-ended answers (`rewards/judge.py`), as LongVT's
     `custom_rewards/vl_agent.py`: a chat model behind an OpenAI-compatible endpoint compares the
@@ -314,7 +331,7 @@ class RewardConfig:
         if self.mode not in REWARD_MODES:
             raise ConfigError(
                 f"mode={self.mode!r} is unknown; set one of {', '.join(REWARD_MODES)} "
-                "(orarl = OraRL's per-task reward adapters)"
+                "(orarl = OraRL's per-task reward adapters, video_r1 = Video-R1's)"
             )
         if self.mode == "orarl":
             clashes = [
@@ -333,6 +350,11 @@ class RewardConfig:
                     f"own answer parsing, think optional); it cannot be combined with "
                     f"{', '.join(clashes)}: drop those keys or set mode=videorl"
                 )
+        if self.mode == "video_r1" and self.composition != "sum":
+            raise ConfigError(
+                f"mode=video_r1 sums Video-R1's accuracy and format rewards, but "
+                f"composition={self.composition!r}; set composition=sum or mode=videorl"
+            )
         if self.composition not in COMPOSITIONS:
             raise ConfigError(
                 f"composition={self.composition!r} is unknown; set one of "

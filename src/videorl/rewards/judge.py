@@ -2,11 +2,16 @@
 
 LongVT (`custom_rewards/vl_agent.py`) scores the accuracy of an open-ended answer by asking a
 chat model served behind an OpenAI-compatible endpoint whether the answer agrees with the
-reference: 1 (the same meaning), 0.5 (partly) or 0 (not), at temperature 0.3. This module
-does the same with a prompt of its own (the same three-way protocol, examples of each
-verdict) and reads the reply strictly: the first line, after an optional `Verdict:` label,
-must be one of the verdicts; the rest of the reply is ignored, and at most `max_tokens` are
-asked for.
+reference: 1 (the same meaning), 0.5 (partly) or 0 (not), at temperature 0.3. Two styles
+(`reward.judge.style`):
+
+- `videorl`: a prompt of our own (the same three-way protocol, examples of each verdict),
+  read strictly: the first line, after an optional `Verdict:` label, must be one of the
+  verdicts; the rest of the reply is ignored;
+- `longvt`: LongVT's prompt, system turn and random seed, and its lenient reading of the
+  reply (`rewards/longvt_judge.py`).
+
+At most `max_tokens` are asked for (null: no limit).
 
 A judge never fails a step: a server that cannot be reached, a request that times out, an
 HTTP error or a reply that is not a verdict scores 0 with its reason (`JUDGE_FAILURES`),
@@ -19,10 +24,13 @@ from __future__ import annotations
 
 import logging
 import os
+import random
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from videorl.rewards import longvt_judge
 from videorl.rewards.config import JudgeConfig
 
 # Why a judged answer scored 0 without a verdict; each is counted as
@@ -178,6 +186,42 @@ def _model(config: JudgeConfig, client: Any, model: str | None) -> str:
     return str(first.id)
 
 
+@dataclass(frozen=True)
+class Style:
+    """What a style sends and how it reads the reply: the system turn, the user turn of
+    (question, reference, answer), the reader (None: no verdict), whether a random seed is
+    sent, and how much of the reply is read (None: all of it)."""
+
+    system: str
+    prompt: Callable[[str, str, str], str]
+    parse: Callable[[str | None], float | None]
+    seeded: bool
+    reply_chars: int | None
+
+
+STYLES = {
+    "videorl": Style(SYSTEM, judge_prompt, parse_verdict, False, REPLY_CHARS),
+    "longvt": Style(longvt_judge.SYSTEM, longvt_judge.prompt, longvt_judge.parse, True, None),
+}
+
+
+def _request(config: JudgeConfig, question: str, reference: str, answer: str) -> dict[str, Any]:
+    """The chat request's arguments but the model."""
+    style = STYLES[config.style]
+    request: dict[str, Any] = {
+        "messages": [
+            {"role": "system", "content": style.system},
+            {"role": "user", "content": style.prompt(question, reference, answer)},
+        ],
+        "temperature": config.temperature,
+    }
+    if config.max_tokens is not None:
+        request["max_tokens"] = config.max_tokens
+    if style.seeded:  # LongVT: seed=random.randint(0, 1000000) per request
+        request["seed"] = random.randint(0, 1_000_000)
+    return request
+
+
 def judge(config: JudgeConfig, question: str, reference: str, answer: str) -> Verdict:
     """Ask the judge how well `answer` agrees with `reference`; never raises."""
     if config.url is None:
@@ -190,12 +234,7 @@ def judge(config: JudgeConfig, question: str, reference: str, answer: str) -> Ve
         client, model = _client(config)
         reply = client.chat.completions.create(
             model=_model(config, client, model),
-            messages=[
-                {"role": "system", "content": SYSTEM},
-                {"role": "user", "content": judge_prompt(question, reference, answer)},
-            ],
-            temperature=config.temperature,
-            max_tokens=config.max_tokens,
+            **_request(config, question, reference, answer),
         )
     except openai.APITimeoutError:
         return _failed("timeout", f"no reply from {config.url} within {config.timeout_s:g} s")
@@ -209,8 +248,10 @@ def judge(config: JudgeConfig, question: str, reference: str, answer: str) -> Ve
         content = reply.choices[0].message.content
     except (AttributeError, IndexError, TypeError):
         content = None
-    text = content[:REPLY_CHARS] if isinstance(content, str) else None
-    score = parse_verdict(text)
+    style = STYLES[config.style]
+    text = content[: style.reply_chars] if isinstance(content, str) else None
+    score = style.parse(text)
     if score is None:
-        return _failed("unparsed", f"the judge replied {text!r}, not 1, 0.5 or 0")
+        quoted = None if text is None else text[:REPLY_CHARS]
+        return _failed("unparsed", f"the judge replied {quoted!r}, not 1, 0.5 or 0")
     return Verdict(score)

@@ -1,8 +1,9 @@
 """The reward router: one response of any family to a `RewardResult` (docs/methods.md#rewards).
 
 `overall = task * format` (or `format + task` with `reward.composition: sum`, TaRO), every
-component in [0, 1]; `reward.mode: orarl` scores with OraRL's adapters (`orarl_adapters`). Never raises: a scorer or plug-in that
-raises costs its sample (scored 0, `error` set), never the step.
+component in [0, 1]; `reward.mode: orarl` scores with OraRL's adapters (`orarl_adapters`),
+`video_r1` with Video-R1's `grpo.py` rules (`video_r1`). Never raises: a scorer or plug-in
+that raises costs its sample (scored 0, `error` set), never the step.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from videorl.data.records import TaskRecord
+from videorl.rewards import video_r1
 from videorl.rewards.calls import ToolCallMade, takes_calls
 from videorl.rewards.config import RewardConfig
 from videorl.rewards.plugins import load_plugin, plugin_components
@@ -20,13 +22,18 @@ from videorl.rewards.result import RewardResult, failed, unit
 
 def builtin_score(record: TaskRecord, response: str, config: RewardConfig) -> RewardResult:
     """The family's own reward: protocol check (format), payload score (task, extras); with
-    `reward.mode: orarl`, OraRL's adapter for the family (`orarl_adapters`), math aside."""
+    `reward.mode: orarl`, OraRL's adapter for the family (`orarl_adapters`), math aside; with
+    `video_r1`, Video-R1's rules for its multiple-choice and numeric records (`video_r1`)."""
     orarl = record.family.task.orarl_reward
     if config.mode == "orarl" and orarl is not None:
         fmt, found = orarl(record, response)
         components = {name: unit(value) for name, value in found.items()}
         overall = components["task"] * fmt
         return RewardResult(overall, {"format": fmt, **components, "overall": overall})
+    if config.mode == "video_r1" and video_r1.supports(record):
+        fmt, found = video_r1.score(record, response)
+        overall = found["task"] + fmt  # grpo.py: reward_funcs [accuracy, format], summed
+        return RewardResult(overall, {"format": fmt, **found, "overall": overall})
     family = FAMILY_REWARDS[record.family]
     extraction = family.protocol.extract(response, config.think_required)
     fmt = 1.0 if extraction.ok else 0.0

@@ -4,8 +4,10 @@ For each TG row the trainer runs the current policy (no grad) twice on the row's
 the original frames and with frames shuffled near the ground-truth boundaries, and takes
 `d_i = mean over response tokens of (logp_orig - logp_shuffled)`. The bonus
 `alpha * 1[d_i > thr_g + margin]` is added to row i's reward when its tIoU >= gate; `thr_g`
-is the mean of d over row i's group (or a constant). Each row keeps its own d_i (the
-reference implementation shared one value per group; that bug is not reproduced).
+is the mean of d over row i's group (or a constant). Each row keeps its own d_i, as TaRO's
+`verl/workers/fsdp_workers.py` (lines 1104-1118) does (an earlier TaRO revision shared one
+value per group); TaRO's group mean assumes 8 contiguous rows (`view(-1, 8)`), ours uses
+the group ids.
 
 Two shuffle laws (`reward.sensitivity.shuffle`): `videorl` (`boundary_shuffle`: disjoint
 start / end sets by timestamp, every frame moved) and `taro` (`taro_boundary_shuffle`: TaRO's

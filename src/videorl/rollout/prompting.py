@@ -34,11 +34,13 @@ def encode_record(
     chat_template_kwargs: Mapping[str, Any] | None = None,
     style: str = "videorl",
     tools: Sequence[Mapping[str, Any]] = (),
+    video_as_images: bool = False,
 ) -> PromptEncoding:
     """The record's family prompt (in prompt `style`; the record's own prompt and system
     turn when its row carries them) with its decoded video (or image, T=1) as model input;
     the chat template gets `enable_thinking=think` unless `chat_template_kwargs` sets it.
-    `tools` (function schemas, `ToolRunner.schemas`) are listed in the system turn."""
+    `tools` (function schemas, `ToolRunner.schemas`) are listed in the system turn;
+    `video_as_images` gives the video as one image per frame (`data.video_as_images`)."""
     is_image = media is not None and record.video is None
     system, kwargs = tool_prompt_args(
         policy, tools, record.system, template_kwargs(think, chat_template_kwargs)
@@ -50,6 +52,7 @@ def encode_record(
         image=media if is_image else None,
         system=system,
         template_kwargs=kwargs,
+        video_as_images=video_as_images,
     )
 
 
@@ -116,6 +119,7 @@ def record_encoder(
             data.chat_template_kwargs,
             style=data.prompt_style,
             tools=tools,
+            video_as_images=data.video_as_images,
         )
 
     return encode

@@ -138,15 +138,18 @@ def vllm_request(prompt: PromptEncoding) -> dict[str, Any]:
             "build it with models.inputs.encode_prompt so the vLLM engine can use it"
         )
     request: dict[str, Any] = {"prompt_token_ids": source.token_ids.tolist()}
-    videos = [source.video] if source.video is not None else []
+    videos = [source.video] if source.video is not None and not source.video_as_images else []
     images = [source.image] if source.image is not None else []
+    frames = (
+        list(source.video.frames) if source.video is not None and source.video_as_images else []
+    )
     for item in source.tool_media:
         (images if _is_image(item) else videos).append(item)
     media: dict[str, Any] = {}
     if videos:
         media["video"] = [video_item(v) for v in videos]
-    if images:
-        media["image"] = [i.frames[0] for i in images]
+    if images or frames:  # a prompt video given as images (data.video_as_images) goes first
+        media["image"] = frames + [i.frames[0] for i in images]
     if media:
         request["multi_modal_data"] = media
     return request
