@@ -201,3 +201,25 @@ def test_each_wanted_frame_is_converted_once(files):
         seen.clear()
         _, out = READERS[mode](str(files["long_gop"]), lambda info: [5, 900, 5, 450], convert)
         assert len(seen) == 3 and tuple(out.shape) == (4, 3, 8, 8)
+
+
+def test_the_container_index_stands_for_the_packets_only_without_b_frames(files):
+    def indices(path):
+        with av.open(str(path)) as container:
+            stream = container.streams.video[0]
+            fps = float(stream.average_rate)
+            entries = backends._index_entries(stream, stream.start_time or 0)
+            fast = backends._pyav_index(container, stream, fps)
+            pts, keys = zip(
+                *((p.pts, p.is_keyframe) for p in container.demux(stream) if p.size), strict=True
+            )
+            start, base = stream.start_time or 0, float(stream.time_base)
+            slow = FrameIndex.from_packets(pts, keys, start, base, fps)
+        return entries, fast, slow
+
+    entries, fast, slow = indices(files["short_gop"])  # no B-frames: the MP4 index serves
+    assert entries is not None and fast is not None
+    assert np.array_equal(fast.pts, slow.pts) and np.array_equal(fast.keyframes, slow.keyframes)
+    assert fast.keyframes.tolist() == list(range(0, 1000, 8))
+    entries, fast, slow = indices(files["long_gop"])  # B-frames: its decode times do not
+    assert entries is None and fast is not None and np.array_equal(fast.pts, slow.pts)
