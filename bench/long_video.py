@@ -10,7 +10,8 @@ Readers, each on every file:
 - `seek_each`: the new reader told to seek to every wanted frame's keyframe (the plain loop);
 - `torchcodec`: torchcodec's exact seek mode, where it is installed.
 
-Every decode runs in a fresh process, so its peak resident set (`ru_maxrss`) is its own;
+Every decode runs in a fresh process, so its peak resident set (`ru_maxrss`) is its own,
+after the file was read once into the page cache;
 `added_mb` is that peak less the process's resident set just before decoding. `identical`
 says whether every reader returned the same frames (bytes) as `before`.
 
@@ -25,6 +26,7 @@ decodes every frame from the first wanted to the last, so it is run up to
 `--before-max-minutes` (default 10: on the hour-long files it would take minutes each).
 
     python bench/long_video.py [--minutes 1,10,60] [--before-max-minutes 10] [--quick]
+    python bench/long_video.py --table    # write the results' table into docs/long_videos.md
 """
 
 from __future__ import annotations
@@ -46,6 +48,8 @@ FPS = 30
 PIECE = 1500  # frames of the encoded piece: a multiple of both keyframe intervals
 GOPS = {"2s": 60, "250f": 250}
 READERS = ("before", "new", "seek_each", "torchcodec")
+PAGE = harness.ROOT / "docs" / "long_videos.md"
+SCRIPT = "bench/long_video.py"
 
 
 # ----- the files ---------------------------------------------------------------------------
@@ -222,6 +226,14 @@ def child(reader: str, path: str) -> dict[str, Any]:
     }
 
 
+def warm_page_cache(path: Path) -> None:
+    """Read `path` once so that no reader pays for the first read from disk (the first reader
+    of an hour-long file otherwise does)."""
+    with path.open("rb") as file:
+        while file.read(1 << 24):
+            pass
+
+
 def run_child(reader: str, path: Path) -> dict[str, Any]:
     done = subprocess.run(
         [sys.executable, __file__, "--child", reader, str(path)],
@@ -245,6 +257,7 @@ def measure(files: dict[str, Path], before_max: float, repeats: int) -> dict[str
     for label, path in files.items():
         minutes = float(label.split("min")[0])
         row: dict[str, Any] = {}
+        warm_page_cache(path)
         for reader in readers:
             if reader == "before" and minutes > before_max:
                 continue
@@ -300,6 +313,23 @@ def summary(results: dict[str, Any], minutes: list[float], gops: dict[str, int])
     return out
 
 
+def page_text(result: dict[str, Any]) -> str:
+    """What docs/long_videos.md shows between this script's markers: the table and the
+    done-when ratios of a results file."""
+    lines = [table(result["files"]), ""]
+    for label, ratios in result["summary"].items():
+        if isinstance(ratios, dict):
+            parts = [
+                f"{name.removeprefix('speedup_over_')} / new = {ratio:.2f}x"
+                for name, ratio in ratios.items()
+                if ratio is not None
+            ]
+            lines.append(f"- `{label}`, decode time: " + ", ".join(parts))
+        else:
+            lines.append(f"- `{label}`: {ratios:.3f}")
+    return "\n".join(lines)
+
+
 def table(results: dict[str, Any]) -> str:
     rows = []
     for res in results.values():
@@ -339,7 +369,14 @@ def main(argv: list[str] | None = None) -> None:
         help="skip the old reader on longer files (it decodes all of their frames)",
     )
     parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument(
+        "--table", action="store_true", help=f"write the results' table into {PAGE.name}"
+    )
     args = harness.parse_args(parser, "long_video", argv)
+    if args.table:
+        harness.write_marked(PAGE, SCRIPT, page_text(json.loads(args.out.read_text())))
+        print(f"wrote the table of {args.out} into {PAGE}")
+        return
     minutes = [float(m) for m in args.minutes.split(",")]
     gops = GOPS
     if args.quick:  # one 30 s file of 160x96 frames, a keyframe every 250 frames
@@ -362,8 +399,7 @@ def main(argv: list[str] | None = None) -> None:
         **run.facts(),
     }
     print()
-    print(table(results))
-    print(json.dumps(result["summary"], indent=1))
+    print(page_text(result))
     harness.write_results(args.out, result)
 
 

@@ -10,7 +10,7 @@ import sys
 import av
 import pytest
 
-from tests.bench import BENCH
+from tests.bench import BENCH, bench_module
 
 
 @pytest.mark.slow
@@ -45,3 +45,15 @@ def test_quick_run_writes_every_reader(tmp_path):
             k for k, p in enumerate(p for p in container.demux(stream) if p.size) if p.is_keyframe
         ]
     assert keys == [0, 250, 500, 750]
+
+
+def test_the_docs_show_the_committed_results():
+    bench = bench_module("long_video")
+    result = json.loads((BENCH / "results" / "long_video.json").read_text())
+    assert harness_marked(bench) == bench.page_text(result)
+    summary = result["summary"]
+    assert summary["10min_kf250f"]["speedup_over_before"] is not None
+
+
+def harness_marked(bench) -> str:
+    return bench.harness.marked_text(bench.PAGE, bench.SCRIPT)

@@ -16,6 +16,7 @@ from videorl.rewards.pool import ScoringPool
 from videorl.rollout.engine import RolloutEngine, TokenScorer
 from videorl.rollout.tools import ToolRunner
 from videorl.video.cache import VideoCache
+from videorl.video.prefetch import Prefetcher
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,8 @@ class TrainState:
     pool: ScoringPool | None = None
     # rollout.tools: the tools multi-turn rollouts call (None: single-turn rollouts)
     tools: ToolRunner | None = None
+    # data.prefetch_workers: decodes the next step's media ahead (None: in the step)
+    prefetch: Prefetcher | None = None
     info: DistInfo = field(default_factory=DistInfo)
     step: int = 0
     best: BestStep | None = None
