@@ -223,3 +223,14 @@ def test_the_container_index_stands_for_the_packets_only_without_b_frames(files)
     assert fast.keyframes.tolist() == list(range(0, 1000, 8))
     entries, fast, slow = indices(files["long_gop"])  # B-frames: its decode times do not
     assert entries is None and fast is not None and np.array_equal(fast.pts, slow.pts)
+
+
+def test_a_seek_that_lands_past_its_frame_reads_forward_from_the_start(files, monkeypatch):
+    # every seek aimed at the last keyframe (750): the first lands past frame 3
+    monkeypatch.setattr(
+        backends, "plan_seeks", lambda index, wanted, **_: [int(index.keyframes[-1])] * len(wanted)
+    )
+    wanted = [3, 140, 620, 900]
+    stats: dict[str, int] = {}
+    assert numbers(read(files["long_gop"], wanted, "auto", stats)) == wanted
+    assert stats["restarts"] == 1 and stats["seeks"] == 1
