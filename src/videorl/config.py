@@ -231,6 +231,10 @@ class DataConfig:
     TaskGroupedBatchSampler: one problem_type per batch, spatial-intelligence subtypes apart,
     groups sorted by name, torch.randperm from one generator, incomplete batches dropped;
     data/sampler.py)."""
+    prefetch_workers: int = 0
+    """Worker processes that decode the next step's videos and images while this step computes
+    (into the decode cache, video.cache_bytes); the same frames and metrics as 0 = decode in the
+    step (docs/long_videos.md)."""
 
     def __post_init__(self) -> None:
         from videorl.data.coordinates import check_coordinates
@@ -250,6 +254,7 @@ class DataConfig:
         load_format_prompt(self.format_prompt)
         check_template_kwargs(self.chat_template_kwargs)
         _positive("data", prompts_per_step=self.prompts_per_step)
+        _at_least_zero("data", prefetch_workers=self.prefetch_workers)
         for name in ("max_prompt_tokens", "max_rows"):
             if getattr(self, name) is not None:
                 _positive("data", **{name: getattr(self, name)})

@@ -111,3 +111,12 @@ def test_next_batch_is_iteration_epoch_after_epoch_and_resumes_mid_way():
     resumed.load_state_dict(drawn.state_dict())
     got += [resumed.next_batch() for _ in range(len(expected) - len(got))]
     assert got == expected and resumed.epoch == 2
+
+
+def test_peek_batch_is_the_next_batch_without_moving():
+    sampler = TaskGroupedSampler(make_records(), batch_size=3, seed=5)
+    for _ in range(3 * len(sampler)):  # across epochs: the peek of an epoch's end
+        state = sampler.state_dict()
+        peeked = sampler.peek_batch()
+        assert sampler.state_dict() == state
+        assert sampler.next_batch() == peeked

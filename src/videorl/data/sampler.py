@@ -182,6 +182,14 @@ class TaskGroupedSampler:
         self.position += 1  # counted before returning: a checkpoint taken now resumes after it
         return batches[self.position - 1]
 
+    def peek_batch(self) -> list[int]:
+        """The batch `next_batch` would return now, without moving (prefetch reads it)."""
+        epoch, position = self.epoch, self.position
+        try:
+            return self.next_batch()
+        finally:
+            self.epoch, self.position = epoch, position
+
     def set_epoch(self, epoch: int) -> None:
         self.epoch, self.position = epoch, 0
 

@@ -35,6 +35,7 @@ from videorl.trainer.sequence_parallel import (
 from videorl.trainer.state import BestStep, TrainState
 from videorl.trainer.threads import busy_cores_hint, set_cpu_threads
 from videorl.video.cache import VideoCache
+from videorl.video.prefetch import Prefetcher
 
 console = Console()
 
@@ -84,6 +85,8 @@ def build_state(cfg: Config, resume: str | None, info: DistInfo | None = None) -
     )
     cfg = steps_from_epochs(cfg, len(sampler))
     optimizer, scheduler = build_optimizer(cfg, models.policy.model)
+    videos = VideoCache(cfg.video)
+    workers = cfg.data.prefetch_workers
     state = TrainState(
         cfg=cfg,
         policy=models.policy,
@@ -91,7 +94,7 @@ def build_state(cfg: Config, resume: str | None, info: DistInfo | None = None) -
         logprob_model=models.rollout,
         optimizer=optimizer,
         scheduler=scheduler,
-        videos=VideoCache(cfg.video),
+        videos=videos,
         sampler=sampler,
         records=records,
         val_records=val_records,
@@ -101,6 +104,7 @@ def build_state(cfg: Config, resume: str | None, info: DistInfo | None = None) -
         info=info,
         pool=ScoringPool(cfg.reward) if cfg.reward.workers > 1 else None,
         tools=tools,
+        prefetch=Prefetcher(videos, workers) if workers else None,
     )
     if checkpoint is not None:
         _restore(state, checkpoint)

@@ -265,6 +265,8 @@ def run_training(
             writer.close()
         if state.pool is not None:
             state.pool.close()
+        if state.prefetch is not None:
+            state.prefetch.close()
         if state.tools is not None:
             state.tools.close()
     return _finish(state, checkpointer, writer, hooks)
@@ -299,7 +301,11 @@ def _train(
                 raise KeyboardInterrupt
             guard.begin()
             started, cpu_started = time.perf_counter(), time.process_time()
-            metrics = hooks.step(state, next(batches))
+            indices = next(batches)
+            if state.prefetch is not None:  # data.prefetch_workers: the next step's media
+                ahead = shard_indices(state.sampler.peek_batch(), state.info)
+                state.prefetch.ahead(state.records[i].media for i in ahead)
+            metrics = hooks.step(state, indices)
             # the step itself (not validation or saving): wall time, and this process's CPU
             # time, which other processes on the machine do not inflate
             metrics["time/step"] = time.perf_counter() - started

@@ -17,6 +17,7 @@ from videorl.rollout.engine import RolloutEngine, TokenScorer
 from videorl.rollout.tools import ToolRunner
 from videorl.trainer.draw import Producer
 from videorl.video.cache import VideoCache
+from videorl.video.prefetch import Prefetcher
 
 if TYPE_CHECKING:
     from videorl.trainer.async_rollout import AsyncRollouts
@@ -66,6 +67,8 @@ class TrainState:
     pool: ScoringPool | None = None
     # rollout.tools: the tools multi-turn rollouts call (None: single-turn rollouts)
     tools: ToolRunner | None = None
+    # data.prefetch_workers: decodes the next step's media ahead (None: in the step)
+    prefetch: Prefetcher | None = None
     info: DistInfo = field(default_factory=DistInfo)
     step: int = 0
     best: BestStep | None = None

@@ -4,9 +4,10 @@
 The key is (file identity, clip, sampling parameters): `realpath`, size and mtime of the
 file (so an edited file is decoded again), the clip `[start, end)` and
 `VideoConfig.sampling_key()`. Inline frames are keyed by a hash of their bytes and fps.
-Lookups go memory (LRU bounded by `cache_bytes`) -> disk (`cache_dir`, optional) -> decode.
-`decode_count` counts real decodes; `hits` memory hits; `disk_hits` disk loads.
-Thread-safe: concurrent lookups of one key decode it once.
+Lookups go memory (LRU bounded by `cache_bytes`) -> disk (`cache_dir`, optional) -> a decode
+started ahead (`videorl.video.prefetch`, whose result is waited for) -> decode.
+`decode_count` counts real decodes (those done ahead when they are used); `hits` memory hits;
+`disk_hits` disk loads. Thread-safe: concurrent lookups of one key decode it once.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import logging
 import os
 import threading
 from collections import OrderedDict
+from concurrent.futures import Future
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Protocol, cast
@@ -38,6 +40,18 @@ from videorl.video.meta import VideoMeta
 logger = logging.getLogger(__name__)
 
 
+def decode_media(media: MediaRef, config: VideoConfig) -> DecodedVideo:
+    """Decode `media` under `config`, uncached: inline frames, an image (by its extension) or
+    a video file (its clip, if any)."""
+    if media.frames is not None:
+        return frames_from_array(media.frames, media.fps, config, media.start, media.end)
+    # MediaRef.__post_init__ requires a path or frames: without frames, path is a str.
+    path = cast(str, media.path)
+    if is_image_path(path):
+        return load_image(path, config)
+    return decode_video(path, config, media.start, media.end)
+
+
 class MediaSource(Protocol):
     """What prompts read their media through: a `VideoCache`, or a view of one (a control)."""
 
@@ -56,6 +70,7 @@ class VideoCache:
         self._bytes = 0
         self._lock = threading.Lock()
         self._key_locks: dict[str, threading.Lock] = {}
+        self._ahead: dict[str, tuple[Future[DecodedVideo], int]] = {}  # key -> (decode, round)
         self._dir = Path(config.cache_dir) if config.cache_dir else None
         if self._dir is not None:
             self._dir.mkdir(parents=True, exist_ok=True)
@@ -79,7 +94,7 @@ class VideoCache:
                     return found
                 video = self._load_disk(key)
                 if video is None:
-                    video = self._decode(media)
+                    video = self._decode(media, self._take_ahead(key))
                     self._save_disk(key, video)
                 with self._lock:
                     self._insert(key, video)
@@ -131,6 +146,31 @@ class VideoCache:
             self._entries.clear()
             self._bytes = 0
 
+    # ----- decodes started ahead (videorl.video.prefetch) -------------------------------------
+
+    def needs(self, key: str) -> bool:
+        """Whether `key` is neither in memory, nor on disk, nor being decoded ahead."""
+        path = self._disk_path(key)
+        with self._lock:
+            held = key in self._entries or key in self._ahead
+        return not held and (path is None or not path.exists())
+
+    def add_ahead(self, key: str, decode: Future[DecodedVideo], round_: int) -> None:
+        """`decode` (started ahead in round `round_`) will answer the first `get` of `key`."""
+        with self._lock:
+            self._ahead[key] = (decode, round_)
+
+    def drop_ahead(self, before: int) -> None:
+        """Forget the decodes started ahead before round `before` and never asked for."""
+        with self._lock:
+            for key in [k for k, (_, r) in self._ahead.items() if r < before]:
+                self._ahead.pop(key)[0].cancel()
+
+    def _take_ahead(self, key: str) -> Future[DecodedVideo] | None:
+        with self._lock:
+            found = self._ahead.pop(key, None)
+        return None if found is None else found[0]
+
     # ----- memory -----------------------------------------------------------------------------
 
     def _lookup(self, key: str) -> DecodedVideo | None:
@@ -157,16 +197,12 @@ class VideoCache:
 
     # ----- decode and disk --------------------------------------------------------------------
 
-    def _decode(self, media: MediaRef) -> DecodedVideo:
+    def _decode(self, media: MediaRef, ahead: Future[DecodedVideo] | None = None) -> DecodedVideo:
         with self._lock:  # counters are shared by threads decoding different keys
             self.decode_count += 1
-        if media.frames is not None:
-            return frames_from_array(media.frames, media.fps, self.config, media.start, media.end)
-        # MediaRef.__post_init__ requires a path or frames: without frames, path is a str.
-        path = cast(str, media.path)
-        if is_image_path(path):
-            return load_image(path, self.config)
-        return decode_video(path, self.config, media.start, media.end)
+        if ahead is not None and not ahead.cancelled():
+            return ahead.result()  # a MediaError of the worker's decode is raised here
+        return decode_media(media, self.config)
 
     def _disk_path(self, key: str) -> Path | None:
         return None if self._dir is None else self._dir / f"{key}.pt"

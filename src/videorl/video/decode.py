@@ -4,8 +4,10 @@
 `decode_video` samples frames by target fps within `[min_frames, max_frames]` (even count),
 optionally from a clip `[start, end)`, and resizes them the way the Qwen processors expect:
 each frame to `fit_resolution(h, w, min_pixels, cap)` with the per-frame cap
-`frame_pixel_cap(n, ...)` from the whole-video `total_pixels` budget. Frames come back as a
-uint8 tensor `T x C x H x W`; every failure is a `MediaError` naming the file and the fix.
+`frame_pixel_cap(n, ...)` from the whole-video `total_pixels` budget, each frame as it is
+decoded (so decoding holds `n` frames at that size, whatever the video's length or resolution:
+docs/long_videos.md). Frames come back as a uint8 tensor `T x C x H x W`; every failure is a
+`MediaError` naming the file and the fix.
 """
 
 from __future__ import annotations
@@ -22,7 +24,14 @@ from torchvision.transforms import InterpolationMode
 from torchvision.transforms.v2 import functional as tvf
 
 from videorl.errors import ConfigError, DataError, MediaError
-from videorl.video.backends import BACKENDS, READERS, Backend, SourceInfo, backend_available
+from videorl.video.backends import (
+    BACKENDS,
+    READERS,
+    Backend,
+    SourceInfo,
+    as_chw,
+    backend_available,
+)
 from videorl.video.meta import TIME_ENCODINGS, TimeEncoding, VideoMeta
 from videorl.video.sampling import (
     clip_bounds,
@@ -175,6 +184,65 @@ def _check_file(path: str, kind: str) -> None:
         )
 
 
+def _frame_size(src_h: int, src_w: int, num_frames: int, config: VideoConfig) -> tuple[int, int]:
+    """`fit_resolution(h, w, min_pixels, frame_pixel_cap(n, ...))`: the size each of a video's
+    `n` sampled frames is resized to (module docstring)."""
+    cap = frame_pixel_cap(
+        num_frames,
+        min_pixels=config.min_pixels,
+        max_pixels=config.max_pixels,
+        total_pixels=config.total_pixels,
+    )
+    return fit_resolution(
+        src_h, src_w, min_pixels=config.min_pixels, max_pixels=cap, factor=config.factor
+    )
+
+
+class _FitFrames:
+    """The `convert` handed to a reader: resizes each frame as it is decoded, so decoding holds
+    the sampled frames at the model's resolution, never at the file's (docs/long_videos.md).
+    The size is fixed at the first frame, from its size and the plan's frame count."""
+
+    def __init__(self, config: VideoConfig, planned: dict[str, Any]) -> None:
+        self.config, self.planned = config, planned
+        self.source: tuple[int, int] | None = None
+        self.size: tuple[int, int] = (0, 0)
+
+    def __call__(self, frame: np.ndarray) -> torch.Tensor:
+        if self.source is None:
+            src_h, src_w = int(frame.shape[0]), int(frame.shape[1])
+            self.size = _frame_size(src_h, src_w, len(self.planned["indices"]), self.config)
+            self.source = (src_h, src_w)
+        return resize_frames(as_chw(frame)[None], *self.size)[0]
+
+
+def _meta(
+    info: SourceInfo,
+    indices: list[int],
+    actual_fps: float,
+    config: VideoConfig,
+    start: float | None,
+    end: float | None,
+    source: tuple[int, int],
+    size: tuple[int, int],
+) -> VideoMeta:
+    first, stop = clip_bounds(info.num_frames, info.fps, start, end)
+    clip_start = max(0.0, start or 0.0)
+    return VideoMeta(
+        source_fps=info.fps,
+        duration=(stop - first) / info.fps,
+        frame_indices=tuple(indices),
+        timestamps=frame_timestamps(indices, info.fps, clip_start),
+        fps=actual_fps,
+        clip_start=clip_start,
+        width=size[1],
+        height=size[0],
+        source_width=source[1],
+        source_height=source[0],
+        time_encoding=config.time_encoding,
+    )
+
+
 def _sample(
     source: np.ndarray,
     info: SourceInfo,
@@ -185,33 +253,11 @@ def _sample(
     end: float | None,
 ) -> DecodedVideo:
     """Build frames + meta from `source` (`n x H x W x 3`, already the planned frames)."""
-    first, stop = clip_bounds(info.num_frames, info.fps, start, end)
-    clip_start = max(0.0, start or 0.0)
     frames = torch.from_numpy(np.ascontiguousarray(source)).permute(0, 3, 1, 2)
-    src_h, src_w = int(frames.shape[2]), int(frames.shape[3])
-    cap = frame_pixel_cap(
-        len(indices),
-        min_pixels=config.min_pixels,
-        max_pixels=config.max_pixels,
-        total_pixels=config.total_pixels,
-    )
-    height, width = fit_resolution(
-        src_h, src_w, min_pixels=config.min_pixels, max_pixels=cap, factor=config.factor
-    )
-    meta = VideoMeta(
-        source_fps=info.fps,
-        duration=(stop - first) / info.fps,
-        frame_indices=tuple(indices),
-        timestamps=frame_timestamps(indices, info.fps, clip_start),
-        fps=actual_fps,
-        clip_start=clip_start,
-        width=width,
-        height=height,
-        source_width=src_w,
-        source_height=src_h,
-        time_encoding=config.time_encoding,
-    )
-    return DecodedVideo(frames=resize_frames(frames, height, width).contiguous(), meta=meta)
+    src = (int(frames.shape[2]), int(frames.shape[3]))
+    size = _frame_size(*src, len(indices), config)
+    meta = _meta(info, indices, actual_fps, config, start, end, src, size)
+    return DecodedVideo(frames=resize_frames(frames, *size).contiguous(), meta=meta)
 
 
 def _planner(
@@ -245,19 +291,19 @@ def decode_video(
     path = str(path)
     _check_file(path, "video")
     planned: dict[str, Any] = {}
+    fit = _FitFrames(config, planned)
     try:
-        info, source = READERS[config.backend](path, _planner(config, start, end, planned))
-    except DataError as err:  # the clip does not fit the video
+        info, frames = READERS[config.backend](path, _planner(config, start, end, planned), fit)
+    except (DataError, MediaError) as err:  # the clip does not fit the video; a bad aspect
         raise MediaError(f"{path}: {err}") from err
     except Exception as err:  # any decoder failure is a bad sample, reported with its file
         raise MediaError(
             f"cannot decode video {path} ({type(err).__name__}: {err}); the file is corrupt or "
             f"not a video; re-encode it ({_REENCODE}) or drop the record"
         ) from err
-    try:
-        return _sample(source, info, planned["indices"], planned["fps"], config, start, end)
-    except MediaError as err:  # e.g. an extreme aspect ratio
-        raise MediaError(f"{path}: {err}") from err
+    assert fit.source is not None  # a reader returns at least one frame or raises
+    meta = _meta(info, planned["indices"], planned["fps"], config, start, end, fit.source, fit.size)
+    return DecodedVideo(frames=frames, meta=meta)
 
 
 def frames_at(
@@ -276,13 +322,15 @@ def frames_at(
         def plan(info: SourceInfo) -> list[int]:
             return [min(max(i, 0), info.num_frames - 1) for i in indices]
 
+        def fit(frame: np.ndarray) -> torch.Tensor:  # resized as decoded, as decode_video
+            return resize_frames(as_chw(frame)[None], height, width)[0]
+
         try:
-            _, raw = READERS[backend](source, plan)
+            return READERS[backend](source, plan, fit)[1]
         except Exception as err:  # as in decode_video: a bad sample, reported with its file
             raise MediaError(f"cannot decode video {source} ({type(err).__name__}: {err})") from err
-    else:
-        array = np.asarray(source)
-        raw = array[[min(max(i, 0), array.shape[0] - 1) for i in indices]]
+    array = np.asarray(source)
+    raw = array[[min(max(i, 0), array.shape[0] - 1) for i in indices]]
     frames = torch.from_numpy(np.ascontiguousarray(raw)).permute(0, 3, 1, 2)
     return resize_frames(frames, height, width).contiguous()
 

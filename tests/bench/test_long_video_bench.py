@@ -1,0 +1,59 @@
+"""bench/long_video.py: `--quick` runs end to end (one 30 s file made by repeating an encoded
+piece) and every reader returns the frames the old one does, the new one decoding fewer."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import av
+import pytest
+
+from tests.bench import BENCH, bench_module
+
+
+@pytest.mark.slow
+def test_quick_run_writes_every_reader(tmp_path):
+    out = tmp_path / "long_video.json"
+    done = subprocess.run(
+        [sys.executable, str(BENCH / "long_video.py"), "--quick", "--work", str(tmp_path)]
+        + ["--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "| 0.5 min | 250f | new |" in done.stdout  # the printed table
+    result = json.loads(out.read_text())
+    run = result["files"]["0.5min_kf250f"]
+    assert all(run["identical"].values()) and {"before", "new", "seek_each"} <= set(
+        run["identical"]
+    )
+    readers = run["readers"]
+    assert readers["new"]["frames"] == [60, 3, 252, 420]  # 2 fps over 30 s, resized
+    decoded = {name: r["frames_decoded"] for name, r in readers.items()}
+    assert decoded["new"] < decoded["before"] < decoded["seek_each"]
+    assert all(r["peak_rss_mb"] > r["baseline_rss_mb"] > 0 for r in readers.values())
+    assert result["summary"]["0.5min_kf250f"]["speedup_over_before"] > 0
+    # the repeated piece keeps a keyframe every 250 frames
+    (made,) = (tmp_path / "long_video").glob("160x96-0.5min_kf250f.mp4")
+    with av.open(str(made)) as container:
+        stream = container.streams.video[0]
+        keys = [
+            k for k, p in enumerate(p for p in container.demux(stream) if p.size) if p.is_keyframe
+        ]
+    assert keys == [0, 250, 500, 750]
+
+
+def test_the_docs_show_the_committed_results():
+    bench = bench_module("long_video")
+    result = json.loads((BENCH / "results" / "long_video.json").read_text())
+    assert harness_marked(bench) == bench.page_text(result)
+    summary = result["summary"]
+    assert summary["10min_kf250f"]["speedup_over_before"] is not None
+
+
+def harness_marked(bench) -> str:
+    return bench.harness.marked_text(bench.PAGE, bench.SCRIPT)
