@@ -792,6 +792,11 @@ def _check_async(cfg: Config) -> None:
             f"{cfg.model.sequence_parallel_size}) with rollout.mode=async: async rollouts run "
             "with a one-process trainer for now; set trainer.nproc=1 or rollout.mode=sync"
         )
+    if cfg.data.prefetch_workers:
+        raise ConfigError(
+            f"data.prefetch_workers={cfg.data.prefetch_workers} with rollout.mode=async: the "
+            "rollout workers decode the videos themselves; set data.prefetch_workers=0"
+        )
     if cfg.algorithm.dynamic_sampling.enabled and rollout.max_staleness > 0:
         raise ConfigError(
             "algorithm.dynamic_sampling with rollout.max_staleness > 0: its refills would draw "
