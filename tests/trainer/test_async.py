@@ -133,15 +133,21 @@ def _wait_gone(pids: list[int]) -> None:
         time.sleep(0.05)
 
 
-def _start(out: Path, overrides: list[str], point: PausePoint) -> subprocess.Popen:
-    """The run in a subprocess, its output (stdout and stderr) in `out`.log."""
+def _held_run(build_config, tmp_path: Path):
+    """The 4-step async run in a subprocess, held after step 2's checkpoint (`pause.py`),
+    its output (stdout and stderr) in `run.log`: (config, out, point, process, workers)."""
+    out = tmp_path / "run"
+    config, overrides = build_config("grpo", out, *FAULT_STEPS)
+    point = PausePoint(tmp_path / "pause", step=2, ranks=1)
     with open(f"{out}.log", "w") as log:
-        return subprocess.Popen(
+        proc = subprocess.Popen(
             [sys.executable, str(WORKER), *overrides],
             stdout=log,
             stderr=subprocess.STDOUT,
             env={**_env(), **point.env()},
         )
+    point.wait(proc)
+    return config, out, point, proc, _rollout_workers(proc.pid)
 
 
 def _resume_and_compare(config, out: Path, reference: Path) -> None:
@@ -155,12 +161,7 @@ def _resume_and_compare(config, out: Path, reference: Path) -> None:
 def test_kill_9_of_the_trainer_then_resume(build_config, async_reference, tmp_path):
     """SIGKILL the trainer held after step 2's checkpoint: its workers exit, and the resumed
     run ends with the uninterrupted run's batches, weights, optimizer and sampler."""
-    out = tmp_path / "run"
-    config, overrides = build_config("grpo", out, *FAULT_STEPS)
-    point = PausePoint(tmp_path / "pause", step=2, ranks=1)
-    proc = _start(out, overrides, point)
-    point.wait(proc)
-    workers = _rollout_workers(proc.pid)
+    config, out, _, proc, workers = _held_run(build_config, tmp_path)
     assert len(workers) == 1
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
@@ -172,12 +173,7 @@ def test_kill_9_of_the_trainer_then_resume(build_config, async_reference, tmp_pa
 def test_kill_9_of_a_worker_stops_in_one_line_then_resume(build_config, async_reference, tmp_path):
     """SIGKILL the rollout worker while the trainer is held after step 2: the run stops with
     one line naming the worker (no hang, no traceback), and resumes as if never stopped."""
-    out = tmp_path / "run"
-    config, overrides = build_config("grpo", out, *FAULT_STEPS)
-    point = PausePoint(tmp_path / "pause", step=2, ranks=1)
-    proc = _start(out, overrides, point)
-    point.wait(proc)
-    (worker,) = _rollout_workers(proc.pid)
+    config, out, point, proc, (worker,) = _held_run(build_config, tmp_path)
     os.kill(worker, signal.SIGKILL)
     _wait_gone([worker])
     point.release()
@@ -191,12 +187,9 @@ def test_kill_9_of_a_worker_stops_in_one_line_then_resume(build_config, async_re
 
 
 def test_ctrl_c_of_the_trainer_saves_then_resume(build_config, async_reference, tmp_path):
-    out = tmp_path / "run"
-    config, overrides = build_config("grpo", out, *FAULT_STEPS)
-    point = PausePoint(tmp_path / "pause", step=2, ranks=1)
-    proc = _start(out, overrides, point)
-    point.wait(proc)
-    workers = _rollout_workers(proc.pid)
+    """Ctrl-C of the trainer held after step 2: it saves, stops its worker and exits; the
+    resumed run ends as the uninterrupted one."""
+    config, out, point, proc, workers = _held_run(build_config, tmp_path)
     os.kill(proc.pid, signal.SIGINT)
     point.wait_interrupted(proc)
     point.release()

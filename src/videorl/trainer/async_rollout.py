@@ -146,8 +146,8 @@ class AsyncRollouts:
         info: DistInfo,
     ) -> list[int]:
         """Step `step`'s prompts, after queueing the requests of steps `step` .. `step + k`
-        (drawn from `sampler` in step order)."""
-        for ahead in range(step, step + self.k + 1):
+        (drawn from `sampler` in step order; none past the run's last step)."""
+        for ahead in range(step, min(step + self.k + 1, self.cfg.trainer.steps)):
             if ahead not in self.submitted:
                 before = sampler.state_dict()
                 indices = sampler.next_batch()
