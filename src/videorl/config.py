@@ -339,8 +339,8 @@ class RolloutConfig:
     """Async, CPU: intra-op threads of each worker (0 = the available cores split between the
     trainer and the workers)."""
     devices: tuple[str, ...] = ()
-    """Async: the device of each worker (e.g. [cuda:1]); empty = the trainer's device on a
-    CPU. On GPUs give each worker a device of its own."""
+    """Async: the devices of the workers, rollout.workers per local trainer rank in rank order
+    (e.g. [cuda:2, cuda:3] for 2 ranks of 1 worker); empty = the trainer's device."""
     queue_timeout_s: float = 600.0
     """Async: the longest the trainer waits for a rollout (or a worker for new weights)
     before the run stops with an error naming the worker (> 0)."""
@@ -399,10 +399,10 @@ class RolloutConfig:
                 f"rollout.max_staleness >= {self.sync_every - 1} or rollout.sync_every <= "
                 f"{self.max_staleness + 1}"
             )
-        if self.devices and len(self.devices) != self.workers:
+        if self.devices and len(self.devices) % self.workers:
             raise ConfigError(
                 f"rollout.devices={list(self.devices)} names {len(self.devices)} devices for "
-                f"rollout.workers={self.workers}; give one device per worker"
+                f"rollout.workers={self.workers} per trainer rank; give workers x local ranks"
             )
 
     @property
@@ -786,11 +786,12 @@ def _check_async(cfg: Config) -> None:
             "engine (vLLM's weight transfer to a worker process is not built); set "
             "rollout.engine=hf"
         )
-    if cfg.trainer.nproc > 1 or cfg.model.sequence_parallel_size > 1:
+    if cfg.model.sequence_parallel_size > 1:
         raise ConfigError(
-            f"trainer.nproc={cfg.trainer.nproc} (sequence parallel size "
-            f"{cfg.model.sequence_parallel_size}) with rollout.mode=async: async rollouts run "
-            "with a one-process trainer for now; set trainer.nproc=1 or rollout.mode=sync"
+            f"model.sequence_parallel_size={cfg.model.sequence_parallel_size} with "
+            "rollout.mode=async: a sequence-parallel group shares one rank's generations, "
+            "which async workers do not do yet; set model.sequence_parallel_size=1 or "
+            "rollout.mode=sync"
         )
     if cfg.data.prefetch_workers:
         raise ConfigError(

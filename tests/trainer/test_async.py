@@ -250,3 +250,26 @@ def test_dynamic_sampling_past_staleness_zero_is_refused_in_one_line(make_config
 
     with pytest.raises(ConfigError, match=r"dynamic_sampling .*set rollout.max_staleness=0"):
         make_config("grpo", *DYNAMIC_SAMPLING, "rollout.mode=async", "rollout.max_staleness=1")
+
+
+def test_two_trainer_ranks_each_drive_their_workers(build_config, tmp_path):
+    """2 FSDP ranks (gloo), each with its own rollout worker for its shard of the prompts:
+    staleness 0 equals the synchronous 2-rank run step for step."""
+    from tests.trainer.test_distributed import TORCHRUN
+
+    rows = {}
+    for mode in ("sync", "async"):
+        out = tmp_path / mode
+        _, overrides = build_config(
+            "grpo", out, "trainer.steps=2", f"rollout.mode={mode}", "rollout.max_staleness=0"
+        )
+        subprocess.run(
+            [*TORCHRUN, str(WORKER), *overrides],
+            check=True,
+            env=_env(),
+            timeout=900,
+            capture_output=True,
+        )
+        rows[mode] = metrics_by_step(out)
+    for step in (1, 2):
+        assert _untimed(rows["sync"][step]) == _untimed(rows["async"][step]), f"step {step}"

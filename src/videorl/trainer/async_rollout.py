@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import queue
 import time
 from collections.abc import Sequence
@@ -55,20 +56,31 @@ if TYPE_CHECKING:
     from videorl.distributed import DistInfo
 
 
-def check_world_size(world_size: int) -> None:
-    """A torchrun launch leaves trainer.nproc unset, so the world size is checked here."""
-    if world_size > 1:
+def worker_devices(cfg: Config, info: DistInfo) -> list[str]:
+    """This rank's workers' devices: `rollout.devices` gives one per worker of each local
+    rank (rank r's workers take entries r * workers ..), or every worker uses the rank's
+    device (a CPU)."""
+    workers, devices = cfg.rollout.workers, cfg.rollout.devices
+    if not devices:
+        return [info.device] * workers
+    local_ranks = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
+    if len(devices) != workers * local_ranks:
         raise ConfigError(
-            f"{world_size} trainer ranks with rollout.mode=async: async rollouts run with a "
-            "one-process trainer for now; set trainer.nproc=1 or rollout.mode=sync"
+            f"rollout.devices={list(devices)} with {local_ranks} local trainer ranks of "
+            f"rollout.workers={workers} each: give {workers * local_ranks} devices, rank r's "
+            f"workers taking entries r * {workers} onwards"
         )
+    start = info.local_rank * workers
+    return list(devices[start : start + workers])
 
 
 def worker_threads(cfg: Config) -> tuple[int, int]:
-    """(trainer, worker) CPU threads: `rollout.worker_threads` for each worker (0: the
-    available cores split evenly between the trainer and the workers) and the trainer's
-    share of what is left; `trainer.cpu_threads` > 0 sets the trainer's."""
-    cores = available_cores()
+    """(trainer, worker) CPU threads of one trainer rank: `rollout.worker_threads` for each
+    of its workers (0: the rank's share of the available cores split evenly between it and
+    its workers) and the trainer's share of what is left; `trainer.cpu_threads` > 0 sets
+    the trainer's."""
+    local_ranks = max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
+    cores = max(1, available_cores() // local_ranks)
     share = max(1, cores // (cfg.rollout.workers + 1))
     worker = cfg.rollout.worker_threads or share
     trainer = cfg.trainer.cpu_threads or max(1, cores - worker * cfg.rollout.workers)
@@ -88,7 +100,6 @@ class AsyncRollouts:
     ) -> None:
         """Spawn the workers; `model` holds the trainer's weights (`version`: its step) and
         `restored` the older versions a checkpoint kept (`held_versions`)."""
-        check_world_size(info.world_size)
         self.cfg, self.k = cfg, cfg.rollout.max_staleness
         context = mp.get_context("spawn")
         self.weights = SharedWeights(model, context, slots=self.k + 1)
@@ -106,7 +117,7 @@ class AsyncRollouts:
         trainer_threads, threads = worker_threads(cfg)
         if info.device.startswith("cpu"):
             torch.set_num_threads(trainer_threads)
-        devices = cfg.rollout.devices or (info.device,) * cfg.rollout.workers
+        devices = worker_devices(cfg, info)
         self.workers = [
             context.Process(
                 target=worker_main,
