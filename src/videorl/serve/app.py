@@ -14,6 +14,7 @@ thread, stream chunks are built in a thread: the event loop only awaits. Binds 1
 from __future__ import annotations
 
 import asyncio
+import errno
 import hmac
 import json
 import logging
@@ -29,6 +30,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.exceptions import HTTPException
 
+from videorl.errors import ConfigError
 from videorl.serve.chat import ChatService
 from videorl.serve.engine import GenerationQueue
 from videorl.serve.schema import RequestError, parse_request
@@ -189,11 +191,22 @@ class ServerThread:
 
 
 def bind(host: str, port: int) -> socket.socket:
-    """A listening socket (port 0: any free port)."""
+    """A listening socket (port 0: any free port); a port in use, a privileged port or an
+    address not on this machine is a one-line `ConfigError` naming the flag and the fix."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
+    try:
+        sock.bind((host, port))
+    except OSError as err:
+        sock.close()
+        reason = (
+            "is in use" if err.errno == errno.EADDRINUSE else f"cannot be bound ({err.strerror})"
+        )
+        raise ConfigError(
+            f"--port {port} on --host {host} {reason}; pass another --port (0: any free port) "
+            "or stop what holds it"
+        ) from None
     sock.listen(128)
     return sock
 
