@@ -41,6 +41,7 @@ from videorl.eval.options import (
     PromptStyle,
     ResponseBudget,
     ResumeEval,
+    SkipInvalid,
     Think,
     VideoRoot,
 )
@@ -121,6 +122,7 @@ def eval_command(
     min_pixels: MinPixels = None,
     max_pixels: MaxPixels = None,
     device: Device = "auto",
+    skip_invalid: SkipInvalid = False,
     overwrite: OverwriteEval = False,
     resume: ResumeEval = False,
 ) -> None:
@@ -152,8 +154,10 @@ def eval_command(
     settings = _eval_settings(
         benchmark, out, video_root, benchmark_root, max_samples, batch, run.video
     )
-    if settings is not None and controls:
-        settings = dataclasses.replace(settings, controls=parse_controls(controls))
+    if settings is not None:
+        settings = dataclasses.replace(
+            settings, controls=parse_controls(controls), skip_invalid=skip_invalid
+        )
     if compare:
         _compare(compare, settings, out, overwrite)
         return

@@ -171,6 +171,12 @@ MaxTotalTokens = Annotated[
         help="With --tools: tokens per answer at most, model and tool turns together.",
     ),
 ]
+SkipInvalid = Annotated[
+    bool,
+    typer.Option(
+        "--skip-invalid", help="Skip and count invalid benchmark rows instead of stopping."
+    ),
+]
 OverwriteEval = Annotated[
     bool, typer.Option("--overwrite", help="Replace the outputs of an earlier eval in --out.")
 ]

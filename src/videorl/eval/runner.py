@@ -79,6 +79,7 @@ class EvalSettings:
     video: VideoConfig = field(default_factory=VideoConfig)
     progress: bool = True
     controls: tuple[str, ...] = ()  # video controls (`video.controls.CONTROLS`) to answer too
+    skip_invalid: bool = False  # skip and count invalid benchmark rows (`--skip-invalid`)
 
     def __post_init__(self) -> None:
         if self.batch_size < 1:
@@ -121,6 +122,8 @@ def load_benchmark(settings: EvalSettings) -> tuple[Benchmark, list[TaskRecord],
         family=benchmark.family,
         video_root=settings.video_root,
         split=benchmark.split,
+        skip_invalid=settings.skip_invalid,
+        skip_fix="pass --skip-invalid",
     )
     records = loaded.records[: settings.max_samples] if settings.max_samples else loaded.records
     if not records:
