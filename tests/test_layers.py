@@ -26,7 +26,17 @@ LAYERS: list[set[str]] = [
     {"models", "rewards", "algorithms"},
     {"data"},
     {"video"},
-    {"config_loader", "distributed", "errors", "outputs", "reduction", "registry", "versions"},
+    {
+        "config_loader",
+        "distributed",
+        "errors",
+        "hub",
+        "outputs",
+        "quickstart",
+        "reduction",
+        "registry",
+        "versions",
+    },
 ]
 
 

@@ -28,3 +28,45 @@ def test_a_bad_benchmark_line_names_skip_invalid_and_eval_accepts_it(tmp_path, c
     metrics = json.loads((tmp_path / "b" / "metrics.json").read_text())
     assert metrics["benchmark"]["skipped_invalid_rows"] == 1
     assert metrics["families"]["temporal_grounding"]["n"] == len(VTG_ROWS)
+
+
+def _no_hub(monkeypatch):
+    """Any Hub lookup fails the test (the newcomer waited 31 s on five retries)."""
+    import transformers.utils
+
+    def refuse(*args, **kwargs):
+        raise AssertionError(f"a Hub lookup for {args}")
+
+    monkeypatch.setattr(transformers.utils, "cached_file", refuse)
+
+
+def test_a_mistyped_local_model_path_fails_at_once_without_the_hub(tmp_path, capsys, monkeypatch):
+    """`eval --model runs/nope` where runs/ exists: a local path, checked on disk at once."""
+    _no_hub(monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs").mkdir()
+    benchmark = write_jsonl(tmp_path / "vtg.jsonl", VTG_ROWS)
+    for typed in ("runs/nope", "./runs/nope"):
+        result = run_cli(capsys, monkeypatch, "eval", "--model", typed, "--benchmark", benchmark)
+        assert result.code == 2
+        assert result.lines == [
+            f"error: --model {typed!r} does not exist; fix the path (a Hub id is org/name)"
+        ]
+    assert not (tmp_path / "runs" / "eval").exists()  # refused before claiming --out
+
+
+def test_the_quickstart_models_missing_name_the_command_that_makes_them(
+    tmp_path, capsys, monkeypatch
+):
+    _no_hub(monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    benchmark = write_jsonl(tmp_path / "vtg.jsonl", VTG_ROWS)
+    model = "runs/quickstart/sft/final"
+    result = run_cli(capsys, monkeypatch, "eval", "--model", model, "--benchmark", benchmark)
+    assert result.code == 2
+    assert result.lines == [
+        (
+            f"error: --model {model!r} does not exist; run `videorl sft sft_quickstart` first (it "
+            "writes runs/quickstart/sft; `videorl quickstart` runs every step)"
+        )
+    ]

@@ -14,6 +14,7 @@ import dataclasses
 import json
 import logging
 import os
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -284,14 +285,22 @@ def load_training_records(
     short names; empty: all). No record left, or no media file found, is an error; some
     missing media files are a warning (`warn`): those samples are skipped and counted."""
     wanted = set(families)
-    records = [
-        r
-        for r in load_records(path, **load_kwargs).records
-        if not wanted or r.family.value in wanted or r.family.short in wanted
-    ]
+    records, dropped = [], Counter[str]()
+    for record in load_records(path, **load_kwargs).records:
+        if not wanted or {record.family.value, record.family.short} & wanted:
+            records.append(record)
+        else:
+            dropped[record.family.value] += 1
     if not records:
         raise ConfigError(
             f"data file {str(path)!r} has no records of data.families={sorted(wanted)}"
+        )
+    if dropped:
+        total = len(records) + dropped.total()
+        warn(
+            f"data.families={sorted(wanted)} keeps {len(records)} of the {total} records "
+            f"of {path} (left out: {', '.join(f'{k} {v}' for k, v in sorted(dropped.items()))}); "
+            "set data.families=all to use every family"
         )
     missing = check_media(records)
     if missing:

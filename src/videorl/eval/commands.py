@@ -45,6 +45,7 @@ from videorl.eval.options import (
     Think,
     VideoRoot,
 )
+from videorl.hub import refuse_missing_local
 
 _DEFAULT_OUT = Path("runs/eval")
 
@@ -138,6 +139,9 @@ def eval_command(
     from videorl.video.controls import parse_controls
 
     mode = _one_mode(model=model, endpoint=endpoint, predictions=predictions, compare=compare)
+    for key, path in (("--model", model), ("--checkpoint", checkpoint)):
+        if path is not None:
+            refuse_missing_local(path, key)  # a typo is not sent to the Hub
     # checked before any load
     runner = eval_tools(tools, mode, max_turns, max_total_tokens, modules=tool_modules)
     model_type = endpoint_model_type(endpoint, served_model, checkpoint, model_type)
