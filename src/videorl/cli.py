@@ -296,7 +296,14 @@ def train(
     if cfg is not None:
         from videorl.trainer.loop import run_training
 
-        run_training(cfg, resume=resume, overwrite=overwrite)
+        _exit_130_unless_final(cfg, run_training(cfg, resume=resume, overwrite=overwrite))
+
+
+def _exit_130_unless_final(cfg, path: Path) -> None:
+    """Exit 130 (a Ctrl-C's code) when the run stopped before `final/`: it was interrupted
+    and saved, so `videorl train ... && videorl eval ...` stops there."""
+    if path != Path(cfg.trainer.output_dir) / "final":
+        raise typer.Exit(130)
 
 
 def _training_job(
@@ -376,7 +383,7 @@ def sft(
     if cfg is not None:
         from videorl.trainer.sft import run_sft
 
-        run_sft(cfg, resume=resume, overwrite=overwrite)
+        _exit_130_unless_final(cfg, run_sft(cfg, resume=resume, overwrite=overwrite))
 
 
 @app.command("quickstart")

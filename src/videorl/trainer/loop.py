@@ -361,7 +361,7 @@ def run_training(
         stop.install()
         _train(state, hooks, writer, checkpointer, stop, guard)
     except KeyboardInterrupt:
-        return _save_interrupted(state, guard, checkpointer)
+        return _save_interrupted(state, guard, checkpointer, hooks.curve_keys)
     finally:
         stop.uninstall()
         guard.close()
@@ -473,10 +473,18 @@ def _finish(
     return final
 
 
-def _save_interrupted(state: TrainState, guard: StepGuard, checkpointer: Checkpointer) -> Path:
+def _save_interrupted(
+    state: TrainState, guard: StepGuard, checkpointer: Checkpointer, curve_keys: tuple[str, ...]
+) -> Path:
     """Ctrl-C: save the state after the last whole step (the step in flight is discarded;
-    see `trainer/interrupt.py`); a step already saved is not written again."""
+    see `trainer/interrupt.py`); a step already saved is not written again. The reward
+    curves of the steps done are drawn as a finished run's are."""
     out = Path(state.cfg.trainer.output_dir)
+    metrics = out / "metrics.jsonl"
+    if state.info.is_main and metrics.is_file() and metrics.stat().st_size:
+        console.print(
+            f"curves: {plot_reward_curves(metrics, out / 'reward_curves.png', curve_keys)}"
+        )
     if guard.in_flight and (state.info.enabled or not guard.rollback()):
         latest = ckpt.list_checkpoints(out)
         console.print(
