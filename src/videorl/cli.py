@@ -9,12 +9,36 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from videorl.cli_help import ROOT_EXAMPLES, examples_block, polish_help
 from videorl.errors import VideoRLError
 
 app = typer.Typer(
-    add_completion=False, no_args_is_help=True, help="RL post-training of video multimodal LLMs."
+    add_completion=False,
+    no_args_is_help=True,
+    help="RL post-training of video multimodal LLMs. `videorl quickstart` runs the whole path "
+    "on a CPU in minutes; `videorl COMMAND -h` explains each command.",
+    epilog=examples_block(ROOT_EXAMPLES),
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 console = Console()
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from videorl import __version__
+
+        console.print(f"videorl {__version__}", highlight=False)
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_print_version, is_eager=True, help="Print the version."
+    ),
+) -> None:
+    """The options before any command (`videorl --version`)."""
+
 
 CONFIG_DIR = Path(__file__).resolve().parent / "recipes"  # configs/ in the repo links here
 
@@ -36,27 +60,37 @@ def packaged_recipes() -> dict[str, Path]:
 
 
 def recipe_summary(path: Path) -> str:
-    """The recipe's first comment line (what it trains, on what)."""
+    """The first sentence of the recipe's opening comment, whole (what it trains, on what),
+    however many comment lines it spans."""
+    import re
+
+    lines = []
     for line in path.read_text(encoding="utf-8").splitlines():
-        if line.startswith("#"):
-            return line.lstrip("# ").strip()
-        if line.strip():
+        if not line.startswith("#"):
             break
-    return ""
+        lines.append(line.lstrip("#").strip())
+    text = re.sub(r"(?<=\w-) (?=\w)", "", " ".join(lines))  # "temporal-\nsensitivity"
+    end = re.search(r"\.(\s|$)", text)  # "Qwen2.5-VL" is not a sentence's end
+    return text[: end.start() + 1] if end else text
 
 
 @app.command("recipes")
 def recipes() -> None:
     """List the recipes shipped with videorl (`videorl train NAME` runs one)."""
+    from rich.markup import escape
     from rich.table import Table
 
     table = Table(title=f"Recipes ({CONFIG_DIR})", show_header=True)
     table.add_column("name")
     table.add_column("what it runs", overflow="fold")
     for name, path in packaged_recipes().items():
-        table.add_row(name, recipe_summary(path))
+        table.add_row(name, escape(recipe_summary(path)))
     console.print(table)
-    console.print("run one with `videorl train NAME`; copy its YAML to change more than overrides")
+    console.print(
+        "run one with `videorl train NAME` (the sft recipes: `videorl sft NAME`); copy its YAML "
+        "to change more than overrides",
+        soft_wrap=True,
+    )
 
 
 @app.command("keys")
@@ -394,14 +428,7 @@ def quickstart(
 ) -> None:
     """Run the README's quickstart (what `make quickstart` runs, without make): a tiny model,
     synthetic videos, SFT, OraRL, eval of both checkpoints with video controls, the
-    before/after table; everything under runs/quickstart/, on one thread.
-
-    Examples:
-
-        videorl quickstart
-
-        videorl quickstart --overwrite   # start again from scratch
-    """
+    before/after table; everything under runs/quickstart/, on one thread."""
     import os
     import subprocess
 
@@ -543,6 +570,9 @@ def doctor(
         json_out.write_text(json.dumps(report, indent=2) + "\n")
     if not report["supported"]:
         raise typer.Exit(1)
+
+
+polish_help(app)  # after the last command: unwrapped docstrings and an Examples block each
 
 
 def main() -> None:

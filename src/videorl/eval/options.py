@@ -36,7 +36,8 @@ Benchmark = Annotated[
     str | None,
     typer.Option(
         "--benchmark",
-        help="A data file (records/vtg/timer1/mcq/math/verl/easyr1/orarl format), a folder "
+        help="A data file (records, vtg, timer1, mcq, math, verl, easyr1 or orarl format), a "
+        "folder "
         "or Hugging Face dataset id (org/name[@split], test split by default), or a benchmark "
         "name: charades_sta | activitynet_captions | qvhighlights | tvgbench.",
     ),
