@@ -70,3 +70,21 @@ def test_the_quickstart_models_missing_name_the_command_that_makes_them(
             "writes runs/quickstart/sft; `videorl quickstart` runs every step)"
         )
     ]
+
+
+def test_gibberish_inside_answer_counts_as_unparsed(tmp_path, capsys, monkeypatch):
+    """Replacement characters and stray `>` around a `1` are not the window (1, 1)."""
+    benchmark = write_jsonl(tmp_path / "vtg.jsonl", VTG_ROWS)
+    garbage = ["<answer>\ufffd\ufffd>1\ufffd>1</answer>", "<answer>>1 >\ufffd1></answer>"]
+    answers = write_jsonl(
+        tmp_path / "a.jsonl",
+        [{"id": k, "response": garbage[i % 2]} for i, k in enumerate(VTG_ANSWERS)],
+    )
+    out = tmp_path / "a"
+    args = ("eval", "--predictions", answers, "--benchmark", benchmark, "--out", out)
+    result = run_cli(capsys, monkeypatch, *args)
+    assert result.code == 0, result.output
+    assert f"records: unparsed {len(VTG_ROWS)}" in result.output
+    samples = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
+    assert [s["status"] for s in samples] == ["unparsed"] * len(VTG_ROWS)
+    assert not any("prediction" in s for s in samples)
