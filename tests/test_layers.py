@@ -27,6 +27,7 @@ LAYERS: list[set[str]] = [
     {"data"},
     {"video"},
     {
+        "config_keys",
         "config_loader",
         "distributed",
         "errors",

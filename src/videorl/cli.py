@@ -314,9 +314,10 @@ def train(
     overwrite: Overwrite = False,
 ) -> None:
     """Train a policy with the recipe's algorithm (GRPO, OraRL, TaRO, OPDVR, ...)."""
-    from videorl.plan import model_sources, plan_step, plan_table, sources_table
 
     def show_plan(cfg) -> None:
+        from videorl.plan import model_sources, plan_step, plan_table, sources_table
+
         console.print(plan_table(plan_step(cfg)))
         sources = model_sources(cfg)
         console.print(sources_table(sources))
@@ -354,6 +355,9 @@ def _training_job(
     (`--dry-run`) or relaunched under torchrun (`--nproc N`)."""
     import yaml
 
+    from videorl.config_keys import check_recipe_keys
+
+    check_recipe_keys(resolve_config_path(config), overrides or [])  # a typo, before torch loads
     from videorl.config import check_device_available, load_config
     from videorl.config_loader import to_dict
 
@@ -408,9 +412,10 @@ def sft(
 ) -> None:
     """Supervised warm start: response-only next-token loss on annotation (or TaRO constructed)
     targets; final/ is a model folder that `videorl train` takes as model.path."""
-    from videorl.plan import sft_plan_table
 
     def show_plan(cfg) -> None:
+        from videorl.plan import sft_plan_table
+
         console.print(sft_plan_table(cfg))
 
     cfg = _training_job("sft", config, overrides, dry_run, resume, nproc, overwrite, show_plan)
@@ -471,6 +476,9 @@ def score(
     """Score given response texts with the training rewards and print a summary per family."""
     import json
 
+    from videorl.config_keys import check_recipe_keys
+
+    check_recipe_keys(None, overrides or [])  # a typo, before torch loads
     from videorl.config import load_config
     from videorl.errors import ConfigError
     from videorl.outputs import refuse_own_inputs

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from videorl import config_keys
 from videorl.algorithms.advantages import GRPOConfig, get_estimator
 from videorl.algorithms.distill import DistillConfig
 from videorl.algorithms.dynamic_sampling import DynamicSamplingConfig
@@ -735,7 +736,7 @@ def check_world_size(data: DataConfig, world_size: int, sequence_parallel: int =
 
 
 # Sections that run folders written by earlier versions hold but nothing reads any more.
-RETIRED_SECTIONS = ("eval",)
+RETIRED_SECTIONS = config_keys.RETIRED_SECTIONS
 
 
 def _check_sp_teacher(algo: AlgorithmConfig, size: int) -> None:
