@@ -88,3 +88,25 @@ def test_gibberish_inside_answer_counts_as_unparsed(tmp_path, capsys, monkeypatc
     samples = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
     assert [s["status"] for s in samples] == ["unparsed"] * len(VTG_ROWS)
     assert not any("prediction" in s for s in samples)
+
+
+def test_compare_of_two_evals_loads_no_model_stack(tmp_path):
+    """`eval --compare A B` reads two metrics.json files: no torch, no models, no videos."""
+    import subprocess
+    import sys
+
+    for side, miou in (("a", 10.0), ("b", 20.0)):
+        (tmp_path / side).mkdir()
+        metrics = {"families": {"temporal_grounding": {"n": 4, "metrics": {"mIoU": miou}}}}
+        (tmp_path / side / "metrics.json").write_text(json.dumps(metrics))
+    argv = ["videorl", "eval", "--compare", str(tmp_path / "a"), str(tmp_path / "b")]
+    script = (
+        f"import sys\nfrom videorl.cli import main\nsys.argv = {argv!r}\n"
+        "try:\n    main()\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
+        "print('torch' in sys.modules, 'transformers' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], check=True, capture_output=True, text=True
+    )
+    assert "+10.0" in done.stdout
+    assert done.stdout.splitlines()[-1] == "False False"

@@ -135,10 +135,13 @@ def eval_command(
     it as training did; flags override. With --tools, the model answers with tools in the
     trainer's multi-turn loop and again without them (docs/tools.md).
     """
+    mode = _one_mode(model=model, endpoint=endpoint, predictions=predictions, compare=compare)
+    if compare and benchmark is None:  # two finished evals: read, no model or video stack
+        _compare(compare, None, out, overwrite)
+        return
     from videorl.eval.runner import evaluate
     from videorl.video.controls import parse_controls
 
-    mode = _one_mode(model=model, endpoint=endpoint, predictions=predictions, compare=compare)
     for key, path in (("--model", model), ("--checkpoint", checkpoint)):
         if path is not None:
             refuse_missing_local(path, key)  # a typo is not sent to the Hub
@@ -252,7 +255,7 @@ def _claim_eval_out(
     settings: Any, model: str | None, *, overwrite: bool, resume: bool, keep: Path | None
 ) -> None:
     """Claim the eval's output folder (refusing to overwrite another eval's outputs)."""
-    from videorl.eval.runner import claim_out_dir
+    from videorl.eval.out_dir import claim_out_dir
 
     bench_file = settings.benchmark if Path(settings.benchmark).exists() else None
     claim_out_dir(
@@ -387,7 +390,7 @@ def _compare(paths: tuple[Path, Path], settings: Any, out: Path | None, overwrit
     from rich.markdown import Markdown
 
     from videorl.eval.compare import compare_paths, to_markdown
-    from videorl.eval.runner import claim_out_dir
+    from videorl.eval.out_dir import claim_out_dir
 
     if out is not None:
         claim_out_dir(out, overwrite=overwrite, resume=False, inputs=_inputs(*paths))
