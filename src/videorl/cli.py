@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -31,13 +32,32 @@ def _print_version(value: bool) -> None:
         raise typer.Exit()
 
 
+VERBOSE = "--verbose"
+
+
 @app.callback()
 def _root(
     version: bool = typer.Option(
         False, "--version", callback=_print_version, is_eager=True, help="Print the version."
     ),
+    verbose: bool = typer.Option(
+        False,
+        VERBOSE,
+        help="Show the progress bars of transformers and the Hub (loading weights, writing "
+        "shards, downloads), hidden otherwise; accepted anywhere on the command line.",
+    ),
 ) -> None:
     """The options before any command (`videorl --version`)."""
+
+
+def quiet_progress_bars(argv: list[str]) -> list[str]:
+    """`argv` without `--verbose`; without it, transformers' and the Hub's progress bars
+    are turned off (HF_HUB_DISABLE_PROGRESS_BARS=1, before either is imported; inherited
+    by torchrun's and the quickstart's child processes). A value the user set wins."""
+    if VERBOSE in argv:
+        return [arg for arg in argv if arg != VERBOSE]
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    return argv
 
 
 CONFIG_DIR = Path(__file__).resolve().parent / "recipes"  # configs/ in the repo links here
@@ -585,6 +605,7 @@ polish_help(app)  # after the last command: unwrapped docstrings and an Examples
 
 def main() -> None:
     """Entry point: user errors become one red line and exit code 2, not a traceback."""
+    sys.argv[1:] = quiet_progress_bars(sys.argv[1:])
     try:
         app()
     except VideoRLError as err:
