@@ -139,12 +139,12 @@ def eval_command(
     if compare and benchmark is None:  # two finished evals: read, no model or video stack
         _compare(compare, None, out, overwrite)
         return
-    from videorl.eval.runner import evaluate
-    from videorl.video.controls import parse_controls
-
     for key, path in (("--model", model), ("--checkpoint", checkpoint)):
         if path is not None:
             refuse_missing_local(path, key)  # a typo is not sent to the Hub
+    from videorl.eval.runner import evaluate
+    from videorl.video.controls import parse_controls
+
     # checked before any load
     runner = eval_tools(tools, mode, max_turns, max_total_tokens, modules=tool_modules)
     model_type = endpoint_model_type(endpoint, served_model, checkpoint, model_type)

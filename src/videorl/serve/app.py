@@ -14,11 +14,9 @@ thread, stream chunks are built in a thread: the event loop only awaits. Binds 1
 from __future__ import annotations
 
 import asyncio
-import errno
 import hmac
 import json
 import logging
-import socket
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
@@ -30,9 +28,9 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.exceptions import HTTPException
 
-from videorl.errors import ConfigError
 from videorl.serve.chat import ChatService
 from videorl.serve.engine import GenerationQueue
+from videorl.serve.listen import bind
 from videorl.serve.schema import RequestError, parse_request
 
 logger = logging.getLogger(__name__)
@@ -188,27 +186,6 @@ class ServerThread:
     def __exit__(self, *_: object) -> None:
         self.server.should_exit = True
         self.thread.join(timeout=30)
-
-
-def bind(host: str, port: int) -> socket.socket:
-    """A listening socket (port 0: any free port); a port in use, a privileged port or an
-    address not on this machine is a one-line `ConfigError` naming the flag and the fix."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-    except OSError as err:
-        sock.close()
-        reason = (
-            "is in use" if err.errno == errno.EADDRINUSE else f"cannot be bound ({err.strerror})"
-        )
-        raise ConfigError(
-            f"--port {port} on --host {host} {reason}; pass another --port (0: any free port) "
-            "or stop what holds it"
-        ) from None
-    sock.listen(128)
-    return sock
 
 
 def uvicorn_config(

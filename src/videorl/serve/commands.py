@@ -73,14 +73,16 @@ def serve_command(
     Binds 127.0.0.1 unless --host says otherwise.
     """
     check_serve_installed()
+    from videorl.serve.listen import bind
+
+    bind(host, port).close()  # a busy port is a one-line error before the model loads
     from rich.console import Console
 
     from videorl.inference import RunSettings, load_for_inference
     from videorl.run_config import run_model_name
-    from videorl.serve.app import bind, serve
+    from videorl.serve.app import serve
     from videorl.serve.chat import ChatService
 
-    bind(host, port).close()  # a busy port is a one-line error before the model loads
     if media_root is not None and not media_root.is_dir():
         raise ConfigError(f"--media-root {media_root} is not a folder; pass an existing folder")
     run = RunSettings.from_checkpoint(model).override(
