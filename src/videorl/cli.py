@@ -382,6 +382,12 @@ def _training_job(
     from videorl.config_loader import to_dict
 
     cfg = load_config(resolve_config_path(config), overrides or [])
+    if resume is not None:  # the overrides against the saved run: refused, or applied for real
+        from videorl.trainer.resume_config import reconcile_resume
+
+        cfg, notes = reconcile_resume(cfg, resume)
+        for note in notes if os.environ.get("RANK", "0") == "0" else []:
+            console.print(f"resume: {note}", highlight=False, soft_wrap=True)
     if dry_run:
         from videorl.trainer.build import run_tools
 
