@@ -374,6 +374,7 @@ def _training_job(
     """The config of a `train`/`sft` run in this process, or None when done here: printed
     (`--dry-run`) or relaunched under torchrun (`--nproc N`)."""
     import yaml
+    from rich.markup import escape
 
     from videorl.config_keys import check_recipe_keys
 
@@ -394,6 +395,10 @@ def _training_job(
         run_tools(cfg)  # as the run does first: an unknown tool is a one-line error
         console.print(yaml.safe_dump(to_dict(cfg), sort_keys=False), end="")
         show_plan(cfg)
+        from videorl.plan import run_warnings
+
+        for warning in run_warnings(cfg):
+            console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False, soft_wrap=True)
         return None
     check_device_available("trainer.device", cfg.trainer.device)
     if nproc > 1:
