@@ -272,7 +272,10 @@ def _record_blind_best(out: Path) -> dict[str, dict]:
 @app.command("prepare")
 def prepare(
     sources: Path = typer.Option(
-        ..., "--sources", help="SOURCES.yaml: sources, quotas, benchmarks, seed, canary."
+        ...,
+        "--sources",
+        help="SOURCES.yaml: sources, quotas, benchmarks, seed, canary (its format: "
+        "docs/data.md, Training mixtures).",
     ),
     out: Path = typer.Option(
         ..., "--out", help="Folder for train.jsonl, canary.jsonl and manifest.json."
