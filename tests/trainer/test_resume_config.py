@@ -84,3 +84,12 @@ def test_a_resumed_sft_run_trains_the_added_steps_on_the_saved_schedule(
     assert lr[3] <= lr[2]  # no jump back up
     recorded = load_config(out / "config.yaml")
     assert recorded.trainer.steps == 4 and recorded.optim.schedule_steps == 2
+
+
+def test_steps_derived_from_epochs_are_not_a_change():
+    """With trainer.epochs the saved steps are the derived ones; the recipe's are not."""
+    saved = _saved("trainer.epochs=2")
+    saved["trainer.steps"] = 40  # what build_state derived and config.yaml recorded
+    cfg, notes = reconcile(_config("trainer.epochs=2"), saved)
+    assert cfg.optim.schedule_steps == 40
+    assert notes == ["optim.schedule_steps=40: the learning-rate schedule keeps the run's span"]

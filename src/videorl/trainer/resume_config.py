@@ -74,6 +74,8 @@ def reconcile(cfg: Config, saved: dict[str, Any]) -> tuple[Config, list[str]]:
     happen mid-run is a one-line `ConfigError` naming every such key."""
     new = _flat(to_dict(cfg))
     differs = {k: (saved.get(k), v) for k, v in new.items() if k in saved and saved[k] != v}
+    if new.get("trainer.epochs") is not None and "trainer.epochs" not in differs:
+        differs.pop("trainer.steps", None)  # derived from the epochs again, as it was saved
     span = saved.get(_SCHEDULE) or saved.get("trainer.steps")  # the saved run's schedule
     if _SCHEDULE in differs and differs[_SCHEDULE][1] in (None, span):
         del differs[_SCHEDULE]  # unset follows the saved span (pinned below), or is it
