@@ -13,6 +13,7 @@ jump; past the span the cosine stays at `min_lr_ratio`), and `config.yaml` recor
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 from typing import Any
 
@@ -98,8 +99,12 @@ def reconcile_resume(cfg: Config, resume: str | None) -> tuple[Config, list[str]
     """`reconcile` against the run behind `--resume` (auto: the latest checkpoint in
     `trainer.output_dir`); the config unchanged when there is nothing to resume."""
     from videorl.trainer.checkpoint import resolve_resume
+    from videorl.trainer.run_dir import refuse_past_end
 
     checkpoint = resolve_resume(resume, cfg.trainer.output_dir)
+    named = re.fullmatch(r"step-(\d+)", checkpoint.name) if checkpoint is not None else None
+    if named and cfg.trainer.epochs is None:  # before any note about the new steps
+        refuse_past_end(checkpoint, int(named.group(1)), cfg.trainer.steps)
     saved = None if checkpoint is None else saved_config(checkpoint)
     if saved is None:
         return cfg, []
