@@ -52,9 +52,11 @@ def _root(
 
 def quiet_progress_bars(argv: list[str]) -> list[str]:
     """`argv` without `--verbose`; without it, transformers' and the Hub's progress bars
-    are turned off (HF_HUB_DISABLE_PROGRESS_BARS=1, before either is imported; inherited
-    by torchrun's and the quickstart's child processes). A value the user set wins."""
+    are turned off (HF_HUB_DISABLE_PROGRESS_BARS=1 unless the user set it, before either is
+    imported). The variable is inherited by torchrun's and the quickstart's child
+    processes, so `--verbose` sets it to 0 for them too."""
     if VERBOSE in argv:
+        os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "0"
         return [arg for arg in argv if arg != VERBOSE]
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     return argv

@@ -81,6 +81,7 @@ def test_transformers_progress_bars_are_off_unless_verbose(tmp_path, monkeypatch
     assert "Writing model shards" not in quiet.stdout + quiet.stderr
     monkeypatch.setattr(os, "environ", env)  # this process's environment stays as it was
     assert quiet_progress_bars(["eval", "--verbose", "--model", "m"]) == ["eval", "--model", "m"]
-    assert "HF_HUB_DISABLE_PROGRESS_BARS" not in os.environ  # --verbose: the bars stay on
+    assert os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] == "0"  # on, in child processes too
+    del os.environ["HF_HUB_DISABLE_PROGRESS_BARS"]
     quiet_progress_bars(["eval"])
     assert os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] == "1"
