@@ -470,8 +470,9 @@ def quickstart(
     """Run the README's quickstart (what `make quickstart` runs, without make): a tiny model,
     synthetic videos, SFT, OraRL, eval of both checkpoints with video controls, the
     before/after table; everything under runs/quickstart/, on one thread."""
-    import os
     import subprocess
+
+    from rich.markup import escape
 
     from videorl.quickstart import QUICKSTART_DIR, STEPS
 
@@ -480,9 +481,8 @@ def quickstart(
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     for step in STEPS:
         extra = ["--overwrite"] if overwrite and step.overwrite else []
-        console.print(
-            f"[bold]$ {step.command}{' --overwrite' if extra else ''}[/]", highlight=False
-        )
+        line = f"$ {step.command}{' --overwrite' if extra else ''}"
+        console.print(f"[bold]{escape(line)}[/]", highlight=False, soft_wrap=True)
         code = subprocess.call([sys.executable, "-m", "videorl", *step.argv, *extra], env=env)
         if code:
             raise typer.Exit(code)
