@@ -1,9 +1,9 @@
-# Two commands: `make quickstart` (set up, SFT then OraRL on a tiny model on synthetic video, evaluate, report)
+# Two commands: `make quickstart` (set up, then `videorl quickstart`: SFT then OraRL on a tiny model on
+# synthetic video, evaluate, report; the steps are listed in src/videorl/quickstart.py)
 # and `make test` (set up, run the test suite). Everything runs on a CPU.
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
-QS := runs/quickstart
 # One thread: the tiny model's SFT is sensitive to floating-point order, and on one thread a
 # run repeats bench/seeds.py's seed-0 row (README) instead of landing elsewhere.
 ONE_THREAD := OMP_NUM_THREADS=1
@@ -37,14 +37,7 @@ test-fast: setup
 	$(PY) -m pytest -m "not slow"
 
 quickstart: setup
-	$(ONE_THREAD) $(PY) -m videorl make-tiny $(QS)/model --arch qwen3_vl --vision-warmup 150 --overwrite
-	$(ONE_THREAD) $(PY) -m videorl synth --out $(QS)/data --families temporal_grounding --tg-events appear --n 256 --seed 0 --val 32 --overwrite
-	$(ONE_THREAD) $(PY) -m videorl sft sft_quickstart --overwrite
-	$(ONE_THREAD) $(PY) -m videorl train quickstart --overwrite
-	$(ONE_THREAD) $(PY) -m videorl eval --model $(QS)/sft/final --benchmark $(QS)/data/val.jsonl --out $(QS)/eval-sft --controls frozen,reversed --overwrite
-	$(ONE_THREAD) $(PY) -m videorl eval --model $(QS)/train/final --benchmark $(QS)/data/val.jsonl --out $(QS)/eval --controls frozen,reversed --overwrite
-	$(ONE_THREAD) $(PY) -m videorl eval --compare $(QS)/eval-sft $(QS)/eval
-	@echo "SFT: $(QS)/sft/final  OraRL: $(QS)/train/final  metrics: $(QS)/train/metrics.jsonl  curves: $(QS)/train/reward_curves.png  report: $(QS)/eval/report.md"
+	$(ONE_THREAD) $(PY) -m videorl quickstart --overwrite
 
 # Multi-turn tools on a CPU (docs/tools.md): bench/tools.py's path as commands. A seeing model
 # (make-tiny, synth and sft_quickstart as `make quickstart`), SFT on gold get_clip trajectories

@@ -17,7 +17,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "videorl"
 # demo of the layers below; those reach a family only through `data.families.TASKS`, the
 # registry that imports the family modules on first lookup.
 LAYERS: list[set[str]] = [
-    {"cli", "__main__", "doctor", "config_reference"},
+    {"cli", "cli_help", "__main__", "doctor", "config_reference"},
     {"tasks"},
     {"trainer", "eval", "demo", "serve"},
     {"inference"},
@@ -26,7 +26,18 @@ LAYERS: list[set[str]] = [
     {"models", "rewards", "algorithms"},
     {"data"},
     {"video"},
-    {"config_loader", "distributed", "errors", "outputs", "reduction", "registry", "versions"},
+    {
+        "config_keys",
+        "config_loader",
+        "distributed",
+        "errors",
+        "hub",
+        "outputs",
+        "quickstart",
+        "reduction",
+        "registry",
+        "versions",
+    },
 ]
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -9,12 +10,57 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from videorl.cli_help import ROOT_EXAMPLES, examples_block, polish_help
 from videorl.errors import VideoRLError
 
 app = typer.Typer(
-    add_completion=False, no_args_is_help=True, help="RL post-training of video multimodal LLMs."
+    add_completion=False,
+    no_args_is_help=True,
+    help="RL post-training of video multimodal LLMs. `videorl quickstart` runs the whole path "
+    "on a CPU in minutes; `videorl COMMAND -h` explains each command.",
+    epilog=examples_block(ROOT_EXAMPLES),
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 console = Console()
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from videorl import __version__
+
+        console.print(f"videorl {__version__}", highlight=False)
+        raise typer.Exit()
+
+
+VERBOSE = "--verbose"
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_print_version, is_eager=True, help="Print the version."
+    ),
+    verbose: bool = typer.Option(
+        False,
+        VERBOSE,
+        help="Show the progress bars of transformers and the Hub (loading weights, writing "
+        "shards, downloads), hidden otherwise; accepted anywhere on the command line.",
+    ),
+) -> None:
+    """The options before any command (`videorl --version`)."""
+
+
+def quiet_progress_bars(argv: list[str]) -> list[str]:
+    """`argv` without `--verbose`; without it, transformers' and the Hub's progress bars
+    are turned off (HF_HUB_DISABLE_PROGRESS_BARS=1 unless the user set it, before either is
+    imported). The variable is inherited by torchrun's and the quickstart's child
+    processes, so `--verbose` sets it to 0 for them too."""
+    if VERBOSE in argv:
+        os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "0"
+        return [arg for arg in argv if arg != VERBOSE]
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    return argv
+
 
 CONFIG_DIR = Path(__file__).resolve().parent / "recipes"  # configs/ in the repo links here
 
@@ -36,27 +82,37 @@ def packaged_recipes() -> dict[str, Path]:
 
 
 def recipe_summary(path: Path) -> str:
-    """The recipe's first comment line (what it trains, on what)."""
+    """The first sentence of the recipe's opening comment, whole (what it trains, on what),
+    however many comment lines it spans."""
+    import re
+
+    lines = []
     for line in path.read_text(encoding="utf-8").splitlines():
-        if line.startswith("#"):
-            return line.lstrip("# ").strip()
-        if line.strip():
+        if not line.startswith("#"):
             break
-    return ""
+        lines.append(line.lstrip("#").strip())
+    text = re.sub(r"(?<=\w-) (?=\w)", "", " ".join(lines))  # "temporal-\nsensitivity"
+    end = re.search(r"\.(\s|$)", text)  # "Qwen2.5-VL" is not a sentence's end
+    return text[: end.start() + 1] if end else text
 
 
 @app.command("recipes")
 def recipes() -> None:
     """List the recipes shipped with videorl (`videorl train NAME` runs one)."""
+    from rich.markup import escape
     from rich.table import Table
 
     table = Table(title=f"Recipes ({CONFIG_DIR})", show_header=True)
     table.add_column("name")
     table.add_column("what it runs", overflow="fold")
     for name, path in packaged_recipes().items():
-        table.add_row(name, recipe_summary(path))
+        table.add_row(name, escape(recipe_summary(path)))
     console.print(table)
-    console.print("run one with `videorl train NAME`; copy its YAML to change more than overrides")
+    console.print(
+        "run one with `videorl train NAME` (the sft recipes: `videorl sft NAME`); copy its YAML "
+        "to change more than overrides",
+        soft_wrap=True,
+    )
 
 
 @app.command("keys")
@@ -218,7 +274,10 @@ def _record_blind_best(out: Path) -> dict[str, dict]:
 @app.command("prepare")
 def prepare(
     sources: Path = typer.Option(
-        ..., "--sources", help="SOURCES.yaml: sources, quotas, benchmarks, seed, canary."
+        ...,
+        "--sources",
+        help="SOURCES.yaml: sources, quotas, benchmarks, seed, canary (its format: "
+        "docs/data.md, Training mixtures).",
     ),
     out: Path = typer.Option(
         ..., "--out", help="Folder for train.jsonl, canary.jsonl and manifest.json."
@@ -280,9 +339,10 @@ def train(
     overwrite: Overwrite = False,
 ) -> None:
     """Train a policy with the recipe's algorithm (GRPO, OraRL, TaRO, OPDVR, ...)."""
-    from videorl.plan import model_sources, plan_step, plan_table, sources_table
 
     def show_plan(cfg) -> None:
+        from videorl.plan import model_sources, plan_step, plan_table, sources_table
+
         console.print(plan_table(plan_step(cfg)))
         sources = model_sources(cfg)
         console.print(sources_table(sources))
@@ -296,7 +356,14 @@ def train(
     if cfg is not None:
         from videorl.trainer.loop import run_training
 
-        run_training(cfg, resume=resume, overwrite=overwrite)
+        _exit_130_unless_final(cfg, run_training(cfg, resume=resume, overwrite=overwrite))
+
+
+def _exit_130_unless_final(cfg, path: Path) -> None:
+    """Exit 130 (a Ctrl-C's code) when the run stopped before `final/`: it was interrupted
+    and saved, so `videorl train ... && videorl eval ...` stops there."""
+    if path != Path(cfg.trainer.output_dir) / "final":
+        raise typer.Exit(130)
 
 
 def _training_job(
@@ -312,17 +379,31 @@ def _training_job(
     """The config of a `train`/`sft` run in this process, or None when done here: printed
     (`--dry-run`) or relaunched under torchrun (`--nproc N`)."""
     import yaml
+    from rich.markup import escape
 
+    from videorl.config_keys import check_recipe_keys
+
+    check_recipe_keys(resolve_config_path(config), overrides or [])  # a typo, before torch loads
     from videorl.config import check_device_available, load_config
     from videorl.config_loader import to_dict
 
     cfg = load_config(resolve_config_path(config), overrides or [])
+    if resume is not None:  # the overrides against the saved run: refused, or applied for real
+        from videorl.trainer.resume_config import reconcile_resume
+
+        cfg, notes = reconcile_resume(cfg, resume)
+        for note in notes if os.environ.get("RANK", "0") == "0" else []:
+            console.print(f"resume: {note}", highlight=False, soft_wrap=True)
     if dry_run:
         from videorl.trainer.policy_setup import run_tools
 
         run_tools(cfg)  # as the run does first: an unknown tool is a one-line error
         console.print(yaml.safe_dump(to_dict(cfg), sort_keys=False), end="")
         show_plan(cfg)
+        from videorl.plan import run_warnings
+
+        for warning in run_warnings(cfg):
+            console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False, soft_wrap=True)
         return None
     check_device_available("trainer.device", cfg.trainer.device)
     if nproc > 1:
@@ -367,16 +448,51 @@ def sft(
 ) -> None:
     """Supervised warm start: response-only next-token loss on annotation (or TaRO constructed)
     targets; final/ is a model folder that `videorl train` takes as model.path."""
-    from videorl.plan import sft_plan_table
 
     def show_plan(cfg) -> None:
+        from videorl.plan import sft_plan_table
+
         console.print(sft_plan_table(cfg))
 
     cfg = _training_job("sft", config, overrides, dry_run, resume, nproc, overwrite, show_plan)
     if cfg is not None:
         from videorl.trainer.sft import run_sft
 
-        run_sft(cfg, resume=resume, overwrite=overwrite)
+        _exit_130_unless_final(cfg, run_sft(cfg, resume=resume, overwrite=overwrite))
+
+
+@app.command("quickstart")
+def quickstart(
+    overwrite: bool = typer.Option(
+        False, "--overwrite", help="Rerun every step, replacing what an earlier quickstart wrote."
+    ),
+) -> None:
+    """Run the README's quickstart (what `make quickstart` runs, without make): a tiny model,
+    synthetic videos, SFT, OraRL, eval of both checkpoints with video controls, the
+    before/after table; everything under runs/quickstart/, on one thread."""
+    import subprocess
+
+    from rich.markup import escape
+
+    from videorl.quickstart import QUICKSTART_DIR, STEPS
+
+    # One thread: the tiny model's SFT is sensitive to floating-point order, and on one thread
+    # the run repeats bench/seeds.py's seed-0 row (README).
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    for step in STEPS:
+        extra = ["--overwrite"] if overwrite and step.overwrite else []
+        line = f"$ {step.command}{' --overwrite' if extra else ''}"
+        console.print(f"[bold]{escape(line)}[/]", highlight=False, soft_wrap=True)
+        code = subprocess.call([sys.executable, "-m", "videorl", *step.argv, *extra], env=env)
+        if code:
+            raise typer.Exit(code)
+    qs = QUICKSTART_DIR
+    console.print(
+        f"SFT: {qs}/sft/final  OraRL: {qs}/train/final  metrics: {qs}/train/metrics.jsonl  "
+        f"curves: {qs}/train/reward_curves.png  report: {qs}/eval/report.md",
+        highlight=False,
+        soft_wrap=True,
+    )
 
 
 @app.command("score")
@@ -396,6 +512,9 @@ def score(
     """Score given response texts with the training rewards and print a summary per family."""
     import json
 
+    from videorl.config_keys import check_recipe_keys
+
+    check_recipe_keys(None, overrides or [])  # a typo, before torch loads
     from videorl.config import load_config
     from videorl.errors import ConfigError
     from videorl.outputs import refuse_own_inputs
@@ -497,8 +616,12 @@ def doctor(
         raise typer.Exit(1)
 
 
+polish_help(app)  # after the last command: unwrapped docstrings and an Examples block each
+
+
 def main() -> None:
     """Entry point: user errors become one red line and exit code 2, not a traceback."""
+    sys.argv[1:] = quiet_progress_bars(sys.argv[1:])
     try:
         app()
     except VideoRLError as err:

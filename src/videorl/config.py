@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from videorl import config_keys
 from videorl.algorithms.advantages import GRPOConfig, get_estimator
 from videorl.algorithms.distill import DistillConfig
 from videorl.algorithms.dynamic_sampling import DynamicSamplingConfig
@@ -178,7 +179,8 @@ class DataConfig:
     """Folder that relative video and image paths in the records resolve against; null = the data
     file's folder."""
     families: tuple[str, ...] = ()
-    """Keep only records of these task families; empty = all."""
+    """Keep only records of these task families (a list, or `all` / `tg,sg` as `videorl synth
+    --families` spells them); empty = all. A run logs how many records the filter left out."""
     skip_invalid: bool = False
     """Skip (and count) records that fail to parse instead of stopping with an error."""
     prompts_per_step: int = 4
@@ -841,7 +843,7 @@ def check_world_size(data: DataConfig, world_size: int, sequence_parallel: int =
 
 
 # Sections that run folders written by earlier versions hold but nothing reads any more.
-RETIRED_SECTIONS = ("eval",)
+RETIRED_SECTIONS = config_keys.RETIRED_SECTIONS
 
 
 def _check_sp_teacher(algo: AlgorithmConfig, size: int) -> None:
@@ -909,4 +911,9 @@ def load_config(path: str | Path | None, overrides: Sequence[str] = ()) -> Confi
     source = merge_sources(path, overrides)
     for section in RETIRED_SECTIONS:
         source.pop(section, None)
+    data = source.get("data")
+    if isinstance(data, dict) and isinstance(data.get("families"), str):
+        # `data.families=all` or `tg,sg`, spelled as `videorl synth --families` takes them
+        names = [n.strip() for n in data["families"].split(",") if n.strip()]
+        data["families"] = [] if names == ["all"] else names
     return build(Config, source)

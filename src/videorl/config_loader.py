@@ -140,15 +140,20 @@ def build(cls: type[T], data: dict[str, Any] | None, prefix: str = "") -> T:
     kwargs = {}
     for key, value in data.items():
         if key not in names:
-            raise ConfigError(
-                f"config key {prefix + key!r} is unknown; {_closest(key, names)}"
-                f"(valid keys{' in ' + prefix.rstrip('.') if prefix else ''}: {', '.join(names)})"
-            )
+            raise unknown_key(key, names, prefix)
         kwargs[key] = _coerce(hints[key], value, f"{prefix}{key}")
     try:
         return cls(**kwargs)
     except ConfigError as err:
         raise ConfigError(in_section(str(err), prefix.rstrip("."), names)) from None
+
+
+def unknown_key(key: str, names: Sequence[str], prefix: str = "") -> ConfigError:
+    """The one line for a key that section `prefix` (valid `names`) does not have."""
+    return ConfigError(
+        f"config key {prefix + key!r} is unknown; {_closest(key, names)}"
+        f"(valid keys{' in ' + prefix.rstrip('.') if prefix else ''}: {', '.join(names)})"
+    )
 
 
 def in_section(message: str, where: str, keys: Sequence[str]) -> str:

@@ -255,7 +255,16 @@ def render(cls: type = Config) -> str:
     return "\n".join(parts)
 
 
+def key_table(cls: type = Config) -> dict[str, list[str]]:
+    """Section -> its keys, what `videorl.config_keys` checks before the config loads."""
+    return {group.key: [row.key.rsplit(".", 1)[-1] for row in group.fields] for group in walk(cls)}
+
+
 def main() -> None:
+    """The Markdown page on stdout; with `--keys`, `config_keys.json`'s text instead."""
+    if sys.argv[1:] == ["--keys"]:
+        sys.stdout.write(json.dumps(key_table(), indent=1) + "\n")
+        return
     sys.stdout.write(render())
 
 

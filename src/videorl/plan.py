@@ -362,3 +362,32 @@ def sft_plan_table(config: Config) -> Table:
     for name, value in rows:
         table.add_row(name, str(value))
     return table
+
+
+def run_warnings(config: Config) -> list[str]:
+    """What `--dry-run` warns of before a run: a data file that is not there (with the
+    command that makes it), a warm-up that outlasts the run (it never reaches optim.lr) and
+    a validation interval past the last step (no validation runs)."""
+    from pathlib import Path
+
+    from videorl.hub import looks_local
+    from videorl.quickstart import next_command
+
+    warnings = []
+    for key in ("train", "val"):
+        path = getattr(config.data, key)
+        if path and (looks_local(path) or Path(path).suffix) and not Path(path).exists():
+            fix = next_command(path) or "; fix the path"
+            warnings.append(f"data.{key} {path} does not exist{fix}")
+    steps, optim, trainer = config.trainer.steps, config.optim, config.trainer
+    if optim.warmup_steps >= steps:
+        warnings.append(
+            f"optim.warmup_steps={optim.warmup_steps} >= trainer.steps={steps}: the warm-up "
+            "never ends, so the run never reaches optim.lr; lower optim.warmup_steps"
+        )
+    if trainer.val_every > steps and config.data.val:
+        warnings.append(
+            f"trainer.val_every={trainer.val_every} > trainer.steps={steps}: no validation "
+            f"runs; set trainer.val_every <= {steps} (0: none)"
+        )
+    return warnings

@@ -420,3 +420,17 @@ def test_prepare_never_writes_into_its_own_inputs_nor_a_non_empty_out(
         "notes.md",
         "train.jsonl",
     ]
+
+
+def test_the_documented_sources_file_is_valid(tmp_path):
+    """docs/data.md's SOURCES.yaml example loads as written (the format is documented there)."""
+    from videorl.data.prepare import load_spec
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "data.md").read_text()
+    block = page.split("<!-- sources-example -->", 1)[1].split("<!-- end of sources-example -->")[0]
+    example = block.split("```yaml\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "SOURCES.yaml").write_text(example)
+    spec = load_spec(tmp_path / "SOURCES.yaml")
+    assert [s.name for s in spec.sources] == ["charades", "nextqa"]
+    assert spec.sources[1].subtypes == ("causal", "temporal") and spec.canary.fraction == 0.05
+    assert [b.name for b in spec.benchmarks] == ["charades_test"]

@@ -70,3 +70,13 @@ def test_a_failure_midway_writes_nothing(tmp_path, capsys, monkeypatch):
     with pytest.raises(OSError, match="disk full"):
         synth.write_dataset(tmp_path / "data", ["tg"], n=2, val=0, seed=0)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_synth_writes_no_pooled_records_file(tmp_path, capsys, monkeypatch):
+    """records.jsonl held train and validation together: training on it leaked val.jsonl."""
+    out = tmp_path / "data"
+    result = run_cli(capsys, monkeypatch, "synth", "--out", out, "--families", "tg,sg",
+                     "--n", "2", "--val", "1")  # fmt: skip
+    assert result.code == 0, result.output
+    jsonl = sorted(p.name for p in out.glob("*.jsonl"))
+    assert jsonl == ["train.jsonl", "val.jsonl"]

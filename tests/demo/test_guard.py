@@ -112,3 +112,28 @@ def test_share_needs_a_password(monkeypatch, tmp_path, capsys):
     for bad in ("me", ":pw", "me:"):
         with pytest.raises(ConfigError, match="USER:PASS"):
             parse_auth(bad, share=False)
+
+
+def test_a_403_names_no_server_path():
+    """gradio's 403 said `File not allowed: /tmp/videorl-demo-.../examples.`: the folder."""
+    from starlette.applications import Starlette
+    from starlette.middleware import Middleware
+    from starlette.responses import JSONResponse, PlainTextResponse
+    from starlette.routing import Route
+    from starlette.testclient import TestClient
+
+    from videorl.demo.guard import PlainForbidden
+
+    def refuse(request):
+        return JSONResponse({"detail": "File not allowed: /tmp/videorl-demo-x/examples."}, 403)
+
+    def fine(request):
+        return PlainTextResponse("ok")
+
+    app = Starlette(
+        routes=[Route("/file", refuse), Route("/ok", fine)], middleware=[Middleware(PlainForbidden)]
+    )
+    client = TestClient(app)
+    refused = client.get("/file")
+    assert refused.status_code == 403 and refused.json() == {"detail": "File not allowed."}
+    assert client.get("/ok").text == "ok"

@@ -82,6 +82,11 @@ def test_server_paths_are_never_read(demo, tmp_path, make_video):
     ):
         stream = _call_run(url, _file_data(path))
         assert not _answered(stream), (path, stream[:300])
+    import httpx
+
+    for path in (secret, demo.folder / "examples"):  # the refusal names no server folder
+        refused = httpx.get(f"{url}/gradio_api/file={path}", timeout=60)
+        assert refused.status_code == 403 and refused.json() == {"detail": "File not allowed."}
     files = [p for p in demo.folder.rglob("*") if p.is_file() and not p.is_symlink()]
     copied = [p for p in files if p.read_bytes().endswith(b"SECRET-MARK")]
     assert sorted(copied) == [beside], copied  # nothing was copied into the demo's folders

@@ -53,8 +53,12 @@ def test_parse_temporal_answer_and_reasoning():
     assert lenient.window == (3.0, 4.5) and lenient.reasoning is None
 
 
-@pytest.mark.parametrize("response", ["", "| and and and", "<answer>soon</answer>"])
+@pytest.mark.parametrize(
+    "response",
+    ["", "| and and and", "<answer>soon</answer>", "<answer>\ufffd\ufffd>1\ufffd>1</answer>"],
+)
 def test_gibberish_has_no_parsed_answer(response):
+    """The last: the demo once showed "Answer: 1 s to 1 s" for it."""
     prediction = parse_prediction(TG, response)
     assert prediction.window is None and not prediction.parsed
 

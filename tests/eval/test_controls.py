@@ -165,3 +165,26 @@ def test_eval_cli_with_controls_on_a_tiny_model(
     assert set(metrics["controls"]) == {"frozen", "reversed"}
     gain = metrics["controls"]["frozen"]["video_gain"]["temporal_grounding"]["mIoU"]
     assert torch.isfinite(torch.tensor(gain))
+
+
+def test_controls_chart_labels_values_and_says_when_every_score_is_0():
+    """controls.png was an empty frame when every score was 0, without value labels."""
+    from videorl.eval.plots import controls_figure
+
+    zero = {"R1@0.5": 0.0, "mIoU": 0.0}
+    controls = {
+        "frozen": {
+            "real": {"temporal_grounding": zero},
+            "families": {"temporal_grounding": zero},
+            "video_gain": {"temporal_grounding": zero},
+        }
+    }
+    (ax,) = controls_figure(controls).axes
+    texts = [t.get_text() for t in ax.texts]
+    assert "every score is 0" in texts
+    assert texts.count("0.0") == 4  # two metrics, real and frozen
+    seeing = {"R1@0.5": 62.5, "mIoU": 55.7}
+    controls["frozen"]["real"]["temporal_grounding"] = seeing
+    (ax,) = controls_figure(controls).axes
+    texts = [t.get_text() for t in ax.texts]
+    assert "every score is 0" not in texts and {"62.5", "55.7"} <= set(texts)

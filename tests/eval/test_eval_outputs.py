@@ -60,7 +60,7 @@ def test_resume_keeps_the_predictions_of_an_interrupted_eval(tmp_path):
     import pytest
 
     from videorl.errors import ConfigError
-    from videorl.eval.runner import claim_out_dir
+    from videorl.eval.out_dir import claim_out_dir
 
     out = tmp_path / "eval"
     (out / "plots").mkdir(parents=True)

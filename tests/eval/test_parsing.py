@@ -20,6 +20,8 @@ from videorl.rewards import temporal_grounding
         ("<think>maybe 1 to 2</think>The answer: 4 to 9", (4.0, 9.0)),
         ("<answer>3 to 8", (3.0, 8.0)),  # unclosed answer tag
         ("start 3, end 8", (3.0, 8.0)),  # first two times
+        ("<answer>2.5 -> 7</answer>", (2.5, 7.0)),  # an arrow is not tag debris
+        ("<answer>2.5 to\n7</answer>", (2.5, 7.0)),
     ],
 )
 def test_window_lenient_forms(response, expected):
@@ -32,7 +34,19 @@ def test_lenient_and_strict_parsers_are_separate(payload):
     assert parsing.parse_window(payload) == (2.5, 7.0)  # evaluation: the answer matters
 
 
-@pytest.mark.parametrize("response", ["", "no idea", "at 5 seconds", None])
+@pytest.mark.parametrize(
+    "response",
+    [
+        "",
+        "no idea",
+        "at 5 seconds",
+        None,
+        "<answer>\ufffd\ufffd>1\ufffd>1</answer>",  # a tiny model's broken bytes around a 1
+        "<answer>>1 >1</answer>",  # tag debris
+        "<answer>1<1</answer>",
+        "<answer>2 to 7\x00</answer>",  # a control character
+    ],
+)
 def test_window_unreadable(response):
     assert parsing.parse_window(parsing.answer_text(response)) is None
 

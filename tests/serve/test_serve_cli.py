@@ -78,3 +78,26 @@ def test_serve_without_its_extra_names_the_install_line(monkeypatch, tmp_path, c
     out = capsys.readouterr().out
     assert exit_info.value.code == 2
     assert "pip install 'videorl[serve]'" in out and "Traceback" not in out
+
+
+def test_serve_on_a_busy_port_is_one_line_before_the_model_loads(tmp_path, capsys, monkeypatch):
+    """`videorl serve --port N` with N already listening: one line naming the port and the
+    fix, exit 2, and no model load (the folder given as --model does not exist)."""
+    import socket
+
+    from tests.cli_runner import run_cli
+
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", 0))
+    holder.listen(1)
+    port = holder.getsockname()[1]
+    try:
+        result = run_cli(capsys, monkeypatch, "serve", "--model", tmp_path / "none", "--port", port)
+    finally:
+        holder.close()
+    assert result.code == 2
+    expected = (
+        f"error: --port {port} on --host 127.0.0.1 is in use; pass another --port "
+        "(0: any free port) or stop what holds it"
+    )
+    assert result.lines == [expected]

@@ -65,3 +65,23 @@ def test_train_nproc_hands_over_to_torchrun(monkeypatch, tmp_path):
         "auto",
     ]
     assert json.dumps(argv)  # plain strings only
+
+
+def test_transformers_progress_bars_are_off_unless_verbose(tmp_path, monkeypatch):
+    """`Writing model shards` / `Loading weights` bars landed in every command's output."""
+    import subprocess
+    import sys
+
+    from videorl.cli import quiet_progress_bars
+
+    env = {k: v for k, v in os.environ.items() if k != "HF_HUB_DISABLE_PROGRESS_BARS"}
+    command = [sys.executable, "-m", "videorl", "make-tiny", str(tmp_path / "m")]
+    quiet = subprocess.run(command, env=env, check=True, capture_output=True, text=True)
+    assert "wrote qwen2_5_vl" in quiet.stdout
+    assert "Writing model shards" not in quiet.stdout + quiet.stderr
+    monkeypatch.setattr(os, "environ", env)  # this process's environment stays as it was
+    assert quiet_progress_bars(["eval", "--verbose", "--model", "m"]) == ["eval", "--model", "m"]
+    assert os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] == "0"  # on, in child processes too
+    del os.environ["HF_HUB_DISABLE_PROGRESS_BARS"]
+    quiet_progress_bars(["eval"])
+    assert os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] == "1"

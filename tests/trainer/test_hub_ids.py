@@ -62,7 +62,7 @@ def test_hub_id_loads_the_cached_snapshot_offline(hub, tiny_model_dir):
     [
         ("nobody/missing-model", None, "pre-download it with `hf download nobody/missing-model`"),
         (REPO, "v9", f"`hf download {REPO} --revision v9`"),
-        ("a/b/c/d", None, "is neither a local folder nor a Hugging Face Hub id"),
+        ("a/b/c/d", None, "model path 'a/b/c/d' does not exist; fix the path"),
     ],
 )
 def test_missing_model_offline_is_one_line(hub, path, revision, expected):

@@ -85,3 +85,31 @@ def test_reward_curves_plot_policy_keys_only(tmp_path, monkeypatch):
     monkeypatch.setattr(matplotlib.axes.Axes, "plot", spy)
     plot_reward_curves(path, tmp_path / "curves.png")
     assert plotted == ["reward/mean", "reward/tg/mean"]
+
+
+def test_sft_curves_put_loss_and_validation_reward_on_their_own_axes():
+    """SFT's loss (~6) and validation reward (0-1) once shared one axis labelled reward."""
+    from videorl.trainer.metrics import reward_curves_figure
+
+    rows = [
+        {"step": 1, "sft/loss": 6.0},
+        {"step": 2, "sft/loss": 5.5, "val/reward_mean_at_k": 0.4},
+        {"step": 3, "sft/loss": 5.0, "val/reward_mean_at_k": 0.6},
+    ]
+    reward, loss = reward_curves_figure(rows, ("sft/loss",)).axes
+    assert (reward.get_ylabel(), loss.get_ylabel()) == ("reward", "loss")
+    assert [line.get_label() for line in reward.lines] == ["val mean@k"]
+    assert [line.get_label() for line in loss.lines] == ["sft/loss"]
+    assert reward.get_ylim() == (-0.05, 1.05)
+
+
+def test_rl_curves_have_integer_steps_and_a_sane_axis_for_a_constant_zero():
+    from videorl.trainer.metrics import reward_curves_figure
+
+    rows = [{"step": s, "reward/mean": 0.0} for s in (1, 2, 3)]
+    fig = reward_curves_figure(rows, ("reward/mean",))
+    (ax,) = fig.axes
+    fig.canvas.draw()
+    assert ax.get_ylim() == (-0.05, 1.05)
+    ticks = [t for t in ax.get_xticks() if ax.get_xlim()[0] <= t <= ax.get_xlim()[1]]
+    assert ticks and all(float(t).is_integer() for t in ticks)

@@ -23,7 +23,7 @@ Formats:
   `src/r1-v/src/open_r1/grpo.py`): `multiple choice` -> video QA (image or video),
   `numerical` / `regression` -> numeric spatial intelligence (scored by MRA, where Video-R1
   scores numerical exactly to 2 decimals and regression by 1 - relative error); `OCR` and
-  `free-form` have no family here (a one-line error; `data.skip_invalid=true` skips them).
+  `free-form` have no family here (an invalid row: `data.skip_invalid=true` skips them).
 """
 
 from __future__ import annotations
@@ -317,7 +317,7 @@ def from_video_r1(row: dict[str, Any], default_id: str, family: Family | None) -
     if resolved is None:
         raise DataError(
             f"field 'problem_type': {problem_type!r} has no videorl family (known: "
-            f"{', '.join(known)}); set data.skip_invalid=true to skip such rows"
+            f"{', '.join(known)})"
         )
     solution = str(_field(row, "solution"))
     match = _VIDEO_R1_ANSWER.search(solution)

@@ -14,6 +14,7 @@ import dataclasses
 import json
 import logging
 import os
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -67,6 +68,7 @@ class _Reading:
 
     chosen: str | None
     skip_invalid: bool
+    skip_fix: str = "set data.skip_invalid=true"
     columns: ColumnsConfig | None = None
     format_prompt: str = "auto"
     rows: int = 0
@@ -89,7 +91,7 @@ class _Reading:
     def skip(self, message: str) -> None:
         """Count an invalid row, or raise its error unless `skip_invalid` is set."""
         if not self.skip_invalid:
-            raise DataError(f"{message}; fix the row or set data.skip_invalid=true") from None
+            raise DataError(f"{message}; fix the row or {self.skip_fix}") from None
         self.skipped += 1
         if len(self.errors) < MAX_KEPT_ERRORS:
             self.errors.append(message)
@@ -107,6 +109,7 @@ def load_records(
     streaming: bool = False,
     max_rows: int | None = None,
     format_prompt: str = "auto",
+    skip_fix: str = "set data.skip_invalid=true",
 ) -> LoadResult:
     """Read and validate every row of `path`: a data file (`.jsonl`, `.ndjson`, `.json` list,
     `.parquet`), a folder of them, or a Hugging Face dataset (see `data/sources.py`).
@@ -116,6 +119,8 @@ def load_records(
     names the columns of the verl/EasyR1/OraRL layouts (`data/columns.py`); `max_rows`
     stops after that many rows (all sources together). `format_prompt` is the format prompt
     EasyR1 rows are rendered in (`data.format_prompt`: auto, math, r1v, none or a jinja file).
+    `skip_fix` is how the caller's user skips invalid rows, as an invalid row's error says it
+    (`pass --skip-invalid` for eval).
     """
     if format != "auto" and format not in ALL_FORMATS:
         raise ConfigError(
@@ -127,7 +132,7 @@ def load_records(
     if chosen is None and columns is not None and columns.any_set():
         chosen = "columns"
     load_format_prompt(format_prompt)  # a missing template file is a config error, not a row's
-    reading = _Reading(chosen, skip_invalid, columns, format_prompt)
+    reading = _Reading(chosen, skip_invalid, skip_fix, columns, format_prompt)
     for source in sources:
         root = (Path(video_root) if video_root is not None else source.root).resolve()
         _read_source(source, root, reading, fixed_family, max_rows)
@@ -280,14 +285,22 @@ def load_training_records(
     short names; empty: all). No record left, or no media file found, is an error; some
     missing media files are a warning (`warn`): those samples are skipped and counted."""
     wanted = set(families)
-    records = [
-        r
-        for r in load_records(path, **load_kwargs).records
-        if not wanted or r.family.value in wanted or r.family.short in wanted
-    ]
+    records, dropped = [], Counter[str]()
+    for record in load_records(path, **load_kwargs).records:
+        if not wanted or {record.family.value, record.family.short} & wanted:
+            records.append(record)
+        else:
+            dropped[record.family.value] += 1
     if not records:
         raise ConfigError(
             f"data file {str(path)!r} has no records of data.families={sorted(wanted)}"
+        )
+    if dropped:
+        total = len(records) + dropped.total()
+        warn(
+            f"data.families={sorted(wanted)} keeps {len(records)} of the {total} records "
+            f"of {path} (left out: {', '.join(f'{k} {v}' for k, v in sorted(dropped.items()))}); "
+            "set data.families=all to use every family"
         )
     missing = check_media(records)
     if missing:

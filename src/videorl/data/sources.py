@@ -23,6 +23,8 @@ from typing import Any
 
 from videorl.config_loader import not_utf8
 from videorl.errors import DataError
+from videorl.hub import looks_local
+from videorl.quickstart import next_command
 
 DATA_SUFFIXES = (".jsonl", ".ndjson", ".json", ".parquet")
 HF_PREFIX = "hf://datasets/"
@@ -207,6 +209,8 @@ def open_source(
                 dataset = dataset[split]
             return [Source(str(path), path, _dataset_rows(dataset))]
         return [Source(str(f), f.parent, file_rows(f)) for f in folder_files(path, split)]
-    if Path(spec).suffix.lower() in DATA_SUFFIXES:
-        raise DataError(f"data file not found: {spec}; check data.train / data.val and the path")
+    hub_id = str(spec).startswith(HF_PREFIX) or not looks_local(spec)
+    if Path(spec).suffix.lower() in DATA_SUFFIXES or not hub_id:
+        fix = next_command(spec) or "; check data.train / data.val and the path"
+        raise DataError(f"data file not found: {spec}{fix}")
     return [_hub_dataset(str(spec), split, streaming)]

@@ -157,6 +157,8 @@ def _fill_dataset(
 
     records = synthesize(tmp, families, n=n + val, seed=seed, tg_events=tg_events)
     train, held_out, by_family = _split(records, n)
+    for pooled in tmp.glob("records*.jsonl"):  # train and val together: training on it leaks
+        pooled.unlink()
     write_records(tmp / "train.jsonl", train)
     if held_out:
         write_records(tmp / "val.jsonl", held_out)

@@ -18,7 +18,7 @@ from typing import Any
 
 from videorl.data.families import Family
 from videorl.demo.examples import Example, demo_families, family_label, make_examples
-from videorl.demo.guard import REFUSED, DemoLimits, client_video, parse_auth
+from videorl.demo.guard import REFUSED, DemoLimits, PlainForbidden, client_video, parse_auth
 from videorl.demo.inference import Question, Settings, ask
 from videorl.demo.views import View, build_view
 from videorl.errors import ConfigError, VideoRLError
@@ -318,6 +318,8 @@ def running_demo(
 ) -> Iterator[RunningDemo]:
     """Launch the demo in the background; stop it and remove its folder on exit. A public
     `share` link needs `auth` (user, password)."""
+    from starlette.middleware import Middleware
+
     if share and auth is None:
         parse_auth(None, share)  # raises: a public link without a password
     with tempfile.TemporaryDirectory(prefix="videorl-demo-") as work:
@@ -336,6 +338,7 @@ def running_demo(
                 max_file_size=limits.max_upload_bytes,
                 auth=auth,
                 quiet=True,
+                app_kwargs={"middleware": [Middleware(PlainForbidden)]},
             )
             try:
                 yield RunningDemo(blocks, url, share_url, folder)

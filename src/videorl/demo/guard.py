@@ -7,6 +7,8 @@
 - `DemoLimits.check`: generation and decoding values from the client are bounded server-side
   (the sliders' ranges are only a browser-side hint).
 - `parse_auth`: `--share` (a public gradio.live link) needs `--auth USER:PASS`.
+- `PlainForbidden`: a 403 answer says `File not allowed.` and nothing more (gradio's own
+  names the absolute path asked for, e.g. the demo's temporary folder).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from videorl.errors import ConfigError
 
@@ -95,3 +98,43 @@ def parse_auth(auth: str | None, share: bool) -> tuple[str, str] | None:
     if not sep or not user or not password:
         raise ConfigError("--auth must look like USER:PASS (both non-empty)")
     return user, password
+
+
+class PlainForbidden:
+    """ASGI middleware: the body of every 403 response becomes `FORBIDDEN_BODY`, so a client
+    refused a file does not learn the server's folders from the refusal."""
+
+    FORBIDDEN_BODY = b'{"detail":"File not allowed."}'
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        forbidden = False
+
+        async def plain(message: dict[str, Any]) -> None:
+            nonlocal forbidden
+            if message["type"] == "http.response.start" and message["status"] == 403:
+                forbidden = True
+                kept = [
+                    (k, v)
+                    for k, v in message.get("headers", [])
+                    if k.lower() not in (b"content-length", b"content-type")
+                ]
+                length = str(len(self.FORBIDDEN_BODY)).encode()
+                headers = [
+                    *kept,
+                    (b"content-type", b"application/json"),
+                    (b"content-length", length),
+                ]
+                message = {**message, "headers": headers}
+            elif message["type"] == "http.response.body" and forbidden:
+                if message.get("more_body"):
+                    return  # the original body's chunks are dropped
+                message = {"type": "http.response.body", "body": self.FORBIDDEN_BODY}
+            await send(message)
+
+        await self.app(scope, receive, plain)

@@ -41,9 +41,11 @@ from videorl.eval.options import (
     PromptStyle,
     ResponseBudget,
     ResumeEval,
+    SkipInvalid,
     Think,
     VideoRoot,
 )
+from videorl.hub import refuse_missing_local
 
 _DEFAULT_OUT = Path("runs/eval")
 
@@ -121,6 +123,7 @@ def eval_command(
     min_pixels: MinPixels = None,
     max_pixels: MaxPixels = None,
     device: Device = "auto",
+    skip_invalid: SkipInvalid = False,
     overwrite: OverwriteEval = False,
     resume: ResumeEval = False,
 ) -> None:
@@ -132,10 +135,16 @@ def eval_command(
     it as training did; flags override. With --tools, the model answers with tools in the
     trainer's multi-turn loop and again without them (docs/tools.md).
     """
+    mode = _one_mode(model=model, endpoint=endpoint, predictions=predictions, compare=compare)
+    if compare and benchmark is None:  # two finished evals: read, no model or video stack
+        _compare(compare, None, out, overwrite)
+        return
+    for key, path in (("--model", model), ("--checkpoint", checkpoint)):
+        if path is not None:
+            refuse_missing_local(path, key)  # a typo is not sent to the Hub
     from videorl.eval.runner import evaluate
     from videorl.video.controls import parse_controls
 
-    mode = _one_mode(model=model, endpoint=endpoint, predictions=predictions, compare=compare)
     # checked before any load
     runner = eval_tools(tools, mode, max_turns, max_total_tokens, modules=tool_modules)
     model_type = endpoint_model_type(endpoint, served_model, checkpoint, model_type)
@@ -152,8 +161,10 @@ def eval_command(
     settings = _eval_settings(
         benchmark, out, video_root, benchmark_root, max_samples, batch, run.video
     )
-    if settings is not None and controls:
-        settings = dataclasses.replace(settings, controls=parse_controls(controls))
+    if settings is not None:
+        settings = dataclasses.replace(
+            settings, controls=parse_controls(controls), skip_invalid=skip_invalid
+        )
     if compare:
         _compare(compare, settings, out, overwrite)
         return
@@ -244,7 +255,7 @@ def _claim_eval_out(
     settings: Any, model: str | None, *, overwrite: bool, resume: bool, keep: Path | None
 ) -> None:
     """Claim the eval's output folder (refusing to overwrite another eval's outputs)."""
-    from videorl.eval.runner import claim_out_dir
+    from videorl.eval.out_dir import claim_out_dir
 
     bench_file = settings.benchmark if Path(settings.benchmark).exists() else None
     claim_out_dir(
@@ -379,7 +390,7 @@ def _compare(paths: tuple[Path, Path], settings: Any, out: Path | None, overwrit
     from rich.markdown import Markdown
 
     from videorl.eval.compare import compare_paths, to_markdown
-    from videorl.eval.runner import claim_out_dir
+    from videorl.eval.out_dir import claim_out_dir
 
     if out is not None:
         claim_out_dir(out, overwrite=overwrite, resume=False, inputs=_inputs(*paths))

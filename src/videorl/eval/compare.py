@@ -14,20 +14,14 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from videorl.errors import ConfigError
+from videorl.eval.out_dir import METRICS, PREDICTIONS, SAMPLES
 from videorl.eval.predictions import read_predictions
-from videorl.eval.runner import (
-    METRICS,
-    PREDICTIONS,
-    SAMPLES,
-    EvalSettings,
-    build_metrics,
-    load_benchmark,
-    missing_media,
-    score_all,
-)
+
+if TYPE_CHECKING:
+    from videorl.eval.runner import EvalSettings
 
 
 @dataclass(frozen=True)
@@ -87,6 +81,8 @@ def load_side(path: str | Path, *, settings: EvalSettings | None = None) -> Side
     if not path.is_file():
         raise ConfigError(f"--compare: {path} does not exist")
     if settings is not None:
+        from videorl.eval.runner import build_metrics, load_benchmark, missing_media, score_all
+
         benchmark, records, skipped = load_benchmark(settings)
         missing = missing_media(records)
         results = score_all(records, read_predictions(path), missing)

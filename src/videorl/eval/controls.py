@@ -21,8 +21,6 @@ from videorl.data.records import TaskRecord
 from videorl.eval.scoring import SampleResult, summarize
 from videorl.video.controls import TEMPORAL
 
-CONTROLS_DIR = "controls"
-
 
 def control_applies(record: TaskRecord, control: str) -> bool:
     """Temporal controls need a video; `blank` any media; text-only records have none."""

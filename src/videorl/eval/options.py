@@ -36,7 +36,8 @@ Benchmark = Annotated[
     str | None,
     typer.Option(
         "--benchmark",
-        help="A data file (records/vtg/timer1/mcq/math/verl/easyr1/orarl format), a folder "
+        help="A data file (records, vtg, timer1, mcq, math, verl, easyr1 or orarl format), a "
+        "folder "
         "or Hugging Face dataset id (org/name[@split], test split by default), or a benchmark "
         "name: charades_sta | activitynet_captions | qvhighlights | tvgbench.",
     ),
@@ -169,6 +170,12 @@ MaxTotalTokens = Annotated[
     typer.Option(
         "--max-total-tokens",
         help="With --tools: tokens per answer at most, model and tool turns together.",
+    ),
+]
+SkipInvalid = Annotated[
+    bool,
+    typer.Option(
+        "--skip-invalid", help="Skip and count invalid benchmark rows instead of stopping."
     ),
 ]
 OverwriteEval = Annotated[

@@ -16,6 +16,11 @@ format, so the functions here accept what a reader would accept:
 - choices: a letter (`B`, `(B)`, `B.`, `the answer is B`, `Option B`) or the text of one
   option; numbers: the first number (`1,200`, `3.5 m`, `three`).
 
+Lenient is not blind: an answer holding garbled text (U+FFFD replacement characters,
+control or unassigned code points: a model emitting broken bytes) is no answer, and a TG
+window is not read out of tag debris (a `<` or `>` that is not an arrow `->`), so a reply of
+`\ufffd>1\ufffd>1` inside `<answer>` is unparsed, not the window (1, 1).
+
 Every parser returns None for text it cannot read and never raises; the metric modules
 score None as the worst answer (IoU 0, wrong choice), counted as unparsed.
 """
@@ -25,6 +30,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,6 +51,8 @@ _UNIT = r"(?:\s*(?:s|secs?|seconds?)\b)?"
 _SEPARATOR = r"\s*(?:to|and|till|until|through|-|–|—|~|,)\s*"
 _SPAN = re.compile(rf"({_TIME}){_UNIT}{_SEPARATOR}({_TIME}){_UNIT}", re.IGNORECASE)
 _TIME_TOKEN = re.compile(_TIME)
+_TAG_DEBRIS = re.compile(r"<(?![-=])|(?<![-=])>")  # `->` and `=>` are arrows, not debris
+_BROKEN = frozenset({"Cc", "Cs", "Co", "Cn"})  # unicodedata categories of broken text
 _PLAIN_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
 _NUMBER = re.compile(r"[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][+-]?\d+)?|[+-]?\.\d+")
 _WORD_NUMBERS = {
@@ -85,10 +93,13 @@ _BOX_KEYS = ("bbox_2d", "bbox", "box", "boxes")
 
 
 def answer_text(response: str | None) -> str:
-    """The part of a response that holds the answer (see the module docstring)."""
-    if not response:
-        return ""
-    text = response[:MAX_PAYLOAD_CHARS]
+    """The part of a response that holds the answer (see the module docstring); "" when
+    that part is garbled."""
+    text = _answer_part(response[:MAX_PAYLOAD_CHARS] if response else "")
+    return "" if garbled(text) else text
+
+
+def _answer_part(text: str) -> str:
     tagged = last_answer(text)
     if tagged is not None:
         return tagged.strip()
@@ -99,6 +110,15 @@ def answer_text(response: str | None) -> str:
         if after:
             return after
     return text.strip()
+
+
+def garbled(text: str) -> bool:
+    """Whether `text` holds a replacement character or a control, surrogate, private-use or
+    unassigned code point (tabs and line breaks aside): broken output, not an answer."""
+    return any(
+        ch == "\ufffd" or (unicodedata.category(ch) in _BROKEN and ch not in "\t\n\r")
+        for ch in text
+    )
 
 
 # ----- numbers and times ------------------------------------------------------------------
@@ -116,7 +136,10 @@ def _seconds(token: str) -> float | None:
 
 
 def parse_window(text: str) -> Window | None:
-    """`(start, end)` in seconds from a temporal grounding answer, else None."""
+    """`(start, end)` in seconds from a temporal grounding answer, else None (also for
+    text with tag debris, `<` or `>` outside an arrow)."""
+    if _TAG_DEBRIS.search(text):
+        return None
     match = _SPAN.search(text)
     if match is not None:
         start, end = _seconds(match.group(1)), _seconds(match.group(2))

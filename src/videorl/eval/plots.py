@@ -6,7 +6,8 @@
 - `tg_timelines.png`: for up to 12 temporal grounding queries (a fixed, seeded sample), the
   ground-truth windows and the predicted window on each video's time axis.
 - `controls.png` (with `--controls`): each family's metrics on the real media and on each
-  control, side by side.
+  control, side by side, each bar labelled with its value (a panel whose scores are all 0
+  says so).
 """
 
 from __future__ import annotations
@@ -124,7 +125,14 @@ def write_plots(results: Sequence[SampleResult], out_dir: Path) -> dict[str, Pat
 
 
 def controls_chart(controls: dict[str, Any], path: Path) -> Path:
-    """Grouped bars per family: every metric on the real media, then on each control."""
+    """Grouped bars per family: every metric on the real media, then on each control, each
+    bar labelled with its value; a family whose every score is 0 says so on its panel."""
+    controls_figure(controls).savefig(path)
+    return path
+
+
+def controls_figure(controls: dict[str, Any]) -> Figure:
+    """The figure of `controls_chart`."""
     grouped = by_family(controls)
     fig = _figure(max(4.5, 3.0 * len(grouped)), 3.4)
     axes = fig.subplots(1, len(grouped), squeeze=False)[0]
@@ -135,9 +143,11 @@ def controls_chart(controls: dict[str, Any], path: Path) -> Path:
         width = 0.8 / len(series)
         for k, (name, values) in enumerate(series.items()):
             xs = [i + (k - (len(series) - 1) / 2) * width for i in range(len(metrics))]
-            ax.bar(xs, [values.get(m, 0.0) for m in metrics], width, label=name)
+            bars = ax.bar(xs, [values.get(m, 0.0) for m in metrics], width, label=name)
+            ax.bar_label(bars, fmt="%.1f", fontsize=6, padding=1)
+        if not any(v.get(m, 0.0) for v in series.values() for m in metrics):
+            ax.text(0.5, 0.55, "every score is 0", transform=ax.transAxes, ha="center")
         ax.set_xticks(range(len(metrics)), metrics, fontsize=8, rotation=30)
-        ax.set(ylabel="%", ylim=(0, 100), title=f"{family}: real vs controls")
+        ax.set(ylabel="%", ylim=(0, 105), title=f"{family}: real vs controls")
         ax.legend(fontsize=7)
-    fig.savefig(path)
-    return path
+    return fig

@@ -36,7 +36,16 @@ from videorl.data.records import TaskRecord
 from videorl.errors import ConfigError, DataError, MediaError
 from videorl.eval.backends import Backend, answer_items
 from videorl.eval.benchmarks import Benchmark, resolve_benchmark
-from videorl.eval.controls import CONTROLS_DIR, control_applies, control_summary
+from videorl.eval.controls import control_applies, control_summary
+from videorl.eval.out_dir import (
+    CONTROLS_DIR,
+    METRICS,
+    NO_TOOLS_DIR,
+    PLOTS,
+    PREDICTIONS,
+    REPORT,
+    SAMPLES,
+)
 from videorl.eval.predictions import Prediction, PredictionWriter, finished_ids, read_predictions
 from videorl.eval.scoring import (
     CONVENTION,
@@ -48,21 +57,13 @@ from videorl.eval.scoring import (
     score_record,
     summarize,
 )
-from videorl.eval.tools import NO_TOOLS_DIR, tools_summary
-from videorl.outputs import refuse_nonempty, refuse_own_inputs
+from videorl.eval.tools import tools_summary
 from videorl.video.cache import VideoCache
 from videorl.video.controls import ControlledVideos, check_controls
 from videorl.video.decode import VideoConfig
 
 logger = logging.getLogger(__name__)
 
-PREDICTIONS, METRICS, SAMPLES, REPORT, PLOTS = (
-    "predictions.jsonl",
-    "metrics.json",
-    "samples.jsonl",
-    "report.md",
-    "plots",
-)
 MAX_LISTED = 200  # missing-media ids written to metrics.json (all are counted)
 
 
@@ -79,6 +80,7 @@ class EvalSettings:
     video: VideoConfig = field(default_factory=VideoConfig)
     progress: bool = True
     controls: tuple[str, ...] = ()  # video controls (`video.controls.CONTROLS`) to answer too
+    skip_invalid: bool = False  # skip and count invalid benchmark rows (`--skip-invalid`)
 
     def __post_init__(self) -> None:
         if self.batch_size < 1:
@@ -121,6 +123,8 @@ def load_benchmark(settings: EvalSettings) -> tuple[Benchmark, list[TaskRecord],
         family=benchmark.family,
         video_root=settings.video_root,
         split=benchmark.split,
+        skip_invalid=settings.skip_invalid,
+        skip_fix="pass --skip-invalid",
     )
     records = loaded.records[: settings.max_samples] if settings.max_samples else loaded.records
     if not records:
@@ -300,40 +304,6 @@ def build_metrics(
             f.value: s.metrics for f, s in summarize(available).items()
         }
     return metrics
-
-
-def claim_out_dir(
-    out_dir: Path,
-    *,
-    overwrite: bool,
-    resume: bool,
-    inputs: Sequence[tuple[str, str | Path | None]] = (),
-    keep: str | Path | None = None,
-) -> None:
-    """Refuse an `--out` that overlaps an input, or that already holds files unless the
-    user continues its predictions (`resume`) or replaces it (`overwrite`: the outputs of
-    the earlier eval are removed, except the `keep` file, e.g. the --predictions input)."""
-    if overwrite and resume:
-        raise ConfigError("pass one of --resume (continue --out) or --overwrite (replace it)")
-    refuse_own_inputs(out_dir, inputs, "--out")
-    if resume:
-        return
-    refuse_nonempty(out_dir, overwrite=overwrite, fix="--resume to continue the predictions there")
-    keep_path = Path(keep).resolve() if keep is not None else None
-    for name in (
-        PREDICTIONS,
-        METRICS,
-        SAMPLES,
-        REPORT,
-        PLOTS,
-        CONTROLS_DIR,
-        NO_TOOLS_DIR,
-        "compare.md",
-    ):
-        path = out_dir / name
-        if not path.exists() or path.resolve() == keep_path:
-            continue
-        shutil.rmtree(path) if path.is_dir() else path.unlink()
 
 
 def write_outputs(

@@ -20,8 +20,6 @@ from videorl.eval.predictions import Prediction
 from videorl.eval.scoring import SampleResult, summarize
 from videorl.rollout.multiturn import ToolUse, tool_use_summary
 
-NO_TOOLS_DIR = "no_tools"
-
 
 def tool_use(predictions: Sequence[Prediction]) -> dict[str, float]:
     """Calls and errors per answer, turns (mean, max) and the share of answers that called

@@ -9,11 +9,13 @@ from typing import Any
 import torch
 
 from videorl.errors import ConfigError
+from videorl.hub import looks_local
 from videorl.models import varlen_attention
 from videorl.models.loaded import LoadedModel
 from videorl.models.lora import merge_adapter, read_adapter_config
 from videorl.models.mrope import use_reference_rope_index
 from videorl.models.packing import resolve_packing
+from videorl.quickstart import next_command
 
 VISION_MODEL_TYPES = (
     "qwen2_5_vl",
@@ -87,12 +89,18 @@ def resolve_model_file(
     from huggingface_hub.errors import HFValidationError
     from huggingface_hub.utils import validate_repo_id
 
+    fix = next_command(repo_id) or (
+        "; fix the path, or build a model offline with `videorl make-tiny OUT`"
+    )
+    if looks_local(repo_id):  # checked here at once: no Hub lookups and retries for a typo
+        what = "is a file, not a model folder" if folder.exists() else "does not exist"
+        raise ConfigError(f"model path {repo_id!r} {what}{fix}")
     try:
         validate_repo_id(repo_id)
     except HFValidationError:
         raise ConfigError(
             f"model path {repo_id!r} is neither a local folder nor a Hugging Face Hub id "
-            "(org/name); fix the path, or build a model with `videorl make-tiny OUT`"
+            f"(org/name){fix}"
         ) from None
     from transformers.utils import cached_file
 

@@ -17,7 +17,6 @@ import asyncio
 import hmac
 import json
 import logging
-import socket
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
@@ -31,6 +30,7 @@ from starlette.exceptions import HTTPException
 
 from videorl.serve.chat import ChatService
 from videorl.serve.engine import GenerationQueue
+from videorl.serve.listen import bind
 from videorl.serve.schema import RequestError, parse_request
 
 logger = logging.getLogger(__name__)
@@ -186,16 +186,6 @@ class ServerThread:
     def __exit__(self, *_: object) -> None:
         self.server.should_exit = True
         self.thread.join(timeout=30)
-
-
-def bind(host: str, port: int) -> socket.socket:
-    """A listening socket (port 0: any free port)."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    sock.listen(128)
-    return sock
 
 
 def uvicorn_config(

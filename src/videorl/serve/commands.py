@@ -73,6 +73,9 @@ def serve_command(
     Binds 127.0.0.1 unless --host says otherwise.
     """
     check_serve_installed()
+    from videorl.serve.listen import bind
+
+    bind(host, port).close()  # a busy port is a one-line error before the model loads
     from rich.console import Console
 
     from videorl.inference import RunSettings, load_for_inference

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import torch
 from rich.console import Console
+from rich.markup import escape
 
 from videorl.config import Config
 from videorl.data.loaders import load_training_records
@@ -122,7 +123,9 @@ def _records(cfg: Config, path: str, split: str) -> list[TaskRecord]:
     return load_training_records(
         path,
         families=data.families,
-        warn=lambda message: console.print(f"[yellow]warning:[/] {message}"),
+        warn=lambda message: console.print(
+            f"[yellow]warning:[/] {escape(message)}", highlight=False, soft_wrap=True
+        ),
         format=data.format,
         family=data.family,
         video_root=data.video_root,

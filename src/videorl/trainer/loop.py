@@ -252,9 +252,9 @@ def run_training(
         stop.install()
         _train(state, hooks, writer, checkpointer, stop, guard)
     except KeyboardInterrupt:
-        return _save_interrupted(state, guard, checkpointer)
-    except RolloutWorkerError:
-        _save_interrupted(state, guard, checkpointer)  # the last whole step, then the error
+        return _save_interrupted(state, guard, checkpointer, hooks.curve_keys)
+    except RolloutWorkerError:  # the last whole step is saved, then the one-line error
+        _save_interrupted(state, guard, checkpointer, hooks.curve_keys)
         raise
     finally:
         stop.uninstall()
@@ -385,10 +385,18 @@ def _finish(
     return final
 
 
-def _save_interrupted(state: TrainState, guard: StepGuard, checkpointer: Checkpointer) -> Path:
+def _save_interrupted(
+    state: TrainState, guard: StepGuard, checkpointer: Checkpointer, curve_keys: tuple[str, ...]
+) -> Path:
     """Ctrl-C: save the state after the last whole step (the step in flight is discarded;
-    see `trainer/interrupt.py`); a step already saved is not written again."""
+    see `trainer/interrupt.py`); a step already saved is not written again. The reward
+    curves of the steps done are drawn as a finished run's are."""
     out = Path(state.cfg.trainer.output_dir)
+    metrics = out / "metrics.jsonl"
+    if state.info.is_main and metrics.is_file() and metrics.stat().st_size:
+        console.print(
+            f"curves: {plot_reward_curves(metrics, out / 'reward_curves.png', curve_keys)}"
+        )
     if guard.in_flight and (state.info.enabled or not guard.rollback()):
         latest = ckpt.list_checkpoints(out)
         console.print(

@@ -88,19 +88,15 @@ def read_metrics(path: str | Path) -> list[dict[str, Any]]:
     return [by_step[s] for s in sorted(by_step)]
 
 
+VAL_KEY = "val/reward_mean_at_k"  # validation's mean reward, drawn with the training rewards
+
+
 def plot_reward_curves(
     metrics_path: str | Path, out_png: str | Path, keys: tuple[str, ...] = ()
 ) -> Path:
     """PNG of the policy's reward (and per-family reward) per step, with validation points;
     annotation and constructed rows' `reward/annotation/*`, `reward/constructed/*` are left
     out (they describe the ground truth and forced prefixes, not the policy)."""
-    import matplotlib
-
-    from videorl.rewards.batch import ANNOTATION_PREFIX, CONSTRUCTED_PREFIX
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     rows = read_metrics(metrics_path)
     keys = keys or tuple(
         sorted(
@@ -117,29 +113,53 @@ def plot_reward_curves(
             }
         )
     )
-    fig, ax = plt.subplots(figsize=(7, 4))
-    for key in keys:
-        points = [(r["step"], r[key]) for r in rows if r.get(key) is not None]
-        if points:
-            short = len(points) < 50  # markers, so a curve of a few points (or one) still shows
-            ax.plot(
-                *zip(*points, strict=True), label=key, marker="o" if short else None, markersize=7
-            )
-    val = [
-        (r["step"], r["val/reward_mean_at_k"])
-        for r in rows
-        if r.get("val/reward_mean_at_k") is not None
-    ]
-    if val:
-        ax.plot(*zip(*val, strict=True), "o--", label="val mean@k")
-    ax.set_xlabel("step")
-    ax.set_ylabel("reward")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(out_png, dpi=100)
-    plt.close(fig)
+    reward_curves_figure(rows, keys).savefig(out_png, dpi=100)
     return Path(out_png)
+
+
+def reward_curves_figure(rows: list[dict[str, Any]], keys: tuple[str, ...]) -> Any:
+    """The curves of `keys` (and `val/reward_mean_at_k`) per step: losses (a key with
+    `loss` in its name, e.g. SFT's `sft/loss`) on a panel of their own below the rewards,
+    integer step ticks, and a reward axis of [0, 1] when the values lie in it (a constant
+    0 is not blown up to a +-0.04 axis)."""
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
+
+    val = [(r["step"], r[VAL_KEY]) for r in rows if r.get(VAL_KEY) is not None]
+    panels = {
+        "reward": [k for k in keys if "loss" not in k],
+        "loss": [k for k in keys if "loss" in k],
+    }
+    series = {
+        name: [
+            (key, [(r["step"], r[key]) for r in rows if r.get(key) is not None]) for key in names
+        ]
+        for name, names in panels.items()
+    }
+    if val:
+        series["reward"].append(("val mean@k", val))
+    shown = {name: [(k, p) for k, p in curves if p] for name, curves in series.items()}
+    shown = {name: curves for name, curves in shown.items() if curves} or {"reward": []}
+    fig = Figure(figsize=(7, 2.6 + 1.8 * len(shown)), layout="constrained")
+    axes = fig.subplots(len(shown), 1, sharex=True, squeeze=False)[:, 0]
+    for ax, (name, curves) in zip(axes, shown.items(), strict=True):
+        for key, points in curves:
+            short = len(points) < 50  # markers, so a curve of a few points (or one) still shows
+            dashed = "--" if key == "val mean@k" else "-"
+            marker = "o" if short or dashed == "--" else None
+            ax.plot(*zip(*points, strict=True), dashed, label=key, marker=marker)
+        values = [v for _, points in curves for _, v in points]
+        if name == "reward" and values and min(values) >= -1e-9 and max(values) <= 1 + 1e-9:
+            ax.set_ylim(-0.05, 1.05)
+        elif values and max(values) - min(values) < 1e-9:
+            ax.set_ylim(values[0] - 1, values[0] + 1)
+        ax.set_ylabel(name)
+        ax.grid(alpha=0.3)
+        if curves:
+            ax.legend(fontsize=8)
+    axes[-1].set_xlabel("step")
+    axes[-1].xaxis.set_major_locator(MaxNLocator(integer=True))
+    return fig
 
 
 class StageTimer:

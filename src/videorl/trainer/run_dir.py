@@ -124,6 +124,16 @@ def _checkpoint_step(checkpoint: Path | None) -> int:
     return int(torch.load(checkpoint / "state.pt", map_location="cpu", weights_only=False)["step"])
 
 
+def refuse_past_end(checkpoint: Path | None, resumed: int, steps: int) -> None:
+    """A checkpoint at step `resumed`, past `steps` (the run's length), is refused:
+    resuming it would train backwards."""
+    if resumed > steps:
+        raise ConfigError(
+            f"checkpoint {str(checkpoint)!r} is at step {resumed}, past trainer.steps={steps}; "
+            "raise trainer.steps to continue it, or set a new trainer.output_dir"
+        )
+
+
 def claim_run_dir(
     output_dir: str | Path,
     checkpoint: Path | None,
@@ -143,11 +153,8 @@ def claim_run_dir(
     check_inputs(folder, inputs, overwrite and not _own(folder, checkpoint))
     check_run_dir(folder, checkpoint, resume=resume, overwrite=overwrite)
     resumed = _checkpoint_step(checkpoint)
-    if steps is not None and resumed > steps:
-        raise ConfigError(
-            f"checkpoint {str(checkpoint)!r} is at step {resumed}, past trainer.steps={steps}; "
-            "raise trainer.steps to continue it, or set a new trainer.output_dir"
-        )
+    if steps is not None:
+        refuse_past_end(checkpoint, resumed, steps)
     barrier()  # every rank has checked before the main rank changes anything
     if info.is_main and folder.is_dir():
         if overwrite and not _own(folder, checkpoint) and holds_run(folder):
