@@ -18,6 +18,7 @@ speedup is async's steps/s over the faster sync run at the same budget.
 
     python bench/async.py            # ~10 minutes on 2 cores; writes bench/results/async.json
     python bench/async.py --learning # the seeing task: ~25 minutes, adds its rows to the file
+    python bench/async.py --contention  # two sync runs side by side: what the cores allow
 
 `--learning` runs the quickstart's pipeline (`bench/learning.py`'s `prepare`: the warmed
 tiny model, 256 + 32 videos, 800 SFT steps), then 150 OraRL steps from the SFT model sync
@@ -37,6 +38,7 @@ import os
 import statistics
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -84,9 +86,11 @@ def prepare(work: Path) -> None:
     )
 
 
-def run_variant(work: Path, name: str, tokens: int, steps: int) -> list[dict[str, Any]]:
+def run_variant(
+    work: Path, name: str, tokens: int, steps: int, suffix: str = ""
+) -> list[dict[str, Any]]:
     """The metrics rows of one training run."""
-    out = work / "runs" / f"{name.replace(', ', '-').replace(' ', '_')}-{tokens}"
+    out = work / "runs" / f"{name.replace(', ', '-').replace(' ', '_')}-{tokens}{suffix}"
     env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
     overrides = [
         f"model.path={work}/model",
@@ -185,9 +189,37 @@ def learning_table(result: dict[str, Any]) -> str:
     return markdown_table(["model", *columns, "train wall s"], rows)
 
 
+def contention(work: Path, tokens: int, steps: int) -> dict[str, Any]:
+    """`sync, 1 thread` alone and two copies of it at once (each on a core of its own, if the
+    machine has two that do not slow each other): how much two busy processes slow each
+    other here, which bounds what overlapping generation with the update can gain."""
+    alone = summarise("sync, 1 thread", tokens, run_variant(work, "sync, 1 thread", tokens, steps))
+    with ThreadPoolExecutor(2) as pool:
+        pair = list(
+            pool.map(
+                lambda name: run_variant(work, "sync, 1 thread", tokens, steps, suffix=name),
+                ["a", "b"],
+            )
+        )
+    beside = [summarise("sync, 1 thread", tokens, rows)["steps_per_s"] for rows in pair]
+    return {
+        "max_new_tokens": tokens,
+        "alone_steps_per_s": alone["steps_per_s"],
+        "beside_another_steps_per_s": beside,
+        "slowdown": round(alone["steps_per_s"] / statistics.fmean(beside), 2),
+    }
+
+
 def table(payload: dict[str, Any]) -> str:
     """The results as the Markdown tables docs/async.md shows."""
     text = markdown_table(COLUMNS, [[row[c] for c in COLUMNS] for row in payload["rows"]])
+    if "contention" in payload:
+        c = payload["contention"]
+        text += (
+            f"\n\nTwo `sync, 1 thread` runs at once ({c['max_new_tokens']} tokens): "
+            f"{' and '.join(str(v) for v in c['beside_another_steps_per_s'])} steps/s each, "
+            f"against {c['alone_steps_per_s']} alone: {c['slowdown']}x slower side by side."
+        )
     if "learning" in payload:
         text += "\n\nThe seeing task, after equal steps:\n\n" + learning_table(payload["learning"])
     return text
@@ -208,6 +240,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument(
         "--learning", action="store_true", help="run the seeing-task comparison instead"
     )
+    parser.add_argument(
+        "--contention", action="store_true", help="measure two sync runs side by side instead"
+    )
     parser.add_argument("--sft-steps", type=int, default=800)
     parser.add_argument("--rl-steps", type=int, default=150)
     args = parse_args(parser, "async", argv)
@@ -215,6 +250,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if args.write:
         write_marked(PAGE, "bench/async.py", table(saved))
         return saved
+    if args.contention:
+        result = contention(args.work / "async", 48, args.steps)
+        print(result)
+        write_results(args.out, {**saved, "contention": result})
+        return result
     if args.learning:
         result = seeing_task(args.work / "async", args.sft_steps, args.rl_steps)
         print(learning_table(result))
@@ -231,8 +271,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         for name in variants:
             rows.append(summarise(name, tokens, run_variant(args.work, name, tokens, args.steps)))
             print(rows[-1], flush=True)
+    kept = {k: saved[k] for k in ("learning", "contention") if k in saved and not args.quick}
     payload = {
-        **({"learning": saved["learning"]} if "learning" in saved and not args.quick else {}),
+        **kept,
         "cores": len(os.sched_getaffinity(0)),
         "steps": args.steps,
         "warmup_steps": WARMUP_STEPS,
