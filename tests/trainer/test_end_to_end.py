@@ -51,11 +51,12 @@ def test_recipe_trains_and_checkpoints(make_config, recipe):
 
 
 def _assert_reward_curve_drawn(png) -> None:
-    """A 700 x 400 PNG (7 x 4 in at 100 dpi) with a drawn curve, not a blank canvas."""
+    """A PNG 700 px wide (7 in at 100 dpi; 4 in or more tall, a panel per kind of curve)
+    with a drawn curve, not a blank canvas."""
     import matplotlib.image
 
     image = matplotlib.image.imread(png)
-    assert image.shape[:2] == (400, 700)
+    assert image.shape[1] == 700 and image.shape[0] >= 400
     plot = image[60:340, 90:650, :3].reshape(-1, 3)  # inside the axes
     colored = (plot.max(1) - plot.min(1)) > 0.2  # the curve's color, not white/grey/black
     assert colored.sum() > 50, "no curve drawn"

@@ -13,7 +13,7 @@ from dataclasses import replace
 import pytest
 
 from tests.trainer.runs import assert_same_checkpoint, metrics_by_step, with_output
-from videorl.trainer import loop
+from videorl.trainer import draw, loop
 from videorl.trainer.checkpoint import Checkpointer
 from videorl.trainer.interrupt import StopRequest
 from videorl.trainer.loop import STAGES, LoopHooks, run_training, train_step
@@ -111,7 +111,7 @@ def test_ctrl_c_at_five_points_then_resume_equals_the_uninterrupted_run(
         assert calls["n"] >= call, f"{name} was not reached"
         return path
 
-    path = resume("generate_groups", call=1, first=True)
+    path = resume("generate_groups", call=1, first=True, owner=draw)
     assert path == out / "step-000001" and _steps(out) == [1]
     assert_same_checkpoint(path, reference_out / "step-000001")
 
