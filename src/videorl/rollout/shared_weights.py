@@ -40,15 +40,9 @@ class SharedWeights:
     def holds(self, version: int) -> bool:
         return int(self._versions[self._slot(version)]) == version
 
-    @torch.no_grad()
     def publish(self, model: torch.nn.Module, version: int) -> None:
         """Copy `model`'s weights in as `version` and wake the workers waiting for it."""
-        state, slot = model.state_dict(), self._slot(version)
-        with self._changed:
-            for name, shared in self.slots[slot].items():
-                shared.copy_(state[name])
-            self._versions[slot] = version
-            self._changed.notify_all()
+        self.publish_state(model.state_dict(), version)
 
     @torch.no_grad()
     def load_into(self, model: torch.nn.Module, version: int) -> None:
@@ -70,7 +64,8 @@ class SharedWeights:
 
     @torch.no_grad()
     def publish_state(self, state: dict[str, torch.Tensor], version: int) -> None:
-        """Publish a saved state dict (`held`'s) as `version`."""
+        """Copy `state` (a model's, or a checkpoint's `held` copy) in as `version` and wake
+        the workers waiting for it."""
         slot = self._slot(version)
         with self._changed:
             for name, shared in self.slots[slot].items():

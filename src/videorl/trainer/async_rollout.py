@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import os
 import queue
 import time
 from collections.abc import Sequence
@@ -47,7 +46,7 @@ from videorl.trainer.rollout_worker import (
     WorkerSpec,
     worker_main,
 )
-from videorl.trainer.threads import available_cores
+from videorl.trainer.threads import available_cores, local_ranks
 
 _CLOSE_S = 10.0  # how long closing waits for the workers to stop before terminating them
 
@@ -63,11 +62,11 @@ def worker_devices(cfg: Config, info: DistInfo) -> list[str]:
     workers, devices = cfg.rollout.workers, cfg.rollout.devices
     if not devices:
         return [info.device] * workers
-    local_ranks = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
-    if len(devices) != workers * local_ranks:
+    ranks = local_ranks()
+    if len(devices) != workers * ranks:
         raise ConfigError(
-            f"rollout.devices={list(devices)} with {local_ranks} local trainer ranks of "
-            f"rollout.workers={workers} each: give {workers * local_ranks} devices, rank r's "
+            f"rollout.devices={list(devices)} with {ranks} local trainer ranks of "
+            f"rollout.workers={workers} each: give {workers * ranks} devices, rank r's "
             f"workers taking entries r * {workers} onwards"
         )
     start = info.local_rank * workers
@@ -79,8 +78,7 @@ def worker_threads(cfg: Config) -> tuple[int, int]:
     of its workers (0: the rank's share of the available cores split evenly between it and
     its workers) and the trainer's share of what is left; `trainer.cpu_threads` > 0 sets
     the trainer's."""
-    local_ranks = max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
-    cores = max(1, available_cores() // local_ranks)
+    cores = max(1, available_cores() // local_ranks())
     share = max(1, cores // (cfg.rollout.workers + 1))
     worker = cfg.rollout.worker_threads or share
     trainer = cfg.trainer.cpu_threads or max(1, cores - worker * cfg.rollout.workers)

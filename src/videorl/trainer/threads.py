@@ -69,12 +69,17 @@ def resolve_cpu_threads(
         return configured
     if env.get("OMP_NUM_THREADS", "").strip():
         return None
-    try:
-        local_ranks = max(1, int(env.get("LOCAL_WORLD_SIZE", "1")))
-    except ValueError:
-        local_ranks = 1
     cores = cores if cores is not None else available_cores()
-    return max(1, cores // local_ranks)
+    return max(1, cores // local_ranks(env))
+
+
+def local_ranks(env: Mapping[str, str] | None = None) -> int:
+    """Trainer ranks on this machine: torchrun's `LOCAL_WORLD_SIZE` (1 without torchrun)."""
+    env = os.environ if env is None else env
+    try:
+        return max(1, int(env.get("LOCAL_WORLD_SIZE", "1")))
+    except ValueError:
+        return 1
 
 
 PROC_STAT = Path("/proc/stat")
