@@ -25,7 +25,7 @@ tiny model, 256 + 32 videos, 800 SFT steps), then 150 OraRL steps from the SFT m
 (one thread) and async at staleness 1 (trainer and worker on one thread each), and
 evaluates both greedily on the real, frozen, reversed and shuffled validation videos: mIoU
 and video gains after equal steps, with each run's training wall time.
-    python bench/async.py --quick --out /tmp/async.json  # 3 steps, 2 variants: a smoke run
+    python bench/async.py --quick --out /tmp/async.json  # 3 steps, 3 variants: a smoke run
 
 The rollout worker counts and staleness this measures are the ones `docs/async.md` shows.
 """
@@ -53,32 +53,49 @@ COLUMNS = [
     "trainer_idle",
     "rollout_idle",
     "staleness_mean",
-    "reward_mean",
+    "length_mean",
 ]
 
+ASYNC = ["rollout.mode=async", "trainer.cpu_threads=1", "rollout.worker_threads=1"]
+OVERSAMPLED = ["rollout.oversample=2"]
 VARIANTS: dict[str, list[str]] = {
     "sync, 1 thread": ["rollout.mode=sync", "trainer.cpu_threads=1"],
     "sync, 2 threads": ["rollout.mode=sync", "trainer.cpu_threads=2"],
-    **{
-        f"async, staleness {k}": [
-            "rollout.mode=async",
-            f"rollout.max_staleness={k}",
-            "trainer.cpu_threads=1",
-            "rollout.worker_threads=1",
-        ]
-        for k in (0, 1, 2)
-    },
+    **{f"async, staleness {k}": [*ASYNC, f"rollout.max_staleness={k}"] for k in (0, 1, 2)},
+    "async, staleness 1, oversample 2": [*ASYNC, "rollout.max_staleness=1", *OVERSAMPLED],
+    "async, staleness 1, oversample 2, continue": [
+        *ASYNC,
+        "rollout.max_staleness=1",
+        *OVERSAMPLED,
+        "rollout.partial=continue",
+    ],
+    "async, staleness 2, oversample 2, continue": [
+        *ASYNC,
+        "rollout.max_staleness=2",
+        *OVERSAMPLED,
+        "rollout.partial=continue",
+    ],
 }
+# The policy's mean response length (`long_tail`): lengths vary as a trained policy's do,
+# so the longest row of a step is several times the mean (Relax measured 6.6x on
+# Qwen3-VL-4B); a random-init model would write every row to the budget.
+MEAN_TOKENS = 12
 WARMUP_STEPS = 2
 SYNC_GENERATION = ("time/decode", "time/rollout", "time/reward")
 
 
 def prepare(work: Path) -> None:
-    """The quickstart's model (random init, vision warm-up skipped) and data, built once."""
+    """The quickstart's model (random init, vision warm-up skipped, `long_tail` lengths)
+    and data, built once."""
     if (work / "data" / "train.jsonl").exists():
         return
     run = [sys.executable, "-m", "videorl"]
     subprocess.run([*run, "make-tiny", str(work / "model"), "--arch", "qwen3_vl"], check=True)
+    subprocess.run(
+        [sys.executable, str(Path(__file__).with_name("long_tail.py")), str(work / "model")]
+        + ["--mean-tokens", str(MEAN_TOKENS)],
+        check=True,
+    )
     subprocess.run(
         [*run, "synth", "--out", str(work / "data"), "--families", "temporal_grounding"]
         + ["--tg-events", "appear", "--n", "64", "--seed", "0", "--val", "8"],
@@ -138,6 +155,8 @@ def summarise(name: str, tokens: int, rows: list[dict[str, Any]]) -> dict[str, A
         "rollout_idle": round(rollout_idle, 3),
         "staleness_mean": round(staleness, 2),
         "reward_mean": round(statistics.fmean(r["reward/mean"] for r in rows), 3),
+        "length_mean": round(statistics.fmean(r["response/length_mean"] for r in steady), 1),
+        "cut_groups": round(statistics.fmean(r.get("async/cut_groups", 0.0) for r in steady), 2),
     }
 
 
@@ -212,7 +231,7 @@ def contention(work: Path, tokens: int, steps: int) -> dict[str, Any]:
 
 def table(payload: dict[str, Any]) -> str:
     """The results as the Markdown tables docs/async.md shows."""
-    text = markdown_table(COLUMNS, [[row[c] for c in COLUMNS] for row in payload["rows"]])
+    text = markdown_table(COLUMNS, [[row.get(c, "") for c in COLUMNS] for row in payload["rows"]])
     if "contention" in payload:
         c = payload["contention"]
         text += (
@@ -263,7 +282,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     variants = list(VARIANTS)
     if args.quick:
         args.steps, args.tokens = 3, [16]
-        variants = ["sync, 1 thread", "async, staleness 1"]
+        variants = [
+            "sync, 1 thread",
+            "async, staleness 1",
+            "async, staleness 2, oversample 2, continue",
+        ]
     args.work = args.work / "async"
     prepare(args.work)
     rows = []

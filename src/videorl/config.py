@@ -324,17 +324,17 @@ class RolloutConfig:
     sync_every: int = 1
     """Async: the trainer publishes its weights to the workers every this many steps (>= 1,
     <= max_staleness + 1)."""
+    oversample: int = 1
+    """Async (docs/async.md#the-tail): a worker's round keeps this many times a step's groups
+    in flight (>= 1) and stops once the step's number of groups has ended, the groups the
+    previous round cut among them; the rest are cut and carried to the next round. 1 = every
+    group runs to its end."""
     partial: Literal["restart", "continue"] = "restart"
-    """Async, at a weight sync during a generation: restart drops the tokens sampled so far
-    and samples again with the new weights; continue keeps them and goes on with the new
-    weights, each token tagged with the version that sampled it."""
-    partial_chunk_tokens: int = 0
-    """Async: tokens a worker samples between checks for new weights (> 0 makes generations
-    interruptible at a sync, per rollout.partial); 0 = a generation finishes on the weights it
-    started with."""
-    oversample: float = 1.0
-    """Async: the workers keep this many times a step's groups in flight (>= 1); a step takes
-    the groups that finished first and the rest carry over, within max_staleness."""
+    """Async, rollout.oversample > 1: what a cut group carries to the next round. restart: its
+    prompt only (sampled again with the next round's weights); continue: its tokens so far,
+    which the next round goes on from with its weights, each token's behaviour log-prob of the
+    weights that sampled it (the workers then sample max_staleness - 1 steps ahead, so that
+    no token trains more than max_staleness versions late)."""
     workers: int = 1
     """Async: rollout worker processes (>= 1), each with its own model copy."""
     worker_threads: int = 0
@@ -383,7 +383,6 @@ class RolloutConfig:
         _at_least_zero(
             "rollout",
             max_staleness=self.max_staleness,
-            partial_chunk_tokens=self.partial_chunk_tokens,
             worker_threads=self.worker_threads,
         )
         _positive(
@@ -391,9 +390,8 @@ class RolloutConfig:
             sync_every=self.sync_every,
             workers=self.workers,
             queue_timeout_s=self.queue_timeout_s,
+            oversample=self.oversample,
         )
-        if self.oversample < 1:
-            raise ConfigError(f"rollout.oversample={self.oversample} must be >= 1")
         if self.sync_every > self.max_staleness + 1:
             raise ConfigError(
                 f"rollout.sync_every={self.sync_every} with rollout.max_staleness="
@@ -764,6 +762,7 @@ class Config:
             )
         _check_dynamic_sampling(algo)
         _check_async(self)
+        _check_oversample(self)
 
     @property
     def group_size(self) -> int:
@@ -804,6 +803,40 @@ def _check_async(cfg: Config) -> None:
         raise ConfigError(
             "algorithm.dynamic_sampling with rollout.max_staleness > 0: its refills would draw "
             "past the prompts the workers drew ahead; set rollout.max_staleness=0"
+        )
+
+
+def _check_oversample(cfg: Config) -> None:
+    """Over-sampled rounds (`trainer/oversample.py`) build single-turn policy rows (OraRL's
+    annotation rows added after the cut) on one worker; refuse the rest in one line."""
+    rollout = cfg.rollout
+    if rollout.oversample == 1:
+        if rollout.partial == "continue":
+            raise ConfigError(
+                "rollout.partial=continue with rollout.oversample=1: only an over-sampled round "
+                "cuts groups; set rollout.oversample >= 2 or rollout.partial=restart"
+            )
+        return
+    algorithm = cfg.algorithm
+    refused = {
+        "rollout.mode=sync": rollout.mode != "async",
+        "rollout.tools": bool(rollout.tools),
+        f"rollout.workers={rollout.workers}": rollout.workers > 1,
+        "algorithm.temporal_contrast": algorithm.temporal_contrast.enabled,
+        "algorithm.constructed": algorithm.constructed.enabled,
+        "algorithm.dynamic_sampling": algorithm.dynamic_sampling.enabled,
+    }
+    for name, on in refused.items():
+        if on:
+            raise ConfigError(
+                f"rollout.oversample={rollout.oversample} with {name}: over-sampled rounds are "
+                "built for rollout.mode=async, one worker, single-turn rows without T-GRPO, "
+                "TaRO's constructed rows or dynamic sampling; set rollout.oversample=1"
+            )
+    if rollout.partial == "continue" and rollout.max_staleness < 1:
+        raise ConfigError(
+            "rollout.partial=continue with rollout.max_staleness=0: a continued group's first "
+            "tokens train one version late; set rollout.max_staleness >= 1"
         )
 
 

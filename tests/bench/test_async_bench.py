@@ -26,12 +26,15 @@ def test_quick_run_measures_sync_and_async(tmp_path):
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     rows = {row["variant"]: row for row in json.loads(out.read_text())["rows"]}
-    assert set(rows) == {"sync, 1 thread", "async, staleness 1"}
+    oversampled = "async, staleness 2, oversample 2, continue"
+    assert set(rows) == {"sync, 1 thread", "async, staleness 1", oversampled}
     for row in rows.values():
         assert row["steps_per_s"] > 0
         assert 0 <= row["trainer_idle"] <= 1 and 0 <= row["rollout_idle"] <= 1
+        assert 0 < row["length_mean"] < 16  # the long-tailed policy ends rows early
     assert rows["sync, 1 thread"]["speedup_vs_best_sync"] == 1.0
     assert rows["async, staleness 1"]["staleness_mean"] == 1.0  # steps 3.. train stale
+    assert 1.0 <= rows[oversampled]["staleness_mean"] <= 2.0
 
 
 def test_the_docs_show_the_saved_results():

@@ -17,6 +17,18 @@ from videorl.versions import installed_in_range
 
 
 @dataclass(frozen=True)
+class RoundQuota:
+    """An over-sampled round's cut (trainer/oversample.py): every row stops once `need`
+    groups have ended and every group in `must` has. Row i belongs to group
+    `row_groups[i]` and has ended at an end token or after `row_budgets[i]` new tokens."""
+
+    need: int
+    must: tuple[int, ...]
+    row_groups: tuple[int, ...]
+    row_budgets: tuple[int, ...]
+
+
+@dataclass(frozen=True)
 class SamplingParams:
     """How responses are sampled; `temperature == 0` means greedy."""
 
@@ -26,6 +38,7 @@ class SamplingParams:
     top_p: float = 1.0
     top_k: int = 0
     logprobs: bool = False  # also return per-token sampling log-probs (keeps each step's logits)
+    quota: RoundQuota | None = None  # over-sampled rounds: when every row stops at once
 
 
 @dataclass(frozen=True)
@@ -44,6 +57,36 @@ def trim_response(tokens: torch.Tensor, eos_ids: Sequence[int]) -> tuple[torch.T
     if hits.numel():
         return tokens[: int(hits[0]) + 1], False
     return tokens, True
+
+
+class QuotaCriterion:
+    """`RoundQuota` as a `generate` stopping criterion (a callable of the decoded ids)."""
+
+    def __init__(self, quota: RoundQuota, prompt_len: int, eos: Sequence[int]) -> None:
+        self.quota, self.prompt_len, self.eos = quota, prompt_len, torch.tensor(list(eos))
+        self.groups = torch.tensor(quota.row_groups)
+        self.budgets = torch.tensor(quota.row_budgets)
+        self.must = torch.tensor(quota.must, dtype=torch.long)
+
+    def __call__(self, input_ids: torch.Tensor, scores: Any, **kwargs: Any) -> torch.Tensor:
+        new = input_ids[:, self.prompt_len :].cpu()
+        ended = torch.isin(new, self.eos).any(dim=1) | (new.shape[1] >= self.budgets)
+        # a group (of those with rows here) has ended when none of its rows is still going
+        rows = torch.bincount(self.groups)
+        going = torch.bincount(self.groups, weights=(~ended).double(), minlength=rows.numel())
+        ended_groups = (rows > 0) & (going == 0)
+        done = int(ended_groups.sum()) >= self.quota.need and bool(ended_groups[self.must].all())
+        return torch.full((input_ids.shape[0],), bool(done), device=input_ids.device)
+
+
+def _stopping(loaded: LoadedModel, params: SamplingParams, prompt_len: int) -> dict[str, Any]:
+    """`generate`'s stopping criteria of an over-sampled round (none without a quota)."""
+    if params.quota is None:
+        return {}
+    from transformers import StoppingCriteriaList
+
+    criterion = QuotaCriterion(params.quota, prompt_len, loaded.eos_token_ids)
+    return {"stopping_criteria": StoppingCriteriaList([criterion])}
 
 
 def _sample_kwargs(loaded: LoadedModel, params: SamplingParams) -> dict:
@@ -172,6 +215,7 @@ def generate(
     was_training = model.training
     model.eval()
     runs = 1 if greedy else params.n  # HF greedy refuses num_return_sequences > 1
+    kwargs.update(_stopping(loaded, params, inputs["input_ids"].shape[1]))
     if share_prefill and can_share_prefill(model, inputs, runs):
         out = _shared_prefill_generate(model, inputs, runs, kwargs)
     else:

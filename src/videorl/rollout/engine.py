@@ -66,6 +66,8 @@ class HFEngine:
     def generate(
         self, prompts: Sequence[PromptEncoding], params: SamplingParams
     ) -> list[Generation]:
+        if params.quota is not None:  # the round's quota counts every row: one call
+            return generate(self.loaded, prompts, params, share_prefill=self.share_prefill)
         out: list[Generation] = []
         for start in range(0, len(prompts), self.max_prompts_per_call):
             chunk = prompts[start : start + self.max_prompts_per_call]

@@ -24,6 +24,7 @@ import math
 import queue
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -38,6 +39,7 @@ from videorl.reduction import Maxed
 from videorl.rollout.batch import RolloutBatch
 from videorl.rollout.mailbox import Mailbox, mailbox_folder, remove_mailbox
 from videorl.rollout.shared_weights import SharedWeights
+from videorl.trainer.oversample import CarriedGroup, carry_state
 from videorl.trainer.rng import rng_state, set_rng_state
 from videorl.trainer.rollout_worker import (
     DrawRequest,
@@ -85,6 +87,23 @@ def worker_threads(cfg: Config) -> tuple[int, int]:
     return trainer, worker
 
 
+def _row_versions(result: DrawResult) -> torch.Tensor:
+    """The version of each row's oldest token (the draw's, for a batch without rows)."""
+    versions = result.batch.versions
+    if versions is None or not versions.numel():
+        return torch.tensor([float(result.version)])
+    return versions.double()
+
+
+def steps_ahead(cfg: Config) -> int:
+    """How many steps ahead the workers sample: `max_staleness`, or one less when
+    over-sampled groups carry their tokens (`partial: continue`), whose first tokens train one
+    round later."""
+    rollout = cfg.rollout
+    carried = rollout.oversample > 1 and rollout.partial == "continue"
+    return rollout.max_staleness - 1 if carried else rollout.max_staleness
+
+
 class AsyncRollouts:
     """The workers, their queues and the shared weights, and what is in flight."""
 
@@ -95,10 +114,19 @@ class AsyncRollouts:
         version: int,
         info: DistInfo,
         restored: dict[int, dict[str, torch.Tensor]] | None = None,
+        carry: list[CarriedGroup] | None = None,
     ) -> None:
-        """Spawn the workers; `model` holds the trainer's weights (`version`: its step) and
-        `restored` the older versions a checkpoint kept (`held_versions`)."""
+        """Spawn the workers; `model` holds the trainer's weights (`version`: its step),
+        `restored` the older versions a checkpoint kept (`held_versions`) and `carry` the
+        groups its over-sampled round had cut (`saved_carry`; None: a fresh run)."""
         self.cfg, self.k = cfg, cfg.rollout.max_staleness
+        self.ahead = steps_ahead(cfg)
+        if cfg.rollout.oversample > 1 and info.world_size > 1:
+            raise ConfigError(
+                f"rollout.oversample={cfg.rollout.oversample} with {info.world_size} trainer "
+                "ranks: each rank's carried groups are not checkpointed yet; set "
+                "rollout.oversample=1 or train on one rank"
+            )
         context = mp.get_context("spawn")
         self.weights = SharedWeights(model, context, slots=self.k + 1)
         for old, state in (restored or {}).items():
@@ -112,11 +140,24 @@ class AsyncRollouts:
         self.results = context.Queue(maxsize=slots)
         self.outbox = Mailbox(self.folder, self.requests, "trainer")
         self.inbox = Mailbox(self.folder, self.results, "trainer")
+        self.workers = self._spawn(cfg, info, context)
+        self.submitted: dict[int, dict[str, Any]] = {}  # step -> sampler state before its draw
+        self.restored_carry = carry
+        self.carry_after: dict[int, list[CarriedGroup]] = {}  # step -> its round's cut groups
+        self.sent_first = False
+        self.ready: dict[tuple[int, int], DrawResult] = {}
+        self.wait_s = 0.0
+        self.worker_busy_s = 0.0
+        self.worker_idle_s = 0.0
+
+    def _spawn(self, cfg: Config, info: DistInfo, context: Any) -> list[Any]:
+        """Start the workers, each on its device with its threads (the trainer takes the
+        rest of the cores)."""
         trainer_threads, threads = worker_threads(cfg)
         if info.device.startswith("cpu"):
             torch.set_num_threads(trainer_threads)
         devices = worker_devices(cfg, info)
-        self.workers = [
+        workers = [
             context.Process(
                 target=worker_main,
                 args=(
@@ -136,14 +177,9 @@ class AsyncRollouts:
             )
             for i in range(cfg.rollout.workers)
         ]
-        for worker in self.workers:
+        for worker in workers:
             worker.start()
-        self.submitted: dict[int, dict[str, Any]] = {}  # step -> sampler state before its draw
-        self.ready: dict[tuple[int, int], DrawResult] = {}
-        self.wait_s = 0.0
-        self.worker_busy_s = 0.0
-        self.worker_idle_s = 0.0
-        self.last_metrics: dict[str, float] = {}
+        return workers
 
     # -- prompts -------------------------------------------------------------------------
 
@@ -156,14 +192,36 @@ class AsyncRollouts:
     ) -> list[int]:
         """Step `step`'s prompts, after queueing the requests of steps `step` .. `step + k`
         (drawn from `sampler` in step order; none past the run's last step)."""
-        for ahead in range(step, min(step + self.k + 1, self.cfg.trainer.steps)):
+        for ahead in range(step, min(step + self.ahead + 1, self.cfg.trainer.steps)):
             if ahead not in self.submitted:
                 before = sampler.state_dict()
                 indices = sampler.next_batch()
                 mine = [records[i] for i in shard_indices(indices, info)]
                 self.submitted[ahead] = {"sampler": before, "indices": indices}
-                self._put(self._request(ahead, 0, sampler.epoch, mine))
+                self._put(self._first_round(ahead, mine, sampler, records, info))
         return self.submitted[step]["indices"]
+
+    def _first_round(
+        self,
+        step: int,
+        mine: list[TaskRecord],
+        sampler: TaskGroupedSampler,
+        records: Sequence[TaskRecord],
+        info: DistInfo,
+    ) -> DrawRequest:
+        """Step `step`'s request; an over-sampling run's first one also hands the worker its
+        carry: the checkpoint's, or, in a fresh run, `oversample - 1` more steps' prompts."""
+        request = self._request(step, 0, sampler.epoch, mine)
+        if self.cfg.rollout.oversample == 1 or self.sent_first:
+            return request
+        self.sent_first = True
+        carry = self.restored_carry
+        if carry is None:
+            extra = [
+                i for _ in range(self.cfg.rollout.oversample - 1) for i in sampler.next_batch()
+            ]
+            carry = [CarriedGroup(records[i]) for i in shard_indices(extra, info)]
+        return replace(request, carry=carry)
 
     def _request(self, step: int, draw: int, epoch: int, records: list[TaskRecord]) -> DrawRequest:
         """Staleness 0: the trainer waits for this very draw, so it hands over its random
@@ -174,8 +232,9 @@ class AsyncRollouts:
             epoch=epoch,
             records=records,
             version=self.version_for(step),
-            rng=rng_state() if self.k == 0 else None,
+            rng=rng_state() if self.ahead == 0 else None,
             behaviour_logp=self.k > 0,
+            need=len(records),
         )
 
     def version_for(self, step: int) -> int:
@@ -183,7 +242,7 @@ class AsyncRollouts:
         after `step - k` (every `sync_every`-th, and the run's start), so a batch trains at
         most k versions after them, and which ones depends on the step alone."""
         every = self.cfg.rollout.sync_every
-        oldest = step - self.k
+        oldest = step - self.ahead
         if oldest <= self.start_version:
             return self.start_version
         return every * math.ceil(oldest / every)
@@ -191,7 +250,12 @@ class AsyncRollouts:
     def held_versions(self, step: int) -> dict[int, dict[str, torch.Tensor]]:
         """The versions before `step` that steps `step` .. `step + k` are sampled by: what a
         checkpoint keeps so that its resumed run samples them with the same weights."""
-        return self.weights.held(range(max(step - self.k, 0), step))
+        return self.weights.held(range(max(step - self.ahead, 0), step))
+
+    def saved_carry(self, step: int) -> list[dict[str, Any]] | None:
+        """The groups cut by the round before step `step`'s, as a checkpoint keeps them so
+        that its resumed run's rounds are the same (None: no round has run yet)."""
+        return carry_state(self.carry_after.get(step - 1, self.restored_carry))
 
     def sampler_state(self, step: int, sampler: Any) -> dict[str, Any]:
         """The sampler as it was before step `step`'s prompts were drawn ahead (drawn steps
@@ -225,12 +289,14 @@ class AsyncRollouts:
             set_rng_state(result.rng)
         if result.embeddings is not None and policy.visual_cache is not None:
             policy.visual_cache.adopt(result.batch.prompts, result.embeddings)
-        staleness = step - result.version
+        if draw == 0 and result.carry is not None:
+            self.carry_after = {step: result.carry}
+        staleness = step - _row_versions(result)
         self.worker_busy_s += result.busy_s
         self.worker_idle_s += result.idle_s
         metrics = {
-            "async/staleness_mean": float(staleness),
-            "async/staleness_max": Maxed(staleness),
+            "async/staleness_mean": float(staleness.mean()),
+            "async/staleness_max": Maxed(float(staleness.max())),
             "async/queue_depth": float(depth + self.results.qsize()),
             **{f"async/worker_{k}_s": v for k, v in result.stages.items()},
         }

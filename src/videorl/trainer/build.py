@@ -27,6 +27,7 @@ from videorl.rollout.vllm_engine import VLLMEngine, build_vllm_engine, build_vll
 from videorl.rollout.vllm_support import rollout_engine
 from videorl.trainer import checkpoint as ckpt
 from videorl.trainer.optim import build_optimizer
+from videorl.trainer.oversample import restore_carry
 from videorl.trainer.policy_setup import setup_policy, tool_runner
 from videorl.trainer.sequence_parallel import (
     GroupEngine,
@@ -214,6 +215,7 @@ def _restore(state: TrainState, checkpoint: Path) -> None:
     state.sampler.load_state_dict(saved["sampler"])
     state.step, state.best = int(saved["step"]), BestStep.from_dict(saved.get("best"))
     state.async_weights = saved.get("async_weights", {})
+    state.async_carry = restore_carry(saved.get("async_carry"), state.records)
     state.engine.sync_weights(state.policy.model)
     if state.info.is_main:
         console.print(

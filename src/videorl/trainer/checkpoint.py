@@ -234,6 +234,7 @@ class Checkpointer:
         }
         if state.rollouts is not None:  # async: the older weights the next batches need
             extras["async_weights"] = state.rollouts.held_versions(state.step)
+            extras["async_carry"] = state.rollouts.saved_carry(state.step)
         path = save_checkpoint(
             self.out,
             state.step,

@@ -244,7 +244,9 @@ def run_training(
     state = build_state(cfg, resume, info)
     if cfg.rollout.mode == "async":
         model, old = state.logprob_model.model, state.async_weights
-        state.rollouts = AsyncRollouts(state.cfg, model, state.step, info, restored=old)
+        state.rollouts = AsyncRollouts(
+            state.cfg, model, state.step, info, restored=old, carry=state.async_carry
+        )
     writer = _metrics_writer(state)
     checkpointer = Checkpointer(state)
     stop, guard = StopRequest(), StepGuard(state)

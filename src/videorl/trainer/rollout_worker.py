@@ -37,6 +37,7 @@ from videorl.rollout.mailbox import Mailbox, remove_mailbox
 from videorl.rollout.shared_weights import SharedWeights
 from videorl.trainer.draw import Producer, no_grad_settings, scored_draw
 from videorl.trainer.metrics import StageTimer
+from videorl.trainer.oversample import CarriedGroup, oversampled_draw
 from videorl.trainer.policy_setup import load_producer
 from videorl.trainer.rng import derived_seed, isolated, rng_state, set_rng_state
 from videorl.trainer.stages import score
@@ -54,6 +55,10 @@ class DrawRequest:
     version: int
     rng: dict[str, Any] | None = None  # the trainer's random state to continue (staleness 0)
     behaviour_logp: bool = False  # the batch may train stale: add its behaviour log-probs
+    # rollout.oversample > 1: the step's groups (0: all of `records`), and the carry to
+    # start from (None: the worker's own, from its previous round)
+    need: int = 0
+    carry: list[CarriedGroup] | None = None
 
 
 @dataclass(frozen=True)
@@ -72,6 +77,7 @@ class DrawResult:
     # the prompts' vision-tower outputs when the tower is frozen: the trainer's forwards
     # reuse them instead of encoding every video again (models/visual_cache.py)
     embeddings: ExportedEmbeddings | None = None
+    carry: list[CarriedGroup] | None = None  # over-sampling: the groups cut, for the next round
 
 
 @dataclass(frozen=True)
@@ -125,6 +131,7 @@ def _serve(spec: WorkerSpec, outbox: Mailbox) -> None:
     timeout = spec.cfg.rollout.queue_timeout_s
     inbox = spec.inbox()
     idle_since, loaded = time.perf_counter(), -1
+    carry: list[CarriedGroup] = []
     while True:
         if not _trainer_alive():  # nobody reads the results: leave no files behind
             remove_mailbox(spec.folder)
@@ -146,7 +153,10 @@ def _serve(spec: WorkerSpec, outbox: Mailbox) -> None:
             spec.weights.load_into(producer.policy.model, request.version)
             loaded = request.version
         started = time.perf_counter()
-        result = _draw(spec.index, producer, request, loaded)
+        if request.carry is not None:
+            carry = request.carry
+        result = _draw(spec.index, producer, request, loaded, carry)
+        carry = result.carry or []
         done = time.perf_counter()
         result = replace(result, idle_s=started - idle_since, busy_s=done - started)
         _post(outbox, outbox.write(result), timeout)
@@ -167,20 +177,28 @@ def _post(outbox: Mailbox, name: str, timeout_s: float) -> None:
                 ) from None
 
 
-def _draw(index: int, producer: Producer, request: DrawRequest, version: int) -> DrawResult:
-    """Run the request's draw on the worker's weights (`version`)."""
+def _draw(
+    index: int,
+    producer: Producer,
+    request: DrawRequest,
+    version: int,
+    carry: list[CarriedGroup],
+) -> DrawResult:
+    """Run the request's draw on the worker's weights (`version`), from `carry` when the
+    run over-samples."""
     timer = StageTimer()
     rng_after = None
     if request.rng is not None:
         set_rng_state(request.rng)
-        batch = _scored(producer, timer, request)
+        batch, carry = _scored(producer, timer, request, version, carry)
         rng_after = rng_state()
     else:
         with isolated(derived_seed(producer.cfg.trainer.seed, request.step, request.draw)):
-            batch = _scored(producer, timer, request)
-    if request.behaviour_logp and batch.num_rows:
-        batch = with_behaviour_logp(batch, producer)
-    batch = replace(batch, versions=torch.full((batch.num_rows,), version, dtype=torch.long))
+            batch, carry = _scored(producer, timer, request, version, carry)
+    if producer.cfg.rollout.oversample == 1:
+        if request.behaviour_logp and batch.num_rows:
+            batch = with_behaviour_logp(batch, producer)
+        batch = replace(batch, versions=torch.full((batch.num_rows,), version, dtype=torch.long))
     embeddings = frozen_embeddings(producer.policy, batch)
     clear_visual_caches(producer.policy)
     return DrawResult(
@@ -194,6 +212,7 @@ def _draw(index: int, producer: Producer, request: DrawRequest, version: int) ->
         rng=rng_after,
         stages=dict(timer.seconds),
         embeddings=embeddings,
+        carry=carry,
     )
 
 
@@ -206,15 +225,35 @@ def frozen_embeddings(policy: LoadedModel, batch: RolloutBatch) -> ExportedEmbed
     return cache.export(batch.prompts)
 
 
-def _scored(producer: Producer, timer: StageTimer, request: DrawRequest) -> RolloutBatch:
-    return scored_draw(
+def _scored(
+    producer: Producer,
+    timer: StageTimer,
+    request: DrawRequest,
+    version: int,
+    carry: list[CarriedGroup],
+) -> tuple[RolloutBatch, list[CarriedGroup]]:
+    """The synchronous loop's draw, or an over-sampled round (`trainer/oversample.py`)."""
+    if producer.cfg.rollout.oversample == 1:
+        batch = scored_draw(
+            producer,
+            timer,
+            score,
+            request.records,
+            step=request.step,
+            epoch=request.epoch,
+            draw=request.draw,
+        )
+        return batch, []
+    need = request.need or len(request.records)
+    return oversampled_draw(
         producer,
         timer,
         score,
+        carry,
         request.records,
+        need=need,
         step=request.step,
-        epoch=request.epoch,
-        draw=request.draw,
+        version=version,
     )
 
 

@@ -21,6 +21,7 @@ from videorl.video.prefetch import Prefetcher
 
 if TYPE_CHECKING:
     from videorl.trainer.async_rollout import AsyncRollouts
+    from videorl.trainer.oversample import CarriedGroup
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,8 @@ class TrainState:
     rollouts: AsyncRollouts | None = None
     # a resumed async run's older weights by version, from its checkpoint (`async_weights`)
     async_weights: dict[int, dict[str, torch.Tensor]] = field(default_factory=dict)
+    # and the groups its over-sampled round had cut (`async_carry`; None: none saved)
+    async_carry: list[CarriedGroup] | None = None
 
     def producer(self) -> Producer:
         """What the trainer's own draws touch (`trainer/draw.py`)."""

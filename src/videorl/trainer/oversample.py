@@ -1,0 +1,286 @@
+"""`rollout.oversample`: rounds that take the groups that end first (docs/async.md#the-tail).
+
+A worker's round generates the groups the previous round cut off (its carry) together with
+the step's new prompts, so `oversample` x the step's groups are in flight, and stops as soon
+as the step's number of groups has ended, every carried group among them (a group is cut
+at most once, so none waits forever). The step trains on those groups; the others are cut
+and carried to the next round:
+
+- `rollout.partial: restart` carries their prompts only: they are sampled again, from
+  scratch, with the next round's weights;
+- `continue` carries the tokens sampled so far with their behaviour log-probs and the
+  version that sampled them; the next round goes on from them (`with_prefix`) with its
+  weights. A row's version is its oldest token's, and its behaviour log-probs are per
+  token, so the decoupled loss corrects each token for the weights that sampled it.
+
+Rows of one group run side by side in one `generate` call whose stopping criterion is the
+round's quota (`models/generate.py: RoundQuota`): decoding stops for every row at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import torch
+
+from videorl.data.records import TaskRecord
+from videorl.models.generate import RoundQuota, trim_response
+from videorl.models.inputs import PromptEncoding, with_prefix
+from videorl.models.logprobs import logprobs_in_microbatches
+from videorl.reduction import Summed
+from videorl.rollout.batch import RolloutBatch
+from videorl.rollout.groups import add_annotation_rows
+from videorl.rollout.prompting import decode_prompts
+from videorl.trainer.draw import Producer, ScoreStage, no_grad_settings, rewards
+from videorl.trainer.metrics import StageTimer
+from videorl.video.decode import DecodedVideo
+
+_EMPTY = torch.zeros(0, dtype=torch.long)
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One row of a group: its tokens so far, whether it ended (end token or budget), the
+    behaviour log-probs of those tokens and the version that sampled its first one."""
+
+    tokens: torch.Tensor = _EMPTY
+    ended: bool = False
+    logp: torch.Tensor | None = None
+    version: int = -1
+
+
+@dataclass(frozen=True)
+class CarriedGroup:
+    """A group a round cut off: its record (as the data has it) and, for `continue`, its
+    rows (`None`: sampled again from scratch)."""
+
+    record: TaskRecord
+    slots: tuple[Slot, ...] | None = None
+
+
+@dataclass(frozen=True)
+class RoundGroup:
+    """A group of this round: its record as decoded, prompt, media and rows."""
+
+    source: TaskRecord
+    record: TaskRecord
+    prompt: PromptEncoding
+    media: DecodedVideo | None
+    slots: tuple[Slot, ...]
+    carried: bool
+
+    @property
+    def done(self) -> bool:
+        return all(s.ended for s in self.slots)
+
+
+def oversampled_draw(
+    producer: Producer,
+    timer: StageTimer,
+    score_stage: ScoreStage,
+    carry: Sequence[CarriedGroup],
+    records: Sequence[TaskRecord],
+    *,
+    need: int,
+    step: int,
+    version: int,
+) -> tuple[RolloutBatch, list[CarriedGroup]]:
+    """The step's `need` groups from the carry and the new `records` (see the module),
+    scored, with per-token behaviour log-probs; and the groups carried to the next round."""
+    cfg = producer.cfg
+    with timer("decode"):
+        groups, skipped = _decoded(producer, carry, records)
+    need = min(need, len(groups))
+    with timer("rollout"):
+        groups = _generate(producer, groups, need, version)
+    producer.engine.sleep()
+    taken = [g for g in groups if g.carried and g.done]
+    taken += [g for g in groups if not g.carried and g.done][: need - len(taken)]
+    left = [g for g in groups if not any(g is t for t in taken)]
+    batch = _batch(producer, taken).with_metrics(
+        **{
+            **skipped,
+            "async/cut_groups": Summed(len(left)),
+            "async/carried_taken": Summed(sum(g.carried for g in taken)),
+        }
+    )
+    if cfg.algorithm.annotation_rows and batch.num_rows:
+        eos, budget = producer.policy.eos_token_ids[0], cfg.rollout.max_new_tokens
+        batch = add_annotation_rows(
+            batch, producer.policy.tokenizer, eos, budget, think=cfg.data.think
+        )
+    if taken:
+        with timer("reward"), producer.split_forwards():
+            batch = rewards(
+                batch, cfg, score_stage, producer.pool, producer.logprob_model, step=step
+            )
+        batch = _with_behaviour(producer, batch, taken, version)
+    return batch, _carried(producer, left, version)
+
+
+def _decoded(
+    producer: Producer, carry: Sequence[CarriedGroup], records: Sequence[TaskRecord]
+) -> tuple[list[RoundGroup], dict[str, float]]:
+    """The round's groups, carried first; those whose media fail now drop out (counted)."""
+    cfg, n = producer.cfg, producer.cfg.rollout.n
+    wanted = [*carry, *(CarriedGroup(r) for r in records)]
+    decoded = decode_prompts([g.record for g in wanted], producer.videos, producer.policy, cfg.data)
+    groups, d = [], 0
+    for i, group in enumerate(wanted):
+        if d == len(decoded.records) or decoded.records[d].id != group.record.id:
+            continue  # skipped: its media failed or its prompt was too long
+        slots = group.slots if group.slots is not None else tuple(Slot() for _ in range(n))
+        groups.append(
+            RoundGroup(
+                group.record,
+                decoded.records[d],
+                decoded.prompts[d],
+                decoded.media[d],
+                slots,
+                carried=i < len(carry),
+            )
+        )
+        d += 1
+    skipped: dict[str, float] = {
+        "data/skipped_media": Summed(decoded.skipped_media),
+        "data/skipped_long_prompts": Summed(decoded.skipped_long),
+    }
+    return groups, skipped
+
+
+def _generate(
+    producer: Producer, groups: list[RoundGroup], need: int, version: int
+) -> list[RoundGroup]:
+    """Every row that has not ended goes on, in one call, until the quota: `need` groups
+    ended, every carried one among them."""
+    budget = producer.cfg.rollout.max_new_tokens
+    rows = [
+        (g, j) for g, group in enumerate(groups) for j, s in enumerate(group.slots) if not s.ended
+    ]
+    if not rows:
+        return groups
+    ended_before = sum(group.done for group in groups)
+    quota = RoundQuota(
+        need=max(0, need - ended_before),
+        must=tuple(sorted({g for g, _ in rows if groups[g].carried})),
+        row_groups=tuple(g for g, _ in rows),
+        row_budgets=tuple(budget - groups[g].slots[j].tokens.numel() for g, j in rows),
+    )
+    params = producer.cfg.rollout.sampling(n=1, quota=quota)
+    prompts = [with_prefix(groups[g].prompt, groups[g].slots[j].tokens) for g, j in rows]
+    generations = producer.engine.generate(prompts, params)
+    slots = [list(group.slots) for group in groups]
+    eos = producer.policy.eos_token_ids
+    for (g, j), gen in zip(rows, generations, strict=True):
+        old = slots[g][j]
+        room = budget - old.tokens.numel()
+        new, _ = trim_response(gen.token_ids[0][:room], eos)
+        tokens = torch.cat([old.tokens, new])
+        ended = tokens.numel() >= budget or bool(torch.isin(new, torch.tensor(eos)).any())
+        start = old.version if old.tokens.numel() else version
+        slots[g][j] = Slot(tokens, ended, old.logp, start)
+    return [replace(group, slots=tuple(s)) for group, s in zip(groups, slots, strict=True)]
+
+
+def _batch(producer: Producer, taken: list[RoundGroup]) -> RolloutBatch:
+    """The taken groups as the step's batch, rows in group order."""
+    tokenizer, eos = producer.policy.tokenizer, producer.policy.eos_token_ids
+    rows = [(g, s) for g, group in enumerate(taken) for s in group.slots]
+    responses = [s.tokens for _, s in rows]
+    return RolloutBatch(
+        records=[g.record for g in taken],
+        prompts=[g.prompt for g in taken],
+        videos=[g.media for g in taken],
+        group_ids=torch.tensor([g for g, _ in rows], dtype=torch.long),
+        responses=responses,
+        texts=tokenizer.batch_decode(responses, skip_special_tokens=True),
+        is_annotation=torch.zeros(len(rows), dtype=torch.bool),
+        off_policy=torch.zeros(len(rows), dtype=torch.bool),
+        truncated=torch.tensor([trim_response(r, eos)[1] for r in responses], dtype=torch.bool),
+    )
+
+
+def _forward_logp(
+    producer: Producer, prompts: list[PromptEncoding], responses: list[torch.Tensor]
+) -> torch.Tensor:
+    return logprobs_in_microbatches(
+        producer.logprob_model, prompts, responses, **no_grad_settings(producer.cfg)
+    )
+
+
+def _with_behaviour(
+    producer: Producer, batch: RolloutBatch, taken: list[RoundGroup], version: int
+) -> RolloutBatch:
+    """Behaviour log-probs under this round's weights, where a continued row's tokens of an
+    earlier round keep theirs; annotation rows (after the policy rows) are of this version."""
+    logp = _forward_logp(producer, batch.row_prompts(), batch.responses)
+    slots = [s for group in taken for s in group.slots]
+    for row, slot in enumerate(slots):
+        if slot.logp is not None:
+            logp[row, : slot.logp.numel()] = slot.logp
+    versions = torch.full((batch.num_rows,), version, dtype=torch.long)
+    versions[: len(slots)] = torch.tensor([s.version for s in slots], dtype=torch.long)
+    return replace(batch, behaviour_logp=logp, versions=versions)
+
+
+def _carried(producer: Producer, left: list[RoundGroup], version: int) -> list[CarriedGroup]:
+    """The cut groups for the next round: `continue` keeps their rows, each new token's
+    behaviour log-prob from this round's weights."""
+    if producer.cfg.rollout.partial == "restart":
+        return [CarriedGroup(g.source) for g in left]
+    rows = [
+        (g, j)
+        for g, group in enumerate(left)
+        for j, s in enumerate(group.slots)
+        if s.tokens.numel()
+    ]
+    logp = None
+    if rows:
+        prompts = [left[g].prompt for g, _ in rows]
+        logp = _forward_logp(producer, prompts, [left[g].slots[j].tokens for g, j in rows])
+    slots = [list(group.slots) for group in left]
+    for r, (g, j) in enumerate(rows):
+        slot = slots[g][j]
+        now = logp[r, : slot.tokens.numel()].clone() if logp is not None else None
+        if now is not None and slot.logp is not None:
+            now[: slot.logp.numel()] = slot.logp
+        slots[g][j] = replace(slot, logp=now)
+    return [CarriedGroup(g.source, tuple(s)) for g, s in zip(left, slots, strict=True)]
+
+
+def carry_state(carry: Sequence[CarriedGroup] | None) -> list[dict[str, Any]] | None:
+    """The carry as a checkpoint keeps it: each group's record id and rows as tensors."""
+    if carry is None:
+        return None
+    return [
+        {
+            "id": group.record.id,
+            "slots": None
+            if group.slots is None
+            else [
+                {"tokens": s.tokens, "ended": s.ended, "logp": s.logp, "version": s.version}
+                for s in group.slots
+            ],
+        }
+        for group in carry
+    ]
+
+
+def restore_carry(
+    saved: list[dict[str, Any]] | None, records: Sequence[TaskRecord]
+) -> list[CarriedGroup] | None:
+    """`carry_state`'s groups again, their records found by id among the run's."""
+    if saved is None:
+        return None
+    by_id: dict[str, TaskRecord] = {}
+    for record in records:
+        by_id.setdefault(record.id, record)
+    return [
+        CarriedGroup(
+            by_id[group["id"]],
+            None if group["slots"] is None else tuple(Slot(**s) for s in group["slots"]),
+        )
+        for group in saved
+    ]
