@@ -372,7 +372,7 @@ def _take_turn(
     if turn >= limits.max_turns:
         row.done, row.truncated = True, True
         return
-    outcomes = [runner.run(c, row.ctx) for c in calls[: limits.max_calls_per_turn]]
+    outcomes = runner.run_all(calls[: limits.max_calls_per_turn], row.ctx)  # concurrently
     for extra in calls[limits.max_calls_per_turn :]:
         message = f"at most {limits.max_calls_per_turn} tool calls per turn"
         outcomes.append(ToolOutcome(extra, f"Error: {message}", error=message))
