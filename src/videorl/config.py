@@ -212,6 +212,11 @@ class DataConfig:
     video_as_images: bool = False
     """Give the prompt's video to the model as one image per frame instead of one video (LongVT's
     `data.sglang_video=True`): each frame gets its own image tokens, no temporal merge."""
+    frame_budgets: tuple[int, ...] = ()
+    """ParaVT's nFrames gating (docs/tools.md#paravt): each training prompt's video keeps K of its
+    decoded frames, evenly spaced, K drawn per record from this list by a stable hash of its id and
+    data.seed (the same K for the whole group and every epoch); ParaVT: [4, 8, 16, 32, 64].
+    () = every frame. Validation and eval keep every frame."""
     format_prompt: str = "auto"
     """EasyR1 rows (data.format=easyr1): the format prompt around `problem`, as EasyR1's
     data.format_prompt: math / r1v (its examples/format_prompt/*.jinja), none (the problem as
@@ -257,6 +262,11 @@ class DataConfig:
         check_template_kwargs(self.chat_template_kwargs)
         _positive("data", prompts_per_step=self.prompts_per_step)
         _at_least_zero("data", prefetch_workers=self.prefetch_workers)
+        if any(budget < 1 for budget in self.frame_budgets):
+            raise ConfigError(
+                f"data.frame_budgets={list(self.frame_budgets)} must hold frame counts >= 1 "
+                "(ParaVT: [4, 8, 16, 32, 64])"
+            )
         for name in ("max_prompt_tokens", "max_rows"):
             if getattr(self, name) is not None:
                 _positive("data", **{name: getattr(self, name)})

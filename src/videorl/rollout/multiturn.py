@@ -124,6 +124,7 @@ class MultiTurnRow:
                 error=o.error,
                 seconds=o.seconds,
                 turn=turn,
+                turn_text=self.model_texts[turn - 1] if self.model_texts else "",
             )
             for o, turn in zip(self.outcomes, turns, strict=True)
         )
