@@ -451,6 +451,11 @@ class AlgorithmConfig:
     annotation_rows: bool = False
     """OraRL: add the ground truth as one extra row per group (n + 1 rows); needed by orarl and
     pruning."""
+    turn_rewards: bool = False
+    """Per-turn (per-action) credit (docs/methods/framethinker.md): a multi-turn row's tokens of
+    model turn t get the advantage of the reward still to come, R minus the `turn/<k>` reward
+    components of the turns k < t, against the group's R baseline; grpo and dr_grpo only. false:
+    one advantage per row."""
     grpo: GRPOConfig = field(default_factory=GRPOConfig)
     """Read by grpo, dr_grpo and rloo: `std_eps` (grpo: added to the group std before dividing,
     1e-6) and `single_row` (a one-row group's A: zero, or verl's; docs/methods.md#advantage-estimators)."""
@@ -497,6 +502,11 @@ class AlgorithmConfig:
         if not self.behaviour_is_cap > 1:
             raise ConfigError(
                 f"algorithm.behaviour_is_cap={self.behaviour_is_cap} must be > 1 (5.0 is usual)"
+            )
+        if self.turn_rewards and self.estimator not in ("grpo", "dr_grpo"):
+            raise ConfigError(
+                f"algorithm.turn_rewards=true credits turns against a group baseline; "
+                f"algorithm.estimator={self.estimator!r} is not grpo or dr_grpo (use one of them)"
             )
         estimator = get_estimator(self.estimator)
         if estimator.config_key is not None and self.params:

@@ -129,6 +129,13 @@ class MultiTurnRow:
             for o, turn in zip(self.outcomes, turns, strict=True)
         )
 
+    def token_turns(self) -> torch.Tensor:
+        """[R] the 1-based model turn of each response token: a turn starts at each 0 -> 1
+        step of the loss mask; tool-turn tokens carry the turn they follow."""
+        mask = self.loss_mask.float()
+        starts = torch.diff(mask, prepend=torch.zeros(1)) > 0
+        return torch.cumsum(starts.long(), dim=0).clamp_min(1)
+
     @property
     def text(self) -> str:
         """The final model turn (what answer rewards read)."""
