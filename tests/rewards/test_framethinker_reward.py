@@ -71,7 +71,7 @@ def test_select_frames_returns_frames_strictly_inside_the_range(tmp_path):
     outcome = runner.run(ToolCall("", "select_frames", {"start_frame": 10, "end_frame": 40}), ctx)
     assert outcome.ok, outcome.error
     numbers = [int(line.split()[1].rstrip(":")) for line in outcome.text.splitlines()]
-    assert len(numbers) == len(outcome.media) == 8 and 10 < min(numbers) and max(numbers) < 40
+    assert len(numbers) == len(outcome.media) == 8 and min(numbers) > 10 and max(numbers) < 40
     narrow = runner.run(ToolCall("", "select_frames", {"start_frame": 10, "end_frame": 18}), ctx)
     assert "more than 8 frames" in (narrow.error or "")
     time = runner.run(ToolCall("", "get_frame_number", {"time": "0:05"}), ctx)
