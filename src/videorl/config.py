@@ -212,6 +212,11 @@ class DataConfig:
     video_as_images: bool = False
     """Give the prompt's video to the model as one image per frame instead of one video (LongVT's
     `data.sglang_video=True`): each frame gets its own image tokens, no temporal merge."""
+    frame_budgets: tuple[int, ...] = ()
+    """ParaVT's nFrames gating (docs/tools.md#paravt): each training prompt's video keeps K of its
+    decoded frames, evenly spaced, K drawn per record from this list by a stable hash of its id and
+    data.seed (the same K for the whole group and every epoch); ParaVT: [4, 8, 16, 32, 64].
+    () = every frame. Validation and eval keep every frame."""
     format_prompt: str = "auto"
     """EasyR1 rows (data.format=easyr1): the format prompt around `problem`, as EasyR1's
     data.format_prompt: math / r1v (its examples/format_prompt/*.jinja), none (the problem as
@@ -257,6 +262,11 @@ class DataConfig:
         check_template_kwargs(self.chat_template_kwargs)
         _positive("data", prompts_per_step=self.prompts_per_step)
         _at_least_zero("data", prefetch_workers=self.prefetch_workers)
+        if any(budget < 1 for budget in self.frame_budgets):
+            raise ConfigError(
+                f"data.frame_budgets={list(self.frame_budgets)} must hold frame counts >= 1 "
+                "(ParaVT: [4, 8, 16, 32, 64])"
+            )
         for name in ("max_prompt_tokens", "max_rows"):
             if getattr(self, name) is not None:
                 _positive("data", **{name: getattr(self, name)})
@@ -439,6 +449,11 @@ class AlgorithmConfig:
     annotation_rows: bool = False
     """OraRL: add the ground truth as one extra row per group (n + 1 rows); needed by orarl and
     pruning."""
+    turn_rewards: bool = False
+    """Per-turn (per-action) credit (docs/methods/framethinker.md): a multi-turn row's tokens of
+    model turn t get the advantage of the reward still to come, R minus the `turn/<k>` reward
+    components of the turns k < t, against the group's R baseline; grpo and dr_grpo only. false:
+    one advantage per row."""
     grpo: GRPOConfig = field(default_factory=GRPOConfig)
     """Read by grpo, dr_grpo and rloo: `std_eps` (grpo: added to the group std before dividing,
     1e-6) and `single_row` (a one-row group's A: zero, or verl's; docs/methods.md#advantage-estimators)."""
@@ -485,6 +500,11 @@ class AlgorithmConfig:
         if not self.behaviour_is_cap > 1:
             raise ConfigError(
                 f"algorithm.behaviour_is_cap={self.behaviour_is_cap} must be > 1 (5.0 is usual)"
+            )
+        if self.turn_rewards and self.estimator not in ("grpo", "dr_grpo"):
+            raise ConfigError(
+                f"algorithm.turn_rewards=true credits turns against a group baseline; "
+                f"algorithm.estimator={self.estimator!r} is not grpo or dr_grpo (use one of them)"
             )
         estimator = get_estimator(self.estimator)
         if estimator.config_key is not None and self.params:

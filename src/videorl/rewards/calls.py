@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,8 +17,9 @@ from typing import Any
 @dataclass(frozen=True)
 class ToolCallMade:
     """One call of a trajectory: the tool asked for (`?` when the call did not parse), its
-    arguments, whether it ran (`ok`; else `error` says why), its seconds and the model turn
-    (1-based) that made it."""
+    arguments, whether it ran (`ok`; else `error` says why), its seconds, the model turn
+    (1-based) that made it and that turn's text (so that a reward can read the whole
+    trajectory: the calling turns' texts, then the final `response`)."""
 
     name: str
     arguments: dict[str, Any] = field(default_factory=dict)
@@ -26,6 +27,7 @@ class ToolCallMade:
     error: str | None = None
     seconds: float = 0.0
     turn: int = 1
+    turn_text: str = ""
 
 
 @functools.cache
@@ -36,3 +38,11 @@ def takes_calls(function: Callable[..., Any]) -> bool:
     except (TypeError, ValueError):  # a builtin without a signature
         return False
     return any(p.name == "calls" or p.kind is p.VAR_KEYWORD for p in parameters)
+
+
+def trajectory_text(response: str, calls: Sequence[ToolCallMade]) -> str:
+    """Every model turn of a row in order: each calling turn's text once, then the final
+    turn `response` (what verl and AReaL decode as a multi-turn row's completion, the tool
+    turns left out)."""
+    turns = {call.turn: call.turn_text for call in calls}
+    return "".join(turns[turn] for turn in sorted(turns)) + response

@@ -121,6 +121,17 @@ class RolloutBatch:
                 mask[row, : trajectory.loss_mask.numel()] *= trajectory.loss_mask
         return mask
 
+    def response_turns(self) -> torch.Tensor:
+        """[B, R] long: the 1-based model turn of each response token (every token of a
+        single-turn row is turn 1; `MultiTurnRow.token_turns`)."""
+        turns = torch.ones(self.num_rows, self.max_response_len, dtype=torch.long)
+        for row, trajectory in enumerate(self.trajectories or ()):
+            if trajectory is not None and trajectory.loss_mask.numel():
+                found = trajectory.token_turns()
+                turns[row, : found.numel()] = found
+                turns[row, found.numel() :] = found[-1]
+        return turns
+
     def row_records(self) -> list[TaskRecord]:
         return [self.records[int(g)] for g in self.group_ids]
 

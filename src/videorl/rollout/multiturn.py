@@ -124,9 +124,17 @@ class MultiTurnRow:
                 error=o.error,
                 seconds=o.seconds,
                 turn=turn,
+                turn_text=self.model_texts[turn - 1] if self.model_texts else "",
             )
             for o, turn in zip(self.outcomes, turns, strict=True)
         )
+
+    def token_turns(self) -> torch.Tensor:
+        """[R] the 1-based model turn of each response token: a turn starts at each 0 -> 1
+        step of the loss mask; tool-turn tokens carry the turn they follow."""
+        mask = self.loss_mask.float()
+        starts = torch.diff(mask, prepend=torch.zeros(1)) > 0
+        return torch.cumsum(starts.long(), dim=0).clamp_min(1)
 
     @property
     def text(self) -> str:
@@ -372,7 +380,7 @@ def _take_turn(
     if turn >= limits.max_turns:
         row.done, row.truncated = True, True
         return
-    outcomes = [runner.run(c, row.ctx) for c in calls[: limits.max_calls_per_turn]]
+    outcomes = runner.run_all(calls[: limits.max_calls_per_turn], row.ctx)  # concurrently
     for extra in calls[limits.max_calls_per_turn :]:
         message = f"at most {limits.max_calls_per_turn} tool calls per turn"
         outcomes.append(ToolOutcome(extra, f"Error: {message}", error=message))

@@ -16,6 +16,7 @@ from videorl.models.loading import LoadedModel
 from videorl.rollout.tools.chat import tool_prompt_args
 from videorl.video.cache import MediaSource
 from videorl.video.decode import DecodedVideo
+from videorl.video.frame_budget import frame_budget, keep_frames
 
 if TYPE_CHECKING:
     from videorl.config import DataConfig
@@ -72,10 +73,13 @@ def decode_prompts(
     policy: LoadedModel,
     data: DataConfig,
     tools: Sequence[Mapping[str, Any]] = (),
+    frame_budgets: Sequence[int] = (),
 ) -> DecodedPrompts:
     """Decode each record's media once (`videos` caches it) and encode its prompt in the
     model family's coordinates, listing `tools` (function schemas) when given; bad media
-    and over-long prompts are skipped and counted."""
+    and over-long prompts are skipped and counted. `frame_budgets` (training's
+    `data.frame_budgets`): each video keeps its record's budget of frames
+    (`video/frame_budget.py`)."""
     out = DecodedPrompts([], [], [], 0, 0)
     convention = model_convention(policy.model_type, data.coordinates)
     encode = record_encoder(policy, data, tools)
@@ -86,6 +90,8 @@ def decode_prompts(
             log.warning("skipping sample %s: %s", record.id, err)
             out = out._replace(skipped_media=out.skipped_media + 1)
             continue
+        if frame_budgets and video is not None and record.video is not None:
+            video = keep_frames(video, frame_budget(frame_budgets, record.id, data.seed))
         record = to_model_coordinates(record, convention, frame_size(video))
         prompt = encode(record, video)
         if data.max_prompt_tokens is not None and prompt.length > data.max_prompt_tokens:

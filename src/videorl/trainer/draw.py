@@ -74,7 +74,14 @@ def scored_draw(
     cfg = producer.cfg
     tools = producer.tools.schemas() if producer.tools is not None else []
     with timer("decode"):
-        decoded = decode_prompts(list(records), producer.videos, producer.policy, cfg.data, tools)
+        decoded = decode_prompts(
+            list(records),
+            producer.videos,
+            producer.policy,
+            cfg.data,
+            tools,
+            frame_budgets=cfg.data.frame_budgets,
+        )
     with timer("rollout"):
         batch = rollout(decoded, producer, step=step, epoch=epoch, draw=draw)
     producer.engine.sleep()  # free the engine's KV cache (and weights) until the weight sync

@@ -18,6 +18,7 @@ from videorl.algorithms.selection import (
     selection_reference,
 )
 from videorl.algorithms.taro import off_policy_advantages
+from videorl.algorithms.turns import spread_over_tokens, turn_advantages, turn_reward_table
 from videorl.config import AlgorithmConfig
 from videorl.data.records import TemporalAnswer
 from videorl.models.inputs import PromptEncoding
@@ -237,8 +238,23 @@ def compute_advantages(batch: RolloutBatch, config: AlgorithmConfig) -> RolloutB
                 row_adv, batch.group_ids, batch.off_policy, config.constructed.off_policy
             )
         token_adv = row_adv[:, None] * mask
+        if config.turn_rewards:
+            token_adv = credit_turns(batch, config) * mask
     token_adv = torch.nan_to_num(token_adv.float(), nan=0.0, posinf=0.0, neginf=0.0) * mask
     return replace(batch, advantages=token_adv).with_metrics(**result.metrics)
+
+
+def credit_turns(batch: RolloutBatch, config: AlgorithmConfig) -> torch.Tensor:
+    """[B, R] per-turn advantages (`algorithms/turns.py`): each token gets its model turn's
+    `A_{i,t}` from the row's reward and its `turn/<t>` components."""
+    by_turn = turn_advantages(
+        batch.scored_rewards(),
+        turn_reward_table(batch.scored_components()),
+        batch.group_ids,
+        estimator=config.estimator,
+        std_eps=config.grpo.std_eps,
+    )
+    return spread_over_tokens(by_turn, batch.response_turns())
 
 
 def select(batch: RolloutBatch, pruning: PruningConfig, n: int) -> RolloutBatch:
