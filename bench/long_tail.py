@@ -4,16 +4,19 @@ A random-init model almost never samples its end token (1 / vocabulary per step)
 row runs to `rollout.max_new_tokens` and no step has a tail. A trained policy's lengths
 vary: the longest row of a step is several times the mean (Relax, Qwen3-VL-4B: 6.6x). This
 edit gives the end token a near-constant logit offset, so each sampled token ends the row
-with probability about 1 / `--mean-tokens` (lengths roughly geometric, spread further by
-the other logits' noise; rows end at any of the model's end tokens):
+with probability about 1 / `--mean-tokens` (lengths geometric; rows end at any of the model's
+end tokens):
 
 - hidden dimension 0 of every token embedding is set to a constant c, and every layer's
   attention and MLP output projections write nothing into it, so the residual stream's
   dimension 0 is c at every text position;
 - the output head reads dimension 0 for the end token only, with weight b: its logit gains
-  b * c / rms(x) (about b * 1.4 here), the other tokens' nothing;
+  b * c / rms(x), near b * sqrt(hidden size) as c dominates x; the other tokens' nothing;
 - b is found by bisection so that rows sampled after random text prompts have the mean
   length asked for.
+
+The compute per token is unchanged (same layers and shapes); with c dominating, the other
+tokens are about as uniform as a random-init model's.
 
     python bench/long_tail.py MODEL_DIR --mean-tokens 12
 """
@@ -25,7 +28,7 @@ from pathlib import Path
 
 import torch
 
-EMBED_VALUE = 0.05  # c: a few times the embeddings' init scale (std 0.02)
+EMBED_VALUE = 100.0  # c: far above the residual stream's other dimensions
 
 
 def _decoder(model: torch.nn.Module) -> torch.nn.Module:
@@ -42,6 +45,9 @@ def mean_length(model: torch.nn.Module, ends: list[int], budget: int) -> float:
         input_ids=prompts,
         attention_mask=torch.ones_like(prompts),
         do_sample=True,
+        top_k=0,  # as rollout.top_k: 0 (transformers would otherwise keep the top 50)
+        top_p=1.0,
+        temperature=1.0,
         max_new_tokens=budget,
         eos_token_id=ends,
         pad_token_id=ends[-1],

@@ -149,9 +149,13 @@ def _hybrid_prefill_supported() -> bool:
 
 
 def _shared_prefill_generate(
-    model: torch.nn.Module, inputs: dict[str, Any], n: int, kwargs: dict[str, Any]
+    model: torch.nn.Module, inputs: dict[str, Any], expand: torch.Tensor, kwargs: dict[str, Any]
 ) -> Any:
-    """Prefill each prompt once, expand its cache to the n samples, then decode them together.
+    """Prefill each prompt once, expand its cache to its samples, then decode them together.
+
+    `expand[r]` is the prompt of decoded row r: `arange(B).repeat_interleave(n)` for n samples
+    of each prompt (the layout of `num_return_sequences`); an over-sampled round gives each
+    prompt its own count (`generate_rows`).
 
     The prompt minus its last token is run once per prompt (with its video); the cache
     (attention keys/values and, for hybrid models, the linear-attention conv and recurrent
@@ -181,11 +185,12 @@ def _shared_prefill_generate(
         **prefill_inputs,
     )
     cache = output_cache(prefill)
-    cache.reorder_cache(torch.arange(ids.shape[0], device=ids.device).repeat_interleave(n))
+    expand = expand.to(ids.device)
+    cache.reorder_cache(expand)
     return hf.generate(
-        input_ids=ids.repeat_interleave(n, dim=0),
-        attention_mask=mask.repeat_interleave(n, dim=0),
-        position_ids=position_ids.repeat_interleave(n, dim=batch_dim),
+        input_ids=ids.index_select(0, expand),
+        attention_mask=mask.index_select(0, expand),
+        position_ids=position_ids.index_select(batch_dim, expand),
         **{cache_argument(): cache},
         **kwargs,
     )
@@ -206,10 +211,7 @@ def generate(
     Greedy decoding gives n identical responses: it runs once per prompt and repeats them.
     """
     model: Any = loaded.model  # a transformers model: methods nn.Module does not declare
-    device = next(model.parameters()).device
-    inputs, _ = collate(prompts, None, loaded.pad_token_id)
-    inputs = {k: v.to(device) for k, v in inputs.items()}
-    inputs = with_encoder_outputs(inputs, cached_encoder_outputs(loaded, prompts))
+    inputs = _model_inputs(loaded, prompts)
     kwargs = _sample_kwargs(loaded, params)
     greedy = params.temperature <= 0
     was_training = model.training
@@ -217,7 +219,8 @@ def generate(
     runs = 1 if greedy else params.n  # HF greedy refuses num_return_sequences > 1
     kwargs.update(_stopping(loaded, params, inputs["input_ids"].shape[1]))
     if share_prefill and can_share_prefill(model, inputs, runs):
-        out = _shared_prefill_generate(model, inputs, runs, kwargs)
+        expand = torch.arange(len(prompts)).repeat_interleave(runs)
+        out = _shared_prefill_generate(model, inputs, expand, kwargs)
     else:
         out = model.generate(**inputs, num_return_sequences=runs, **kwargs)
     model.train(was_training)
@@ -249,3 +252,39 @@ def generate(
             cut.append(truncated)
         results.append(Generation(token_ids=ids, logprobs=lps, truncated=cut))
     return results
+
+
+@torch.no_grad()
+def generate_rows(
+    loaded: LoadedModel,
+    prompts: Sequence[PromptEncoding],
+    counts: Sequence[int],
+    params: SamplingParams,
+) -> list[list[torch.Tensor]]:
+    """`counts[p]` sampled rows of prompt p in one call (each prompt prefilled once for its
+    rows where the model allows, `_shared_prefill_generate`), stopped by `params.quota`:
+    every row's new tokens (untrimmed), rows in prompt order."""
+    model: Any = loaded.model
+    inputs = _model_inputs(loaded, prompts)
+    width = inputs["input_ids"].shape[1]
+    kwargs = {**_sample_kwargs(loaded, params), **_stopping(loaded, params, width)}
+    expand = torch.repeat_interleave(torch.arange(len(prompts)), torch.tensor(list(counts)))
+    was_training = model.training
+    model.eval()
+    if can_share_prefill(model, inputs, 2):
+        out = _shared_prefill_generate(model, inputs, expand, kwargs)
+    else:  # every row prefilled on its own
+        rows = [prompts[int(p)] for p in expand]
+        out = model.generate(**_model_inputs(loaded, rows), **kwargs)
+    model.train(was_training)
+    new_tokens = out.sequences[:, width:].cpu()
+    starts = [0, *torch.tensor(list(counts)).cumsum(0).tolist()]
+    return [list(new_tokens[starts[p] : starts[p + 1]]) for p in range(len(prompts))]
+
+
+def _model_inputs(loaded: LoadedModel, prompts: Sequence[PromptEncoding]) -> dict[str, Any]:
+    """The prompts collated (left-padded) on the model's device, cached vision outputs in."""
+    device = next(loaded.model.parameters()).device
+    inputs, _ = collate(prompts, None, loaded.pad_token_id)
+    inputs = {k: v.to(device) for k, v in inputs.items()}
+    return with_encoder_outputs(inputs, cached_encoder_outputs(loaded, prompts))

@@ -220,7 +220,7 @@ class AsyncRollouts:
             extra = [
                 i for _ in range(self.cfg.rollout.oversample - 1) for i in sampler.next_batch()
             ]
-            carry = [CarriedGroup(records[i]) for i in shard_indices(extra, info)]
+            carry = [CarriedGroup(records[i], cuts=0) for i in shard_indices(extra, info)]
         return replace(request, carry=carry)
 
     def _request(self, step: int, draw: int, epoch: int, records: list[TaskRecord]) -> DrawRequest:

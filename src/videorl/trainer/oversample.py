@@ -1,10 +1,10 @@
 """`rollout.oversample`: rounds that take the groups that end first (docs/async.md#the-tail).
 
-A worker's round generates the groups the previous round cut off (its carry) together with
-the step's new prompts, so `oversample` x the step's groups are in flight, and stops as soon
-as the step's number of groups has ended, every carried group among them (a group is cut
-at most once, so none waits forever). The step trains on those groups; the others are cut
-and carried to the next round:
+A worker's round generates the groups earlier rounds cut off (its carry) together with the
+step's new prompts, so `oversample` x the step's groups are in flight, and stops as soon as
+the step's number of groups has ended, carried groups taken first. A group cut once
+(`continue`) or twice (`restart`) must end in its next round, so none waits forever. The
+step trains on those groups; the others are cut and carried to the next round:
 
 - `rollout.partial: restart` carries their prompts only: they are sampled again, from
   scratch, with the next round's weights;
@@ -13,8 +13,9 @@ and carried to the next round:
   weights. A row's version is its oldest token's, and its behaviour log-probs are per
   token, so the decoupled loss corrects each token for the weights that sampled it.
 
-Rows of one group run side by side in one `generate` call whose stopping criterion is the
-round's quota (`models/generate.py: RoundQuota`): decoding stops for every row at once.
+All rows run side by side in one `generate` call whose stopping criterion is the round's
+quota (`models/generate.py: RoundQuota`): decoding stops for every row at once. A group's
+fresh rows share one prefill of its prompt; a continued row is prefilled with its tokens.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from typing import Any
 import torch
 
 from videorl.data.records import TaskRecord
-from videorl.models.generate import RoundQuota, trim_response
+from videorl.models.generate import RoundQuota, generate_rows, trim_response
 from videorl.models.inputs import PromptEncoding, with_prefix
 from videorl.models.logprobs import logprobs_in_microbatches
 from videorl.reduction import Summed
@@ -58,6 +59,7 @@ class CarriedGroup:
 
     record: TaskRecord
     slots: tuple[Slot, ...] | None = None
+    cuts: int = 1  # rounds that cut it so far
 
 
 @dataclass(frozen=True)
@@ -69,11 +71,15 @@ class RoundGroup:
     prompt: PromptEncoding
     media: DecodedVideo | None
     slots: tuple[Slot, ...]
-    carried: bool
+    cuts: int  # 0: new this round
 
     @property
     def done(self) -> bool:
         return all(s.ended for s in self.slots)
+
+    @property
+    def carried(self) -> bool:
+        return self.cuts > 0
 
 
 def oversampled_draw(
@@ -96,8 +102,8 @@ def oversampled_draw(
     with timer("rollout"):
         groups = _generate(producer, groups, need, version)
     producer.engine.sleep()
-    taken = [g for g in groups if g.carried and g.done]
-    taken += [g for g in groups if not g.carried and g.done][: need - len(taken)]
+    done = [g for g in groups if g.done]
+    taken = ([g for g in done if g.carried] + [g for g in done if not g.carried])[:need]
     left = [g for g in groups if not any(g is t for t in taken)]
     batch = _batch(producer, taken).with_metrics(
         **{
@@ -139,7 +145,7 @@ def _decoded(
                 decoded.prompts[d],
                 decoded.media[d],
                 slots,
-                carried=i < len(carry),
+                cuts=group.cuts if i < len(carry) else 0,
             )
         )
         d += 1
@@ -154,34 +160,56 @@ def _generate(
     producer: Producer, groups: list[RoundGroup], need: int, version: int
 ) -> list[RoundGroup]:
     """Every row that has not ended goes on, in one call, until the quota: `need` groups
-    ended, every carried one among them."""
+    ended, every carried one among them. A group's fresh rows share its prompt's prefill;
+    a continued row is prefilled with its tokens so far."""
     budget = producer.cfg.rollout.max_new_tokens
-    rows = [
-        (g, j) for g, group in enumerate(groups) for j, s in enumerate(group.slots) if not s.ended
-    ]
-    if not rows:
+    entries = _entries(groups)
+    if not entries:
         return groups
-    ended_before = sum(group.done for group in groups)
+    rows = [(g, j) for _, g, slots in entries for j in slots]
     quota = RoundQuota(
-        need=max(0, need - ended_before),
-        must=tuple(sorted({g for g, _ in rows if groups[g].carried})),
+        need=max(0, need - sum(group.done for group in groups)),
+        must=tuple(sorted({g for g, _ in rows if groups[g].cuts >= _cut_limit(producer)})),
         row_groups=tuple(g for g, _ in rows),
         row_budgets=tuple(budget - groups[g].slots[j].tokens.numel() for g, j in rows),
     )
-    params = producer.cfg.rollout.sampling(n=1, quota=quota)
-    prompts = [with_prefix(groups[g].prompt, groups[g].slots[j].tokens) for g, j in rows]
-    generations = producer.engine.generate(prompts, params)
+    sampled = generate_rows(
+        producer.engine.loaded,
+        [prompt for prompt, _, _ in entries],
+        [len(slots) for _, _, slots in entries],
+        producer.cfg.rollout.sampling(n=1, quota=quota),
+    )
     slots = [list(group.slots) for group in groups]
     eos = producer.policy.eos_token_ids
-    for (g, j), gen in zip(rows, generations, strict=True):
+    for (g, j), new in zip(rows, (row for entry in sampled for row in entry), strict=True):
         old = slots[g][j]
-        room = budget - old.tokens.numel()
-        new, _ = trim_response(gen.token_ids[0][:room], eos)
+        new, _ = trim_response(new[: budget - old.tokens.numel()], eos)
         tokens = torch.cat([old.tokens, new])
         ended = tokens.numel() >= budget or bool(torch.isin(new, torch.tensor(eos)).any())
-        start = old.version if old.tokens.numel() else version
-        slots[g][j] = Slot(tokens, ended, old.logp, start)
+        first = old.version if old.tokens.numel() else version
+        slots[g][j] = Slot(tokens, ended, old.logp, first)
     return [replace(group, slots=tuple(s)) for group, s in zip(groups, slots, strict=True)]
+
+
+def _cut_limit(producer: Producer) -> int:
+    """Cuts after which a group must end in its round: once for `continue` (its first tokens
+    would pass max_staleness), twice for `restart` (so that no prompt starves)."""
+    return 1 if producer.cfg.rollout.partial == "continue" else 2
+
+
+def _entries(groups: list[RoundGroup]) -> list[tuple[PromptEncoding, int, list[int]]]:
+    """What to prefill: each group's prompt once for its fresh rows, and each continued row
+    (tokens so far) on its own; with the group and the row slots each one samples."""
+    entries = []
+    for g, group in enumerate(groups):
+        going = [j for j, s in enumerate(group.slots) if not s.ended]
+        fresh = [j for j in going if not group.slots[j].tokens.numel()]
+        if fresh:
+            entries.append((group.prompt, g, fresh))
+        for j in going:
+            if group.slots[j].tokens.numel():
+                entries.append((with_prefix(group.prompt, group.slots[j].tokens), g, [j]))
+    return entries
 
 
 def _batch(producer: Producer, taken: list[RoundGroup]) -> RolloutBatch:
@@ -229,7 +257,7 @@ def _carried(producer: Producer, left: list[RoundGroup], version: int) -> list[C
     """The cut groups for the next round: `continue` keeps their rows, each new token's
     behaviour log-prob from this round's weights."""
     if producer.cfg.rollout.partial == "restart":
-        return [CarriedGroup(g.source) for g in left]
+        return [CarriedGroup(g.source, cuts=g.cuts + 1) for g in left]
     rows = [
         (g, j)
         for g, group in enumerate(left)
@@ -247,7 +275,9 @@ def _carried(producer: Producer, left: list[RoundGroup], version: int) -> list[C
         if now is not None and slot.logp is not None:
             now[: slot.logp.numel()] = slot.logp
         slots[g][j] = replace(slot, logp=now)
-    return [CarriedGroup(g.source, tuple(s)) for g, s in zip(left, slots, strict=True)]
+    return [
+        CarriedGroup(g.source, tuple(s), cuts=g.cuts + 1) for g, s in zip(left, slots, strict=True)
+    ]
 
 
 def carry_state(carry: Sequence[CarriedGroup] | None) -> list[dict[str, Any]] | None:
@@ -257,6 +287,7 @@ def carry_state(carry: Sequence[CarriedGroup] | None) -> list[dict[str, Any]] | 
     return [
         {
             "id": group.record.id,
+            "cuts": group.cuts,
             "slots": None
             if group.slots is None
             else [
@@ -281,6 +312,7 @@ def restore_carry(
         CarriedGroup(
             by_id[group["id"]],
             None if group["slots"] is None else tuple(Slot(**s) for s in group["slots"]),
+            cuts=group["cuts"],
         )
         for group in saved
     ]
