@@ -50,10 +50,13 @@ THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 _CONTENT = r"(?:[^{}]|\{[^{}]*\})*"
 BOXED = re.compile(r"\\boxed\{(" + _CONTENT + r")\}")
 _SHAPE = re.compile(
-    r"\s*\\boxed\{" + _CONTENT + r"\}\s*<think>(?=[\s\S]*?\S)[\s\S]*?</think>\s*\\boxed\{"
+    r"\s*\\boxed\{"
+    + _CONTENT
+    + r"\}\s*<think>(?=[\s\S]*?\S)[\s\S]*?</think>\s*\\boxed\{"
     + _CONTENT
     + r"\}\s*\Z"
 )
+
 
 @dataclass(frozen=True)
 class TwoAnswers:
