@@ -206,8 +206,8 @@ class DataConfig:
     """Extra chat-template variables; `enable_thinking` follows `think` unless set here (OPDVR/GRPD:
     {enable_thinking: false}, as their data.apply_chat_template_kwargs)."""
     prompt_style: PromptStyle = "videorl"
-    """Prompt templates: videorl (ours), orarl, taro or video_r1 (the published ones,
-    data.published_prompts). Rows that carry their own prompt (verl chats, TaRO rows, EasyR1 rows
+    """Prompt templates: videorl (ours), orarl, taro, video_r1 or videoauto_r1 (the published
+    ones, data.published_prompts; videoauto_r1 adds VideoAuto-R1's answer-twice system turn). Rows that carry their own prompt (verl chats, TaRO rows, EasyR1 rows
     in their format prompt) use it as given; OraRL-Data rows use orarl's."""
     video_as_images: bool = False
     """Give the prompt's video to the model as one image per frame instead of one video (LongVT's

@@ -11,6 +11,8 @@ loop (`rollout.multiturn.answer_with_tools`, greedy; validation inside training 
 too): the prompt lists the tools, each call
 runs on the record's original media, and the answer is the final model turn; its
 `respond_with_tools` also returns each answer's calls, errors and turns (`ToolUse`).
+With `early_exit` (`--early-exit-confidence`) an answer-twice response stops after its first
+boxed answer when that answer is confident enough (`rollout.early_exit`).
 """
 
 from __future__ import annotations
@@ -50,8 +52,10 @@ class HFBackend:
         label: str = "hf",
         tools: ToolRunner | None = None,
         limits: MultiTurnLimits | None = None,
+        early_exit: float | None = None,
     ) -> None:
         self.loaded = loaded
+        self.early_exit = early_exit  # answer-twice: stop after a1 at this confidence
         self.settings = settings or RunSettings()
         self.max_new_tokens = max_new_tokens  # one model turn with tools
         self.label = label
@@ -68,6 +72,7 @@ class HFBackend:
         max_new_tokens: int = 256,
         tools: ToolRunner | None = None,
         limits: MultiTurnLimits | None = None,
+        early_exit: float | None = None,
     ) -> HFBackend:
         """Load the checkpoint at `path` for inference (bf16 on GPU, fp32 on CPU)."""
         from videorl.inference import load_for_inference
@@ -80,6 +85,7 @@ class HFBackend:
             label=str(path),
             tools=tools,
             limits=limits,
+            early_exit=early_exit,
         )
 
     @property
@@ -91,7 +97,11 @@ class HFBackend:
     def without_tools(self) -> HFBackend:
         """The same model and settings answering in one turn, from prompts without tools."""
         return HFBackend(
-            self.loaded, self.settings, max_new_tokens=self.max_new_tokens, label=self.label
+            self.loaded,
+            self.settings,
+            max_new_tokens=self.max_new_tokens,
+            label=self.label,
+            early_exit=self.early_exit,
         )
 
     def encode(self, items: Sequence[Item]) -> list[PromptEncoding]:
@@ -108,7 +118,14 @@ class HFBackend:
         if not items:
             return []
         params = SamplingParams(n=1, max_new_tokens=self.max_new_tokens, temperature=0.0)
-        generations = generate(self.loaded, self.encode(items), params)
+        if self.early_exit is not None:
+            from videorl.rollout.early_exit import generate_with_early_exit
+
+            generations, _ = generate_with_early_exit(
+                self.loaded, self.encode(items), params, self.early_exit
+            )
+        else:
+            generations = generate(self.loaded, self.encode(items), params)
         tokenizer = self.loaded.tokenizer
         return [tokenizer.decode(g.token_ids[0], skip_special_tokens=True) for g in generations]
 

@@ -129,7 +129,7 @@ class FirstAnswerGate(StoppingCriteria):
             self.decisions = [None] * input_ids.shape[0]
         self._step = torch.log_softmax(scores.float(), dim=-1)
 
-    def __call__(  # type: ignore[override]
+    def __call__(
         self, input_ids: torch.LongTensor, scores: Any, **kwargs: Any
     ) -> torch.BoolTensor:
         return self._decide(input_ids)  # type: ignore[return-value]
@@ -183,14 +183,15 @@ def generate_with_early_exit(
         for k, tokens in enumerate(gen.token_ids):
             row = p * runs + (k if runs > 1 else 0)
             decided = gate.decisions[row] if row < len(gate.decisions) else None
-            if decided is not None and decided.exited:
-                tokens = tokens[: decided.tokens]
-                lp = gen.logprobs[k][: decided.tokens] if gen.logprobs else torch.zeros(0)
-                ids.append(tokens), lps.append(lp), cut.append(False)
+            lp = gen.logprobs[k] if gen.logprobs else torch.zeros(0)
+            if decided is not None and decided.exited:  # cut the padding after a1
+                ids.append(tokens[: decided.tokens])
+                lps.append(lp[: decided.tokens])
+                cut.append(False)
                 found.append(decided)
                 continue
             ids.append(tokens)
-            lps.append(gen.logprobs[k] if gen.logprobs else torch.zeros(0))
+            lps.append(lp)
             cut.append(gen.truncated[k])
             confidence = decided.confidence if decided is not None else None
             found.append(Exit(False, confidence, int(tokens.numel())))
