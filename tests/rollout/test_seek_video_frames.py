@@ -117,3 +117,52 @@ def test_dpp_prefers_relevant_and_diverse_frames():
     relevance = torch.tensor([1.0, 1.0, 1.0, 0.9, 0.0])
     assert dpp_select(relevance, embeddings, 2) == [0, 3]
     assert evenly(10, 3) == [0, 4, 9] and evenly(2, 8) == [0, 1]
+
+
+def tiny_clip(out):
+    """A random-init CLIP with a one-character tokenizer, saved like a real checkpoint."""
+    import json
+
+    from transformers import CLIPConfig, CLIPImageProcessor, CLIPModel, CLIPProcessor, CLIPTokenizer
+
+    out.mkdir(parents=True, exist_ok=True)
+    chars = [chr(c) for c in range(33, 127)]
+    vocab = {t: i for i, t in enumerate(chars + [c + "</w>" for c in chars])}
+    vocab |= {"<|startoftext|>": len(vocab), "<|endoftext|>": len(vocab) + 1}
+    (out / "vocab.json").write_text(json.dumps(vocab))
+    (out / "merges.txt").write_text("#version: 0.2\n")
+    tokenizer = CLIPTokenizer(str(out / "vocab.json"), str(out / "merges.txt"))
+    images = CLIPImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32})
+    CLIPProcessor(image_processor=images, tokenizer=tokenizer).save_pretrained(out)
+    small = {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1}
+    text = {**small, "vocab_size": len(vocab), "num_attention_heads": 2}
+    text |= {"bos_token_id": len(vocab) - 2, "eos_token_id": len(vocab) - 1, "pad_token_id": 0}
+    vision = {**small, "num_attention_heads": 2, "image_size": 32, "patch_size": 8}
+    config = CLIPConfig(text_config=text, vision_config=vision, projection_dim=16)
+    CLIPModel(config).save_pretrained(out)
+    return out
+
+
+def test_a_clip_checkpoint_embeds_the_index(video, tmp_path):
+    """`embedder: hf:<path>`: a CLIP/SigLIP model's image and text features (random weights
+    here: the call works and the index is cached under the embedder's name, whatever it
+    ranks first)."""
+    clip = tiny_clip(tmp_path / "clip")
+    store = fi.configure(
+        FrameSearchConfig(embedder=f"hf:{clip}", fps=2.0), tmp_path / "frame_index"
+    )
+    try:
+        outcome = call(video, query="the red square", num_frames=3)
+        assert outcome.ok, outcome.text
+        assert len(times_of(outcome)) == 3 and len(outcome.media) == 3
+        assert store.built == 1 and store.embedder.name == f"hf:{clip}"
+        index = store.get(call_ctx(video))
+        assert index.embeddings.shape[1] == 16  # the projection's width
+        assert torch.allclose(index.embeddings.norm(dim=-1), torch.ones(len(index.times)))
+    finally:
+        fi.configure(FrameSearchConfig(), None)
+
+
+def call_ctx(video):
+    path, config, decoded = video
+    return ToolContext(media=MediaRef(path=str(path)), video=decoded, config=config)

@@ -101,13 +101,22 @@ class HFEmbedder:
         out = []
         for chunk in frames.split(32):
             inputs = self.processor(images=list(chunk), return_tensors="pt")
-            out.append(self.model.get_image_features(pixel_values=inputs["pixel_values"]))
+            out.append(
+                _features(self.model.get_image_features(pixel_values=inputs["pixel_values"]))
+            )
         return _normalise(torch.cat(out).float())
 
     @torch.no_grad()
     def text(self, query: str) -> torch.Tensor:
         inputs = self.processor(text=[query], return_tensors="pt", padding="max_length")
-        return _normalise(self.model.get_text_features(input_ids=inputs["input_ids"])[0].float())
+        found = _features(self.model.get_text_features(input_ids=inputs["input_ids"]))
+        return _normalise(found[0].float())
+
+
+def _features(out: Any) -> torch.Tensor:
+    """The projected features: a tensor (transformers 4) or the output's `pooler_output`
+    (transformers 5 returns a `BaseModelOutputWithPooling`)."""
+    return out if isinstance(out, torch.Tensor) else out.pooler_output
 
 
 @cache
