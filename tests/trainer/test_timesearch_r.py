@@ -149,3 +149,35 @@ def test_cpu_variant_trains_with_search_and_the_completeness_check(
         expected = (parts["format"] + 0.5 * parts["task"] + 0.5 * parts["complete"]) / 2
         assert parts["overall"] == pytest.approx(expected)
         assert parts["format"] == 1.0
+
+
+def test_cpu_variant_trains_with_the_tiny_models_own_samples(tiny_model_dir, tg_train, tmp_path):
+    """No script: the tiny model samples (it seldom calls); a step runs and every row's
+    reward carries the check term (0 without searched frames)."""
+    overrides = [
+        f"model.path={tiny_model_dir('qwen2_5_vl')}",
+        f"data.train={tg_train}",
+        f"trainer.output_dir={tmp_path / 'run'}",
+        "trainer.steps=1",
+        "trainer.tensorboard=false",
+        "rollout.max_new_tokens=16",
+    ]
+    config = load_config(resolve_config_path("timesearch_r_quickstart"), overrides)
+    state = build_state(config, None)
+    seen = {}
+
+    def spy_update(ctx, batch):
+        seen["batch"] = batch
+        return STAGES.update(ctx, batch)
+
+    try:
+        metrics = train_step(state, state.sampler.next_batch(), replace(STAGES, update=spy_update))
+    finally:
+        state.tools.close()
+    assert torch.isfinite(torch.tensor(metrics["actor/loss"]))
+    for row, parts in zip(
+        seen["batch"].trajectories, seen["batch"].scored_components(), strict=True
+    ):
+        assert row.verification is not None and "check" in parts
+        if not any(o.ok and o.media for o in row.outcomes):
+            assert row.verification == NO_FRAMES and parts["check"] == 0.0

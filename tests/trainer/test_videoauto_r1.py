@@ -125,3 +125,28 @@ def test_cpu_variant_trains_on_the_answer_twice_reward(tiny_model_dir, qa_train,
     overall = [parts["overall"] for parts in batch.scored_components()]
     expected = [0.9 + 1.1 + 1.0, 1.1 + 1.0, 1.1 + 1.0 + 0.3, 1.0]
     assert overall == pytest.approx(expected * (len(overall) // 4))
+
+
+def test_cpu_variant_trains_with_the_tiny_models_own_samples(tiny_model_dir, qa_train, tmp_path):
+    path, _ = qa_train
+    overrides = [
+        f"model.path={tiny_model_dir('qwen2_5_vl')}",
+        f"data.train={path}",
+        f"trainer.output_dir={tmp_path / 'run'}",
+        "trainer.steps=1",
+        "trainer.tensorboard=false",
+        "rollout.max_new_tokens=16",
+    ]
+    config = load_config(resolve_config_path("videoauto_r1_quickstart"), overrides)
+    state = build_state(config, None)
+    seen = {}
+
+    def spy_update(ctx, batch):
+        seen["batch"] = batch
+        return STAGES.update(ctx, batch)
+
+    metrics = train_step(state, state.sampler.next_batch(), replace(STAGES, update=spy_update))
+    assert torch.isfinite(torch.tensor(metrics["actor/loss"]))
+    for parts in seen["batch"].scored_components():  # every row scored by the answer-twice mode
+        expected = 0.9 * parts["answer1"] + 1.1 * parts["answer2"] + parts["format"]
+        assert parts["overall"] == pytest.approx(expected + 0.3 * parts["fallback"])
