@@ -166,3 +166,25 @@ def test_a_clip_checkpoint_embeds_the_index(video, tmp_path):
 def call_ctx(video):
     path, config, decoded = video
     return ToolContext(media=MediaRef(path=str(path)), video=decoded, config=config)
+
+
+@pytest.mark.parametrize("control", ["blank", "frozen"])
+def test_under_a_control_the_index_holds_what_the_control_shows(video, store, control):
+    """A grey or frozen video shows no red: the query finds nothing better than any frame,
+    so the times it returns say nothing about where the real event is."""
+    path, config, decoded = video
+    runner = ToolRunner(resolve_tools(["seek_video_frames"]))
+    ctx = ToolContext(
+        media=MediaRef(path=str(path)),
+        video=decoded,
+        config=config,
+        control=control,
+        control_key="r",
+    )
+    outcome = runner.run(
+        ToolCall(raw="", name="seek_video_frames", arguments={"query": "red", "num_frames": 2}),
+        ctx,
+    )
+    assert outcome.ok, outcome.text
+    index = store.get(ctx)
+    assert torch.all(index.embeddings[:, 0] == 0)  # no frame of the index is red

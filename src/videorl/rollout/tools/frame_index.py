@@ -11,7 +11,8 @@ Here the index is built on a video's first search: its frames at `rollout.frame_
 `<trainer.output_dir>/frame_index/<key>.pt` (the oldest files removed beyond `cache_mb`),
 so a later run, step or rank reads them back instead of embedding again. The key names the
 media (file, size and modification time, or inline frames), the row's clip, the video
-control and the embedder. Embedders:
+control (the index holds the frames the control shows, so a search under a control finds
+what the controlled video shows) and the embedder. Embedders:
 
 - `colors`: a deterministic stand-in for the synthetic videos (`data/synth_scene.py`): a
   frame's vector is the share of its pixels near each named colour, a query's the colours
@@ -38,6 +39,7 @@ from videorl.config import FrameSearchConfig
 from videorl.data.synth_scene import COLORS
 from videorl.rollout.tools.registry import ToolContext, ToolError
 from videorl.rollout.tools.video import _controlled_clip, _decode, video_span
+from videorl.video.controls import TEMPORAL, apply_control
 
 MEMORY_INDEXES = 64  # indexes kept in memory per process (most recent)
 COLOR_DISTANCE = 60.0  # a pixel within this RGB distance of a named colour counts as it
@@ -193,6 +195,8 @@ class FrameIndexStore:
             cache_dir=None,
         )
         clip = _controlled_clip(ctx, _decode(ctx, lo, hi, config))
+        if ctx.control is not None and ctx.control not in TEMPORAL:  # blank: index what it shows
+            clip = apply_control(clip, ctx.control, ctx.control_key)
         times = torch.tensor(
             [clip.meta.clip_start + t for t in clip.meta.timestamps], dtype=torch.float64
         )
