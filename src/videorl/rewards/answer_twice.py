@@ -5,8 +5,8 @@ A response reads `\\boxed{a1}<think>...</think>\\boxed{a2}`: an initial answer, 
 reasoning block, a reviewed answer. Source: IVUL-KAUST/VideoAuto-R1 `videoauto_r1/reward/
 reward.py` (`accuracy_twice_boxed_reward1/2`, `format_twice_boxed_reward`) with
 `--reward_weights 0.9 1.1 1` (`scripts/train/grpo_autothink/train_qwen2.5vl_grpo_auto_
-text_image_video.sh`); the paper is arXiv 2601.05175 (its reward, Sec. 3:
-`R = w1 R_acc(a1) + w2 R_acc(a2) + R_fmt`, w1 = 0.9 < w2 = 1.1, plus the fallback bonus):
+text_image_video.sh`); the paper is arXiv 2601.05175 (the reward
+`w1 R(a1) + w2 R(a2) + R_fmt` with w1 = 0.9 < w2 = 1.1, plus the fallback bonus):
 
     overall = 0.9 R(a1) + 1.1 R(a2) + format + 0.3 * fallback
 
