@@ -78,3 +78,22 @@ def test_engines_pass_the_gate_through(tiny):
     assert torch.equal(served.token_ids[0], plain.token_ids[0])
     backend = HFBackend(loaded, max_new_tokens=12, early_exit=0.97)
     assert backend.without_tools().early_exit == 0.97
+
+
+def test_eval_reports_what_early_exit_did(tmp_path, capsys, monkeypatch, tiny_model_dir):
+    """metrics.json's `early_exit`: the threshold, the answers, the exit rate (0 here: the
+    random tiny model writes no box) and the tokens per answer."""
+    import json
+
+    from videorl.data.loaders import load_records, write_records
+    from videorl.data.synth import synthesize
+
+    records = load_records(synthesize(tmp_path / "qa", ["video_qa"], n=2, seed=1)).records
+    write_records(tmp_path / "qa.jsonl", records)
+    args = ("eval", "--model", tiny_model_dir("qwen2_5_vl"), "--benchmark", tmp_path / "qa.jsonl")
+    extra = ("--max-new-tokens", "8", "--early-exit-confidence", "0.97", "--out", tmp_path / "o")
+    result = run_cli(capsys, monkeypatch, *args, *extra)
+    assert result.code == 0, result.output
+    summary = json.loads((tmp_path / "o" / "metrics.json").read_text())["early_exit"]
+    assert summary["threshold"] == 0.97 and summary["answers"] == len(records)
+    assert summary["exit_rate"] == 0.0 and 0 < summary["tokens_per_answer"] <= 8

@@ -56,6 +56,7 @@ class HFBackend:
     ) -> None:
         self.loaded = loaded
         self.early_exit = early_exit  # answer-twice: stop after a1 at this confidence
+        self.exits: list[Any] = []  # each gated answer's `rollout.early_exit.Exit`
         self.settings = settings or RunSettings()
         self.max_new_tokens = max_new_tokens  # one model turn with tools
         self.label = label
@@ -121,13 +122,25 @@ class HFBackend:
         if self.early_exit is not None:
             from videorl.rollout.early_exit import generate_with_early_exit
 
-            generations, _ = generate_with_early_exit(
+            generations, exits = generate_with_early_exit(
                 self.loaded, self.encode(items), params, self.early_exit
             )
+            self.exits += [found for [found] in exits]
         else:
             generations = generate(self.loaded, self.encode(items), params)
         tokenizer = self.loaded.tokenizer
         return [tokenizer.decode(g.token_ids[0], skip_special_tokens=True) for g in generations]
+
+    def exit_summary(self) -> dict[str, float]:
+        """What early exit did to the answers generated so far: the threshold, how many
+        answers, the share that stopped after a1, and the tokens per answer."""
+        count = len(self.exits)
+        return {
+            "threshold": float(self.early_exit or 0.0),
+            "answers": count,
+            "exit_rate": sum(e.exited for e in self.exits) / count if count else 0.0,
+            "tokens_per_answer": sum(e.tokens for e in self.exits) / count if count else 0.0,
+        }
 
     def respond_with_tools(
         self, items: Sequence[Item], control: str | None = None
