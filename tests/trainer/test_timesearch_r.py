@@ -24,6 +24,7 @@ from videorl.trainer.loop import STAGES, train_step
 SCRIPT = "TimeSearch-R scripts/train.sh"
 PUBLISHED = [
     ("rollout.n", 8, SCRIPT + " --num_generations 8"),
+    ("model.freeze_vision", False, "train.py and the trainer freeze nothing"),
     ("rollout.max_turns", 8, "--max_interaction_turns 8"),
     ("rollout.max_new_tokens", 256, "--max_completion_length_per_turn 256"),
     ("rollout.max_total_tokens", 16000, "--max_completion_length 16000"),

@@ -30,6 +30,8 @@ PUBLISHED = [
     ("rollout.temperature", 1.0, "arguments.py temperature 1.0"),
     ("rollout.gpu_memory_utilization", 0.4, "--vllm_gpu_memory_utilization 0.4"),
     ("algorithm.loss.kl_coef", 0.01, "--beta 0.01"),
+    ("algorithm.loss.aggregation", "seq-mean-token-mean", "arguments.py loss_type grpo"),
+    ("algorithm.grpo.std_eps", 1e-4, "grpo_vllm_trainer_qwen2_5_vl.py line 1346"),
     ("algorithm.loss.clip_low", 0.2, "arguments.py epsilon 0.2"),
     ("optim.lr", 1e-6, "--learning_rate 1e-6"),
     ("optim.weight_decay", 0.01, "--weight_decay 0.01"),
