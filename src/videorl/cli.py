@@ -553,6 +553,7 @@ def merge(
 # `videorl eval` and `videorl serve`: eval/commands.py and serve/commands.py import only typer
 # (models, torch, matplotlib and the server are imported inside the commands).
 from videorl.eval.commands import eval_command
+from videorl.eval.options import EarlyExitConfidence, check_early_exit
 from videorl.serve.commands import serve_command
 
 app.command("eval")(eval_command)
@@ -578,11 +579,13 @@ def demo(
     ),
     max_upload_mb: float = typer.Option(500.0, help="Largest video upload accepted, in MB."),
     max_frames: int = typer.Option(512, help="Most frames a question may decode."),
+    early_exit_confidence: EarlyExitConfidence = None,
 ) -> None:
     """Web app: ask a video a question and see the answer on its timeline."""
     from videorl.demo.guard import DemoLimits, parse_auth
 
     parse_auth(auth, share)  # a public link without a password is refused before anything loads
+    check_early_exit(early_exit_confidence, model=str(model))
     limits = DemoLimits(max_upload_mb=max_upload_mb, max_frames=max_frames)
     from videorl.demo.app import serve
 
@@ -595,6 +598,7 @@ def demo(
         device=device,
         auth=auth,
         limits=limits,
+        early_exit=early_exit_confidence,
     )
 
 

@@ -206,8 +206,8 @@ class DataConfig:
     """Extra chat-template variables; `enable_thinking` follows `think` unless set here (OPDVR/GRPD:
     {enable_thinking: false}, as their data.apply_chat_template_kwargs)."""
     prompt_style: PromptStyle = "videorl"
-    """Prompt templates: videorl (ours), orarl, taro or video_r1 (the published ones,
-    data.published_prompts). Rows that carry their own prompt (verl chats, TaRO rows, EasyR1 rows
+    """Prompt templates: videorl (ours), orarl, taro, video_r1 or videoauto_r1 (the published
+    ones, data.published_prompts; videoauto_r1 adds VideoAuto-R1's answer-twice system turn). Rows that carry their own prompt (verl chats, TaRO rows, EasyR1 rows
     in their format prompt) use it as given; OraRL-Data rows use orarl's."""
     video_as_images: bool = False
     """Give the prompt's video to the model as one image per frame instead of one video (LongVT's
@@ -280,6 +280,37 @@ class DataConfig:
 
 
 @dataclass(frozen=True)
+class FrameSearchConfig:
+    """TimeSearch-R's `seek_video_frames` tool (`rollout/tools/timesearch.py`): an embedding
+    index of each video's frames, cached on disk under the run folder, and the completeness
+    self-verification pass (GRPO-CSV, `rollout/verification.py`)."""
+
+    embedder: str = "colors"
+    """Frame and query embeddings: colors (a deterministic stand-in for the synthetic videos:
+    the share of each named colour in a frame, and the colours a query names) or
+    hf:<path or Hub id> of a CLIP/SigLIP model (TimeSearch-R: google/siglip-so400m-patch14-384)."""
+    fps: float = 2.0
+    """Frames per second of the index (TimeSearch-R's frame cache: 2)."""
+    max_frames: int = 768
+    """Most frames one video's index holds (TimeSearch-R: --max_frames 768)."""
+    cache_mb: float = 256.0
+    """Disk the cached indexes may take under <trainer.output_dir>/frame_index; the oldest go first."""
+    verify: bool = False
+    """Completeness self-verification: after each multi-turn row, the same policy answers the
+    question from only the frames the row's tools returned (one more generation per row); the
+    answer reaches reward plug-ins as the row's last call (`rewards/calls.py`)."""
+
+    def __post_init__(self) -> None:
+        if not (self.embedder == "colors" or self.embedder.startswith("hf:")):
+            raise ConfigError(
+                f"rollout.frame_search.embedder={self.embedder!r}; use colors or "
+                "hf:<path or Hub id> of a CLIP/SigLIP model"
+            )
+        _positive("rollout.frame_search", fps=self.fps, max_frames=self.max_frames)
+        _at_least_zero("rollout.frame_search", cache_mb=self.cache_mb)
+
+
+@dataclass(frozen=True)
 class RolloutConfig:
     """How n responses per prompt are sampled."""
 
@@ -319,6 +350,8 @@ class RolloutConfig:
     tool_modules: tuple[str, ...] = ()
     """Modules imported before rollout.tools is checked, so that their @register_tool tools
     exist (e.g. my_tools for a tool defined in my_tools.py on PYTHONPATH)."""
+    frame_search: FrameSearchConfig = field(default_factory=FrameSearchConfig)
+    """TimeSearch-R's seek_video_frames index and completeness self-verification."""
     max_turns: int = 4
     """With rollout.tools: most model turns per row (>= 1); the last may not call tools."""
     max_total_tokens: int = 1024

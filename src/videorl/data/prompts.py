@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 from typing import Literal, get_args
 
-from videorl.data.published_prompts import published_prompt
+from videorl.data.published_prompts import boxed_instruction, published_prompt
 from videorl.data.records import (
     LETTERS,
     NumericAnswer,
@@ -149,7 +149,7 @@ def math(record: TaskRecord) -> str:
     )
 
 
-PromptStyle = Literal["videorl", "orarl", "taro", "video_r1"]
+PromptStyle = Literal["videorl", "orarl", "taro", "video_r1", "videoauto_r1"]
 PROMPT_STYLES: tuple[str, ...] = get_args(PromptStyle)
 
 
@@ -169,7 +169,9 @@ def build_prompt(record: TaskRecord, *, think: bool, style: str = "videorl") -> 
     `style` `orarl` / `taro` / `video_r1` use the published templates (`published_prompts`)
     where they have one for the family: OraRL's ask for the answer alone (a `<think>`
     instruction is appended only with `think`), TaRO's and Video-R1's ask for reasoning
-    themselves. Other families keep videorl's template.
+    themselves. Other families keep videorl's template. `videoauto_r1` gives the family's task
+    text with its answer in `\\boxed{}` and no protocol line: its system turn
+    (`published_prompts.VIDEOAUTO_SYSTEM`) asks for `\\boxed{a1}<think>..</think>\\boxed{a2}`.
 
     A record that carries its own prompt (`record.prompt`: a verl row's chat, an EasyR1
     row's problem in its format prompt, a TaRO row) gets it verbatim, placeholder included
@@ -180,7 +182,9 @@ def build_prompt(record: TaskRecord, *, think: bool, style: str = "videorl") -> 
         return record.prompt
     if record.prompt_style is not None:
         style = check_prompt_style(record.prompt_style, key=f"record {record.id} prompt_style")
-    published = None if style == "videorl" else published_prompt(record, check_prompt_style(style))
+    if check_prompt_style(style) == "videoauto_r1":  # the system turn asks for both answers
+        return boxed_instruction(record.family.task.prompt(record))
+    published = None if style == "videorl" else published_prompt(record, style)
     if published is None:
         return f"{record.family.task.prompt(record)}\n{THINK if think else NO_THINK}"
     if style == "orarl" and think:

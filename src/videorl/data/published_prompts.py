@@ -273,3 +273,31 @@ def easyr1_format_prompt(template: str | None, content: str, family: Family) -> 
     except ImportError:  # transformers' chat templates need it too
         raise ConfigError("data.format_prompt needs jinja2: pip install jinja2") from None
     return jinja2.Template(source.strip()).render(content=content)
+
+
+# VideoAuto-R1's system prompt of `rl_mode=answer_twice_rl` (IVUL-KAUST/VideoAuto-R1
+# videoauto_r1/utils/data_rl.py COT_SYSTEM_PROMPT_ANSWER_TWICE; the same text in
+# lmms_eval/models/simple/qwen2_5_vl_autothink.py): `data.prompt_style: videoauto_r1`.
+VIDEOAUTO_FALLBACK = "Let's analyze the problem step by step."
+VIDEOAUTO_SYSTEM = (
+    "You are a helpful assistant.\n"
+    "FIRST: Output your initial answer inside the first \\boxed{...} without any analysis or "
+    "explanations. If you cannot determine the answer without reasoning, output "
+    f"\\boxed{{{VIDEOAUTO_FALLBACK}}} instead.\n"
+    "THEN: Think through the reasoning as an internal monologue enclosed within "
+    "<think>...</think>.\n"
+    "AT LAST: Output the final answer again inside \\boxed{...}. If you believe the previous "
+    "answer was correct, repeat it; otherwise, correct it.\n"
+    "Output format: \\boxed{...}<think>...</think>\\boxed{...}"
+)
+
+
+def boxed_instruction(text: str) -> str:
+    """A task instruction asking for `<answer>X</answer>`, asking for `\\boxed{X}` instead
+    (VideoAuto-R1's answers are boxed; its system prompt states the two-answer order)."""
+    return text.replace("<answer>", "\\boxed{").replace("</answer>", "}")
+
+
+def style_system(style: str) -> str | None:
+    """The system turn a prompt style brings (None: the chat template's default)."""
+    return VIDEOAUTO_SYSTEM if style == "videoauto_r1" else None

@@ -361,9 +361,11 @@ def serve(
     device: str = "auto",
     auth: str | None = None,
     limits: DemoLimits = DEFAULT_LIMITS,
+    early_exit: float | None = None,
 ) -> None:
     """Load the checkpoint and serve the demo until interrupted (Ctrl+C); questions are
-    asked with the settings of the run that wrote it (`inference.RunSettings`)."""
+    asked with the settings of the run that wrote it (`inference.RunSettings`); `early_exit`
+    gates answer-twice responses (`Settings.early_exit`)."""
     credentials = parse_auth(auth, share)  # before the (slow) model load
 
     try:
@@ -383,7 +385,9 @@ def serve(
             "vision-language checkpoint (e.g. Qwen2.5-VL)"
         )
     console = Console()
-    settings = Settings.of_run(RunSettings.from_checkpoint(model), max_duration=max_duration)
+    settings = Settings.of_run(
+        RunSettings.from_checkpoint(model), max_duration=max_duration, early_exit=early_exit
+    )
     if settings.run.source is not None:
         console.print(f"demo settings: {settings.run.summary()}", highlight=False, soft_wrap=True)
     signal.signal(signal.SIGTERM, stop_on_signal)  # `kill` cleans up like Ctrl+C

@@ -58,6 +58,8 @@ class Settings:
     think: bool = False
     max_duration: float = 600.0
     run: RunSettings = field(default_factory=RunSettings)
+    # answer-twice models: stop after the first boxed answer at this confidence (None: off)
+    early_exit: float | None = None
 
     @classmethod
     def of_run(cls, run: RunSettings, **overrides: Any) -> Settings:
@@ -268,7 +270,14 @@ def ask(
     then the ground truth) and parse its answer."""
     sampling = settings.sampling()
     prepared = prepare(loaded, video_path, question, settings, example)
-    (generation,) = generate(loaded, [prepared.prompt], sampling)
+    if settings.early_exit is None:
+        (generation,) = generate(loaded, [prepared.prompt], sampling)
+    else:
+        from videorl.rollout.early_exit import generate_with_early_exit
+
+        [generation], _ = generate_with_early_exit(
+            loaded, [prepared.prompt], sampling, settings.early_exit
+        )
     response = loaded.tokenizer.decode(generation.token_ids[0], skip_special_tokens=True)
     record = prepared.record
     prediction = parse_prediction(record.family, response, record.options)

@@ -11,6 +11,8 @@ loop (`rollout.multiturn.answer_with_tools`, greedy; validation inside training 
 too): the prompt lists the tools, each call
 runs on the record's original media, and the answer is the final model turn; its
 `respond_with_tools` also returns each answer's calls, errors and turns (`ToolUse`).
+With `early_exit` (`--early-exit-confidence`) an answer-twice response stops after its first
+boxed answer when that answer is confident enough (`rollout.early_exit`).
 """
 
 from __future__ import annotations
@@ -50,8 +52,11 @@ class HFBackend:
         label: str = "hf",
         tools: ToolRunner | None = None,
         limits: MultiTurnLimits | None = None,
+        early_exit: float | None = None,
     ) -> None:
         self.loaded = loaded
+        self.early_exit = early_exit  # answer-twice: stop after a1 at this confidence
+        self.exits: list[Any] = []  # each gated answer's `rollout.early_exit.Exit`
         self.settings = settings or RunSettings()
         self.max_new_tokens = max_new_tokens  # one model turn with tools
         self.label = label
@@ -68,6 +73,7 @@ class HFBackend:
         max_new_tokens: int = 256,
         tools: ToolRunner | None = None,
         limits: MultiTurnLimits | None = None,
+        early_exit: float | None = None,
     ) -> HFBackend:
         """Load the checkpoint at `path` for inference (bf16 on GPU, fp32 on CPU)."""
         from videorl.inference import load_for_inference
@@ -80,6 +86,7 @@ class HFBackend:
             label=str(path),
             tools=tools,
             limits=limits,
+            early_exit=early_exit,
         )
 
     @property
@@ -91,7 +98,11 @@ class HFBackend:
     def without_tools(self) -> HFBackend:
         """The same model and settings answering in one turn, from prompts without tools."""
         return HFBackend(
-            self.loaded, self.settings, max_new_tokens=self.max_new_tokens, label=self.label
+            self.loaded,
+            self.settings,
+            max_new_tokens=self.max_new_tokens,
+            label=self.label,
+            early_exit=self.early_exit,
         )
 
     def encode(self, items: Sequence[Item]) -> list[PromptEncoding]:
@@ -108,9 +119,28 @@ class HFBackend:
         if not items:
             return []
         params = SamplingParams(n=1, max_new_tokens=self.max_new_tokens, temperature=0.0)
-        generations = generate(self.loaded, self.encode(items), params)
+        if self.early_exit is not None:
+            from videorl.rollout.early_exit import generate_with_early_exit
+
+            generations, exits = generate_with_early_exit(
+                self.loaded, self.encode(items), params, self.early_exit
+            )
+            self.exits += [found for [found] in exits]
+        else:
+            generations = generate(self.loaded, self.encode(items), params)
         tokenizer = self.loaded.tokenizer
         return [tokenizer.decode(g.token_ids[0], skip_special_tokens=True) for g in generations]
+
+    def exit_summary(self) -> dict[str, float]:
+        """What early exit did to the answers generated so far: the threshold, how many
+        answers, the share that stopped after a1, and the tokens per answer."""
+        count = len(self.exits)
+        return {
+            "threshold": float(self.early_exit or 0.0),
+            "answers": count,
+            "exit_rate": sum(e.exited for e in self.exits) / count if count else 0.0,
+            "tokens_per_answer": sum(e.tokens for e in self.exits) / count if count else 0.0,
+        }
 
     def respond_with_tools(
         self, items: Sequence[Item], control: str | None = None

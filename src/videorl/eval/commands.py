@@ -20,6 +20,7 @@ from videorl.eval.options import (
     Concurrency,
     Controls,
     Device,
+    EarlyExitConfidence,
     Endpoint,
     EndpointCheckpoint,
     EndpointKey,
@@ -44,6 +45,7 @@ from videorl.eval.options import (
     SkipInvalid,
     Think,
     VideoRoot,
+    check_early_exit,
 )
 from videorl.hub import refuse_missing_local
 
@@ -118,6 +120,7 @@ def eval_command(
     max_total_tokens: MaxTotalTokens = 2048,
     batch_size: BatchSize = 8,
     max_new_tokens: ResponseBudget = 256,
+    early_exit_confidence: EarlyExitConfidence = None,
     fps: Fps = None,
     max_frames: MaxFrames = None,
     min_pixels: MinPixels = None,
@@ -146,6 +149,7 @@ def eval_command(
     from videorl.video.controls import parse_controls
 
     # checked before any load
+    check_early_exit(early_exit_confidence, model=model, tools=tools)
     runner = eval_tools(tools, mode, max_turns, max_total_tokens, modules=tool_modules)
     model_type = endpoint_model_type(endpoint, served_model, checkpoint, model_type)
     run = eval_run_settings(
@@ -186,8 +190,11 @@ def eval_command(
             concurrency=concurrency,
             api_key=api_key,
             tools=runner,
+            early_exit=early_exit_confidence,
         )
         source = _model_source(backend, run, max_new_tokens, model is not None)
+        if early_exit_confidence is not None:
+            source["early_exit_confidence"] = early_exit_confidence
         if runner is not None and tool_modules:
             source["tool_modules"] = _comma_list(tool_modules)
         outputs = evaluate(settings, backend=backend, source=source)
@@ -359,6 +366,7 @@ def eval_backend(
     concurrency: int,
     api_key: str | None,
     tools: Any = None,
+    early_exit: float | None = None,
 ) -> Any:
     """The HF engine for --model (answering with `tools`, `eval_tools`' pair, when given),
     else the client of --endpoint (boxes in the convention of `model_type`); both prompt
@@ -368,7 +376,13 @@ def eval_backend(
 
         runner, limits = tools if tools is not None else (None, None)
         return HFBackend.from_path(
-            model, run, device=device, max_new_tokens=max_new_tokens, tools=runner, limits=limits
+            model,
+            run,
+            device=device,
+            max_new_tokens=max_new_tokens,
+            tools=runner,
+            limits=limits,
+            early_exit=early_exit,
         )
     from videorl.eval.openai_backend import EndpointBackend
 

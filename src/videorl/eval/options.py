@@ -11,6 +11,8 @@ from typing import Annotated
 
 import typer
 
+from videorl.errors import ConfigError
+
 # ----- video settings and device (eval and serve) ------------------------------------------
 Fps = Annotated[float | None, typer.Option("--fps", help="Frame sampling rate (video.fps).")]
 MaxFrames = Annotated[
@@ -133,7 +135,8 @@ PromptStyle = Annotated[
     str | None,
     typer.Option(
         "--prompt-style",
-        help="Prompt templates: videorl, orarl, taro or video_r1 (the published ones, to "
+        help="Prompt templates: videorl, orarl, taro, video_r1 or videoauto_r1 (the published "
+        "ones, to "
         "reproduce a paper's table; default: data.prompt_style of the model's run, else "
         "videorl).",
     ),
@@ -184,3 +187,34 @@ OverwriteEval = Annotated[
 ResumeEval = Annotated[
     bool, typer.Option("--resume", help="Continue the predictions of an interrupted eval in --out.")
 ]
+EarlyExitConfidence = Annotated[
+    float | None,
+    typer.Option(
+        "--early-exit-confidence",
+        help="Answer-twice models (VideoAuto-R1, data.prompt_style videoauto_r1): stop after "
+        "the first boxed answer when its confidence (geometric mean of its token "
+        "probabilities) is at least this, in [0, 1] (the paper: 0.97); else think and answer "
+        "again. Off by default.",
+    ),
+]
+
+
+def check_early_exit(
+    confidence: float | None, *, model: str | None = None, tools: str | None = None
+) -> None:
+    """`--early-exit-confidence` is a probability, and needs the in-process engine (the gate
+    reads each step's scores) answering in one turn."""
+    if confidence is None:
+        return
+    if not 0.0 <= confidence <= 1.0:
+        raise ConfigError(
+            f"--early-exit-confidence={confidence:g} is not a probability; give a value in "
+            "[0, 1] (VideoAuto-R1: 0.97)"
+        )
+    if model is None:
+        raise ConfigError(
+            "--early-exit-confidence needs --model: the in-process engine reads each step's "
+            "token probabilities (an endpoint does not return them)"
+        )
+    if tools:
+        raise ConfigError("--early-exit-confidence answers in one turn; drop --tools")

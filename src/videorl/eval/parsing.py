@@ -6,7 +6,9 @@ the response scores 0. Benchmarks measure what the model *answered*, not whether
 format, so the functions here accept what a reader would accept:
 
 - the answer text is the last complete `<answer>...</answer>`, else what follows an
-  unclosed `<answer>`, else the text after `</think>`, else the whole response;
+  unclosed `<answer>`, else the text after `</think>`, else the whole response; a
+  `\\boxed{X}` in it gives X (the last box: VideoAuto-R1's `\\boxed{a1}<think>..</think>
+  \\boxed{a2}` answers a2, an early exit's lone `\\boxed{a1}` a1);
 - TG windows: `2.5 to 7`, `from 2.5 to 7 seconds`, `2.5s - 7s`, `2.5-7`, `[2.5, 7]`,
   `between 2.5 and 7`, clock times `0:02.5 to 1:07`; otherwise the first two times in the
   text; reversed ends are swapped;
@@ -36,6 +38,7 @@ from typing import Any
 
 from videorl.data.records import LETTERS, Box
 from videorl.rewards import payload
+from videorl.rewards.math_answer import BOXED, last_boxed
 from videorl.rewards.payload import MAX_PAYLOAD_CHARS
 from videorl.rewards.protocol import ANSWER_CLOSE, ANSWER_OPEN, THINK_CLOSE, last_answer
 
@@ -100,6 +103,12 @@ def answer_text(response: str | None) -> str:
 
 
 def _answer_part(text: str) -> str:
+    part = _tagged_part(text)
+    boxed = last_boxed(part) if BOXED in part else None
+    return boxed.strip() if boxed is not None else part
+
+
+def _tagged_part(text: str) -> str:
     tagged = last_answer(text)
     if tagged is not None:
         return tagged.strip()

@@ -375,6 +375,8 @@ def evaluate(
     info = dict(source or {})
     info.setdefault("video", dataclasses.asdict(settings.video))
     metrics = build_metrics(benchmark, results, missing, skipped_rows=skipped, source=info)
+    if getattr(backend, "early_exit", None) is not None:  # of this run's answers, before controls
+        metrics["early_exit"] = backend.exit_summary()  # type: ignore[union-attr]
     if settings.controls:
         metrics["controls"] = {
             control: _control(control, records, results, missing, answer, videos, out_dir)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -203,16 +203,18 @@ def generate(
     params: SamplingParams,
     *,
     share_prefill: bool = False,
+    hf_kwargs: Mapping[str, Any] | None = None,
 ) -> list[Generation]:
     """Sample `params.n` responses for each prompt in one batched `generate` call.
 
     `share_prefill` prefills each prompt once for its n samples (`_shared_prefill_generate`);
     otherwise `generate` prefills every one of the B*n rows. Both give the same responses.
     Greedy decoding gives n identical responses: it runs once per prompt and repeats them.
+    `hf_kwargs` go to `generate` as they are (e.g. `stopping_criteria`, `logits_processor`).
     """
     model: Any = loaded.model  # a transformers model: methods nn.Module does not declare
     inputs = _model_inputs(loaded, prompts)
-    kwargs = _sample_kwargs(loaded, params)
+    kwargs = {**_sample_kwargs(loaded, params), **(hf_kwargs or {})}
     greedy = params.temperature <= 0
     was_training = model.training
     model.eval()

@@ -3,6 +3,10 @@
 A reward plug-in that declares a `calls` parameter, `function(record, response, config,
 calls)`, receives the calls its row made, in order; every other reward (the built-in
 families, plug-ins without the parameter) is called as before and never sees them.
+
+With `rollout.frame_search.verify` (TimeSearch-R's completeness self-verification) a row's
+calls end with a pseudo-call `VERIFICATION_CALL` whose `arguments["answer"]` is the policy's
+answer from only the frames the row's tools returned (`rollout/verification.py`).
 """
 
 from __future__ import annotations
@@ -46,3 +50,19 @@ def trajectory_text(response: str, calls: Sequence[ToolCallMade]) -> str:
     turns left out)."""
     turns = {call.turn: call.turn_text for call in calls}
     return "".join(turns[turn] for turn in sorted(turns)) + response
+
+
+VERIFICATION_CALL = "completeness_check"
+
+
+def verification_call(answer: str) -> ToolCallMade:
+    """The completeness check's answer as the row's last call (turn 0: no model turn)."""
+    return ToolCallMade(name=VERIFICATION_CALL, arguments={"answer": answer}, turn=0)
+
+
+def verification_answer(calls: tuple[ToolCallMade, ...] | list[ToolCallMade]) -> str | None:
+    """The completeness check's answer among `calls`, None when it did not run."""
+    for call in reversed(calls):
+        if call.name == VERIFICATION_CALL:
+            return str(call.arguments.get("answer", ""))
+    return None

@@ -29,7 +29,7 @@ Composition = Literal["product", "sum"]
 COMPOSITIONS: tuple[str, ...] = get_args(Composition)
 TgParser = Literal["strict", "taro"]
 TG_PARSERS: tuple[str, ...] = get_args(TgParser)
-RewardMode = Literal["videorl", "orarl", "video_r1"]
+RewardMode = Literal["videorl", "orarl", "video_r1", "videoauto_r1"]
 JudgeStyle = Literal["videorl", "longvt"]
 JUDGE_STYLES: tuple[str, ...] = get_args(JudgeStyle)
 REWARD_MODES: tuple[str, ...] = get_args(RewardMode)
@@ -279,6 +279,10 @@ class RewardConfig:
       `b`), a number exact to two decimals (numerical) or `1 - relative error`
       (regression); `overall = accuracy + format`, so it needs `composition: sum`. Other
       records keep the family's reward.
+      `videoauto_r1` (VideoAuto-R1's "think once, answer twice", `rewards/answer_twice.py`)
+      reads `\\boxed{a1}<think>..</think>\\boxed{a2}` and scores `overall = 0.9 R(a1) +
+      1.1 R(a2) + format + 0.3 fallback` with the family's own scorer as R; families whose
+      payload cannot be boxed (nested JSON) keep their reward.
     """
 
     think_required: bool = False
@@ -317,8 +321,9 @@ class RewardConfig:
     `min_correct` correct rows (Video-R1 `grpo_trainer.py`, `len_control`: accuracy > 0.1,
     320..512 tokens, +0.2, `len(selected_indices) > 1`)."""
     mode: RewardMode = "videorl"
-    """videorl (our scorers), orarl (OraRL's per-task adapters, exactly) or video_r1 (Video-R1's
-    answer parsing and scoring); details above."""
+    """videorl (our scorers), orarl (OraRL's per-task adapters, exactly), video_r1 (Video-R1's
+    answer parsing and scoring) or videoauto_r1 (VideoAuto-R1's two boxed answers); details
+    above."""
     judge: JudgeConfig = field(default_factory=JudgeConfig)
     """An LLM judge for open-ended answers (`rewards/judge.py`), as LongVT's
     `custom_rewards/vl_agent.py`: a chat model behind an OpenAI-compatible endpoint compares the
@@ -331,7 +336,8 @@ class RewardConfig:
         if self.mode not in REWARD_MODES:
             raise ConfigError(
                 f"mode={self.mode!r} is unknown; set one of {', '.join(REWARD_MODES)} "
-                "(orarl = OraRL's per-task reward adapters, video_r1 = Video-R1's)"
+                "(orarl = OraRL's per-task reward adapters, video_r1 = Video-R1's, "
+                "videoauto_r1 = VideoAuto-R1's answer-twice reward)"
             )
         if self.mode == "orarl":
             clashes = [

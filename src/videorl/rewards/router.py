@@ -2,7 +2,8 @@
 
 `overall = task * format` (or `format + task` with `reward.composition: sum`, TaRO), every
 component in [0, 1]; `reward.mode: orarl` scores with OraRL's adapters (`orarl_adapters`),
-`video_r1` with Video-R1's `grpo.py` rules (`video_r1`). Never raises: a scorer or plug-in
+`video_r1` with Video-R1's `grpo.py` rules (`video_r1`), `videoauto_r1` with VideoAuto-R1's
+two boxed answers (`answer_twice`). Never raises: a scorer or plug-in
 that raises costs its sample (scored 0, `error` set), never the step.
 """
 
@@ -12,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from videorl.data.records import TaskRecord
-from videorl.rewards import video_r1
+from videorl.rewards import answer_twice, video_r1
 from videorl.rewards.calls import ToolCallMade, takes_calls
 from videorl.rewards.config import RewardConfig
 from videorl.rewards.plugins import load_plugin, plugin_components
@@ -34,6 +35,9 @@ def builtin_score(record: TaskRecord, response: str, config: RewardConfig) -> Re
         fmt, found = video_r1.score(record, response)
         overall = found["task"] + fmt  # grpo.py: reward_funcs [accuracy, format], summed
         return RewardResult(overall, {"format": fmt, **found, "overall": overall})
+    if config.mode == "videoauto_r1" and answer_twice.boxable(record):
+        found = answer_twice.score(record, response, config)
+        return RewardResult(found["overall"], found)
     family = FAMILY_REWARDS[record.family]
     extraction = family.protocol.extract(response, config.think_required)
     fmt = 1.0 if extraction.ok else 0.0

@@ -115,6 +115,7 @@ def generate_tool_groups(
     decodes: ToolDecodes,
     video_config: VideoConfig,
     template_kwargs: Mapping[str, Any] | None = None,
+    verify: bool = False,
 ) -> RolloutBatch:
     """n multi-turn rows per prompt (`rollout_multiturn`, generating through `engine`): a
     row's response is every token after its prompt, its text the final model turn (what
@@ -124,7 +125,8 @@ def generate_tool_groups(
 
     An engine that steps in lockstep with other ranks (`VLLMEngine.lockstep`: data-parallel
     vLLM engines, a tensor-parallel group) gets `limits.max_turns` generate calls on every
-    rank, the last ones with no requests once this rank's rows are done."""
+    rank, the last ones with no requests once this rank's rows are done. `verify` runs the
+    completeness check on every row (`rollout/verification.py`), one more generate call."""
     calls: list[int] = []
 
     def generate(loaded: Any, contexts: Sequence[PromptEncoding], step: SamplingParams):
@@ -148,6 +150,19 @@ def generate_tool_groups(
         for _ in range(len(calls), limits.max_turns):
             engine.generate([], replace(params, n=1))
     rows = [row for group in groups for row in group]
+    if verify:
+        from videorl.rollout.verification import verify_rows
+
+        row_records = [r for r, group in zip(records, groups, strict=True) for _ in group]
+        rows = verify_rows(
+            engine.loaded,
+            row_records,
+            rows,
+            params,
+            engine.generate,
+            template_kwargs=template_kwargs,
+            lockstep=getattr(engine, "lockstep", False),
+        )
     none = torch.zeros(len(rows), dtype=torch.bool)
     return RolloutBatch(
         records=list(records),

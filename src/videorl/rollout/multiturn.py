@@ -29,7 +29,7 @@ from videorl.models.generate import Generation, SamplingParams, generate
 from videorl.models.inputs import PromptEncoding, collate
 from videorl.models.loaded import LoadedModel
 from videorl.reduction import Maxed
-from videorl.rewards.calls import ToolCallMade
+from videorl.rewards.calls import ToolCallMade, verification_call
 from videorl.rollout.tools.chat import encode_tool_turn, tool_turn_text
 from videorl.rollout.tools.parsing import parse_tool_calls
 from videorl.rollout.tools.registry import ToolContext, ToolDecodes
@@ -87,6 +87,8 @@ class MultiTurnRow:
     truncated: bool = False  # stopped by a budget (tokens or turns), not by a final answer
     model_texts: list[str] = field(default_factory=list)  # each model turn, decoded
     call_turns: list[int] = field(default_factory=list)  # the model turn of each outcome
+    # the completeness check's answer (`rollout/verification.py`), None when not run
+    verification: str | None = None
 
     @property
     def response_ids(self) -> torch.Tensor:
@@ -114,9 +116,10 @@ class MultiTurnRow:
         return ToolUse(self.calls, self.errors, self.turns)
 
     def calls_made(self) -> tuple[ToolCallMade, ...]:
-        """The row's calls as reward functions receive them (`rewards/calls.py`)."""
+        """The row's calls as reward functions receive them (`rewards/calls.py`), the
+        completeness check's answer last when it ran."""
         turns = self.call_turns or [1] * len(self.outcomes)
-        return tuple(
+        made = tuple(
             ToolCallMade(
                 name=o.name,
                 arguments=dict(o.call.arguments or {}),
@@ -128,6 +131,9 @@ class MultiTurnRow:
             )
             for o, turn in zip(self.outcomes, turns, strict=True)
         )
+        if self.verification is None:
+            return made
+        return (*made, verification_call(self.verification))
 
     def token_turns(self) -> torch.Tensor:
         """[R] the 1-based model turn of each response token: a turn starts at each 0 -> 1

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from videorl.data.coordinates import frame_size, model_convention, to_model_coordinates
 from videorl.data.prompts import build_prompt
+from videorl.data.published_prompts import style_system
 from videorl.data.records import TaskRecord
 from videorl.errors import MediaError
 from videorl.models.chat_template import template_kwargs
@@ -38,13 +39,16 @@ def encode_record(
     video_as_images: bool = False,
 ) -> PromptEncoding:
     """The record's family prompt (in prompt `style`; the record's own prompt and system
-    turn when its row carries them) with its decoded video (or image, T=1) as model input;
+    turn when its row carries them, else the style's: `videoauto_r1`'s) with its decoded video (or image, T=1) as model input;
     the chat template gets `enable_thinking=think` unless `chat_template_kwargs` sets it.
     `tools` (function schemas, `ToolRunner.schemas`) are listed in the system turn;
     `video_as_images` gives the video as one image per frame (`data.video_as_images`)."""
     is_image = media is not None and record.video is None
     system, kwargs = tool_prompt_args(
-        policy, tools, record.system, template_kwargs(think, chat_template_kwargs)
+        policy,
+        tools,
+        record.system or style_system(style),
+        template_kwargs(think, chat_template_kwargs),
     )
     return encode_prompt(
         policy,

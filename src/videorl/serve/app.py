@@ -226,11 +226,12 @@ def serve(
     port: int = 8000,
     api_key: str | None = None,
     announce: Callable[[str], None] = logger.info,
+    early_exit: float | None = None,
 ) -> None:
     """Serve `chat` (a loaded checkpoint behind the API) until interrupted; `announce` gets
-    the status lines."""
+    the status lines; `early_exit` gates answer-twice responses (`GenerationQueue`)."""
     limits = chat.policy.limits
-    queue = GenerationQueue(chat.loaded, max_batch=limits.max_batch)
+    queue = GenerationQueue(chat.loaded, max_batch=limits.max_batch, early_exit=early_exit)
     app = create_app(chat, queue, api_key)
     handle = ServerThread(
         app,

@@ -9,7 +9,15 @@ from __future__ import annotations
 from typing import Any
 
 from videorl.errors import ConfigError
-from videorl.eval.options import Device, Fps, MaxFrames, MaxPixels, MinPixels
+from videorl.eval.options import (
+    Device,
+    EarlyExitConfidence,
+    Fps,
+    MaxFrames,
+    MaxPixels,
+    MinPixels,
+    check_early_exit,
+)
 from videorl.serve.options import (
     BodyTimeout,
     Host,
@@ -64,6 +72,7 @@ def serve_command(
     min_pixels: MinPixels = None,
     max_pixels: MaxPixels = None,
     device: Device = "auto",
+    early_exit_confidence: EarlyExitConfidence = None,
 ) -> None:
     """Serve a checkpoint as an OpenAI/vLLM-compatible chat-completions endpoint (HF engine).
 
@@ -73,6 +82,7 @@ def serve_command(
     Binds 127.0.0.1 unless --host says otherwise.
     """
     check_serve_installed()
+    check_early_exit(early_exit_confidence, model=model)
     from videorl.serve.listen import bind
 
     bind(host, port).close()  # a busy port is a one-line error before the model loads
@@ -115,6 +125,7 @@ def serve_command(
         port=port,
         api_key=api_key,
         announce=lambda line: console.print(line, highlight=False, soft_wrap=True),
+        early_exit=early_exit_confidence,
     )
 
 

@@ -4,7 +4,8 @@ Requests arrive on the event loop; their prompts are queued here and the loop aw
 future, so generation never blocks it. The worker takes the oldest job, adds waiting jobs
 with the same `SamplingParams` (up to `max_batch`), and generates them in one call. A job
 with a `seed` runs alone after `torch.manual_seed(seed)`, so its answer is the one
-in-process `generate` gives for that seed.
+in-process `generate` gives for that seed. With `early_exit` (`--early-exit-confidence`) an
+answer-twice response stops after a confident first boxed answer (`rollout.early_exit`).
 """
 
 from __future__ import annotations
@@ -39,9 +40,10 @@ class Job:
 class GenerationQueue:
     """Batched generation on a worker thread; `batch_sizes` records each call's size."""
 
-    def __init__(self, loaded: Any, max_batch: int = 8) -> None:
+    def __init__(self, loaded: Any, max_batch: int = 8, early_exit: float | None = None) -> None:
         self.loaded = loaded
         self.max_batch = max_batch
+        self.early_exit = early_exit  # answer-twice: stop after a1 at this confidence
         self.batch_sizes: list[int] = []
         self._jobs: queue.Queue[Job | None] = queue.Queue()
         self._waiting: list[Job] = []
@@ -85,8 +87,8 @@ class GenerationQueue:
         """`generate`; greedy with `n > 1` answers n copies of the one greedy response (HF
         refuses `num_return_sequences > 1` without sampling; OpenAI allows it)."""
         if params.temperature > 0 or params.n == 1:
-            return generate(self.loaded, prompts, params)
-        results = generate(self.loaded, prompts, dataclasses.replace(params, n=1))
+            return self._call(prompts, params)
+        results = self._call(prompts, dataclasses.replace(params, n=1))
         return [
             Generation(
                 token_ids=r.token_ids * params.n,
@@ -95,6 +97,13 @@ class GenerationQueue:
             )
             for r in results
         ]
+
+    def _call(self, prompts: list[PromptEncoding], params: SamplingParams) -> list[Generation]:
+        if self.early_exit is None:
+            return generate(self.loaded, prompts, params)
+        from videorl.rollout.early_exit import generate_with_early_exit
+
+        return generate_with_early_exit(self.loaded, prompts, params, self.early_exit)[0]
 
     def _run(self) -> None:
         while (batch := self._next_batch()) is not None:

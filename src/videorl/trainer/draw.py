@@ -124,6 +124,7 @@ def rollout(
             decodes=ToolDecodes(),
             video_config=cfg.video,
             template_kwargs=template_kwargs(cfg.data.think, cfg.data.chat_template_kwargs),
+            verify=cfg.rollout.frame_search.verify,
         )
     else:
         batch = generate_groups(

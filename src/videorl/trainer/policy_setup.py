@@ -5,6 +5,7 @@ with its engine and caches."""
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -88,8 +89,14 @@ def _with_lora(cfg: Config, policy: LoadedModel, info: DistInfo) -> LoadedModel:
 
 def tool_runner(cfg: Config) -> ToolRunner | None:
     """The runner of `rollout.tools` (after importing `rollout.tool_modules`), or None for
-    single-turn rollouts; an unknown tool is a one-line `ConfigError` listing the choices."""
+    single-turn rollouts; an unknown tool is a one-line `ConfigError` listing the choices.
+    `seek_video_frames` caches its frame indexes under `<trainer.output_dir>/frame_index`."""
     specs = run_tools(cfg)
+    if any(spec.name == "seek_video_frames" for spec in specs):  # its frame-index cache
+        from videorl.rollout.tools import frame_index
+
+        folder = Path(cfg.trainer.output_dir) / "frame_index"
+        frame_index.configure(cfg.rollout.frame_search, folder)
     return ToolRunner(specs) if specs else None
 
 

@@ -1,0 +1,21 @@
+"""bench/search_exit.py runs end to end in `--quick` mode and its numbers hold their
+invariants: the query finds the event where no control can, early exit only shortens."""
+
+from __future__ import annotations
+
+import json
+
+from tests.bench import bench_module
+
+
+def test_quick_run(tmp_path):
+    bench = bench_module("search_exit")
+    out = tmp_path / "search_exit.json"
+    bench.main(["--quick", "--work", str(tmp_path / "work"), "--out", str(out)])
+    saved = json.loads(out.read_text())
+    rates = saved["retrieval"]["hit_rate"]
+    assert rates["seek"] == 1.0  # the colour index finds every event in the window
+    assert all(rates["seek"] > rates[f"seek_{c}"] for c in bench.CONTROLS)
+    exit_ = saved["early_exit"]
+    assert exit_["same_answer_as_full_run"] == 1.0
+    assert exit_["tokens_gated"] < exit_["tokens_full"] and 0 < exit_["exit_rate"] < 1
