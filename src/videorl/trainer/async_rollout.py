@@ -143,7 +143,7 @@ class AsyncRollouts:
         self.workers = self._spawn(cfg, info, context)
         self.submitted: dict[int, dict[str, Any]] = {}  # step -> sampler state before its draw
         self.restored_carry = carry
-        self.carry_after: dict[int, list[CarriedGroup]] = {}  # step -> its round's cut groups
+        self.carry_after: dict[int, list[CarriedGroup] | None] = {}  # step -> its round's cuts
         self.sent_first = False
         self.ready: dict[tuple[int, int], DrawResult] = {}
         self.wait_s = 0.0
@@ -255,7 +255,8 @@ class AsyncRollouts:
     def saved_carry(self, step: int) -> list[dict[str, Any]] | None:
         """The groups cut by the round before step `step`'s, as a checkpoint keeps them so
         that its resumed run's rounds are the same (None: no round has run yet)."""
-        return carry_state(self.carry_after.get(step - 1, self.restored_carry))
+        carry = self.carry_after.get(step - 1)
+        return carry_state(carry if carry is not None else self.restored_carry)
 
     def sampler_state(self, step: int, sampler: Any) -> dict[str, Any]:
         """The sampler as it was before step `step`'s prompts were drawn ahead (drawn steps
@@ -289,8 +290,8 @@ class AsyncRollouts:
             set_rng_state(result.rng)
         if result.embeddings is not None and policy.visual_cache is not None:
             policy.visual_cache.adopt(result.batch.prompts, result.embeddings)
-        if draw == 0 and result.carry is not None:
-            self.carry_after = {step: result.carry}
+        if draw == 0 and result.carry is not None:  # kept for this step's checkpoint and the next's
+            self.carry_after = {step - 1: self.carry_after.get(step - 1), step: result.carry}
         staleness = step - _row_versions(result)
         self.worker_busy_s += result.busy_s
         self.worker_idle_s += result.idle_s
