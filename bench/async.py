@@ -157,6 +157,11 @@ def summarise(name: str, tokens: int, rows: list[dict[str, Any]]) -> dict[str, A
         "reward_mean": round(statistics.fmean(r["reward/mean"] for r in rows), 3),
         "length_mean": round(statistics.fmean(r["response/length_mean"] for r in steady), 1),
         "cut_groups": round(statistics.fmean(r.get("async/cut_groups", 0.0) for r in steady), 2),
+        "stages_s": {
+            key.split("/", 1)[1]: round(statistics.fmean(r.get(key, 0.0) for r in steady), 3)
+            for key in sorted({k for r in steady for k in r})
+            if key.startswith(("time/", "async/worker_")) and key != "time/step"
+        },
     }
 
 

@@ -77,3 +77,40 @@ def test_shared_prefill_greedy_equals_one_sample_per_prompt(tiny_model_dir, arch
     shared = generate(loaded, prompts, params, share_prefill=True)
     for one, many in zip(single, shared, strict=True):
         assert all(torch.equal(one.token_ids[0], t) for t in many.token_ids)
+
+
+def test_the_checkpoint_generation_config_does_not_alter_sampling(tiny_model_dir, tmp_path):
+    """A checkpoint's generation_config.json (Qwen2.5-VL-Instruct ships repetition_penalty
+    1.05) would change the distribution `generate` samples from; rollouts sample the policy.
+    Here the checkpoint asks for no_repeat_ngram_size 1 (no token twice in a sequence), and
+    the rows still repeat tokens of their prompt or of themselves, as the policy does."""
+    import json
+    import shutil
+
+    folder = tmp_path / "model"
+    shutil.copytree(tiny_model_dir("qwen3"), folder)
+    path = folder / "generation_config.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), "no_repeat_ngram_size": 1}))
+    loaded = load_model(folder)
+    prompts = _prompts(loaded, "qwen3")
+    torch.manual_seed(0)
+    out = generate(loaded, prompts, SamplingParams(n=8, max_new_tokens=24))
+    repeats = [
+        bool(set(row.tolist()) & set(prompt.input_ids.tolist()))
+        or row.unique().numel() < row.numel()
+        for prompt, gen in zip(prompts, out, strict=True)
+        for row in gen.token_ids
+    ]
+    assert any(repeats)
+
+
+def test_rows_with_their_own_counts_share_one_prefill(tiny_model_dir):
+    from videorl.models.generate import generate_rows
+
+    loaded = load_model(tiny_model_dir("qwen3_vl"))
+    prompts = _prompts(loaded, "qwen3_vl")
+    calls, handle = _prefill_calls(loaded)
+    rows = generate_rows(loaded, prompts, [3, 1], SamplingParams(n=1, max_new_tokens=6))
+    handle.remove()
+    assert calls == [2]  # each prompt prefilled once for its rows
+    assert [len(r) for r in rows] == [3, 1] and all(t.numel() == 6 for r in rows for t in r)

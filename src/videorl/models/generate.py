@@ -89,10 +89,45 @@ def _stopping(loaded: LoadedModel, params: SamplingParams, prompt_len: int) -> d
     return {"stopping_criteria": StoppingCriteriaList([criterion])}
 
 
+# `generate` applies what a checkpoint's generation_config.json sets (Qwen2.5-VL-Instruct's:
+# repetition_penalty 1.05), so its rows would come from another distribution than the
+# policy whose log-probs the loss uses; these are set to "off" on every call.
+NEUTRAL_GENERATION: dict[str, Any] = {
+    "repetition_penalty": 1.0,
+    "encoder_repetition_penalty": 1.0,
+    "no_repeat_ngram_size": 0,
+    "encoder_no_repeat_ngram_size": 0,
+    "min_length": 0,
+    "typical_p": 1.0,
+    "epsilon_cutoff": 0.0,
+    "eta_cutoff": 0.0,
+    "num_beams": 1,
+    **dict.fromkeys(
+        (
+            "bad_words_ids",
+            "min_new_tokens",
+            "sequence_bias",
+            "min_p",
+            "top_h",
+            "forced_bos_token_id",
+            "forced_eos_token_id",
+            "exponential_decay_length_penalty",
+            "begin_suppress_tokens",
+            "guidance_scale",
+            "watermarking_config",
+            "penalty_alpha",
+            "dola_layers",
+        )
+    ),
+}
+
+
 def _sample_kwargs(loaded: LoadedModel, params: SamplingParams) -> dict:
-    """`generate` arguments of the sampling itself (shared by both prefill paths)."""
+    """`generate` arguments of the sampling itself (shared by both prefill paths): the
+    policy's distribution at the temperature, top-p and top-k asked for, nothing else."""
     greedy = params.temperature <= 0
     kwargs: dict[str, Any] = {
+        **NEUTRAL_GENERATION,
         "do_sample": not greedy,
         "max_new_tokens": params.max_new_tokens,
         "suppress_tokens": loaded.banned_token_ids or None,

@@ -122,8 +122,10 @@ def oversampled_draw(
             batch = rewards(
                 batch, cfg, score_stage, producer.pool, producer.logprob_model, step=step
             )
-        batch = _with_behaviour(producer, batch, taken, version)
-    return batch, _carried(producer, left, version)
+        with timer("behaviour"):
+            batch = _with_behaviour(producer, batch, taken, version)
+    with timer("behaviour"):
+        return batch, _carried(producer, left, version)
 
 
 def _decoded(

@@ -197,7 +197,8 @@ def _draw(
             batch, carry = _scored(producer, timer, request, version, carry)
     if producer.cfg.rollout.oversample == 1:
         if request.behaviour_logp and batch.num_rows:
-            batch = with_behaviour_logp(batch, producer)
+            with timer("behaviour"):
+                batch = with_behaviour_logp(batch, producer)
         batch = replace(batch, versions=torch.full((batch.num_rows,), version, dtype=torch.long))
     embeddings = frozen_embeddings(producer.policy, batch)
     clear_visual_caches(producer.policy)
