@@ -617,6 +617,10 @@ class TrainerConfig:
     cpu_threads: int = 0
     """Intra-op torch threads on CPU; 0 = the process's cores / local ranks, unless OMP_NUM_THREADS
     is set (trainer/threads.py)."""
+    check_inputs: bool = True
+    """Record each rollout row's input fingerprint (prompt token ids, grid_thw, frame timestamps,
+    a hash of the pixel tensors) and check it before the old-policy, reference, teacher and loss
+    forwards; a mismatch stops the step naming the row (docs/long_videos.md)."""
 
     def __post_init__(self) -> None:
         _positive(

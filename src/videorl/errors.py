@@ -19,3 +19,8 @@ class MediaError(VideoRLError, OSError):
 
 class RolloutWorkerError(VideoRLError, RuntimeError):
     """An async rollout worker died, failed or stopped answering (names the worker)."""
+
+
+class InputMismatchError(VideoRLError, RuntimeError):
+    """A forward would take other inputs than the rollout's (names the row and the first
+    difference; `rollout/fingerprints.py`)."""

@@ -24,6 +24,7 @@ from videorl.rewards.config import RewardConfig
 from videorl.rewards.pool import ScoringPool
 from videorl.rollout.batch import RolloutBatch
 from videorl.rollout.engine import RolloutEngine
+from videorl.rollout.fingerprints import with_fingerprints
 from videorl.rollout.groups import add_annotation_rows, generate_groups, generate_tool_groups
 from videorl.rollout.multiturn import MultiTurnLimits
 from videorl.rollout.prompting import DecodedPrompts, decode_prompts, record_encoder
@@ -77,6 +78,8 @@ def scored_draw(
         decoded = decode_prompts(list(records), producer.videos, producer.policy, cfg.data, tools)
     with timer("rollout"):
         batch = rollout(decoded, producer, step=step, epoch=epoch, draw=draw)
+        if cfg.trainer.check_inputs:  # what each row's model saw, for the later forwards
+            batch = with_fingerprints(batch)
     producer.engine.sleep()  # free the engine's KV cache (and weights) until the weight sync
     batch = batch.with_metrics(
         **{
