@@ -85,6 +85,7 @@ def scored_draw(
         **{
             "data/skipped_media": Summed(decoded.skipped_media),
             "data/skipped_long_prompts": Summed(decoded.skipped_long),
+            "data/trimmed_long_prompts": Summed(decoded.trimmed_long),
         }
     )
     if not decoded.records:
