@@ -44,6 +44,7 @@ from typing import Any
 
 import harness
 import numpy as np
+from long_video_steps import measure_steps, page_lines
 
 FPS = 30
 PIECE = 1500  # frames of the encoded piece: a multiple of both keyframe intervals
@@ -319,8 +320,6 @@ def page_text(result: dict[str, Any]) -> str:
     done-when ratios of a results file."""
     lines = [table(result["files"]), ""]
     if "step_time" in result:
-        from long_video_steps import page_lines
-
         lines += [*page_lines(result["step_time"]), ""]
     for label, ratios in result["summary"].items():
         if isinstance(ratios, dict):
@@ -386,8 +385,6 @@ def main(argv: list[str] | None = None) -> None:
     )
     args = harness.parse_args(parser, "long_video", argv)
     if args.steps:
-        from long_video_steps import measure_steps, page_lines
-
         saved = json.loads(args.out.read_text()) if args.out.is_file() else {}
         saved["step_time"] = measure_steps(args.work, args.steps, args.quick)
         saved.pop("machine_at_end", None)

@@ -93,6 +93,7 @@ def _measured(key: str) -> bool:
 
 def measure_steps(work: Path, steps: int, quick: bool) -> dict[str, Any]:
     """Both runs; their step times (wall and CPU) and whether their metrics agree."""
+    machine = harness.machine()  # the load as the runs start: on shared cores, it decides
     model = harness.model_dir(work, "tiny" if quick else "bench")
     prompts = int(OVERRIDES[3].split("=")[1])
     train = write_records(work / "long_video_steps", make_videos(work, steps * prompts, quick))
@@ -107,6 +108,8 @@ def measure_steps(work: Path, steps: int, quick: bool) -> dict[str, Any]:
         "steps": steps,
         "videos": f"{steps * prompts} 1-minute 1280x720 files, a keyframe every 2 s",
         "same_metrics": kept(runs[0]) == kept(runs[1]),
+        "machine": machine,
+        "machine_at_end": harness.machine(),
     }
     for workers, rows in runs.items():
         later = rows[1:]  # step 1 had nothing decoded ahead
@@ -131,8 +134,10 @@ def page_lines(step: dict[str, Any]) -> list[str]:
             f"(median of steps 2-{step['steps']}; decode inside the step "
             f"{r['decode_s']['median']:.2f} s, trainer CPU {r['step_cpu_s']['median']:.2f} s)"
         )
+    load = (step["machine"]["load_average_1min"], step["machine_at_end"]["load_average_1min"])
     lines.append(
         f"- prefetch 0 / 1 step time = {step['step_time_ratio_0_over_1']:.2f}x; "
-        f"same metrics: {'yes' if step['same_metrics'] else 'NO'}"
+        f"same metrics: {'yes' if step['same_metrics'] else 'NO'}; load average "
+        f"{load[0]:g} -> {load[1]:g} on {step['machine']['cpu_count']} cores"
     )
     return lines
