@@ -110,6 +110,8 @@ def rollout(
         p = constructed_probability(step, epoch, algorithm.constructed.curriculum)
         constructed = draw_constructed((len(decoded.prompts), cfg.rollout.n), p)
     if tools is not None:
+        cache = producer.policy.visual_cache
+        encoded = cache.encoded_items if cache is not None else 0
         batch = generate_tool_groups(
             engine,
             decoded.records,
@@ -122,6 +124,9 @@ def rollout(
             video_config=cfg.video,
             template_kwargs=template_kwargs(cfg.data.think, cfg.data.chat_template_kwargs),
         )
+        if cache is not None and batch.num_rows:  # videos, images, clips, frames, crops
+            per_row = (cache.encoded_items - encoded) / batch.num_rows
+            batch = batch.with_metrics(**{"tools/vision_encodes_per_row": per_row})
     else:
         batch = generate_groups(
             engine,
