@@ -229,7 +229,6 @@ def test_loader_picks_the_device_and_dtype(tiny_model_dir):
     assert next(loaded.model.parameters()).dtype == torch.float32
 
 
-
 def _trained_row(loaded, record, config):
     """The fingerprint the trainer records for the row of `record` (`with_fingerprints`)."""
     from videorl.rollout.batch import RolloutBatch

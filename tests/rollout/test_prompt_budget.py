@@ -47,19 +47,19 @@ def test_an_over_long_prompt_is_skipped_naming_frames_tokens_and_budget(setup, c
     with caplog.at_level(logging.WARNING):
         decoded, _ = _decode(setup, length - 1, "skip")
     assert (decoded.records, decoded.skipped_long, decoded.trimmed_long) == ([], 1, 0)
-    assert caplog.messages == [
+    expected = (
         f"skipping sample {record.id}: 16 frames make {length} prompt tokens > "
         f"data.max_prompt_tokens={length - 1}; set data.long_prompts=trim, or lower "
         "video.max_frames or video.max_pixels"
-    ]
+    )
+    assert caplog.messages == [expected]
 
 
 def test_trim_keeps_the_most_frames_that_fit(setup, caplog):
     loaded, record, full = setup
     video = full.media[0]
-    per_two = full.prompts[0].length - record_encoder(loaded, load_config(None, VIDEO).data)(
-        record, fewer_frames(video, 14)
-    ).length
+    encode = record_encoder(loaded, load_config(None, VIDEO).data)
+    per_two = full.prompts[0].length - encode(record, fewer_frames(video, 14)).length
     budget = full.prompts[0].length - 3 * per_two  # 10 frames fit, 12 do not
     with caplog.at_level(logging.WARNING):
         decoded, config = _decode(setup, budget, "trim")
@@ -72,10 +72,11 @@ def test_trim_keeps_the_most_frames_that_fit(setup, caplog):
     assert torch.equal(again.input_ids, prompt.input_ids)  # the prompt of the frames kept
     twelve = record_encoder(loaded, config.data)(record, fewer_frames(video, 12))
     assert twelve.length > budget  # no more frames would fit
-    assert caplog.messages == [
+    expected = (
         f"sample {record.id}: 16 frames make {full.prompts[0].length} prompt tokens > "
         f"data.max_prompt_tokens={budget}; trimmed to 10 frames ({prompt.length} tokens)"
-    ]
+    )
+    assert caplog.messages == [expected]
 
 
 def test_trim_skips_when_two_frames_do_not_fit(setup, caplog):
