@@ -57,9 +57,12 @@ Leaf = tuple[torch.Tensor, torch.Tensor]  # (pixels, grid_thw) of items no merge
 
 
 def note_parts(merged: torch.Tensor, parts: Sequence[Leaf]) -> None:
-    """Record that the pixel tensor `merged` is the row-wise concatenation of `parts`."""
+    """Record that the pixel tensor `merged` is the row-wise concatenation of `parts`, kept
+    as their leaves: an earlier merge is not held alive by a later one (a trajectory keeps
+    its prompt's pixels and each tool item's once, not every turn's context)."""
     key = id(merged)
-    _PARTS[key] = (weakref.ref(merged, lambda _: _PARTS.pop(key, None)), tuple(parts))
+    flat = tuple(leaf for part in parts for leaf in leaves(*part))
+    _PARTS[key] = (weakref.ref(merged, lambda _: _PARTS.pop(key, None)), flat)
 
 
 def note_merges(
