@@ -39,24 +39,13 @@ test-fast: setup
 quickstart: setup
 	$(ONE_THREAD) $(PY) -m videorl quickstart --overwrite
 
-# Multi-turn tools on a CPU (docs/tools.md): bench/tools.py's path as commands. A seeing model
-# (make-tiny, synth and sft_quickstart as `make quickstart`), SFT on gold get_clip trajectories
-# (every target calls, then half), GRPO with get_clip (configs/tools_quickstart.yaml), eval with
-# tools and video controls, on one thread like the quickstart.
-TQ := runs/tools_quickstart
-TOOL_SFT := data.train=$(TQ)/data/train.jsonl data.val=null video.fps=0.25 video.min_frames=2 \
-	video.max_frames=4 video.tool_max_frames=32 sft.target=tool_trajectory \
-	rollout.tools=[get_clip] sft.max_response_tokens=1024 trainer.val_every=0 --overwrite
-
+# Multi-turn tools on a CPU (docs/tools.md): bench/tools.py's path as commands
+# (`videorl quickstart --tools`, videorl/quickstart.py's TOOLS_STEPS). A seeing model (make-tiny,
+# synth and sft_quickstart as `make quickstart`), SFT on gold get_clip trajectories (every
+# target calls, then half), GRPO with get_clip (configs/tools_quickstart.yaml), eval with tools
+# and video controls, on one thread like the quickstart.
 tools-quickstart: setup
-	$(ONE_THREAD) $(PY) -m videorl make-tiny $(TQ)/model --arch qwen3_vl --vision-warmup 150 --overwrite
-	$(ONE_THREAD) $(PY) -m videorl synth --out $(TQ)/data --families temporal_grounding --tg-events appear --n 256 --seed 0 --val 32 --overwrite
-	$(ONE_THREAD) $(PY) -m videorl sft sft_quickstart model.path=$(TQ)/model data.train=$(TQ)/data/train.jsonl data.val=null trainer.output_dir=$(TQ)/seeing --overwrite
-	$(ONE_THREAD) $(PY) -m videorl sft sft_quickstart model.path=$(TQ)/seeing/final $(TOOL_SFT) trainer.steps=400 trainer.save_every=400 trainer.output_dir=$(TQ)/sft-read
-	$(ONE_THREAD) $(PY) -m videorl sft sft_quickstart model.path=$(TQ)/sft-read/final $(TOOL_SFT) sft.tool_call_fraction=0.5 optim.lr=1e-3 trainer.steps=60 trainer.save_every=60 trainer.output_dir=$(TQ)/sft-mix
-	$(ONE_THREAD) $(PY) -m videorl train tools_quickstart --overwrite
-	$(ONE_THREAD) $(PY) -m videorl eval --model $(TQ)/train/final --benchmark $(TQ)/data/val.jsonl --out $(TQ)/eval --tools get_clip --max-turns 3 --max-new-tokens 96 --max-total-tokens 1024 --controls frozen,reversed --overwrite
-	@echo "tools model: $(TQ)/train/final  metrics: $(TQ)/train/metrics.jsonl  report: $(TQ)/eval/report.md"
+	$(ONE_THREAD) $(PY) -m videorl quickstart --tools --overwrite
 
 BENCH_STAMP := $(VENV)/.bench-installed
 

@@ -26,6 +26,7 @@ decodes every frame from the first wanted to the last, so it is run up to
 `--before-max-minutes` (default 10: on the hour-long files it would take minutes each).
 
     python bench/long_video.py [--minutes 1,10,60] [--before-max-minutes 10] [--quick]
+    python bench/long_video.py --steps 6  # step time with prefetch 0 and 1 (long_video_steps.py)
     python bench/long_video.py --table    # write the results' table into docs/long_videos.md
 """
 
@@ -43,6 +44,7 @@ from typing import Any
 
 import harness
 import numpy as np
+from long_video_steps import measure_steps, page_lines
 
 FPS = 30
 PIECE = 1500  # frames of the encoded piece: a multiple of both keyframe intervals
@@ -317,6 +319,8 @@ def page_text(result: dict[str, Any]) -> str:
     """What docs/long_videos.md shows between this script's markers: the table and the
     done-when ratios of a results file."""
     lines = [table(result["files"]), ""]
+    if "step_time" in result:
+        lines += [*page_lines(result["step_time"]), ""]
     for label, ratios in result["summary"].items():
         if isinstance(ratios, dict):
             parts = [
@@ -372,7 +376,21 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--table", action="store_true", help=f"write the results' table into {PAGE.name}"
     )
+    parser.add_argument(
+        "--steps",
+        type=int,
+        default=0,
+        help="instead of decoding: train this many steps on 1-minute videos with prefetch 0 "
+        "and 1, into the results file's step_time",
+    )
     args = harness.parse_args(parser, "long_video", argv)
+    if args.steps:
+        saved = json.loads(args.out.read_text()) if args.out.is_file() else {}
+        saved["step_time"] = measure_steps(args.work, args.steps, args.quick)
+        saved.pop("machine_at_end", None)
+        print("\n".join(page_lines(saved["step_time"])))
+        harness.write_results(args.out, saved)
+        return
     if args.table:
         harness.write_marked(PAGE, SCRIPT, page_text(json.loads(args.out.read_text())))
         print(f"wrote the table of {args.out} into {PAGE}")
@@ -398,6 +416,9 @@ def main(argv: list[str] | None = None) -> None:
         "summary": summary(results, minutes, gops),
         **run.facts(),
     }
+    if args.out.is_file() and not args.quick:  # the step times of `--steps`, kept
+        earlier = json.loads(args.out.read_text()).get("step_time")
+        result.update({"step_time": earlier} if earlier else {})
     print()
     print(page_text(result))
     harness.write_results(args.out, result)

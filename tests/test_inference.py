@@ -227,3 +227,118 @@ def test_loader_picks_the_device_and_dtype(tiny_model_dir):
     assert pick_device("auto") == expected and pick_device("cpu") == "cpu"
     loaded = load_for_inference(tiny_model_dir("qwen2_5_vl"), "cpu")
     assert next(loaded.model.parameters()).dtype == torch.float32
+
+
+def _trained_row(loaded, record, config):
+    """The fingerprint the trainer records for the row of `record` (`with_fingerprints`)."""
+    from videorl.rollout.batch import RolloutBatch
+    from videorl.rollout.fingerprints import with_fingerprints
+    from videorl.rollout.prompting import decode_prompts
+    from videorl.video.cache import VideoCache
+
+    decoded = decode_prompts([record], VideoCache(config.video), loaded, config.data)
+    no = torch.zeros(1, dtype=torch.bool)
+    batch = RolloutBatch(
+        records=decoded.records,
+        prompts=decoded.prompts,
+        videos=decoded.media,
+        group_ids=torch.zeros(1, dtype=torch.long),
+        responses=[torch.tensor([1])],
+        texts=[""],
+        is_annotation=no,
+        off_policy=no,
+        truncated=no,
+    )
+    (recorded,) = with_fingerprints(batch).fingerprints or []
+    return recorded
+
+
+def _served(service, body):
+    """The fingerprint `serve` computes for a request body, and the digest it answers with."""
+    from videorl.models.fingerprint import fingerprint
+    from videorl.models.generate import Generation
+    from videorl.serve.schema import parse_request
+
+    prompt = service.prompt(parse_request(json.dumps(body).encode()))
+    answer = Generation([torch.tensor([1])], [torch.zeros(1)], [False])
+    source = prompt.encoding.source
+    assert source is not None
+    seen = fingerprint(prompt.encoding, [source.video])
+    return seen, service.completion(prompt, answer)["input_fingerprint"]
+
+
+def test_one_input_gives_one_fingerprint_in_train_eval_serve_and_demo(
+    checkpoints, records, tmp_path
+):
+    """One video and question: the digest a training row records, the one eval writes into
+    predictions.jsonl, the one `serve` answers with (the video sent as a file) and the one
+    the demo shows are one; eval --endpoint sends JPEG frames, which only the pixels tell."""
+    from pathlib import Path
+
+    from videorl.demo.inference import Settings, ask
+    from videorl.demo.views import build_view
+    from videorl.eval.backends import HFBackend
+    from videorl.eval.commands import eval_run_settings
+    from videorl.eval.predictions import read_predictions
+    from videorl.eval.runner import generate_predictions
+    from videorl.models.fingerprint import first_difference
+    from videorl.serve.chat import ChatService
+    from videorl.serve.limits import ServeLimits
+    from videorl.video.cache import VideoCache
+
+    run, final, loaded = checkpoints("qwen2_5_vl")
+    config = write_run(run, "qwen2_5_vl", "videorl")
+    record = next(r for r in records if r.family is Family.TEMPORAL_GROUNDING)
+    assert record.video is not None
+    trained = _trained_row(loaded, record, config)
+
+    settings = eval_run_settings(str(final), think=None, prompt_style=None)
+    out = tmp_path / "predictions.jsonl"
+    backend = HFBackend(loaded, settings, max_new_tokens=2)
+    generate_predictions(
+        [record], backend, out, videos=VideoCache(settings.video), batch_size=1, progress=False
+    )
+    evaluated = read_predictions(out)[record.id].input_fingerprint
+
+    run_settings = RunSettings.from_checkpoint(final)
+    video = Path(record.video.path)
+    service = ChatService.for_run(
+        loaded, "tiny", run_settings, ServeLimits(), media_root=video.parent
+    )
+    content = [
+        {"type": "video_url", "video_url": {"url": video.name}},
+        {"type": "text", "text": run_settings.prompt_text(record)},
+    ]
+    body = {"model": "tiny", "messages": [{"role": "user", "content": content}]}
+    _, served = _served(service, body)
+
+    result = ask(loaded, str(video), None, Settings.of_run(run_settings), record)
+    shown = result.input_fingerprint
+    assert f"Input fingerprint `{shown}`" in build_view(result, think=True).answer
+
+    assert len(trained.digest) == 16 and trained.digest == evaluated == served == shown
+    # eval --endpoint sends JPEG frames (quality 95): the same tokens, grids and timestamps,
+    # other pixels, and the fingerprint says so
+    client = eval_backend_for(final)
+    media = VideoCache(settings.video).get(record.media)
+    sent, _ = _served(service, client.request((record, media)))
+    difference = first_difference(trained, sent)
+    assert difference is not None and difference.startswith("the pixel tensors differ")
+
+
+def eval_backend_for(final):
+    """`eval --endpoint --checkpoint final` (the request it would send; no server runs)."""
+    from videorl.eval.commands import endpoint_model_type, eval_backend, eval_run_settings
+
+    endpoint = "http://127.0.0.1:9/v1"
+    return eval_backend(
+        None,
+        eval_run_settings(str(final), think=None, prompt_style=None),
+        16,
+        "cpu",
+        endpoint=endpoint,
+        served_model="tiny",
+        model_type=endpoint_model_type(endpoint, "tiny", str(final), None),
+        concurrency=1,
+        api_key=None,
+    )

@@ -12,7 +12,7 @@ import yaml
 from tests.cli_runner import run_cli
 from videorl.cli import resolve_config_path
 from videorl.data.synth import synthesize, write_dataset
-from videorl.quickstart import STEPS, made_by, next_command
+from videorl.quickstart import STEPS, TOOLS_STEPS, made_by, next_command
 
 ROOT = Path(__file__).resolve().parents[1]
 SYNTH = (
@@ -112,3 +112,58 @@ def test_data_families_takes_synths_spelling(spelling):
 
     expected = () if spelling == "all" else ("tg", "sg")
     assert load_config(None, [f"data.families={spelling}"]).data.families == expected
+
+
+TOOLS_TAIL = "; `videorl quickstart --tools` runs every step)"
+
+
+def test_train_tools_quickstart_in_a_fresh_folder_names_its_synth(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = run_cli(capsys, monkeypatch, "train", "tools_quickstart")
+    assert result.code == 2
+    synth = SYNTH.replace("runs/quickstart/", "runs/tools_quickstart/")
+    assert result.lines == [
+        (
+            "error: data file not found: runs/tools_quickstart/data/train.jsonl; run "
+            f"`{synth}` first (it writes runs/tools_quickstart/data{TOOLS_TAIL}"
+        )
+    ]
+
+
+def test_train_tools_quickstart_after_synth_names_the_tool_sft_stage(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    write_dataset(tmp_path / "runs/tools_quickstart/data", ["tg"], n=2, val=1, seed=0)
+    result = run_cli(capsys, monkeypatch, "train", "tools_quickstart")
+    assert result.code == 2
+    assert result.lines[-1] == (
+        "error: model path 'runs/tools_quickstart/sft-mix/final' does not exist; run "
+        "`videorl sft sft_quickstart model.path=runs/tools_quickstart/sft-read/final "
+        "data.train=runs/tools_quickstart/data/train.jsonl data.val=null video.fps=0.25 "
+        "video.min_frames=2 video.max_frames=4 video.tool_max_frames=32 "
+        "sft.target=tool_trajectory 'rollout.tools=[get_clip]' sft.max_response_tokens=1024 "
+        "trainer.val_every=0 sft.tool_call_fraction=0.5 optim.lr=1e-3 trainer.steps=60 "
+        "trainer.save_every=60 trainer.output_dir=runs/tools_quickstart/sft-mix` first (it "
+        f"writes runs/tools_quickstart/sft-mix{TOOLS_TAIL}"
+    )
+    # each stage's input is the stage before's output, the first's the seeing model's
+    assert made_by("runs/tools_quickstart/sft-read/final").argv[2] == (
+        "model.path=runs/tools_quickstart/seeing/final"
+    )
+    assert made_by("runs/tools_quickstart/seeing/final").argv[2] == (
+        "model.path=runs/tools_quickstart/model"
+    )
+
+
+def test_videorl_quickstart_tools_runs_the_tools_steps(capsys, monkeypatch):
+    ran: list[list[str]] = []
+    monkeypatch.setattr(subprocess, "call", lambda argv, env: ran.append(argv[3:]) or 0)
+    done = run_cli(capsys, monkeypatch, "quickstart", "--tools", "--overwrite")
+    assert done.code == 0 and ran == [[*step.argv, "--overwrite"] for step in TOOLS_STEPS]
+    assert [step[0] for step in ran] == ["make-tiny", "synth", "sft", "sft", "sft", "train", "eval"]
+    assert "report: runs/tools_quickstart/eval/report.md" in done.output
+
+
+def test_make_tools_quickstart_calls_videorl_quickstart_tools():
+    makefile = (ROOT / "Makefile").read_text()
+    target = makefile.split("\ntools-quickstart: setup\n", 1)[1].split("\n\n", 1)[0]
+    assert target.strip() == "$(ONE_THREAD) $(PY) -m videorl quickstart --tools --overwrite"

@@ -466,6 +466,13 @@ def quickstart(
     overwrite: bool = typer.Option(
         False, "--overwrite", help="Rerun every step, replacing what an earlier quickstart wrote."
     ),
+    tools: bool = typer.Option(
+        False,
+        "--tools",
+        help="Run the tools quickstart instead (what `make tools-quickstart` runs, "
+        "docs/tools.md): a seeing model, two SFT stages on get_clip trajectories, GRPO with "
+        "get_clip, eval with tools; under runs/tools_quickstart/.",
+    ),
 ) -> None:
     """Run the README's quickstart (what `make quickstart` runs, without make): a tiny model,
     synthetic videos, SFT, OraRL, eval of both checkpoints with video controls, the
@@ -474,21 +481,24 @@ def quickstart(
 
     from rich.markup import escape
 
-    from videorl.quickstart import QUICKSTART_DIR, STEPS
+    from videorl.quickstart import QUICKSTART_DIR, STEPS, TOOLS_DIR, TOOLS_STEPS
 
     # One thread: the tiny model's SFT is sensitive to floating-point order, and on one thread
     # the run repeats bench/seeds.py's seed-0 row (README).
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    for step in STEPS:
+    for step in TOOLS_STEPS if tools else STEPS:
         extra = ["--overwrite"] if overwrite and step.overwrite else []
         line = f"$ {step.command}{' --overwrite' if extra else ''}"
         console.print(f"[bold]{escape(line)}[/]", highlight=False, soft_wrap=True)
         code = subprocess.call([sys.executable, "-m", "videorl", *step.argv, *extra], env=env)
         if code:
             raise typer.Exit(code)
-    qs = QUICKSTART_DIR
+    qs, tq = QUICKSTART_DIR, TOOLS_DIR
     console.print(
-        f"SFT: {qs}/sft/final  OraRL: {qs}/train/final  metrics: {qs}/train/metrics.jsonl  "
+        f"tools model: {tq}/train/final  metrics: {tq}/train/metrics.jsonl  "
+        f"report: {tq}/eval/report.md"
+        if tools
+        else f"SFT: {qs}/sft/final  OraRL: {qs}/train/final  metrics: {qs}/train/metrics.jsonl  "
         f"curves: {qs}/train/reward_curves.png  report: {qs}/eval/report.md",
         highlight=False,
         soft_wrap=True,

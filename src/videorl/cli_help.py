@@ -33,7 +33,11 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         ),
     ),
     "prepare": ("videorl prepare --sources SOURCES.yaml --out data/mixture",),
-    "quickstart": ("videorl quickstart", "videorl quickstart --overwrite"),
+    "quickstart": (
+        "videorl quickstart",
+        "videorl quickstart --overwrite",
+        "videorl quickstart --tools",
+    ),
     "train": (
         "videorl train quickstart",
         "videorl train orarl --dry-run rollout.n=8",

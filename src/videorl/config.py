@@ -228,8 +228,12 @@ class DataConfig:
     """Box coordinates: auto = the model family's (Qwen2.5-VL pixels of the resized input, Qwen3-VL
     / Qwen3.5 0-1000; data.coordinates), record = each record's own box_format."""
     max_prompt_tokens: int | None = None
-    """Longest prompt (tokens, video included); a longer one is skipped and counted
-    (data/skipped_long_prompts_total). null = no limit."""
+    """Longest prompt (tokens, video included); a longer one is skipped or trimmed
+    (data.long_prompts) and counted (data/skipped_long_prompts_total,
+    data/trimmed_long_prompts). null = no limit."""
+    long_prompts: Literal["skip", "trim"] = "skip"
+    """A prompt over data.max_prompt_tokens: skip it, or trim = keep fewer of its video's frames
+    (the same uniform stride, their true timestamps) until it fits, at least 2 (then skip)."""
     group_by_family: bool = True
     """false: batches draw from all records, not one family at a time, so images and videos of
     different tasks share a step (Video-R1 samples its mixed 260k set this way)."""
@@ -668,6 +672,10 @@ class TrainerConfig:
     cpu_threads: int = 0
     """Intra-op torch threads on CPU; 0 = the process's cores / local ranks, unless OMP_NUM_THREADS
     is set (trainer/threads.py)."""
+    check_inputs: bool = True
+    """Record each rollout row's input fingerprint (prompt token ids, grid_thw, frame timestamps,
+    a hash of the pixel tensors) and check it before the old-policy, reference, teacher and loss
+    forwards; a mismatch stops the step naming the row (docs/long_videos.md)."""
 
     def __post_init__(self) -> None:
         _positive(

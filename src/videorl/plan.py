@@ -114,9 +114,9 @@ def _process_summary(config: Config) -> str:
 
 # Why the forwards of multi-turn rows take the plain padded path (models/logprobs.py).
 MULTITURN_BYPASS = (
-    "padding-free packing, shared-prompt forwards and the visual-embedding cache are "
-    "bypassed for these rows: their tool turns put images and clips inside the response, "
-    "and those paths lay media out per prompt (the cache keys the group's prompt video)"
+    "padding-free packing and shared-prompt forwards are bypassed for these rows: their "
+    "tool turns put images and clips inside the response, and those paths lay media out per "
+    "prompt; the visual-embedding cache encodes each turn's new media once"
 )
 
 

@@ -1,9 +1,11 @@
-"""The README's quickstart as data: each `videorl` command in order and the folder it writes.
+"""The README's quickstart and docs/tools.md's tools quickstart as data: each `videorl`
+command in order and the folder it writes.
 
-`videorl quickstart` (and `make quickstart`, which calls it) runs these steps; an error about a
-missing file names the step that makes it (`made_by`), so a newcomer who runs `videorl train
-quickstart` in a fresh folder is told to run `videorl sft sft_quickstart` first, not only
-that a path is missing.
+`videorl quickstart` (and `make quickstart`, which calls it) runs `STEPS`; `videorl quickstart
+--tools` (and `make tools-quickstart`) runs `TOOLS_STEPS`. An error about a missing file names
+the step that makes it (`made_by`), so a newcomer who runs `videorl train quickstart` in a
+fresh folder is told to run `videorl sft sft_quickstart` first, and one who runs `videorl
+train tools_quickstart` the SFT stage that writes its model, not only that a path is missing.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 QUICKSTART_DIR = "runs/quickstart"  # the recipes quickstart.yaml and sft_quickstart.yaml use it
+TOOLS_DIR = "runs/tools_quickstart"  # the recipe tools_quickstart.yaml uses it
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,95 @@ STEPS: tuple[Step, ...] = (
 )
 
 
+_TQ = TOOLS_DIR
+# The SFT stages on gold get_clip trajectories (docs/tools.md, "The bench"): the recipe
+# sft_quickstart on the tools quickstart's data, the prompt video at 0.25 fps.
+_TOOL_SFT = (
+    f"data.train={_TQ}/data/train.jsonl",
+    "data.val=null",
+    "video.fps=0.25",
+    "video.min_frames=2",
+    "video.max_frames=4",
+    "video.tool_max_frames=32",
+    "sft.target=tool_trajectory",
+    "rollout.tools=[get_clip]",
+    "sft.max_response_tokens=1024",
+    "trainer.val_every=0",
+)
+TOOLS_STEPS: tuple[Step, ...] = (
+    Step(
+        ("make-tiny", f"{_TQ}/model", "--arch", "qwen3_vl", "--vision-warmup", "150"),
+        f"{_TQ}/model",
+    ),
+    Step((*STEPS[1].argv[:2], f"{_TQ}/data", *STEPS[1].argv[3:]), f"{_TQ}/data"),  # its synth
+    Step(
+        (
+            "sft",
+            "sft_quickstart",
+            f"model.path={_TQ}/model",
+            f"data.train={_TQ}/data/train.jsonl",
+            "data.val=null",
+            f"trainer.output_dir={_TQ}/seeing",
+        ),
+        f"{_TQ}/seeing",
+    ),
+    Step(
+        (
+            "sft",
+            "sft_quickstart",
+            f"model.path={_TQ}/seeing/final",
+            *_TOOL_SFT,
+            "trainer.steps=400",
+            "trainer.save_every=400",
+            f"trainer.output_dir={_TQ}/sft-read",
+        ),
+        f"{_TQ}/sft-read",
+    ),
+    Step(
+        (
+            "sft",
+            "sft_quickstart",
+            f"model.path={_TQ}/sft-read/final",
+            *_TOOL_SFT,
+            "sft.tool_call_fraction=0.5",
+            "optim.lr=1e-3",
+            "trainer.steps=60",
+            "trainer.save_every=60",
+            f"trainer.output_dir={_TQ}/sft-mix",
+        ),
+        f"{_TQ}/sft-mix",
+    ),
+    Step(("train", "tools_quickstart"), f"{_TQ}/train"),
+    Step(
+        (
+            "eval",
+            "--model",
+            f"{_TQ}/train/final",
+            "--benchmark",
+            f"{_TQ}/data/val.jsonl",
+            "--out",
+            f"{_TQ}/eval",
+            "--tools",
+            "get_clip",
+            "--max-turns",
+            "3",
+            "--max-new-tokens",
+            "96",
+            "--max-total-tokens",
+            "1024",
+            "--controls",
+            "frozen,reversed",
+        ),
+        f"{_TQ}/eval",
+    ),
+)
+# pipeline steps -> the command that runs them all
+PIPELINES: tuple[tuple[tuple[Step, ...], str], ...] = (
+    (STEPS, "videorl quickstart"),
+    (TOOLS_STEPS, "videorl quickstart --tools"),
+)
+
+
 def _relative(path: str | os.PathLike[str]) -> Path:
     """`path` relative to the working folder when it lies under it (the steps' paths are)."""
     given = Path(os.path.normpath(path))
@@ -78,23 +170,28 @@ def _relative(path: str | os.PathLike[str]) -> Path:
     return given
 
 
-def made_by(path: str | os.PathLike[str]) -> Step | None:
-    """The quickstart step that writes `path` (a file or folder inside what it makes), or
-    None when no step does."""
+def _making(path: str | os.PathLike[str]) -> tuple[Step, str] | None:
+    """The step that writes `path` and the command of its pipeline."""
     wanted = _relative(path)
-    for step in STEPS:
-        if step.makes is not None and wanted.is_relative_to(step.makes):
-            return step
+    for steps, command in PIPELINES:
+        for step in steps:
+            if step.makes is not None and wanted.is_relative_to(step.makes):
+                return step, command
     return None
+
+
+def made_by(path: str | os.PathLike[str]) -> Step | None:
+    """The quickstart (or tools quickstart) step that writes `path` (a file or folder inside
+    what it makes), or None when no step does."""
+    found = _making(path)
+    return None if found is None else found[0]
 
 
 def next_command(path: str | os.PathLike[str]) -> str:
     """`"; run `videorl sft sft_quickstart` first (it writes runs/quickstart/sft)"` for a
     missing path that a quickstart step makes, else `""`: the tail of a one-line error."""
-    step = made_by(path)
-    if step is None:
+    found = _making(path)
+    if found is None:
         return ""
-    return (
-        f"; run `{step.command}` first (it writes {step.makes}; `videorl quickstart` runs "
-        "every step)"
-    )
+    step, pipeline = found
+    return f"; run `{step.command}` first (it writes {step.makes}; `{pipeline}` runs every step)"

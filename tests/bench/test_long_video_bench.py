@@ -57,3 +57,24 @@ def test_the_docs_show_the_committed_results():
 
 def harness_marked(bench) -> str:
     return bench.harness.marked_text(bench.PAGE, bench.SCRIPT)
+
+
+@pytest.mark.slow  # two short training runs, one with a prefetch worker
+def test_quick_step_time_runs_prefetch_0_and_1_with_the_same_metrics(tmp_path):
+    out = tmp_path / "long_video.json"
+    out.write_text(json.dumps({"files": {}, "summary": {}}))  # the decode part, kept
+    done = subprocess.run(
+        [sys.executable, str(BENCH / "long_video.py"), "--steps", "2", "--quick"]
+        + ["--work", str(tmp_path), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    result = json.loads(out.read_text())
+    assert result["files"] == {} and result["step_time"]["same_metrics"] is True
+    for workers in (0, 1):
+        arm = result["step_time"][f"prefetch{workers}"]
+        assert arm["step_s"]["n"] == 1 and arm["decode_s"]["median"] >= 0
+    assert "prefetch 0 / 1 step time" in done.stdout

@@ -233,7 +233,7 @@ def test_missing_field_and_unknown_family_are_row_errors(tmp_path):
 
 
 def test_undetectable_format_and_bad_arguments(tmp_path):
-    with pytest.raises(DataError, match="cannot tell the data format.*format="):
+    with pytest.raises(DataError, match="cannot tell the data format.*set data.format to one of"):
         load_records(jsonl(tmp_path / "c.jsonl", [{"foo": 1}]))
     with pytest.raises(ConfigError, match="unknown"):
         load_records(tmp_path / "c.jsonl", format="csv")

@@ -142,3 +142,61 @@ def test_command_binds_to_localhost_and_shares_only_when_asked(monkeypatch, tmp_
     assert model == tmp_path
     assert default["host"] == "127.0.0.1" and default["share"] is False
     assert shared["share"] is True and shared["port"] == 8000
+
+
+@needs_gradio
+def test_the_served_page_carries_the_phone_rules(demo):
+    """The page the demo serves (its HTML with the embedded config) holds the phone rules."""
+    import urllib.request
+
+    from videorl.demo.style import PHONE_CSS, PHONE_WIDTH
+
+    with urllib.request.urlopen(demo.url, timeout=30) as reply:
+        html = reply.read().decode()
+    assert f"@media (max-width: {PHONE_WIDTH}px)" in html
+    rules = PHONE_CSS.split("{", 1)[1]
+    assert "#timeline img" in rules and "overflow-x: auto" in rules
+
+
+@pytest.mark.slow
+@needs_browser
+def test_the_demo_is_readable_at_phone_width(demo, page, examples):
+    """At 375 px the page does not scroll sideways, and the timeline and frames keep their
+    drawn size (13 px labels) inside boxes that scroll sideways instead of shrinking 0.4x."""
+    from playwright.sync_api import expect
+
+    browser = page.context.browser
+    assert browser is not None
+    with browser.new_page(viewport={"width": 375, "height": 812}) as phone:
+        phone.set_default_timeout(60_000)
+        phone.goto(demo.url)
+        example = examples[0]
+        phone.get_by_label("Example").click()
+        phone.get_by_role("option", name=example.label).click()
+        expect(phone.locator("#query textarea")).to_have_value(example.record.problem)
+        expect(phone.locator("#video video")).to_have_count(1)
+        phone.locator("#ask").click()
+        expect(phone.locator("#answer")).to_contain_text("Ground truth", timeout=120_000)
+        expect(phone.locator("#timeline img")).to_be_visible()
+        expect(phone.locator("#frames img")).to_be_visible()
+        sizes = phone.evaluate(
+            """() => {
+              const box = id => {
+                const img = document.querySelector(`#${id} img`);
+                const scroller = img.closest('.image-container');
+                return {drawn: img.naturalWidth, shown: img.getBoundingClientRect().width,
+                        box: scroller.clientWidth, scrolls: scroller.scrollWidth};
+              };
+              return {page: document.documentElement.scrollWidth, view: window.innerWidth,
+                      timeline: box('timeline'), frames: box('frames'),
+                      font: parseFloat(getComputedStyle(document.getElementById('answer')).fontSize)};
+            }"""
+        )
+        ARTIFACTS.mkdir(exist_ok=True)
+        phone.screenshot(path=ARTIFACTS / "demo_phone_375.png", full_page=True)
+    assert sizes["page"] <= sizes["view"] == 375, sizes  # no sideways scroll of the page
+    for drawing in ("timeline", "frames"):
+        box = sizes[drawing]
+        assert box["shown"] == box["drawn"] > box["box"], sizes  # drawn size, not shrunk
+        assert box["box"] <= 375 and box["scrolls"] >= box["drawn"], sizes  # in a scroll box
+    assert sizes["font"] >= 14, sizes

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 from tests.cli_runner import run_cli
 
@@ -110,3 +111,65 @@ def test_compare_of_two_evals_loads_no_model_stack(tmp_path):
     )
     assert "+10.0" in done.stdout
     assert done.stdout.splitlines()[-1] == "False False"
+
+
+def test_eval_messages_name_evals_flags_not_training_keys(tmp_path, capsys, monkeypatch):
+    """The data and video messages that recommend a training key (`errors.fix`) recommend
+    eval's flag or its wording instead when eval prints them."""
+    monkeypatch.chdir(tmp_path)
+    answers = write_jsonl(tmp_path / "a.jsonl", [{"id": "r1", "response": "x"}])
+    no_family = write_jsonl(
+        tmp_path / "rows.jsonl", [{"id": "r1", "problem": "q", "answer": "a", "video": "v.mp4"}]
+    )
+    folder = tmp_path / "bench"
+    folder.mkdir()
+    write_jsonl(folder / "train.jsonl", VTG_ROWS)
+    unknown = write_jsonl(tmp_path / "unknown.jsonl", [{"id": "r1", "text": "q"}])
+    cases = {
+        (
+            "--benchmark",
+            no_family,
+        ): "give each row a problem_type field (e.g. temporal_grounding)",
+        ("--benchmark", folder): "name the split in --benchmark (org/name@SPLIT) or give a file",
+        ("--benchmark", unknown): "; write the rows in one of the formats records, vtg,",
+        ("--benchmark", no_family, "--fps", "0"): "error: --fps=0.0 is invalid: must be a positive",
+    }
+    for extra, words in cases.items():
+        args = ("eval", "--predictions", answers, *extra, "--out", tmp_path / "out")
+        result = run_cli(capsys, monkeypatch, *args)
+        assert result.code == 2 and len(result.lines) == 1, result.output
+        line = result.lines[0]
+        assert words in line and not re.search(r"(?<![/\w])data\.[a-z]", line), line
+
+
+def test_every_training_fix_has_an_eval_spelling_that_eval_accepts():
+    """Each `fix('...')` in the package has an `EVAL_FIXES` entry, and every flag an entry
+    names is one of `videorl eval`'s options; outside eval the training words stay."""
+    import ast
+    import typing
+    from pathlib import Path
+
+    import videorl
+    from videorl.errors import fix, spelled_fixes
+    from videorl.eval.commands import EVAL_FIXES, eval_command
+
+    used = set()
+    for path in Path(videorl.__file__).parent.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "fix":
+                (argument,) = node.args
+                if isinstance(argument, ast.Constant):
+                    used.add(argument.value)
+                else:  # f"video.{key}": the config's video keys
+                    used.update(k for k in EVAL_FIXES if k.startswith("video."))
+    assert used - set(EVAL_FIXES) == set()
+    flags = set()
+    for hint in typing.get_type_hints(eval_command, include_extras=True).values():
+        for meta in getattr(hint, "__metadata__", ()):
+            names = [getattr(meta, "default", None), *(getattr(meta, "param_decls", ()) or ())]
+            flags.update(n.split("/")[0] for n in names if isinstance(n, str))
+    for words in EVAL_FIXES.values():
+        assert set(re.findall(r"--[a-z-]+", words)) <= flags, words
+    assert fix("set data.video_root") == "set data.video_root"
+    with spelled_fixes(EVAL_FIXES):
+        assert fix("set data.video_root") == "pass --video-root"

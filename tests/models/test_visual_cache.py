@@ -93,3 +93,36 @@ def test_retain_keeps_only_the_given_prompts(tiny_model_dir):
     assert cache.encoded_items == 2
     cache.encoder_outputs([dropped])  # gone: encoded again
     assert cache.encoded_items == 3
+
+
+def test_merged_pixels_keep_their_leaves_not_earlier_merges():
+    """A context extended twice records the prompt's pixels and both tool items as its
+    parts; the first merge is not kept alive by the second."""
+    import gc
+    import weakref
+
+    from videorl.models.visual_cache import leaves, note_merges
+
+    def items(rows: int) -> dict:
+        return {
+            "pixel_values_videos": torch.rand(rows, 4),
+            "video_grid_thw": torch.tensor([[1, 1, rows]]),
+        }
+
+    prompt, clip1, clip2 = items(2), items(3), items(4)
+
+    def merge(before, added):
+        merged = {k: torch.cat([before[k], added[k]]) for k in before}
+        note_merges(before, added, merged)
+        return merged
+
+    first = merge(prompt, clip1)
+    second = merge(first, clip2)
+    found = leaves(second["pixel_values_videos"], second["video_grid_thw"])
+    parts = [prompt, clip1, clip2]
+    assert len(found) == 3
+    assert all(p is q["pixel_values_videos"] for (p, _), q in zip(found, parts, strict=True))
+    gone = weakref.ref(first["pixel_values_videos"])
+    del first
+    gc.collect()
+    assert gone() is None

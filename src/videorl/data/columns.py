@@ -49,7 +49,7 @@ from videorl.data.records import (
     caption_from_value,
     finite_number,
 )
-from videorl.errors import ConfigError, DataError
+from videorl.errors import ConfigError, DataError, fix
 from videorl.video.media import MediaRef
 
 COLUMN_FORMATS = ("columns", "easyr1", "verl", "orarl")
@@ -336,20 +336,22 @@ def _family(
             family, subtype = resolve_row_family(value, cast(str, column))
         elif media_column is not None:
             raise DataError(
-                f"column {media_column!r} holds media but the row names no task family; set "
-                "data.family=NAME or data.columns.problem_type=COLUMN (e.g. temporal_grounding)"
+                f"column {media_column!r} holds media but the row names no task family; "
+                f"{fix('set data.family=NAME or data.columns.problem_type=COLUMN')} "
+                "(e.g. temporal_grounding)"
             )
         else:
             family, subtype = Family.MATH, None
     if not family.uses_video and media_column is not None:
         raise DataError(
             f"column {media_column!r} holds media but the row's family is {family.value} (text only); "
-            "set data.family or data.columns.problem_type to its video family"
+            f"{fix('set data.family or data.columns.problem_type')} to its video family"
         )
     if family.uses_video and media_column is None:
         raise DataError(
             f"family {family.value} needs a video or image, but the columns "
-            f"{', '.join(columns.videos + columns.images)} are empty; set data.columns.videos"
+            f"{', '.join(columns.videos + columns.images)} are empty; "
+            f"{fix('set data.columns.videos')}"
         )
     return family, subtype
 

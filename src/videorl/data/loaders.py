@@ -26,7 +26,7 @@ from videorl.data.formats import CONVERTERS, FORMATS, detect_format, resolve_fam
 from videorl.data.published_prompts import load_format_prompt
 from videorl.data.records import TaskRecord
 from videorl.data.sources import DATA_SUFFIXES, open_source
-from videorl.errors import ConfigError, DataError, MediaError, VideoRLError
+from videorl.errors import ConfigError, DataError, MediaError, VideoRLError, fix
 from videorl.video.media import MediaRef
 
 logger = logging.getLogger(__name__)
@@ -185,8 +185,9 @@ def _detect(row: dict[str, Any]) -> str:
     chosen = detect_format(row)
     if chosen is None:
         raise DataError(
-            f"cannot tell the data format from the fields {sorted(row)}; pass "
-            f"format= one of {', '.join(ALL_FORMATS)} (or data.columns.prompt=COLUMN ...)"
+            f"cannot tell the data format from the fields {sorted(row)}; "
+            f"{fix('set data.format to one of')} {', '.join(ALL_FORMATS)}"
+            f"{fix(' (or data.columns.prompt=COLUMN ...)')}"
         )
     return chosen
 
@@ -215,8 +216,9 @@ def media_report(missing: list[str], total: int, show: int = 5) -> str:
         return f"all {total} media files are present"
     first = ", ".join(missing[:show])
     return (
-        f"{len(missing)} of {total} media files are missing or empty (first: {first}); set "
-        "data.video_root to the folder that holds them, fix the paths, or drop those records"
+        f"{len(missing)} of {total} media files are missing or empty (first: {first}); "
+        f"{fix('set data.video_root')} to the folder that holds them, fix the paths, or drop "
+        "those records"
     )
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from videorl.config_loader import not_utf8
-from videorl.errors import DataError
+from videorl.errors import DataError, fix
 from videorl.hub import looks_local
 from videorl.quickstart import next_command
 
@@ -117,7 +117,7 @@ def folder_files(folder: Path, split: str) -> list[Path]:
         named = sorted({s for s in splits.values() if s})
         raise DataError(
             f"folder {folder} has no files of split {split!r} (found {', '.join(named)}); "
-            "set data.split / data.val_split or give a file"
+            f"{fix('set data.split / data.val_split')} or give a file"
         )
     return wanted
 
@@ -167,7 +167,7 @@ def _hub_dataset(spec: str, split: str, streaming: bool) -> Source:
         validate_repo_id(name)
     except HFValidationError:
         raise DataError(
-            f"data file not found: {spec}; check data.train / data.val (a JSONL/Parquet "
+            f"data file not found: {spec}; {fix('check data.train / data.val')} (a JSONL/Parquet "
             "file, a folder of them, or a Hugging Face dataset id org/name)"
         ) from None
     import datasets
@@ -204,13 +204,13 @@ def open_source(
                 if split not in dataset:
                     raise DataError(
                         f"{path} has no split {split!r} (has {', '.join(dataset)}); "
-                        "set data.split / data.val_split"
+                        f"{fix('set data.split / data.val_split')}"
                     )
                 dataset = dataset[split]
             return [Source(str(path), path, _dataset_rows(dataset))]
         return [Source(str(f), f.parent, file_rows(f)) for f in folder_files(path, split)]
     hub_id = str(spec).startswith(HF_PREFIX) or not looks_local(spec)
     if Path(spec).suffix.lower() in DATA_SUFFIXES or not hub_id:
-        fix = next_command(spec) or "; check data.train / data.val and the path"
-        raise DataError(f"data file not found: {spec}{fix}")
+        hint = next_command(spec) or f"; {fix('check data.train / data.val')} and the path"
+        raise DataError(f"data file not found: {spec}{hint}")
     return [_hub_dataset(str(spec), split, streaming)]

@@ -20,6 +20,7 @@ from videorl.data.families import Family
 from videorl.demo.examples import Example, demo_families, family_label, make_examples
 from videorl.demo.guard import REFUSED, DemoLimits, PlainForbidden, client_video, parse_auth
 from videorl.demo.inference import Question, Settings, ask
+from videorl.demo.style import PHONE_CSS
 from videorl.demo.views import View, build_view
 from videorl.errors import ConfigError, VideoRLError
 from videorl.models.loading import LoadedModel
@@ -338,6 +339,7 @@ def running_demo(
                 max_file_size=limits.max_upload_bytes,
                 auth=auth,
                 quiet=True,
+                css=PHONE_CSS,
                 app_kwargs={"middleware": [Middleware(PlainForbidden)]},
             )
             try:

@@ -134,6 +134,7 @@ class Result:
     video: DecodedVideo
     prediction: Prediction
     has_truth: bool
+    input_fingerprint: str = ""  # the digest of what the model was given (models/fingerprint.py)
 
 
 def probe_duration(path: str) -> float:
@@ -236,6 +237,13 @@ class Prepared:
     video: DecodedVideo
     prompt: PromptEncoding
 
+    @property
+    def input_fingerprint(self) -> str:
+        """The digest of the prompt with its frames, as training and eval record it."""
+        from videorl.models.fingerprint import fingerprint
+
+        return fingerprint(self.prompt, [self.video]).digest
+
 
 def prepare(
     loaded: LoadedModel,
@@ -281,4 +289,6 @@ def ask(
     response = loaded.tokenizer.decode(generation.token_ids[0], skip_special_tokens=True)
     record = prepared.record
     prediction = parse_prediction(record.family, response, record.options)
-    return Result(record, prepared.video, prediction, example is not None)
+    return Result(
+        record, prepared.video, prediction, example is not None, prepared.input_fingerprint
+    )

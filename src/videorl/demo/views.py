@@ -274,6 +274,8 @@ def build_view(result: Result, think: bool) -> View:
         )
     if truth:
         text += f"\n\n**Ground truth:** {truth}" + _reward_line(result, think)
+    if result.input_fingerprint:  # the digest training, eval and serve record for this input
+        text += f"\n\nInput fingerprint `{result.input_fingerprint}`"
     reasoning = result.prediction.reasoning
     return View(
         answer=text,

@@ -62,6 +62,8 @@ class HFBackend:
         self.label = label
         self.tools = tools
         self.limits = limits
+        # record id -> the digest of the input its prompt gave the model (`models/fingerprint.py`)
+        self.input_fingerprints: dict[str, str] = {}
 
     @classmethod
     def from_path(
@@ -107,11 +109,15 @@ class HFBackend:
 
     def encode(self, items: Sequence[Item]) -> list[PromptEncoding]:
         """The prompt of each (record, media) item, as training encodes it (listing the
-        tools when the backend has them)."""
+        tools when the backend has them); its input fingerprint's digest is kept by id."""
+        from videorl.models.fingerprint import fingerprint
+
         tools = self.tools.schemas() if self.tools is not None else ()
-        return [
-            self.settings.encode(self.loaded, record, media, tools=tools) for record, media in items
-        ]
+        prompts = []
+        for record, media in items:
+            prompts.append(self.settings.encode(self.loaded, record, media, tools=tools))
+            self.input_fingerprints[record.id] = fingerprint(prompts[-1], [media]).digest
+        return prompts
 
     def respond(self, items: Sequence[Item]) -> list[str]:
         from videorl.models.generate import SamplingParams, generate

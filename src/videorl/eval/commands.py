@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from videorl.config_loader import to_dict
-from videorl.errors import ConfigError
+from videorl.errors import ConfigError, spelled_fixes
 from videorl.eval.options import (
     BatchSize,
     Benchmark,
@@ -96,6 +96,26 @@ def _print_summary(metrics: dict, out_dir: Path) -> None:
     )
 
 
+VIDEO_FLAGS = ("fps", "max_frames", "min_pixels", "max_pixels")  # eval's --fps ... flags
+# The fixes that data and video messages give in training keys (`errors.fix`), as eval takes
+# them: every fix eval prints is one it accepts.
+EVAL_FIXES = {
+    "set data.video_root": "pass --video-root",
+    "set data.skip_invalid=true": "pass --skip-invalid",
+    "set data.split / data.val_split": "name the split in --benchmark (org/name@SPLIT)",
+    "check data.train / data.val": "check --benchmark",
+    "set data.family=NAME or data.columns.problem_type=COLUMN": (
+        "give each row a problem_type field"
+    ),
+    "set data.family or data.columns.problem_type": "set each row's problem_type field",
+    "set data.columns.videos": "give each row a video (or image) field",
+    "set data.format to one of": "write the rows in one of the formats",
+    " (or data.columns.prompt=COLUMN ...)": " (docs/data.md)",
+    "raise video.cache_bytes": "lower --max-frames or --max-pixels",
+    **{f"video.{key}": f"--{key.replace('_', '-')}" for key in VIDEO_FLAGS},
+}
+
+
 def eval_command(
     model: EvalModel = None,
     benchmark: Benchmark = None,
@@ -138,67 +158,68 @@ def eval_command(
     it as training did; flags override. With --tools, the model answers with tools in the
     trainer's multi-turn loop and again without them (docs/tools.md).
     """
-    mode = _one_mode(model=model, endpoint=endpoint, predictions=predictions, compare=compare)
-    if compare and benchmark is None:  # two finished evals: read, no model or video stack
-        _compare(compare, None, out, overwrite)
-        return
-    for key, path in (("--model", model), ("--checkpoint", checkpoint)):
-        if path is not None:
-            refuse_missing_local(path, key)  # a typo is not sent to the Hub
-    from videorl.eval.runner import evaluate
-    from videorl.video.controls import parse_controls
+    with spelled_fixes(EVAL_FIXES):  # its messages name eval's flags, not training keys
+        mode = _one_mode(model=model, endpoint=endpoint, predictions=predictions, compare=compare)
+        if compare and benchmark is None:  # two finished evals: read, no model or video stack
+            _compare(compare, None, out, overwrite)
+            return
+        for key, path in (("--model", model), ("--checkpoint", checkpoint)):
+            if path is not None:
+                refuse_missing_local(path, key)  # a typo is not sent to the Hub
+        from videorl.eval.runner import evaluate
+        from videorl.video.controls import parse_controls
 
-    # checked before any load
-    check_early_exit(early_exit_confidence, model=model, tools=tools)
-    runner = eval_tools(tools, mode, max_turns, max_total_tokens, modules=tool_modules)
-    model_type = endpoint_model_type(endpoint, served_model, checkpoint, model_type)
-    run = eval_run_settings(
-        model or checkpoint,
-        think=think,
-        prompt_style=prompt_style,
-        fps=fps,
-        max_frames=max_frames,
-        min_pixels=min_pixels,
-        max_pixels=max_pixels,
-    )
-    batch = max(batch_size, concurrency) if endpoint else batch_size
-    settings = _eval_settings(
-        benchmark, out, video_root, benchmark_root, max_samples, batch, run.video
-    )
-    if settings is not None:
-        settings = dataclasses.replace(
-            settings, controls=parse_controls(controls), skip_invalid=skip_invalid
+        # checked before any load
+        check_early_exit(early_exit_confidence, model=model, tools=tools)
+        runner = eval_tools(tools, mode, max_turns, max_total_tokens, modules=tool_modules)
+        model_type = endpoint_model_type(endpoint, served_model, checkpoint, model_type)
+        run = eval_run_settings(
+            model or checkpoint,
+            think=think,
+            prompt_style=prompt_style,
+            fps=fps,
+            max_frames=max_frames,
+            min_pixels=min_pixels,
+            max_pixels=max_pixels,
         )
-    if compare:
-        _compare(compare, settings, out, overwrite)
-        return
-    if settings is None:
-        raise ConfigError(f"videorl eval {mode} needs --benchmark NAME|FILE")
-    _claim_eval_out(settings, model, overwrite=overwrite, resume=resume, keep=predictions)
-    if predictions is not None:
-        source: dict = {"predictions": str(predictions)}
-        outputs = evaluate(settings, predictions=predictions, source=source)
-    else:
-        backend = eval_backend(
-            model,
-            run,
-            max_new_tokens,
-            device,
-            endpoint=endpoint,
-            served_model=served_model,
-            model_type=model_type,
-            concurrency=concurrency,
-            api_key=api_key,
-            tools=runner,
-            early_exit=early_exit_confidence,
+        batch = max(batch_size, concurrency) if endpoint else batch_size
+        settings = _eval_settings(
+            benchmark, out, video_root, benchmark_root, max_samples, batch, run.video
         )
-        source = _model_source(backend, run, max_new_tokens, model is not None)
-        if early_exit_confidence is not None:
-            source["early_exit_confidence"] = early_exit_confidence
-        if runner is not None and tool_modules:
-            source["tool_modules"] = _comma_list(tool_modules)
-        outputs = evaluate(settings, backend=backend, source=source)
-    _print_summary(outputs.metrics, outputs.out_dir)
+        if settings is not None:
+            settings = dataclasses.replace(
+                settings, controls=parse_controls(controls), skip_invalid=skip_invalid
+            )
+        if compare:
+            _compare(compare, settings, out, overwrite)
+            return
+        if settings is None:
+            raise ConfigError(f"videorl eval {mode} needs --benchmark NAME|FILE")
+        _claim_eval_out(settings, model, overwrite=overwrite, resume=resume, keep=predictions)
+        if predictions is not None:
+            source: dict = {"predictions": str(predictions)}
+            outputs = evaluate(settings, predictions=predictions, source=source)
+        else:
+            backend = eval_backend(
+                model,
+                run,
+                max_new_tokens,
+                device,
+                endpoint=endpoint,
+                served_model=served_model,
+                model_type=model_type,
+                concurrency=concurrency,
+                api_key=api_key,
+                tools=runner,
+                early_exit=early_exit_confidence,
+            )
+            source = _model_source(backend, run, max_new_tokens, model is not None)
+            if early_exit_confidence is not None:
+                source["early_exit_confidence"] = early_exit_confidence
+            if runner is not None and tool_modules:
+                source["tool_modules"] = _comma_list(tool_modules)
+            outputs = evaluate(settings, backend=backend, source=source)
+        _print_summary(outputs.metrics, outputs.out_dir)
 
 
 def eval_tools(

@@ -41,6 +41,7 @@ from typing import Any
 
 import torch
 
+from videorl.data.published_prompts import style_system
 from videorl.data.records import TaskRecord
 from videorl.errors import VideoRLError
 from videorl.eval.backends import Item
@@ -132,8 +133,9 @@ def chat_request(
         media_part = {"type": "image_url", "image_url": {"url": image_data_url(media.frames[0])}}
     # training's turn layout: the media where the record's own prompt has its placeholder
     # (`<video>` / `<image>`), else first; a record's system message before it
+    system = record.system or style_system(settings.prompt_style)  # as training's
     messages = chat_messages(
-        settings.prompt_text(record), video=is_video, image=is_image, system=record.system
+        settings.prompt_text(record), video=is_video, image=is_image, system=system
     )
     for message in messages:
         if isinstance(message["content"], list):

@@ -2,7 +2,9 @@
 
 A line is `{"id": ..., "response": "<raw model text>"}`, or `{"id": ..., "response": null,
 "error": "..."}` when the record's media could not be decoded; an answer made with tools
-(`videorl eval --tools`) also has `"tools": {"calls", "errors", "turns"}`. Files written by other tools
+(`videorl eval --tools`) also has `"tools": {"calls", "errors", "turns"}`, and an answer
+whose input is known has `"input_fingerprint"`, the digest of what the model was given
+(docs/long_videos.md#input-fingerprints). Files written by other tools
 are read too: the id may be under `id`, `qid`, `question_id` or `uid`, the text under
 `response`, `prediction`, `pred`, `answer`, `output` or `text`. The last line of an id
 wins. Resuming skips ids that have a response; error lines are tried again. An unreadable
@@ -40,6 +42,8 @@ class Prediction:
     frame: dict[str, Any] | None = None
     # What a tool-using answer did: {"calls": n, "errors": n, "turns": n} (`--tools`).
     tools: dict[str, int] | None = None
+    # The digest of the input the model was given (`models/fingerprint.py`), when known.
+    input_fingerprint: str | None = None
 
 
 def _first(row: dict[str, Any], keys: tuple[str, ...]) -> Any:
@@ -59,7 +63,10 @@ def _prediction(row: Any, where: str) -> Prediction:
         response = json.dumps(response)
     frame = row.get("frame") if isinstance(row.get("frame"), dict) else None
     tools = row.get("tools") if isinstance(row.get("tools"), dict) else None
-    return Prediction(str(rid), response, row.get("error"), frame, tools)
+    seen = row.get("input_fingerprint")
+    return Prediction(
+        str(rid), response, row.get("error"), frame, tools, seen if isinstance(seen, str) else None
+    )
 
 
 def read_predictions(path: str | os.PathLike) -> dict[str, Prediction]:
@@ -114,6 +121,8 @@ class PredictionWriter:
             row["frame"] = prediction.frame
         if prediction.tools is not None:
             row["tools"] = prediction.tools
+        if prediction.input_fingerprint is not None:
+            row["input_fingerprint"] = prediction.input_fingerprint
         self._file.write(json.dumps(row, ensure_ascii=False) + "\n")
         self._file.flush()
 

@@ -242,10 +242,14 @@ def generate_predictions(
             items = [(in_model_frame(record, media, backend), media) for record, media in items]
             control = getattr(videos, "control", None)  # ControlledVideos: a control run
             answers = answer_items(backend, items, control) if items else []
+            seen = getattr(backend, "input_fingerprints", {})  # what the model was given
             for (record, _), original, (text, use) in zip(items, originals, answers, strict=True):
                 frame = None if record is original else answer_frame(record)
                 tools = use.to_dict() if use is not None else None
-                writer.write(Prediction(record.id, text, frame=frame, tools=tools))
+                given = seen.get(record.id)
+                writer.write(
+                    Prediction(record.id, text, frame=frame, tools=tools, input_fingerprint=given)
+                )
                 answered += 1
                 bar.advance(task)
     return answered

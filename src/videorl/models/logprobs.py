@@ -117,12 +117,14 @@ def rows_logprobs(
 
     `response_token_types` (multi-turn rows, `rollout/multiturn.py`): the responses hold
     tool turns with media, whose vision tensors the prompts carry; such rows always run
-    padded, with the pixels, because shared-prompt forwards and packing lay out media in
-    the prompt only and the visual cache keys a group's prompt video."""
+    padded, because shared-prompt forwards and packing lay out media in the prompt only,
+    with each item's stored embedding (the visual cache keeps every clip, frame and crop
+    of a trajectory apart, `visual_cache.note_parts`)."""
     device = next(loaded.model.parameters()).device
     if response_token_types is not None:
         inputs, mask = collate(prompts, responses, loaded.pad_token_id, response_token_types)
-        inputs = {k: v.to(device) for k, v in inputs.items()}
+        vision = cached_encoder_outputs(loaded, prompts)
+        inputs = with_encoder_outputs({k: v.to(device) for k, v in inputs.items()}, vision)
         targets = inputs["input_ids"][:, -mask.shape[1] :]
         logp, entropy = response_logprobs(loaded.model, inputs, targets, temperature=temperature)
         return logp, entropy, mask.to(device)

@@ -18,12 +18,20 @@ once each too. Entries are held for one step (`clear`). A trainable tower is rec
 still share one encoding, taken before the step's first optimizer step. With sequence
 parallelism (`split_over`) the ranks of a group encode each missing item once between them,
 each rank a share of its frames.
+
+Multi-turn contexts (`rollout/multiturn.py`) grow by tool turns whose clips, frames and crops
+are concatenated to the prompt's pixels: `note_parts` records that a merged pixel tensor is
+its parts in order, and the cache stores and looks up each part (a *leaf*: a tensor no merge
+made) once, so each turn's generation and every forward of the trajectory encode only the
+items not seen yet, and a merged tensor's embeddings are its parts' in order
+(`tools/vision_encodes_per_row`, docs/tools.md).
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+import weakref
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
@@ -41,6 +49,46 @@ MODALITIES = {
     "image": ("pixel_values", "image_grid_thw", "get_image_features"),
     "video": ("pixel_values_videos", "video_grid_thw", "get_video_features"),
 }
+
+
+# id(merged pixels) -> (a weak reference to it, its parts in order: (pixels, grid_thw) each)
+_PARTS: dict[int, tuple[weakref.ref, tuple[tuple[torch.Tensor, torch.Tensor], ...]]] = {}
+Leaf = tuple[torch.Tensor, torch.Tensor]  # (pixels, grid_thw) of items no merge made
+
+
+def note_parts(merged: torch.Tensor, parts: Sequence[Leaf]) -> None:
+    """Record that the pixel tensor `merged` is the row-wise concatenation of `parts`, kept
+    as their leaves: an earlier merge is not held alive by a later one (a trajectory keeps
+    its prompt's pixels and each tool item's once, not every turn's context)."""
+    key = id(merged)
+    flat = tuple(leaf for part in parts for leaf in leaves(*part))
+    _PARTS[key] = (weakref.ref(merged, lambda _: _PARTS.pop(key, None)), flat)
+
+
+def note_merges(
+    before: Mapping[str, torch.Tensor],
+    added: Mapping[str, torch.Tensor],
+    merged: Mapping[str, torch.Tensor],
+) -> None:
+    """Record the parts of each pixel tensor of `merged` that concatenates `before`'s and
+    `added`'s (a multi-turn context extended by a tool turn's media)."""
+    for pixel_key, grid_key, _ in MODALITIES.values():
+        if pixel_key in before and pixel_key in added:
+            parts = ((before[pixel_key], before[grid_key]), (added[pixel_key], added[grid_key]))
+            note_parts(merged[pixel_key], parts)
+
+
+def leaves(pixels: torch.Tensor, grids: torch.Tensor) -> list[Leaf]:
+    """The unmerged parts of `pixels` in order (itself when no merge made it)."""
+    found = _PARTS.get(id(pixels))
+    if found is None or found[0]() is not pixels:
+        return [(pixels, grids)]
+    return [leaf for part in found[1] for leaf in leaves(*part)]
+
+
+def _prompt_leaves(modality: str, prompt: PromptEncoding) -> list[Leaf]:
+    pixel_key, grid_key, _ = MODALITIES[modality]
+    return leaves(prompt.vision[pixel_key], prompt.vision[grid_key])
 
 
 @dataclass
@@ -99,21 +147,22 @@ class VisualEmbeddingCache:
         """Keep only the entries of `prompts` (dynamic sampling: the groups a draw keeps; the
         dropped prompts' pixels and embeddings are freed before the next draw)."""
         keep = {
-            (modality, id(p.vision[key]))
+            (modality, id(pixels))
             for p in prompts
             for modality, (key, _, _) in MODALITIES.items()
             if key in p.vision
+            for pixels, _ in _prompt_leaves(modality, p)
         }
         for entry in [k for k in self._store if k not in keep]:
             del self._store[entry]
 
     @torch.no_grad()
-    def _encode(self, modality: str, prompts: Sequence[PromptEncoding]) -> None:
-        """Encode the prompts' items of `modality` in one tower call and store them."""
-        pixel_key, grid_key, method = MODALITIES[modality]
+    def _encode(self, modality: str, parts: Sequence[Leaf]) -> None:
+        """Encode the leaves' items of `modality` in one tower call and store them."""
+        method = MODALITIES[modality][2]
         device = next(self.encoder.parameters()).device
-        pixels = torch.cat([p.vision[pixel_key] for p in prompts]).to(device)
-        grids = torch.cat([p.vision[grid_key] for p in prompts]).to(device)
+        pixels = torch.cat([leaf for leaf, _ in parts]).to(device)
+        grids = torch.cat([grid for _, grid in parts]).to(device)
         backbone = getattr(self.encoder, "model", self.encoder)
         was_training = self.encoder.training
         self.encoder.eval()
@@ -122,11 +171,11 @@ class VisualEmbeddingCache:
         self._output_types[modality] = type(out)
         deepstack = getattr(out, "deepstack_features", None)
         start = 0
-        for prompt in prompts:
-            count = int(prompt.vision[grid_key].shape[0])
+        for leaf, grid in parts:
+            count = int(grid.shape[0])
             items = slice(start, start + count)
-            self._store[(modality, id(prompt.vision[pixel_key]))] = _Encoded(
-                pixels=prompt.vision[pixel_key],
+            self._store[(modality, id(leaf))] = _Encoded(
+                pixels=leaf,
                 pooled=list(out.pooler_output[items]),
                 deepstack=None if deepstack is None else [list(f[items]) for f in deepstack],
             )
@@ -140,7 +189,7 @@ class VisualEmbeddingCache:
         for prompt in prompts:
             found = {}
             for modality, (pixel_key, _, _) in MODALITIES.items():
-                if pixel_key in prompt.vision and (e := self._lookup(modality, prompt)):
+                if pixel_key in prompt.vision and (e := self._lookup_prompt(modality, prompt)):
                     found[modality] = (e.pooled, e.deepstack)
             entries.append(found)
         return ExportedEmbeddings(entries, dict(self._output_types))
@@ -153,17 +202,35 @@ class VisualEmbeddingCache:
                 pixels = prompt.vision[MODALITIES[modality][0]]
                 self._store[(modality, id(pixels))] = _Encoded(pixels, pooled, deepstack)
 
-    def _lookup(self, modality: str, prompt: PromptEncoding) -> _Encoded | None:
-        pixels = prompt.vision[MODALITIES[modality][0]]
+    def _lookup(self, modality: str, pixels: torch.Tensor) -> _Encoded | None:
         entry = self._store.get((modality, id(pixels)))
         return entry if entry is not None and entry.pixels is pixels else None
 
-    def _missing(self, modality: str, rows: Sequence[PromptEncoding]) -> list[PromptEncoding]:
-        """The distinct prompts of `rows` to encode: those not stored, on any rank of
+    def _lookup_prompt(self, modality: str, prompt: PromptEncoding) -> _Encoded | None:
+        """The prompt's items' embeddings (its leaves' in order), if every leaf is stored."""
+        found = [self._lookup(modality, pixels) for pixels, _ in _prompt_leaves(modality, prompt)]
+        if any(e is None for e in found):
+            return None
+        entries = cast("list[_Encoded]", found)
+        if len(entries) == 1:
+            return entries[0]
+        stacks = [e.deepstack for e in entries]
+        return _Encoded(
+            pixels=prompt.vision[MODALITIES[modality][0]],
+            pooled=[t for e in entries for t in e.pooled],
+            deepstack=None
+            if any(d is None for d in stacks)
+            else [
+                [t for d in cast("list[list[list[torch.Tensor]]]", stacks) for t in d[layer]]
+                for layer in range(len(cast("list[list[torch.Tensor]]", stacks[0])))
+            ],
+        )
+
+    def _missing(self, modality: str, parts: Sequence[Leaf]) -> list[Leaf]:
+        """The distinct leaves of `parts` to encode: those not stored, on any rank of
         `self.group` (the same rows on every rank)."""
-        pixel_key = MODALITIES[modality][0]
-        distinct = list({id(p.vision[pixel_key]): p for p in rows}.values())
-        missing = [self._lookup(modality, p) is None for p in distinct]
+        distinct = list({id(pixels): (pixels, grid) for pixels, grid in parts}.values())
+        missing = [self._lookup(modality, pixels) is None for pixels, _ in distinct]
         if self.group is not None:
             device = next(self.encoder.parameters()).device
             flags = torch.tensor(missing, dtype=torch.uint8, device=device)
@@ -173,17 +240,18 @@ class VisualEmbeddingCache:
 
     def encoder_outputs(self, prompts: Sequence[PromptEncoding]) -> dict[str, Any]:
         """`mm_encoder_outputs` for rows `prompts` (items in row order, as `collate` lays out
-        the pixels), encoding the prompts not seen yet in one batch per modality."""
+        the pixels), encoding the leaves not seen yet in one batch per modality."""
         outputs: dict[str, Any] = {}
         for modality, (pixel_key, _, _) in MODALITIES.items():
             rows = [p for p in prompts if pixel_key in p.vision]
             if not rows:
                 continue
-            missing = self._missing(modality, rows)
+            parts = [leaf for p in rows for leaf in _prompt_leaves(modality, p)]
+            missing = self._missing(modality, parts)
             if missing:
                 self._encode(modality, missing)
-            # every row is stored now: encoded above, or before (_missing found it)
-            entries = [cast(_Encoded, self._lookup(modality, p)) for p in rows]
+            # every leaf is stored now: encoded above, or before (_missing found it)
+            entries = [cast(_Encoded, self._lookup(modality, pixels)) for pixels, _ in parts]
             pooled = tuple(t for e in entries for t in e.pooled)
             fields: dict[str, Any] = {"pooler_output": pooled}
             if entries[0].deepstack is not None:

@@ -25,6 +25,7 @@ from videorl.reduction import combine
 from videorl.video.decode import DecodedVideo
 
 if TYPE_CHECKING:
+    from videorl.models.fingerprint import InputFingerprint
     from videorl.rewards.calls import ToolCallMade
     from videorl.rollout.multiturn import MultiTurnRow
 
@@ -79,6 +80,9 @@ class RolloutBatch:
     # current weights, the synchronous loop)
     versions: torch.Tensor | None = None
     behaviour_logp: torch.Tensor | None = None
+    # [B] what each row's model saw at rollout (`rollout/fingerprints.py`), which the later
+    # forwards check; None: `trainer.check_inputs: false`
+    fingerprints: list[InputFingerprint] | None = None
     metrics: dict[str, float] = field(default_factory=dict)
 
     def scored_rewards(self) -> torch.Tensor:
@@ -196,6 +200,9 @@ class RolloutBatch:
             trajectories=None
             if self.trajectories is None
             else [self.trajectories[i] for i in index],
+            fingerprints=None
+            if self.fingerprints is None
+            else [self.fingerprints[i] for i in index],
         )
 
     @property
@@ -275,6 +282,9 @@ def concat_batches(batches: list[RolloutBatch]) -> RolloutBatch:
         if shuffled
         else None,
         trajectories=_concat_trajectories(batches),
+        fingerprints=None
+        if any(b.fingerprints is None and b.num_rows for b in batches)
+        else [f for b in batches for f in b.fingerprints or ()],
         metrics=merge_metrics([(b.metrics, b.num_rows) for b in batches]),
     )
 

@@ -28,6 +28,7 @@ from videorl.data.records import TaskRecord
 from videorl.models.generate import Generation, SamplingParams, generate
 from videorl.models.inputs import PromptEncoding, collate
 from videorl.models.loaded import LoadedModel
+from videorl.models.visual_cache import note_merges
 from videorl.reduction import Maxed
 from videorl.rewards.calls import ToolCallMade, verification_call
 from videorl.rollout.tools.chat import encode_tool_turn, tool_turn_text
@@ -170,6 +171,7 @@ def extend(
     merged = dict(context.vision)
     for key, value in (vision or {}).items():
         merged[key] = torch.cat([merged[key], value]) if key in merged else value
+    note_merges(context.vision, vision or {}, merged)  # each item encoded once (visual_cache)
     old_types = context.mm_token_type_ids
     if old_types is None and types is None:
         new_types = None

@@ -14,6 +14,7 @@ from videorl.errors import MediaError
 from videorl.models.chat_template import template_kwargs
 from videorl.models.inputs import PromptEncoding, encode_prompt
 from videorl.models.loading import LoadedModel
+from videorl.rollout.prompt_budget import fit_prompt
 from videorl.rollout.tools.chat import tool_prompt_args
 from videorl.video.cache import MediaSource
 from videorl.video.decode import DecodedVideo
@@ -69,6 +70,7 @@ class DecodedPrompts(NamedTuple):
     media: list[DecodedVideo | None]
     skipped_media: int  # media that failed to decode
     skipped_long: int  # prompts over data.max_prompt_tokens
+    trimmed_long: int = 0  # prompts fitted to it by fewer frames (data.long_prompts: trim)
 
 
 def decode_prompts(
@@ -81,9 +83,10 @@ def decode_prompts(
 ) -> DecodedPrompts:
     """Decode each record's media once (`videos` caches it) and encode its prompt in the
     model family's coordinates, listing `tools` (function schemas) when given; bad media
-    and over-long prompts are skipped and counted. `frame_budgets` (training's
-    `data.frame_budgets`): each video keeps its record's budget of frames
-    (`video/frame_budget.py`)."""
+    is skipped and counted, prompts over `data.max_prompt_tokens` skipped or trimmed to
+    fewer frames (`data.long_prompts`, `prompt_budget.fit_prompt`) and counted.
+    `frame_budgets` (training's `data.frame_budgets`): each video keeps its record's budget
+    of frames (`video/frame_budget.py`)."""
     out = DecodedPrompts([], [], [], 0, 0)
     convention = model_convention(policy.model_type, data.coordinates)
     encode = record_encoder(policy, data, tools)
@@ -97,19 +100,16 @@ def decode_prompts(
         if frame_budgets and video is not None and record.video is not None:
             video = keep_frames(video, frame_budget(frame_budgets, record.id, data.seed))
         record = to_model_coordinates(record, convention, frame_size(video))
-        prompt = encode(record, video)
-        if data.max_prompt_tokens is not None and prompt.length > data.max_prompt_tokens:
-            log.warning(
-                "skipping sample %s: its prompt has %d tokens > data.max_prompt_tokens=%d",
-                record.id,
-                prompt.length,
-                data.max_prompt_tokens,
-            )
+        fitted = fit_prompt(
+            record, video, encode(record, video), encode, data.max_prompt_tokens, data.long_prompts
+        )
+        if fitted.prompt is None:
             out = out._replace(skipped_long=out.skipped_long + 1)
             continue
+        out = out._replace(trimmed_long=out.trimmed_long + fitted.trimmed)
         out.records.append(record)
-        out.media.append(video)
-        out.prompts.append(prompt)
+        out.media.append(fitted.media)
+        out.prompts.append(fitted.prompt)
     return out
 
 

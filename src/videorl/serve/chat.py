@@ -6,7 +6,9 @@ where it was sent, `user_text`) and encoded with the media by
 `models.inputs.encode_prompt`, the function in-process generation and eval use, so the
 served model sees exactly the tokens and frames it would see in-process. Sampling follows
 the request: `temperature` (0 = greedy; OpenAI's default 1), `top_p`, `top_k`, `n`,
-`max_tokens` (at most `limits.max_new_tokens`), `seed`.
+`max_tokens` (at most `limits.max_new_tokens`), `seed`. Every completion and chunk also
+carries `input_fingerprint`, the digest of the input the model was given (token ids, grids,
+frame timestamps, pixels: `models/fingerprint.py`), the one training and eval record for it.
 """
 
 from __future__ import annotations
@@ -83,6 +85,7 @@ class Prompt:
     encoding: PromptEncoding
     params: SamplingParams
     seed: int | None
+    input_fingerprint: str = ""  # the digest of what the model is given (models/fingerprint.py)
 
 
 class ChatService:
@@ -163,6 +166,7 @@ class ChatService:
 
     def prompt(self, request: ChatRequest) -> Prompt:
         """Decode the media and encode the prompt (CPU work: run it off the event loop)."""
+        from videorl.models.fingerprint import fingerprint
         from videorl.models.inputs import encode_prompt
 
         params = self.sampling(request)
@@ -190,7 +194,8 @@ class ChatService:
             system=system,
             template_kwargs=self.template_kwargs(request),
         )
-        return Prompt(encoding=encoding, params=params, seed=request.seed)
+        seen = fingerprint(encoding, [video or image]).digest
+        return Prompt(encoding=encoding, params=params, seed=request.seed, input_fingerprint=seen)
 
     def _choices(self, generation: Generation) -> list[tuple[str, str, int]]:
         """(text, finish reason, token count) of each sampled response."""
@@ -209,6 +214,7 @@ class ChatService:
             "object": "chat.completion",
             "created": int(time.time()),
             "model": self.served_model,
+            "input_fingerprint": prompt.input_fingerprint,
             "choices": [
                 {
                     "index": i,
@@ -235,6 +241,7 @@ class ChatService:
             "object": "chat.completion.chunk",
             "created": int(time.time()),
             "model": self.served_model,
+            "input_fingerprint": prompt.input_fingerprint,
         }
 
         def chunk(index: int, delta: dict[str, str], reason: str | None = None) -> dict:

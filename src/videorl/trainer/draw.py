@@ -24,6 +24,7 @@ from videorl.rewards.config import RewardConfig
 from videorl.rewards.pool import ScoringPool
 from videorl.rollout.batch import RolloutBatch
 from videorl.rollout.engine import RolloutEngine
+from videorl.rollout.fingerprints import with_fingerprints
 from videorl.rollout.groups import add_annotation_rows, generate_groups, generate_tool_groups
 from videorl.rollout.multiturn import MultiTurnLimits
 from videorl.rollout.prompting import DecodedPrompts, decode_prompts, record_encoder
@@ -84,11 +85,14 @@ def scored_draw(
         )
     with timer("rollout"):
         batch = rollout(decoded, producer, step=step, epoch=epoch, draw=draw)
+        if cfg.trainer.check_inputs:  # what each row's model saw, for the later forwards
+            batch = with_fingerprints(batch)
     producer.engine.sleep()  # free the engine's KV cache (and weights) until the weight sync
     batch = batch.with_metrics(
         **{
             "data/skipped_media": Summed(decoded.skipped_media),
             "data/skipped_long_prompts": Summed(decoded.skipped_long),
+            "data/trimmed_long_prompts": Summed(decoded.trimmed_long),
         }
     )
     if not decoded.records:
@@ -113,6 +117,8 @@ def rollout(
         p = constructed_probability(step, epoch, algorithm.constructed.curriculum)
         constructed = draw_constructed((len(decoded.prompts), cfg.rollout.n), p)
     if tools is not None:
+        cache = producer.policy.visual_cache
+        encoded = cache.encoded_items if cache is not None else 0
         batch = generate_tool_groups(
             engine,
             decoded.records,
@@ -126,6 +132,9 @@ def rollout(
             template_kwargs=template_kwargs(cfg.data.think, cfg.data.chat_template_kwargs),
             verify=cfg.rollout.frame_search.verify,
         )
+        if cache is not None and batch.num_rows:  # videos, images, clips, frames, crops
+            per_row = (cache.encoded_items - encoded) / batch.num_rows
+            batch = batch.with_metrics(**{"tools/vision_encodes_per_row": per_row})
     else:
         batch = generate_groups(
             engine,

@@ -32,6 +32,7 @@ from videorl.models.inputs import PromptEncoding, with_prefix
 from videorl.models.logprobs import logprobs_in_microbatches
 from videorl.reduction import Summed
 from videorl.rollout.batch import RolloutBatch
+from videorl.rollout.fingerprints import with_fingerprints
 from videorl.rollout.groups import add_annotation_rows
 from videorl.rollout.prompting import decode_prompts
 from videorl.trainer.draw import Producer, ScoreStage, no_grad_settings, rewards
@@ -117,6 +118,8 @@ def oversampled_draw(
         batch = add_annotation_rows(
             batch, producer.policy.tokenizer, eos, budget, think=cfg.data.think
         )
+    if cfg.trainer.check_inputs:  # what each row's model saw, for the later forwards
+        batch = with_fingerprints(batch)
     if taken:
         with timer("reward"), producer.split_forwards():
             batch = rewards(
@@ -134,7 +137,13 @@ def _decoded(
     """The round's groups, carried first; those whose media fail now drop out (counted)."""
     cfg, n = producer.cfg, producer.cfg.rollout.n
     wanted = [*carry, *(CarriedGroup(r) for r in records)]
-    decoded = decode_prompts([g.record for g in wanted], producer.videos, producer.policy, cfg.data)
+    decoded = decode_prompts(
+        [g.record for g in wanted],
+        producer.videos,
+        producer.policy,
+        cfg.data,
+        frame_budgets=cfg.data.frame_budgets,
+    )
     groups, d = [], 0
     for i, group in enumerate(wanted):
         if d == len(decoded.records) or decoded.records[d].id != group.record.id:
@@ -154,6 +163,7 @@ def _decoded(
     skipped: dict[str, float] = {
         "data/skipped_media": Summed(decoded.skipped_media),
         "data/skipped_long_prompts": Summed(decoded.skipped_long),
+        "data/trimmed_long_prompts": Summed(decoded.trimmed_long),
     }
     return groups, skipped
 

@@ -170,7 +170,7 @@ def sft_step(state: TrainState, indices: list[int]) -> dict[str, Any]:
     mine = [state.records[i] for i in shard_indices(indices, state.info)]
     tool_trajectory = cfg.sft.target == "tool_trajectory"
     tools = state.tools.schemas() if tool_trajectory and state.tools is not None else []
-    records, prompts, media, skipped, _ = decode_prompts(
+    records, prompts, media, skipped, *_ = decode_prompts(
         mine, state.videos, state.policy, cfg.data, tools
     )
     rng = random.Random(cfg.trainer.seed * 1_000_003 + state.step)  # same draw after a resume

@@ -44,6 +44,7 @@ from videorl.rewards.sensitivity import (
 )
 from videorl.rollout.batch import RolloutBatch, pad_rows
 from videorl.rollout.engine import TokenScorer
+from videorl.rollout.fingerprints import checked_prompts
 from videorl.rollout.prompting import Encoder
 
 
@@ -183,7 +184,7 @@ def add_teacher_logprobs(
     (temperature 1.0, which the config enforces) instead of an HF forward of `teacher`.
     Multi-turn rows are scored over the whole trajectory with every turn's media (their
     tool tokens are masked out of the estimator by `response_mask`)."""
-    prompts, types = batch.row_prompts(), batch.response_token_types()
+    prompts, types = checked_prompts(batch, "teacher forward"), batch.response_token_types()
     if teacher_engine is not None:
         teacher_logp = torch.zeros(
             len(batch.responses), max(int(r.numel()) for r in batch.responses)

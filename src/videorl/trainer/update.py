@@ -21,6 +21,7 @@ from videorl.models.loading import LoadedModel
 from videorl.models.logprobs import logprobs_in_microbatches, rows_logprobs
 from videorl.reduction import Maxed
 from videorl.rollout.batch import RolloutBatch
+from videorl.rollout.fingerprints import checked_prompts
 
 
 @dataclass
@@ -104,12 +105,19 @@ def _split(rows: list[int], parts: int) -> list[list[int]]:
     return [rows[i * size : (i + 1) * size] for i in range(parts)]
 
 
-def _logprobs(ctx: UpdateContext, model: LoadedModel, batch: RolloutBatch, rows: list[int]):
+def _logprobs(
+    ctx: UpdateContext,
+    model: LoadedModel,
+    batch: RolloutBatch,
+    rows: list[int],
+    where: str = "old-policy forward",
+):
     """[B, R] no-grad log-probs of `rows` under `model` (zeros elsewhere); multi-turn rows
-    over their whole trajectory, with every turn's media."""
+    over their whole trajectory, with every turn's media. The rows' inputs are checked
+    against their rollout's first (`where` names the forward)."""
     out = torch.zeros(batch.num_rows, max((int(r.numel()) for r in batch.responses), default=0))
     if rows:
-        prompts, types = batch.row_prompts(), batch.response_token_types()
+        prompts, types = checked_prompts(batch, where, rows), batch.response_token_types()
         logp = logprobs_in_microbatches(
             model,
             [prompts[i] for i in rows],
@@ -132,8 +140,8 @@ def plan_micro_batches(
 ) -> list[MicroBatch]:
     """The mini-batch's rows in micro-batches of at most `optim.micro_batch_tokens` tokens,
     padded with zero-weight micro-batches to the most any rank has (multi-turn rows run
-    padded, never packed: `rows_logprobs`)."""
-    prompts, types = batch.row_prompts(), batch.response_token_types()
+    padded, never packed: `rows_logprobs`); their inputs checked against the rollout's."""
+    prompts, types = checked_prompts(batch, "loss forward", mini), batch.response_token_types()
     mask = batch.response_mask()
     sizes = [prompts[i].length + int(batch.responses[i].numel()) for i in mini]
     packed = ctx.policy.packing and types is None
@@ -237,10 +245,11 @@ def update_policy(ctx: UpdateContext, batch: RolloutBatch) -> dict[str, float]:
     minis = _split(list(range(batch.num_rows)), ctx.optim.mini_batches)
     own_old = set(minis[0]) if ctx.optim.epochs == 1 else set()
     others = [i for i in range(batch.num_rows) if i not in own_old]
-    old_logp = _logprobs(ctx, ctx.logprob_model or ctx.policy, batch, others)
+    old_logp = _logprobs(ctx, ctx.logprob_model or ctx.policy, batch, others, "old-policy forward")
     reference = ctx.reference if ctx.loss.kl_coef > 0 and batch.num_rows else None
+    every = list(range(batch.num_rows))
     ref_logp = (
-        None if reference is None else _logprobs(ctx, reference, batch, list(range(batch.num_rows)))
+        None if reference is None else _logprobs(ctx, reference, batch, every, "reference forward")
     )
     averages = _Averages()
     ctx.policy.model.train()

@@ -25,7 +25,7 @@ from typing import Any, Protocol, cast
 import numpy as np
 import torch
 
-from videorl.errors import MediaError
+from videorl.errors import MediaError, fix
 from videorl.video.decode import (
     DecodedVideo,
     VideoConfig,
@@ -184,9 +184,10 @@ class VideoCache:
         if video.nbytes > self.config.cache_bytes:
             logger.warning(
                 "decoded video of %d bytes exceeds video.cache_bytes=%d; it will be decoded "
-                "again on every use, raise video.cache_bytes",
+                "again on every use, %s",
                 video.nbytes,
                 self.config.cache_bytes,
+                fix("raise video.cache_bytes"),
             )
             return
         self._entries[key] = video

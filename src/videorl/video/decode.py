@@ -23,7 +23,7 @@ import torch
 from torchvision.transforms import InterpolationMode
 from torchvision.transforms.v2 import functional as tvf
 
-from videorl.errors import ConfigError, DataError, MediaError
+from videorl.errors import ConfigError, DataError, MediaError, fix
 from videorl.video.backends import (
     BACKENDS,
     READERS,
@@ -103,8 +103,8 @@ class VideoConfig:
     processor_default (Video-R1's fixed 2 fps); details above."""
 
     def __post_init__(self) -> None:
-        def bad(key: str, fix: str) -> ConfigError:
-            return ConfigError(f"video.{key}={getattr(self, key)!r} is invalid: {fix}")
+        def bad(key: str, remedy: str) -> ConfigError:  # the key as the command takes it
+            return ConfigError(f"{fix(f'video.{key}')}={getattr(self, key)!r} is invalid: {remedy}")
 
         if self.backend not in BACKENDS:
             raise bad("backend", f"choose one of {', '.join(BACKENDS)}")
@@ -174,8 +174,8 @@ def resize_frames(frames: torch.Tensor, height: int, width: int) -> torch.Tensor
 def _check_file(path: str, kind: str) -> None:
     if not os.path.exists(path):
         raise MediaError(
-            f"{kind} file not found: {path}; fix the record's path or set data.video_root "
-            "to the folder that holds the media"
+            f"{kind} file not found: {path}; fix the record's path or "
+            f"{fix('set data.video_root')} to the folder that holds the media"
         )
     if os.path.getsize(path) == 0:
         raise MediaError(
