@@ -31,6 +31,7 @@ from videorl.rollout.tools import ToolDecodes, ToolRunner
 from videorl.trainer.metrics import StageTimer
 from videorl.trainer.sequence_parallel import split_forwards
 from videorl.trainer.stages import add_length_rewards, add_sensitivity_bonus
+from videorl.trainer.subagents import subagents_of
 from videorl.trainer.tgrpo import add_shuffled_rollouts, add_temporal_contrast_bonus
 from videorl.video.cache import VideoCache
 
@@ -124,6 +125,7 @@ def rollout(
             decodes=ToolDecodes(),
             video_config=cfg.video,
             template_kwargs=template_kwargs(cfg.data.think, cfg.data.chat_template_kwargs),
+            subagents=subagents_of(cfg.rollout),
         )
     else:
         batch = generate_groups(
