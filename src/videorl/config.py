@@ -335,6 +335,9 @@ class RolloutConfig:
     max_total_tokens: int = 1024
     """With rollout.tools: most tokens per row after the prompt, model and tool turns together
     (max_new_tokens bounds each model turn); the length terms' budget."""
+    max_calls_per_turn: int = 4
+    """With rollout.tools: most calls run per model turn, concurrently (>= 1; ParaVT's parallel
+    crops); further calls of that turn are errors shown to the model. 1 = one call a turn."""
     mode: Literal["sync", "async"] = "sync"
     """sync: generate, then train, in one process. async (docs/async.md): rollout worker
     processes generate while the trainer updates; a batch trains at most max_staleness policy
@@ -401,6 +404,7 @@ class RolloutConfig:
         )
         _at_least_zero("rollout", top_k=self.top_k, images_per_prompt=self.images_per_prompt)
         _positive("rollout", max_turns=self.max_turns, max_total_tokens=self.max_total_tokens)
+        _positive("rollout", max_calls_per_turn=self.max_calls_per_turn)
         self._check_subagents()
         _at_least_zero(
             "rollout",

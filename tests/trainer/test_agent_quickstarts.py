@@ -167,3 +167,18 @@ def test_framethinker_credit_reaches_each_turns_tokens_in_a_train_step(inputs, t
             assert row.calls == 1 and row.errors == 0
             assert torch.allclose(adv[model & (turns == 2)], torch.tensor((later - mean) / std))
         assert (adv[~model] == 0).all()  # the tool turn's tokens are context only
+
+
+def test_one_call_per_turn_turns_the_second_crop_into_an_error(inputs, tmp_path):
+    """`rollout.max_calls_per_turn=1`, the bench's sequential arm: the second crop of a turn
+    is not run; the model is told so."""
+    config = load_config(
+        resolve_config_path("paravt_quickstart"),
+        overrides(inputs, tmp_path / "run", "trainer.steps=1", "rollout.max_calls_per_turn=1"),
+    )
+    first = [TWO_CROPS, answer("A"), TWO_CROPS, answer("B")]
+    metrics, batch = one_step(config, first, [answer("A")])
+    assert metrics["tools/errors_per_row"] == 0.5  # one of the two calls of half the rows
+    row = batch.trajectories[0]
+    assert [o.ok for o in row.outcomes] == [True, False]
+    assert row.outcomes[1].error == "at most 1 tool calls per turn"

@@ -121,7 +121,9 @@ def rollout(
             decoded.media,
             cfg.rollout.sampling(),
             runner=tools,
-            limits=MultiTurnLimits(cfg.rollout.max_turns, cfg.rollout.max_total_tokens),
+            limits=MultiTurnLimits(
+                cfg.rollout.max_turns, cfg.rollout.max_total_tokens, cfg.rollout.max_calls_per_turn
+            ),
             decodes=ToolDecodes(),
             video_config=cfg.video,
             template_kwargs=template_kwargs(cfg.data.think, cfg.data.chat_template_kwargs),

@@ -195,7 +195,9 @@ def answer(
         decoded.media,
         tools,
         params,
-        MultiTurnLimits(cfg.rollout.max_turns, cfg.rollout.max_total_tokens),
+        MultiTurnLimits(
+            cfg.rollout.max_turns, cfg.rollout.max_total_tokens, cfg.rollout.max_calls_per_turn
+        ),
         video_config=cfg.video,
         template_kwargs=template_kwargs(cfg.data.think, cfg.data.chat_template_kwargs),
         generate_fn=engine_generate(engine),
