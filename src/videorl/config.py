@@ -324,8 +324,9 @@ class RolloutConfig:
     calls are answered by the same policy reading the call's frames in a context of its own
     (ParaVT's summary prompt); its text, not the frames, is the result the main row sees.
     Empty = every tool's media go to the main row."""
-    subagent_max_new_tokens: int = 512
-    """With rollout.subagents: most tokens a sub-agent writes (> 0; ParaVT: 512)."""
+    subagent_max_new_tokens: int | None = None
+    """With rollout.subagents: most tokens a sub-agent writes (> 0); null = rollout.max_new_tokens,
+    as ParaVT (the main row reads at most 512 of them either way)."""
     include_subagent_in_loss: bool = False
     """With rollout.subagents: train each sub-agent's output tokens with the advantage of the
     main row's turn that called it, its prompt masked; false (ParaVT's published trainer):
@@ -432,7 +433,8 @@ class RolloutConfig:
             )
 
     def _check_subagents(self) -> None:
-        _positive("rollout", subagent_max_new_tokens=self.subagent_max_new_tokens)
+        if self.subagent_max_new_tokens is not None:
+            _positive("rollout", subagent_max_new_tokens=self.subagent_max_new_tokens)
         if stray := [name for name in self.subagents if name not in self.tools]:
             raise ConfigError(
                 f"rollout.subagents names {stray}, which rollout.tools={list(self.tools)} does "

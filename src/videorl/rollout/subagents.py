@@ -3,10 +3,13 @@
 With `rollout.subagents: [crop_video]`, a successful call to a listed tool does not show
 its frames to the main row: the same policy (the same weights, the same engine) reads them
 in a context of its own, a user turn of the frames and ParaVT's summary prompt
-(`paravt/rl/subagents/crop_video/cropped_video.py: build_prompt`), and the text it writes
-(at most `rollout.subagent_max_new_tokens` tokens, sampled as the main rows are, n = 1)
-is the call's result in the main row's tool turn. The calls of one turn go to their
-sub-agents together, one generate call.
+(`paravt/rl/subagents/crop_video/cropped_video.py: build_prompt`; at most 16 of the call's
+frames, evenly spaced, as its `fetch_video(max_frames=16)`), and the text it writes (sampled
+as the main rows are, n = 1, up to `rollout.subagent_max_new_tokens`, by default the
+rollout's `max_new_tokens`, as ParaVT's `gconfig.new(n_samples=1)`) is the call's result in
+the main row's tool turn, cut to its first 512 tokens plus " [truncated]" when longer
+(`workflow.py: MAX_TOOL_RESPONSE_TOKENS`). The calls of one turn go to their sub-agents
+together, one generate call.
 
 A sub-agent's trajectory is kept with the main row (`MultiTurnRow.subagents`): its prompt
 (the frames and the summary prompt) and its output. ParaVT trains main rows only
@@ -29,8 +32,10 @@ from videorl.models.inputs import PromptEncoding, encode_prompt
 from videorl.models.loaded import LoadedModel
 from videorl.rollout.tools.runner import ToolOutcome
 from videorl.video.decode import DecodedVideo
+from videorl.video.frame_budget import keep_frames
 
-MAX_NEW_TOKENS = 512  # ParaVT's sub-agent gconfig (max_new_tokens 512, _base.yaml)
+MAX_FRAMES = 16  # cropped_video.py: fetch_video(fps=1, max_frames=16)
+RESULT_TOKENS = 512  # workflow.py: MAX_TOOL_RESPONSE_TOKENS, the result the main row reads
 GenerateFn = Callable[[LoadedModel, Sequence[PromptEncoding], SamplingParams], list[Generation]]
 
 
@@ -39,7 +44,7 @@ class Subagents:
     """Which tools' calls run a sub-agent, and its token budget."""
 
     tools: frozenset[str]
-    max_new_tokens: int = MAX_NEW_TOKENS
+    max_new_tokens: int | None = None  # None: the main rows' per-turn budget
 
 
 @dataclass(frozen=True)
@@ -92,11 +97,11 @@ def _window(arguments: Mapping[str, Any]) -> tuple[float | None, float | None]:
 
 
 def as_frames(media: Sequence[DecodedVideo]) -> tuple[DecodedVideo | None, bool]:
-    """The outcome's media as one prompt input: (a clip, False) for one video, (its images
-    stacked as frames, True: each goes in as an image, as ParaVT's sub-agent gets them) for
-    images of one size; (None, False) otherwise."""
+    """The outcome's media as one prompt input of at most `MAX_FRAMES` frames: (a clip, False)
+    for one video, (its images stacked as frames, True: each goes in as an image, as ParaVT's
+    sub-agent gets them) for images of one size; (None, False) otherwise."""
     if len(media) == 1 and not media[0].meta.is_image:
-        return media[0], False
+        return keep_frames(media[0], MAX_FRAMES), False
     if not media or any(not m.meta.is_image for m in media):
         return None, False
     if len({tuple(m.frames.shape[1:]) for m in media}) != 1:
@@ -110,7 +115,7 @@ def as_frames(media: Sequence[DecodedVideo]) -> tuple[DecodedVideo | None, bool]
         timestamps=tuple(float(i) for i in range(count)),
         fps=1.0,
     )
-    return DecodedVideo(torch.cat([m.frames for m in media]), meta), True
+    return keep_frames(DecodedVideo(torch.cat([m.frames for m in media]), meta), MAX_FRAMES), True
 
 
 def subagent_prompt(
@@ -150,7 +155,7 @@ def run_subagents(
                 prompts[index] = prompt
     if not prompts:
         return list(outcomes), []
-    step = replace(params, n=1, max_new_tokens=spec.max_new_tokens)
+    step = replace(params, n=1, max_new_tokens=spec.max_new_tokens or params.max_new_tokens)
     generations = generate_fn(loaded, list(prompts.values()), step)
     answered, rows = list(outcomes), []
     for (index, prompt), gen in zip(prompts.items(), generations, strict=True):
@@ -158,5 +163,14 @@ def run_subagents(
         text = loaded.tokenizer.decode(ids, skip_special_tokens=True).strip()
         logprobs = gen.logprobs[0].float() if gen.logprobs else torch.zeros(0)
         rows.append(SubagentRow(prompt, ids, logprobs, text, bool(gen.truncated[0])))
-        answered[index] = replace(outcomes[index], text=text, media=())
+        answered[index] = replace(outcomes[index], text=shown(loaded, text), media=())
     return answered, rows
+
+
+def shown(loaded: LoadedModel, text: str, limit: int = RESULT_TOKENS) -> str:
+    """The sub-agent's text as the main row reads it: its first `limit` tokens, then
+    " [truncated]", when it is longer (ParaVT's tool-response cap)."""
+    ids = loaded.tokenizer.encode(text, add_special_tokens=False)
+    if len(ids) <= limit:
+        return text
+    return loaded.tokenizer.decode(ids[:limit], skip_special_tokens=True) + " [truncated]"
