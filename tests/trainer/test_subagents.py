@@ -180,3 +180,22 @@ def test_the_recipe_trains_with_subagents_in_the_loss(capsys, monkeypatch, input
     result = run_cli(capsys, monkeypatch, "train", "paravt_quickstart", *overrides)
     assert result.code == 0, result.output
     assert [row["step"] for row in read_metrics(out / "metrics.jsonl")] == [1, 2]
+
+
+def test_dry_run_names_the_subagents_and_what_trains(capsys, monkeypatch, inputs, tmp_path):
+    from videorl import cli
+
+    monkeypatch.setattr(cli.console, "_width", 400)  # one table row per line
+    model, train = inputs
+    base = [f"model.path={model}", f"data.train={train}", f"trainer.output_dir={tmp_path}"]
+    on = ["rollout.subagents=[crop_video]", "--dry-run"]
+    result = run_cli(capsys, monkeypatch, "train", "paravt_quickstart", *base, *on)
+    assert result.code == 0, result.output
+    assert "crop_video answered by sub-agents of the policy (<= 96 tokens, not trained)" in (
+        result.output
+    )
+    result = run_cli(
+        capsys, monkeypatch, "train", "paravt_quickstart", *base, *on,
+        "rollout.include_subagent_in_loss=true",
+    )  # fmt: skip
+    assert "trained with the calling turn's advantage, prompts masked" in result.output
