@@ -218,12 +218,20 @@ def evaluate_arm(
 
 
 def run_mechanisms(
-    work: Path, steps: int, n: int, val: int, seed: int, window: int, quick: bool = False
+    work: Path,
+    steps: int,
+    n: int,
+    val: int,
+    seed: int,
+    window: int,
+    quick: bool = False,
+    model: str | None = None,
 ) -> list[dict[str, Any]]:
-    """Every mechanism's arms, trained and evaluated: one row per arm (`quick`: one prompt of
-    two rows a step, 16-token turns, a smoke run whose numbers mean nothing)."""
+    """Every mechanism's arms, trained and evaluated: one row per arm, from `model` (a
+    checkpoint that already calls the tools; default a random-init tiny model). `quick`: one
+    prompt of two rows a step, 16-token turns, a smoke run whose numbers mean nothing."""
     command = in_process if quick else videorl
-    model = start_model(work, seed, command)
+    model = model or start_model(work, seed, command)
     data = {
         "two_events": write_two_events(work / "two_events", n, val, seed),
         "video_qa": write_video_qa(work / "video_qa", n, val, seed, command),

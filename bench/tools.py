@@ -266,6 +266,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--mech-steps", type=int, default=20, help="RL steps of each arm")
     parser.add_argument("--mech-n", type=int, default=64, help="training videos per task")
     parser.add_argument("--mech-val", type=int, default=16, help="validation videos per task")
+    parser.add_argument(
+        "--mech-model", default=None, help="the arms' start (default: a random-init tiny model)"
+    )
     args = parser.parse_args(argv)
     if args.mechanisms:
         mechanisms(args)
@@ -336,7 +339,14 @@ def mechanisms(args: argparse.Namespace) -> None:
     started = time.perf_counter()
     work = args.work / "mechanisms"
     rows = run_mechanisms(
-        work, args.mech_steps, args.mech_n, args.mech_val, args.seed, args.window, args.quick
+        work,
+        args.mech_steps,
+        args.mech_n,
+        args.mech_val,
+        args.seed,
+        args.window,
+        args.quick,
+        args.mech_model,
     )
     command = "PYTHONPATH=src python bench/tools.py --mechanisms" + (
         " --quick" if args.quick else f" --mech-steps {args.mech_steps} --mech-n {args.mech_n}"
@@ -346,6 +356,7 @@ def mechanisms(args: argparse.Namespace) -> None:
         "command": command,
         "machine": platform.platform(),
         "steps": args.mech_steps,
+        "start": args.mech_model or "random-init tiny Qwen3-VL",
         "window": args.window,
         "rows": rows,
         "total_minutes": (time.perf_counter() - started) / 60,
