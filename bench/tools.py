@@ -330,12 +330,21 @@ def main(argv: list[str] | None = None) -> None:
     print(tables(payload))
 
 
+MECHANISMS_TABLE = "bench/tool_mechanisms.py"  # its table's markers in docs/tools.md
+
+
 def mechanisms(args: argparse.Namespace) -> None:
     """`--mechanisms`: run the arms and store their rows under `mechanisms` in the results
     file (the tools-vs-direct rows of a file already there are kept)."""
     if args.quick:
         args.mech_steps, args.mech_n, args.mech_val, args.window = 1, 2, 1, 1
     out = args.out or RESULTS / ("tools_quick.json" if args.quick else "tools.json")
+    if args.table or args.write:
+        text = mechanisms_markdown(json.loads(out.read_text())["mechanisms"]["rows"])
+        if args.write:
+            write_marked(PAGE, MECHANISMS_TABLE, text)
+        print(text)
+        return
     started = time.perf_counter()
     work = args.work / "mechanisms"
     rows = run_mechanisms(

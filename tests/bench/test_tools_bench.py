@@ -164,3 +164,14 @@ def test_quick_mechanisms_run_writes_a_row_per_arm(tmp_path, mechanisms):
         assert set(mechanisms.CONTROLS) <= set(row["eval"])
         assert 0 <= row["eval"]["accuracy_with_tools"] <= 100
     assert "| parallel | one_per_turn |" in done.stdout
+
+
+def test_the_docs_show_the_saved_mechanism_rows(bench, mechanisms):
+    saved = json.loads((bench.RESULTS / "tools.json").read_text())["mechanisms"]
+    committed = bench_module("harness").marked_text(bench.PAGE, bench.MECHANISMS_TABLE)
+    assert committed == mechanisms.markdown(saved["rows"]), (
+        "stale: run PYTHONPATH=src python bench/tools.py --mechanisms --write"
+    )
+    assert {(row["mechanism"], row["arm"]) for row in saved["rows"]} == {
+        (name, arm) for name, spec in mechanisms.MECHANISMS.items() for arm in spec["arms"]
+    }
