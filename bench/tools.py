@@ -23,6 +23,12 @@ answer). Reported: tools/calls_per_row and the policy reward over the first and 
 with --quick) and prints the markdown table.
 
     PYTHONPATH=src python bench/tools.py [--read-steps 400] [--mix-steps 60] [--rl-steps 40]
+
+`--mechanisms` runs the arms of `bench/tool_mechanisms.py` instead (parallel crops on a
+two-event task, per-turn credit on a frame-selection task) and stores their rows under
+`mechanisms` in the same results file:
+
+    PYTHONPATH=src python bench/tools.py --mechanisms [--mech-steps 20] [--mech-n 64]
 """
 
 from __future__ import annotations
@@ -40,6 +46,8 @@ from harness import RESULTS, ROOT, run_once, videorl, write_marked
 from learning import CONTROLS
 from learning import evaluate as evaluate_plain
 from learning import prepare as seeing_start
+from tool_mechanisms import markdown as mechanisms_markdown
+from tool_mechanisms import run_mechanisms
 
 FAMILY = "temporal_grounding"
 PAGE = ROOT / "docs" / "tools.md"  # its tables sit between this script's markers
@@ -252,7 +260,19 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help="a smoke run: 2+2 SFT, 2 RL steps")
     parser.add_argument("--table", action="store_true", help="print the saved results' table")
     parser.add_argument("--write", action="store_true", help="write it into docs/tools.md")
+    parser.add_argument(
+        "--mechanisms", action="store_true", help="the parallel-crop and per-turn-credit arms"
+    )
+    parser.add_argument("--mech-steps", type=int, default=20, help="RL steps of each arm")
+    parser.add_argument("--mech-n", type=int, default=64, help="training videos per task")
+    parser.add_argument("--mech-val", type=int, default=16, help="validation videos per task")
+    parser.add_argument(
+        "--mech-model", default=None, help="the arms' start (default: a random-init tiny model)"
+    )
     args = parser.parse_args(argv)
+    if args.mechanisms:
+        mechanisms(args)
+        return
     suffix = ("_quick" if args.quick else "") + ("" if args.lr == 2e-4 else f"_lr{args.lr:g}")
     out = args.out or RESULTS / f"tools{suffix}.json"
     if args.table or args.write:
@@ -308,6 +328,51 @@ def main(argv: list[str] | None = None) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(payload, indent=1) + "\n")
     print(tables(payload))
+
+
+MECHANISMS_TABLE = "bench/tool_mechanisms.py"  # its table's markers in docs/tools.md
+
+
+def mechanisms(args: argparse.Namespace) -> None:
+    """`--mechanisms`: run the arms and store their rows under `mechanisms` in the results
+    file (the tools-vs-direct rows of a file already there are kept)."""
+    if args.quick:
+        args.mech_steps, args.mech_n, args.mech_val, args.window = 1, 2, 1, 1
+    out = args.out or RESULTS / ("tools_quick.json" if args.quick else "tools.json")
+    if args.table or args.write:
+        text = mechanisms_markdown(json.loads(out.read_text())["mechanisms"]["rows"])
+        if args.write:
+            write_marked(PAGE, MECHANISMS_TABLE, text)
+        print(text)
+        return
+    started = time.perf_counter()
+    work = args.work / "mechanisms"
+    rows = run_mechanisms(
+        work,
+        args.mech_steps,
+        args.mech_n,
+        args.mech_val,
+        args.seed,
+        args.window,
+        args.quick,
+        args.mech_model,
+    )
+    command = "PYTHONPATH=src python bench/tools.py --mechanisms" + (
+        " --quick" if args.quick else f" --mech-steps {args.mech_steps} --mech-n {args.mech_n}"
+    )
+    saved = json.loads(out.read_text()) if out.is_file() else {}
+    saved["mechanisms"] = {
+        "command": command,
+        "machine": platform.platform(),
+        "steps": args.mech_steps,
+        "start": args.mech_model or "random-init tiny Qwen3-VL",
+        "window": args.window,
+        "rows": rows,
+        "total_minutes": (time.perf_counter() - started) / 60,
+    }
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(saved, indent=1) + "\n")
+    print(mechanisms_markdown(rows))
 
 
 if __name__ == "__main__":

@@ -17,6 +17,8 @@ def test_paravt_resolves_with_its_published_values():
     assert [t.name for t in resolve_tools(cfg.rollout.tools, cfg.rollout.tool_modules)] == [
         "crop_video"
     ]
+    assert cfg.rollout.subagents == ("crop_video",) and cfg.rollout.subagent_max_new_tokens is None
+    assert not cfg.rollout.include_subagent_in_loss  # trainer.py: sub-agent tokens not trained
 
 
 def test_framethinker_resolves_with_its_published_values():

@@ -356,11 +356,26 @@ class RolloutConfig:
     exist (e.g. my_tools for a tool defined in my_tools.py on PYTHONPATH)."""
     frame_search: FrameSearchConfig = field(default_factory=FrameSearchConfig)
     """TimeSearch-R's seek_video_frames index and completeness self-verification."""
+    subagents: tuple[str, ...] = ()
+    """ParaVT's sub-agents (docs/tools.md#sub-agents): tools of rollout.tools whose successful
+    calls are answered by the same policy reading the call's frames in a context of its own
+    (ParaVT's summary prompt); its text, not the frames, is the result the main row sees.
+    Empty = every tool's media go to the main row."""
+    subagent_max_new_tokens: int | None = None
+    """With rollout.subagents: most tokens a sub-agent writes (> 0); null = rollout.max_new_tokens,
+    as ParaVT (the main row reads at most 512 of them either way)."""
+    include_subagent_in_loss: bool = False
+    """With rollout.subagents: train each sub-agent's output tokens with the advantage of the
+    main row's turn that called it, its prompt masked; false (ParaVT's published trainer):
+    sub-agent tokens are not trained."""
     max_turns: int = 4
     """With rollout.tools: most model turns per row (>= 1); the last may not call tools."""
     max_total_tokens: int = 1024
     """With rollout.tools: most tokens per row after the prompt, model and tool turns together
     (max_new_tokens bounds each model turn); the length terms' budget."""
+    max_calls_per_turn: int = 4
+    """With rollout.tools: most calls run per model turn, concurrently (>= 1; ParaVT's parallel
+    crops); further calls of that turn are errors shown to the model. 1 = one call a turn."""
     mode: Literal["sync", "async"] = "sync"
     """sync: generate, then train, in one process. async (docs/async.md): rollout worker
     processes generate while the trainer updates; a batch trains at most max_staleness policy
@@ -427,6 +442,8 @@ class RolloutConfig:
         )
         _at_least_zero("rollout", top_k=self.top_k, images_per_prompt=self.images_per_prompt)
         _positive("rollout", max_turns=self.max_turns, max_total_tokens=self.max_total_tokens)
+        _positive("rollout", max_calls_per_turn=self.max_calls_per_turn)
+        self._check_subagents()
         _at_least_zero(
             "rollout",
             max_staleness=self.max_staleness,
@@ -450,6 +467,25 @@ class RolloutConfig:
             raise ConfigError(
                 f"rollout.devices={list(self.devices)} names {len(self.devices)} devices for "
                 f"rollout.workers={self.workers} per trainer rank; give workers x local ranks"
+            )
+
+    def _check_subagents(self) -> None:
+        if self.subagent_max_new_tokens is not None:
+            _positive("rollout", subagent_max_new_tokens=self.subagent_max_new_tokens)
+        if stray := [name for name in self.subagents if name not in self.tools]:
+            raise ConfigError(
+                f"rollout.subagents names {stray}, which rollout.tools={list(self.tools)} does "
+                "not list; list each sub-agent tool in rollout.tools too"
+            )
+        if self.include_subagent_in_loss and not self.subagents:
+            raise ConfigError(
+                "rollout.include_subagent_in_loss=true trains sub-agent tokens, but "
+                "rollout.subagents is empty; name the tools, e.g. rollout.subagents=[crop_video]"
+            )
+        if self.include_subagent_in_loss and self.mode == "async":
+            raise ConfigError(
+                "rollout.include_subagent_in_loss=true is not supported with rollout.mode=async "
+                "(sub-agent rows carry no policy version); use rollout.mode=sync"
             )
 
     @property
@@ -789,6 +825,12 @@ class Config:
         if algo.is_distillation and not self.model.teacher_path:
             raise ConfigError(
                 f"algorithm.estimator={algo.estimator} needs model.teacher_path (a teacher with the same tokenizer)"
+            )
+        if self.rollout.include_subagent_in_loss and (algo.is_distillation or algo.pruning.enabled):
+            raise ConfigError(
+                "rollout.include_subagent_in_loss=true adds sub-agent rows after the advantages; "
+                f"algorithm.estimator={algo.estimator} (distillation or OraRL pruning) scores "
+                "rows it cannot have; set rollout.include_subagent_in_loss=false"
             )
         if algo.constructed.enabled and algo.annotation_rows:
             raise ConfigError(

@@ -128,7 +128,25 @@ def _tools_summary(config: Config) -> str | None:
     return (
         f"{', '.join(rollout.tools)}; <= {rollout.max_turns} model turns of <= "
         f"{rollout.max_new_tokens} tokens, {rollout.max_total_tokens} tokens per row after "
-        f"the prompt (tool turns masked out of the loss); {MULTITURN_BYPASS}"
+        f"the prompt (tool turns masked out of the loss){_subagents_summary(config)}; "
+        f"{MULTITURN_BYPASS}"
+    )
+
+
+def _subagents_summary(config: Config) -> str:
+    """The run's sub-agents (docs/tools.md#sub-agents) and whether their tokens train."""
+    rollout = config.rollout
+    if not rollout.subagents:
+        return ""
+    budget = rollout.subagent_max_new_tokens or rollout.max_new_tokens
+    trained = (
+        "trained with the calling turn's advantage, prompts masked"
+        if rollout.include_subagent_in_loss
+        else "not trained"
+    )
+    return (
+        f"; {', '.join(rollout.subagents)} answered by sub-agents of the policy (<= {budget} "
+        f"tokens, {trained})"
     )
 
 

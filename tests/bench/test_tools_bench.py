@@ -17,6 +17,11 @@ def bench():
     return bench_module("tools")
 
 
+@pytest.fixture(scope="module")
+def mechanisms():
+    return bench_module("tool_mechanisms")
+
+
 def _load(recipe: str, overrides: list[str]):
     from videorl.cli import resolve_config_path
     from videorl.config import load_config
@@ -89,3 +94,84 @@ def test_the_docs_show_the_saved_results(bench):
     assert committed == bench.tables(saved), (
         "stale: run PYTHONPATH=src python bench/tools.py --write"
     )
+
+
+def _flat(config) -> dict:
+    from dataclasses import asdict
+
+    def walk(prefix, value):
+        if isinstance(value, dict):
+            for key, item in value.items():
+                yield from walk(f"{prefix}{key}.", item)
+        else:
+            yield prefix.rstrip("."), value
+
+    return dict(walk("", asdict(config)))
+
+
+def test_each_mechanisms_arms_differ_in_its_key_only(mechanisms):
+    keys = {"parallel": "rollout.max_calls_per_turn", "turns": "algorithm.turn_rewards"}
+    for name, spec in mechanisms.MECHANISMS.items():
+        on, off = (
+            _flat(_load(spec["recipe"], [*spec["video"], *extra]))
+            for extra in spec["arms"].values()
+        )
+        assert {k for k in on if on[k] != off[k]} == {keys[name]}, name
+
+
+def test_the_two_event_prompt_misses_the_flashes(mechanisms, tmp_path):
+    """Each half of a two-event video holds one 1 s flash, and the prompt's frames (one per
+    4 s, as the parallel arms see them) show neither in most videos: the answer needs both
+    halves looked at (the blind best is 50%: yes and no come about equally)."""
+    from videorl.data.loaders import load_records
+    from videorl.video.decode import VideoConfig, decode_video
+
+    files = mechanisms.write_two_events(tmp_path, n=12, val=4, seed=0)
+    records = load_records(files["train"]).records + load_records(files["val"]).records
+    config = VideoConfig(fps=0.25, min_frames=2, max_frames=2)
+    seen = 0
+    for record in records:
+        (a0, a1), (b0, b1) = record.extra["flashes"]
+        assert 0 < a0 < a1 <= 4.0 <= b0 < b1 < 8.0
+        times = decode_video(tmp_path / record.video.path, config).meta.timestamps
+        seen += sum(any(lo <= t < hi for t in times) for lo, hi in ((a0, a1), (b0, b1)))
+    assert seen <= len(records) // 2  # of 2 x 16 flashes, the prompt shows at most 8
+    answers = [record.answer.letter for record in records]
+    assert 4 <= answers.count("A") <= 12
+
+
+@pytest.mark.slow
+def test_quick_mechanisms_run_writes_a_row_per_arm(tmp_path, mechanisms):
+    out = tmp_path / "tools.json"
+    out.write_text(json.dumps({"table": "kept"}))
+    command = [sys.executable, str(BENCH / "tools.py"), "--mechanisms", "--quick"]
+    done = subprocess.run(
+        [*command, "--work", str(tmp_path), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-5000:]
+    saved = json.loads(out.read_text())
+    assert saved["table"] == "kept"  # the tools-vs-direct rows stay
+    rows = saved["mechanisms"]["rows"]
+    assert [(r["mechanism"], r["arm"]) for r in rows] == [
+        (name, arm) for name, spec in mechanisms.MECHANISMS.items() for arm in spec["arms"]
+    ]
+    for row in rows:
+        assert len(row["rl"]["reward"]) == 1
+        assert set(mechanisms.CONTROLS) <= set(row["eval"])
+        assert 0 <= row["eval"]["accuracy_with_tools"] <= 100
+    assert "| parallel | one_per_turn |" in done.stdout
+
+
+def test_the_docs_show_the_saved_mechanism_rows(bench, mechanisms):
+    saved = json.loads((bench.RESULTS / "tools.json").read_text())["mechanisms"]
+    committed = bench_module("harness").marked_text(bench.PAGE, bench.MECHANISMS_TABLE)
+    assert committed == mechanisms.markdown(saved["rows"]), (
+        "stale: run PYTHONPATH=src python bench/tools.py --mechanisms --write"
+    )
+    assert {(row["mechanism"], row["arm"]) for row in saved["rows"]} == {
+        (name, arm) for name, spec in mechanisms.MECHANISMS.items() for arm in spec["arms"]
+    }

@@ -11,6 +11,7 @@ from typing import Any
 import torch
 
 from videorl.data.records import TaskRecord
+from videorl.errors import ConfigError
 from videorl.models.generate import Generation, SamplingParams
 from videorl.models.inputs import PromptEncoding
 from videorl.rewards.annotation import serialize_annotation
@@ -23,6 +24,7 @@ from videorl.rollout.multiturn import (
     answer_with_tools,
     trajectory_metrics,
 )
+from videorl.rollout.subagents import Subagents
 from videorl.rollout.tools import ToolDecodes, ToolRunner
 from videorl.video.decode import DecodedVideo, VideoConfig
 
@@ -116,6 +118,7 @@ def generate_tool_groups(
     video_config: VideoConfig,
     template_kwargs: Mapping[str, Any] | None = None,
     verify: bool = False,
+    subagents: Subagents | None = None,
 ) -> RolloutBatch:
     """n multi-turn rows per prompt (`rollout_multiturn`, generating through `engine`): a
     row's response is every token after its prompt, its text the final model turn (what
@@ -126,7 +129,14 @@ def generate_tool_groups(
     An engine that steps in lockstep with other ranks (`VLLMEngine.lockstep`: data-parallel
     vLLM engines, a tensor-parallel group) gets `limits.max_turns` generate calls on every
     rank, the last ones with no requests once this rank's rows are done. `verify` runs the
-    completeness check on every row (`rollout/verification.py`), one more generate call."""
+    completeness check on every row (`rollout/verification.py`), one more generate call;
+    sub-agents (`subagents`, generating through the same engine) add calls no other rank
+    can match, so such an engine refuses them."""
+    if subagents is not None and getattr(engine, "lockstep", False):
+        raise ConfigError(
+            "rollout.subagents runs extra generate calls that lockstep vLLM engines (data "
+            "or tensor parallel) cannot match across ranks; use rollout.engine=hf or one rank"
+        )
     calls: list[int] = []
 
     def generate(loaded: Any, contexts: Sequence[PromptEncoding], step: SamplingParams):
@@ -145,6 +155,7 @@ def generate_tool_groups(
         decodes=decodes,
         template_kwargs=template_kwargs,
         generate_fn=generate,
+        subagents=subagents,
     )
     if getattr(engine, "lockstep", False):
         for _ in range(len(calls), limits.max_turns):

@@ -31,6 +31,7 @@ from videorl.models.loaded import LoadedModel
 from videorl.models.visual_cache import note_merges
 from videorl.reduction import Maxed
 from videorl.rewards.calls import ToolCallMade, verification_call
+from videorl.rollout.subagents import SubagentRow, Subagents, run_subagents
 from videorl.rollout.tools.chat import encode_tool_turn, tool_turn_text
 from videorl.rollout.tools.parsing import parse_tool_calls
 from videorl.rollout.tools.registry import ToolContext, ToolDecodes
@@ -90,6 +91,8 @@ class MultiTurnRow:
     call_turns: list[int] = field(default_factory=list)  # the model turn of each outcome
     # the completeness check's answer (`rollout/verification.py`), None when not run
     verification: str | None = None
+    # the sub-agents its calls ran (`rollout/subagents.py`), in call order
+    subagents: list[SubagentRow] = field(default_factory=list)
 
     @property
     def response_ids(self) -> torch.Tensor:
@@ -207,6 +210,7 @@ class _Row:
     media: list[DecodedVideo] = field(default_factory=list)
     outcomes: list[ToolOutcome] = field(default_factory=list)
     call_turns: list[int] = field(default_factory=list)
+    subagents: list[SubagentRow] = field(default_factory=list)
     texts: list[str] = field(default_factory=list)
     truncated: bool = False
     done: bool = False
@@ -240,9 +244,11 @@ def rollout_multiturn(
     *,
     template_kwargs: Mapping[str, Any] | None = None,
     generate_fn: GenerateFn = _hf_generate,
+    subagents: Subagents | None = None,
 ) -> list[list[MultiTurnRow]]:
     """`params.n` trajectories per prompt (`contexts[i]` is prompt i's tool context);
-    `params.max_new_tokens` bounds each model turn, `limits` the whole trajectory."""
+    `params.max_new_tokens` bounds each model turn, `limits` the whole trajectory; the calls
+    of `subagents.tools` are answered by sub-agents of the same policy (`rollout/subagents.py`)."""
     first = generate_fn(loaded, prompts, params)
     rows = [
         _Row(p, c, p, media=_prompt_media(p), want_logprobs=params.logprobs)
@@ -251,10 +257,11 @@ def rollout_multiturn(
     ]
     pending = _expand(rows, first, params.n)
     turn = 1
+    ask = _Subagents(subagents, params, generate_fn, template_kwargs) if subagents else None
     while pending:
         active = []
         for row, gen in pending:
-            _take_turn(loaded, row, gen, runner, limits, turn, template_kwargs)
+            _take_turn(loaded, row, gen, runner, limits, turn, template_kwargs, ask)
             if not row.done:
                 active.append(row)
         if not active:
@@ -283,6 +290,7 @@ def answer_with_tools(
     template_kwargs: Mapping[str, Any] | None = None,
     generate_fn: GenerateFn = _hf_generate,
     control: str | None = None,
+    subagents: Subagents | None = None,
 ) -> list[list[MultiTurnRow]]:
     """`params.n` trajectories per record (`rollout_multiturn`) from its prompt (encoded
     with the tool list) and decoded `media`, the tools reading the record's original media
@@ -310,6 +318,7 @@ def answer_with_tools(
         limits,
         template_kwargs=template_kwargs,
         generate_fn=generate_fn,
+        subagents=subagents,
     )
 
 
@@ -351,6 +360,23 @@ def forced_trajectory(
     return row
 
 
+@dataclass(frozen=True)
+class _Subagents:
+    """The sub-agents of a rollout: they sample as its rows do, through its generate."""
+
+    spec: Subagents
+    params: SamplingParams
+    generate_fn: GenerateFn
+    template_kwargs: Mapping[str, Any] | None
+
+    def __call__(
+        self, loaded: LoadedModel, outcomes: Sequence[ToolOutcome]
+    ) -> tuple[list[ToolOutcome], list[SubagentRow]]:
+        return run_subagents(
+            loaded, outcomes, self.spec, self.params, self.generate_fn, self.template_kwargs
+        )
+
+
 def _expand(rows: list[_Row], gens: list[Generation], n: int) -> list[tuple[_Row, Generation]]:
     """Row k of prompt i takes sample k of generation i (as one-sample generations)."""
     out = []
@@ -370,8 +396,10 @@ def _take_turn(
     limits: MultiTurnLimits,
     turn: int,
     template_kwargs: Mapping[str, Any] | None,
+    ask: _Subagents | None = None,
 ) -> None:
-    """Append the model turn; run its calls and append the tool turn, or end the row."""
+    """Append the model turn; run its calls (and their sub-agents) and append the tool
+    turn, or end the row."""
     room = limits.max_total_tokens - row.used
     tokens = gen.token_ids[0][:room]
     cut = gen.truncated[0] or tokens.numel() < gen.token_ids[0].numel()
@@ -392,6 +420,9 @@ def _take_turn(
     for extra in calls[limits.max_calls_per_turn :]:
         message = f"at most {limits.max_calls_per_turn} tool calls per turn"
         outcomes.append(ToolOutcome(extra, f"Error: {message}", error=message))
+    if ask is not None:
+        outcomes, spawned = ask(loaded, outcomes)
+        row.subagents.extend(replace(sub, turn=turn) for sub in spawned)
     ends_with_eos = tokens.numel() > 0 and int(tokens[-1]) in loaded.eos_token_ids
     text = tool_turn_text(
         loaded, outcomes, close_turn=not ends_with_eos, template_kwargs=template_kwargs
@@ -428,6 +459,7 @@ def _finish(row: _Row) -> MultiTurnRow:
         truncated=row.truncated,
         model_texts=row.texts,
         call_turns=row.call_turns,
+        subagents=row.subagents,
     )
 
 

@@ -32,6 +32,7 @@ from videorl.rollout.tools import ToolDecodes, ToolRunner
 from videorl.trainer.metrics import StageTimer
 from videorl.trainer.sequence_parallel import split_forwards
 from videorl.trainer.stages import add_length_rewards, add_sensitivity_bonus
+from videorl.trainer.subagents import subagents_of
 from videorl.trainer.tgrpo import add_shuffled_rollouts, add_temporal_contrast_bonus
 from videorl.video.cache import VideoCache
 
@@ -126,11 +127,14 @@ def rollout(
             decoded.media,
             cfg.rollout.sampling(),
             runner=tools,
-            limits=MultiTurnLimits(cfg.rollout.max_turns, cfg.rollout.max_total_tokens),
+            limits=MultiTurnLimits(
+                cfg.rollout.max_turns, cfg.rollout.max_total_tokens, cfg.rollout.max_calls_per_turn
+            ),
             decodes=ToolDecodes(),
             video_config=cfg.video,
             template_kwargs=template_kwargs(cfg.data.think, cfg.data.chat_template_kwargs),
             verify=cfg.rollout.frame_search.verify,
+            subagents=subagents_of(cfg.rollout),
         )
         if cache is not None and batch.num_rows:  # videos, images, clips, frames, crops
             per_row = (cache.encoded_items - encoded) / batch.num_rows

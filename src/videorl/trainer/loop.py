@@ -45,6 +45,7 @@ from videorl.trainer.run_dir import claim_run_dir, run_inputs
 from videorl.trainer.sequence_parallel import split_forwards
 from videorl.trainer.stages import add_teacher_logprobs, compute_advantages, score, select
 from videorl.trainer.state import TrainState
+from videorl.trainer.subagents import with_subagent_rows
 from videorl.trainer.update import UpdateContext, update_policy
 from videorl.trainer.validation import Validator, validate
 
@@ -106,6 +107,8 @@ def train_step(state: TrainState, indices: list[int], stages: Stages = STAGES) -
         batch = compute_advantages(batch, cfg.algorithm)
         rows_before = batch.num_rows
         batch = select(batch, cfg.algorithm.pruning, cfg.rollout.n)
+        if cfg.rollout.include_subagent_in_loss:
+            batch = with_subagent_rows(batch)
     with timer("update"), _split_forwards(state):
         update_stats = stages.update(_update_context(state), batch)
     lr = state.scheduler.get_last_lr()[0]  # the rate this step's update used

@@ -31,6 +31,7 @@ from videorl.rollout.prompting import DecodedPrompts, decode_prompts
 from videorl.trainer.checkpoint import save_model_folder, write_atomically
 from videorl.trainer.rng import derived_seed, isolated
 from videorl.trainer.state import BestStep
+from videorl.trainer.subagents import subagents_of
 from videorl.video.cache import MediaSource
 from videorl.video.controls import ControlledVideos
 
@@ -194,11 +195,14 @@ def answer(
         decoded.media,
         tools,
         params,
-        MultiTurnLimits(cfg.rollout.max_turns, cfg.rollout.max_total_tokens),
+        MultiTurnLimits(
+            cfg.rollout.max_turns, cfg.rollout.max_total_tokens, cfg.rollout.max_calls_per_turn
+        ),
         video_config=cfg.video,
         template_kwargs=template_kwargs(cfg.data.think, cfg.data.chat_template_kwargs),
         generate_fn=engine_generate(engine),
         control=control,
+        subagents=subagents_of(cfg.rollout),
     )
     rows = [row for group in groups for row in group]
     use = tool_use_summary([row.use for row in rows])
