@@ -2,12 +2,13 @@
 
 For each held-out scene of bench/heldout.py (256 training, 32 validation videos), the
 quickstart's pipeline with only the data changed: `make-tiny --arch qwen3_vl
---vision-warmup 150` (one model for every scene), `videorl sft sft_quickstart`, `videorl
+--vision-warmup 150 [--vision-warmup-clips broad]` (one model for every scene), `videorl sft sft_quickstart`, `videorl
 train quickstart`, and both models evaluated greedily on the real, frozen and reversed
 validation videos; beside them, bench/detector.py's training-free mIoU on the same videos.
 Writes bench/results/heldout.json and prints the table.
 
-    PYTHONPATH=src python bench/heldout_learning.py [--scenes drift,pan] [--seed 0] [--rl-steps 150]
+    PYTHONPATH=src python bench/heldout_learning.py [--scenes drift,pan] [--seed 0]
+        [--rl-steps 150] [--clips shape|broad] [--out bench/results/heldout.json]
 """
 
 from __future__ import annotations
@@ -89,6 +90,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--rl-steps", type=int, default=150, help="0: SFT only")
     parser.add_argument("--model", type=Path, help="a model to start from (default: make-tiny)")
+    parser.add_argument("--clips", default="shape", help="make-tiny --vision-warmup-clips")
     parser.add_argument("--work", type=Path, default=WORK)
     parser.add_argument("--out", type=Path, default=RESULTS / "heldout.json")
     args = parser.parse_args()
@@ -96,14 +98,15 @@ def main() -> None:
     if args.model is None and not (model / "config.json").is_file():
         videorl(
             "make-tiny", model, "--arch", "qwen3_vl", "--vision-warmup", 150,
-            "--seed", args.seed, "--overwrite",
+            "--vision-warmup-clips", args.clips, "--seed", args.seed, "--overwrite",
         )  # fmt: skip
     rows = [
         one_scene(s, model, args.seed, args.rl_steps, args.work) for s in args.scenes.split(",")
     ]
     payload = {
         "command": f"PYTHONPATH=src python bench/heldout_learning.py --scenes {args.scenes} "
-        f"--seed {args.seed} --rl-steps {args.rl_steps}",
+        f"--seed {args.seed} --rl-steps {args.rl_steps} --clips {args.clips}",
+        "vision_warmup_clips": args.clips,
         "machine": platform.platform(),
         "rows": rows,
     }
