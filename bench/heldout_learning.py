@@ -5,7 +5,8 @@ quickstart's pipeline with only the data changed: `make-tiny --arch qwen3_vl
 --vision-warmup 150 [--vision-warmup-clips broad]` (one model for every scene), `videorl sft sft_quickstart`, `videorl
 train quickstart`, and both models evaluated greedily on the real, frozen and reversed
 validation videos; beside them, bench/detector.py's training-free mIoU on the same videos.
-Writes bench/results/heldout.json and prints the table.
+Writes bench/results/heldout.json and prints the table; `--write` puts the saved tables
+(heldout.json, heldout_broad.json) in docs/performance.md.
 
     PYTHONPATH=src python bench/heldout_learning.py [--scenes drift,pan] [--seed 0]
         [--rl-steps 150] [--clips shape|broad] [--out bench/results/heldout.json]
@@ -20,10 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from detector import detector_miou
-from harness import RESULTS, run_once, videorl
+from harness import RESULTS, ROOT, run_once, videorl, write_marked
 from heldout import SCENES, write_heldout
 
 WORK = Path("runs/bench-heldout")
+PAGE = ROOT / "docs" / "performance.md"
 FAMILY = "temporal_grounding"
 CONTROLS = ("frozen", "reversed")
 
@@ -69,19 +71,34 @@ def one_scene(scene: str, model: Path, seed: int, rl_steps: int, work: Path) -> 
     return row
 
 
-def markdown(rows: list[dict[str, Any]]) -> str:
-    """One line per scene: the detector's mIoU, then SFT -> SFT + OraRL mIoU and gains."""
+def markdown(results: list[dict[str, Any]]) -> str:
+    """One line per results file and scene: the warm-up's clips, the detector's mIoU, then
+    SFT (-> SFT + OraRL when run) mIoU and video gains."""
     lines = [
-        "| scene | detector mIoU | mIoU | gain vs frozen | gain vs reversed |",
-        "|---|---|---|---|---|",
+        "| scene | warm-up clips | detector mIoU | mIoU | gain vs frozen | gain vs reversed |",
+        "|---|---|---|---|---|---|",
     ]
-    for row in rows:
-        cells = []
-        for key in ("mIoU", "gain_frozen", "gain_reversed"):
-            after = f" -> {row['orarl'][key]:.1f}" if "orarl" in row else ""
-            cells.append(f"{row['sft'][key]:.1f}{after}")
-        lines.append(f"| {row['scene']} | {row['detector']['mIoU']:.1f} | {' | '.join(cells)} |")
+    for saved in results:
+        for row in saved["rows"]:
+            cells = []
+            for key in ("mIoU", "gain_frozen", "gain_reversed"):
+                after = f" -> {row['orarl'][key]:.1f}" if "orarl" in row else ""
+                cells.append(
+                    f"{row['sft'][key]:+.1f}{after}"
+                    if "gain" in key
+                    else f"{row['sft'][key]:.1f}{after}"
+                )
+            lines.append(
+                f"| {row['scene']} | {saved['vision_warmup_clips']} |"
+                f" {row['detector']['mIoU']:.1f} | {' | '.join(cells)} |"
+            )
     return "\n".join(lines)
+
+
+def saved_results() -> list[dict[str, Any]]:
+    """The committed results: the default warm-up's, then the broad one's."""
+    names = ("heldout.json", "heldout_broad.json")
+    return [json.loads((RESULTS / n).read_text()) for n in names if (RESULTS / n).is_file()]
 
 
 def main() -> None:
@@ -93,7 +110,11 @@ def main() -> None:
     parser.add_argument("--clips", default="shape", help="make-tiny --vision-warmup-clips")
     parser.add_argument("--work", type=Path, default=WORK)
     parser.add_argument("--out", type=Path, default=RESULTS / "heldout.json")
+    parser.add_argument("--write", action="store_true", help="put the saved table in the docs")
     args = parser.parse_args()
+    if args.write:
+        write_marked(PAGE, "bench/heldout_learning.py", markdown(saved_results()))
+        return
     model = args.model or args.work / "model"
     if args.model is None and not (model / "config.json").is_file():
         videorl(
@@ -112,7 +133,7 @@ def main() -> None:
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(payload, indent=1) + "\n")
-    print(markdown(rows))
+    print(markdown([payload]))
 
 
 if __name__ == "__main__":

@@ -36,3 +36,11 @@ def test_a_scene_keeps_the_format_and_its_event_is_findable(tmp_path, scene):
 def test_the_detector_takes_the_longest_run_above_the_largest_gap():
     scores = np.array([0.1, 0.12, 0.9, 0.11, 0.8, 0.85, 0.82, 0.1])
     assert detector.event_frames(scores) == (4, 6)
+
+
+def test_the_docs_show_the_saved_heldout_results():
+    bench = bench_module("heldout_learning")
+    saved = bench.saved_results()
+    assert saved and all(row["sft"] for result in saved for row in result["rows"])
+    committed = bench_module("harness").marked_text(bench.PAGE, "bench/heldout_learning.py")
+    assert committed == bench.markdown(saved)
