@@ -89,12 +89,9 @@ def markdown(results: list[dict[str, Any]]) -> str:
         for row in saved["rows"]:
             cells = []
             for key in ("mIoU", "gain_frozen", "gain_reversed"):
-                after = f" -> {row['orarl'][key]:.1f}" if "orarl" in row else ""
-                cells.append(
-                    f"{row['sft'][key]:+.1f}{after}"
-                    if "gain" in key
-                    else f"{row['sft'][key]:.1f}{after}"
-                )
+                form = "+.1f" if key.startswith("gain") else ".1f"
+                models = [m for m in ("sft", "orarl") if m in row]
+                cells.append(" -> ".join(format(row[m][key], form) for m in models))
             lines.append(
                 f"| {row['scene']} | {saved['vision_warmup_clips']} |"
                 f" {row['detector']['mIoU']:.1f} | {' | '.join(cells)} |"
