@@ -8,7 +8,7 @@ PIP := $(PY) -m pip
 # run repeats bench/seeds.py's seed-0 row (README) instead of landing elsewhere.
 ONE_THREAD := OMP_NUM_THREADS=1
 
-.PHONY: setup lint docs-serve test test-fast test-vllm quickstart tools-quickstart bench bench-learning clean
+.PHONY: setup lint docs-serve test test-fast test-vllm quickstart tools-quickstart bench bench-learning bench-heldout clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -72,6 +72,14 @@ bench-learning: setup
 	PYTHONPATH=src $(PY) bench/learning.py --steps 150
 	PYTHONPATH=src $(PY) bench/distill.py --steps 150 --teacher-steps 300
 	PYTHONPATH=src $(PY) bench/seeds.py --seeds 0,1,2
+
+# The quickstart's recipe, unchanged, on two held-out scenes (bench/heldout.py: drift, pan),
+# with the default and the broad warm-up clips; the table goes in docs/performance.md.
+bench-heldout: setup
+	$(ONE_THREAD) PYTHONPATH=src $(PY) bench/heldout_learning.py --clips shape
+	$(ONE_THREAD) PYTHONPATH=src $(PY) bench/heldout_learning.py --clips broad \
+		--work runs/bench-heldout-broad --out bench/results/heldout_broad.json
+	PYTHONPATH=src $(PY) bench/heldout_learning.py --write
 
 VLLM_VENV ?= .venv-vllm
 VLLM_PY := $(VLLM_VENV)/bin/python

@@ -167,6 +167,12 @@ def make_tiny(
         help="Steps of a self-supervised warm-up of the vision tower on synthetic clips, a "
         "stand-in for a pretrained encoder (0: the random tower; the quickstart uses 150).",
     ),
+    vision_warmup_clips: str = typer.Option(
+        "shape",
+        help="The warm-up's clips: shape (one shape on a plain screen, the quickstart's "
+        "scenes) or broad (textured moving backgrounds, camera sway, noise, many objects; "
+        "targets from the clean content: docs/lab/models-that-see.md).",
+    ),
     overwrite: bool = typer.Option(False, "--overwrite", help="Write into a non-empty OUT."),
 ) -> None:
     """Build a random-init model offline and save it like a real checkpoint."""
@@ -182,6 +188,13 @@ def make_tiny(
 
     if dtype not in ("float32", "bfloat16", "float16"):
         raise ConfigError(f"--dtype {dtype!r} is unknown; choose float32, bfloat16 or float16")
+    from videorl.data.synth_clips import CLIP_KINDS
+
+    if vision_warmup_clips not in CLIP_KINDS:
+        raise ConfigError(
+            f"--vision-warmup-clips {vision_warmup_clips!r} is unknown; choose "
+            f"{' or '.join(CLIP_KINDS)}"
+        )
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise ConfigError(f"--device {device}: no CUDA GPU here; use --device cpu")
     built = build_model(
@@ -194,7 +207,11 @@ def make_tiny(
         layers=layers,
         vision_depth=vision_depth,
         small_vocab=small_vocab,
-        vision_warmup=WarmupSettings(steps=vision_warmup, seed=seed) if vision_warmup else None,
+        vision_warmup=(
+            WarmupSettings(steps=vision_warmup, seed=seed, kind=vision_warmup_clips)
+            if vision_warmup
+            else None
+        ),
     )
     vocab = (
         f"; {built.embedding_rows} embedding rows (published vocab size), our tokenizer uses "

@@ -7,7 +7,7 @@ not learn to find an event in such features within a CPU budget, although it lea
 same task in a few hundred steps when the features are distinct (docs/lab/models-that-see.md).
 Real towers (ViT, SigLIP) come pretrained; this gives the tiny one the same property without
 any task label: the tower learns to write, into each merged visual token, standardised
-image statistics of its own pixels,
+image statistics of the clip's clean content,
 
     target(token) = scale * Q @ [z(local colours), z(pair mean, pair std), w * z(pair contrast)]
 
@@ -19,8 +19,16 @@ image statistics of its own pixels,
 - z(.) standardises each statistic over the warm-up clips; Q is a fixed random map with
   orthonormal columns into the language model's width (seeded), so the loss is a plain MSE.
 
-The clips are generic (`random_clip`): one shape of a random colour, size and position on
-the synthetic background, on screen over a random interval; no task, question or answer.
+The clips are broad and generic (`data/synth_clips.py`): textured, scrolling backgrounds,
+camera sway, sensor noise, 1-6 shapes of many sizes that appear, move and change colour,
+brightness changes, several frame sizes and motion rates; no task, question or answer.
+The tower sees the clip as observed; the statistics are computed on the same clip's clean
+content (the shapes and brightness over the background's mean colour, no texture, no
+noise). So frames that differ in content get different targets, and frames that differ
+only in nuisance get the same one: the invariance that real video encoders learn from
+augmented views (SimCLR/DINO-style views, V-JEPA's feature prediction, VideoMAE's masked
+reconstruction), with a fixed analytic target instead of a learned one, which cannot
+collapse and needs no large batch: what a CPU budget allows.
 Only the vision tower (blocks and merger) trains; the language model is untouched.
 """
 
@@ -34,11 +42,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from videorl.data.synth_scene import COLORS, SHAPES, Placed, place, render_frame
+from videorl.data.synth_clips import CLIP_KINDS
 from videorl.models.inputs import hf_video_metadata, video_processor_kwargs
 from videorl.video.decode import VideoConfig, frames_from_array
 
-CLIP_SIZES = ((64, 64), (96, 64), (96, 96))  # (width, height): the synthetic data's frames
 CLIP_FPS = 2.0
 
 
@@ -47,6 +54,7 @@ class WarmupSettings:
     steps: int = 150
     lr: float = 3e-3
     clips: int = 128  # distinct clips, drawn with replacement per step
+    kind: str = "shape"  # data/synth_clips.py CLIP_KINDS: shape (the quickstart's) | broad
     clips_per_step: int = 8
     scale: float = 0.07  # target size: an event's tokens end ~1 from the background's
     contrast_weight: float = 6.0
@@ -62,22 +70,6 @@ class WarmupReport:
     first_loss: float
     last_loss: float
     seconds: float
-
-
-def random_clip(rng: np.random.Generator, settings: WarmupSettings) -> np.ndarray:
-    """uint8 `T x H x W x 3` frames: one shape (20-60% of the short side) on screen over a
-    random interval of at least one frame pair, on the synthetic background elsewhere."""
-    width, height = CLIP_SIZES[int(rng.integers(len(CLIP_SIZES)))]
-    pairs = int(rng.integers(settings.frames[0] // 2, settings.frames[1] // 2 + 1))
-    short = min(width, height)
-    size = int(rng.integers(round(0.2 * short), round(0.6 * short) + 1))
-    x, y = place(rng, size, height, width)
-    color = list(COLORS)[int(rng.integers(len(COLORS)))]
-    item = Placed(SHAPES[int(rng.integers(len(SHAPES)))], color, x, y, size)
-    first = int(rng.integers(0, 2 * pairs))
-    last = int(rng.integers(first + 1, 2 * pairs + 1))
-    empty, shown = render_frame(height, width, []), render_frame(height, width, [item])
-    return np.stack([shown if first <= k < last else empty for k in range(2 * pairs)])
 
 
 def encode_clip(processor: Any, frames: np.ndarray, settings: WarmupSettings) -> dict[str, Any]:
@@ -129,11 +121,13 @@ def warm_up_vision(model: Any, processor: Any, settings: WarmupSettings) -> Warm
     """Train `model`'s vision tower in place on the statistics targets (module doc)."""
     started = time.perf_counter()
     rng = np.random.default_rng(settings.seed)
-    clips = [
-        encode_clip(processor, random_clip(rng, settings), settings) for _ in range(settings.clips)
-    ]
+    clips, stats = [], []
     visual = model.model.visual
-    stats = [image_statistics(c["pixels"], c["grid"], visual.config) for c in clips]
+    for _ in range(settings.clips):
+        observed, clean = CLIP_KINDS[settings.kind](rng, settings.frames)
+        clips.append(encode_clip(processor, observed, settings))
+        target = encode_clip(processor, clean, settings)
+        stats.append(image_statistics(target["pixels"], target["grid"], visual.config))
     every = torch.cat(stats)
     mean, std = every.mean(0), every.std(0).clamp_min(1e-6)
     weights = torch.ones(every.shape[1])

@@ -1,0 +1,46 @@
+"""bench/heldout.py and bench/detector.py: the held-out scenes keep the quickstart's timing and
+format, their nuisance moves on every frame, and the training-free detector finds the event
+from the 2 fps frames."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.bench import bench_module
+from videorl.data.loaders import load_records
+from videorl.video.decode import decode_video
+
+heldout = bench_module("heldout")
+detector = bench_module("detector")
+
+
+@pytest.mark.parametrize("scene", ["drift", "pan"])
+def test_a_scene_keeps_the_format_and_its_event_is_findable(tmp_path, scene):
+    heldout.write_heldout(tmp_path, scene, n=1, val=6, seed=3)
+    records = load_records(tmp_path / "val.jsonl").records
+    assert len(records) == 6 and {r.subtype for r in records} <= set(heldout.EVENTS[scene])
+    ious = []
+    for record in records:
+        (t0, t1), duration = record.answer.windows[0], record.duration
+        assert 8 <= duration <= 16 and t1 - t0 in (1.0, 1.5) and t0 >= 0.5 and t1 <= duration - 0.5
+        video = decode_video(record.video.path, detector.CONFIG)
+        frames = video.frames.float()
+        quiet = [k for k, t in enumerate(video.meta.timestamps) if not t0 <= t < t1]
+        # nuisance: the frames without the event are not all alike (a plain screen would be)
+        assert (frames[quiet[0]] - frames[quiet[-1]]).abs().mean() > 2
+        ious.append(detector.iou(detector.detect(record), (t0, t1)))
+    assert np.mean(ious) > 0.6, ious
+
+
+def test_the_detector_takes_the_longest_run_above_the_largest_gap():
+    scores = np.array([0.1, 0.12, 0.9, 0.11, 0.8, 0.85, 0.82, 0.1])
+    assert detector.event_frames(scores) == (4, 6)
+
+
+def test_the_docs_show_the_saved_heldout_results():
+    bench = bench_module("heldout_learning")
+    saved = bench.saved_results()
+    assert saved and all(row["sft"] for result in saved for row in result["rows"])
+    committed = bench_module("harness").marked_text(bench.PAGE, "bench/heldout_learning.py")
+    assert committed == bench.markdown(saved)
