@@ -239,6 +239,8 @@ def read_pyav(
             raise ValueError("the file has no video stream")
         stream = container.streams.video[0]
         stream.thread_type = "AUTO"
+        # the process's thread budget (a rollout worker's, a rank's), not every core
+        stream.codec_context.thread_count = torch.get_num_threads()
         info = _pyav_info(container, stream)
         try:
             return info, _pyav_decode(container, stream, plan(info), info.fps, convert, seek, stats)
