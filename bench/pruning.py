@@ -81,7 +81,7 @@ def rollouts(state: Any, groups: int, seed: int) -> dict[str, Any]:
     from videorl.trainer.stages import score
 
     cfg = state.cfg
-    records, prompts, videos, _, _ = decode_prompts(
+    records, prompts, videos, *_ = decode_prompts(
         state.records[:groups], state.videos, state.policy, state.cfg.data
     )
     params = SamplingParams(

@@ -46,10 +46,10 @@ def test_overlong_prompts_are_skipped_and_counted(make_config):
     config, _ = make_config("orarl")
     records = load_records(config.data.train).records[:2]
     videos, policy = VideoCache(config.video), load_model(config.model.path)
-    _, prompts, _, _, too_long = decode_prompts(records, videos, policy, config.data)
+    _, prompts, _, _, too_long, _ = decode_prompts(records, videos, policy, config.data)
     assert len(prompts) == 2 and too_long == 0
     limit = max(p.length for p in prompts) - 1  # the longest prompt no longer fits
     config, _ = make_config("orarl", f"data.max_prompt_tokens={limit}")
-    kept_records, kept, _, _, too_long = decode_prompts(records, videos, policy, config.data)
+    kept_records, kept, _, _, too_long, _ = decode_prompts(records, videos, policy, config.data)
     assert all(p.length <= limit for p in kept)
     assert too_long == 2 - len(kept_records) >= 1
