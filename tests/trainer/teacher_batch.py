@@ -14,6 +14,7 @@ class TeacherBatch:
     teacher_logp: torch.Tensor | None = None
     student_logp: torch.Tensor | None = None
     prompts: list = field(default_factory=list)
+    fingerprints: list | None = None  # no inputs recorded: nothing to check
 
     def row_prompts(self) -> list:
         return self.prompts
