@@ -22,6 +22,7 @@ import platform
 from pathlib import Path
 from typing import Any
 
+import learning
 from detector import detector_miou
 from harness import RESULTS, ROOT, run_once, videorl, write_marked
 from heldout import SCENES, write_heldout
@@ -33,18 +34,8 @@ CONTROLS = ("frozen", "reversed")
 
 
 def evaluate(model: Path, val: Path, out: Path) -> dict[str, float]:
-    """Greedy mIoU on the real validation videos, on each control, and the video gains."""
-    videorl(
-        "eval", "--model", model, "--benchmark", val, "--out", out,
-        "--controls", ",".join(CONTROLS), "--overwrite",
-    )  # fmt: skip
-    metrics = json.loads((out / "metrics.json").read_text())
-    scores = {"mIoU": metrics["families"][FAMILY]["metrics"]["mIoU"]}
-    for control in CONTROLS:
-        entry = metrics["controls"][control]
-        scores[control] = entry["families"][FAMILY]["mIoU"]
-        scores[f"gain_{control}"] = entry["video_gain"][FAMILY]["mIoU"]
-    return scores
+    """`learning.evaluate` on this bench's controls (frozen and reversed)."""
+    return learning.evaluate(model, val, out, CONTROLS)
 
 
 def one_scene(scene: str, model: Path, seed: int, rl_steps: int, work: Path) -> dict[str, Any]:

@@ -104,15 +104,17 @@ def prepare(
     }
 
 
-def evaluate(model: str | Path, val: str, out: Path) -> dict[str, float]:
+def evaluate(
+    model: str | Path, val: str | Path, out: Path, controls: tuple[str, ...] = CONTROLS
+) -> dict[str, float]:
     """Greedy mIoU on the real validation videos, on each control, and the video gains."""
     videorl(
         "eval", "--model", model, "--benchmark", val, "--out", out,
-        "--controls", ",".join(CONTROLS), "--overwrite",
+        "--controls", ",".join(controls), "--overwrite",
     )  # fmt: skip
     metrics = json.loads((out / "metrics.json").read_text())
     scores = {"mIoU": metrics["families"][FAMILY]["metrics"]["mIoU"]}
-    for control in CONTROLS:
+    for control in controls:
         entry = metrics["controls"][control]
         scores[control] = entry["families"][FAMILY]["mIoU"]
         scores[f"gain_{control}"] = entry["video_gain"][FAMILY]["mIoU"]
