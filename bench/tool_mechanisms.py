@@ -170,8 +170,6 @@ def train_arm(
     command: Command,
 ) -> dict[str, Any]:
     """`videorl train <recipe>` with the arm's overrides (reused when `work/` has it)."""
-    from videorl.trainer.metrics import read_metrics
-
     spec = MECHANISMS[mechanism]
     out = work / f"rl-{mechanism}-{arm}-{steps}-seed{seed}"
     seconds = run_once(
@@ -180,6 +178,14 @@ def train_arm(
         f"trainer.steps={steps}", f"trainer.save_every={steps}", "trainer.tensorboard=false",
         f"trainer.seed={seed}", f"data.seed={seed}", "--overwrite",
     )  # fmt: skip
+    return rl_run(out, seconds)
+
+
+def rl_run(out: Path, seconds: float) -> dict[str, Any]:
+    """A finished RL run in `out`: its final model, wall and CPU seconds, and per step its
+    reward and tool use (calls, errors, turns per row)."""
+    from videorl.trainer.metrics import read_metrics
+
     rows = read_metrics(out / "metrics.jsonl")
     return {
         "model": str(out / "final"),

@@ -47,7 +47,7 @@ from learning import CONTROLS
 from learning import evaluate as evaluate_plain
 from learning import prepare as seeing_start
 from tool_mechanisms import markdown as mechanisms_markdown
-from tool_mechanisms import run_mechanisms
+from tool_mechanisms import rl_run, run_mechanisms
 
 FAMILY = "temporal_grounding"
 PAGE = ROOT / "docs" / "tools.md"  # its tables sit between this script's markers
@@ -132,16 +132,7 @@ def rl(
         f"trainer.save_every={steps}", "trainer.val_every=0", "trainer.tensorboard=false",
         f"trainer.seed={seed}", f"data.seed={seed}", "--overwrite",
     )  # fmt: skip
-    rows = read_rows(out)
-    return {
-        "model": str(out / "final"),
-        "seconds": seconds,
-        "cpu_seconds": sum(r["time/step_cpu"] for r in rows),
-        "reward": [r.get("reward/mean") for r in rows],
-        "calls_per_row": [r.get("tools/calls_per_row", 0.0) for r in rows],
-        "errors_per_row": [r.get("tools/errors_per_row", 0.0) for r in rows],
-        "turns_mean": [r.get("tools/turns_mean", 1.0) for r in rows],
-    }
+    return rl_run(out, seconds)
 
 
 def evaluate(model: str, val: str, out: Path, max_turns: int) -> dict[str, float]:
