@@ -151,8 +151,7 @@ def rollout(
             rng=random.Random(step if draw == 0 else f"{step}:{draw}"),
         )
     if algorithm.annotation_rows:
-        eos, budget = producer.policy.eos_token_ids[0], cfg.rollout.max_new_tokens
-        batch = add_annotation_rows(batch, tokenizer, eos, budget, think=cfg.data.think)
+        batch = with_annotation_rows(batch, producer)
     if algorithm.temporal_contrast.enabled:
         encode = record_encoder(producer.logprob_model, cfg.data)
         params, tgrpo = cfg.rollout.sampling(), algorithm.temporal_contrast
@@ -160,6 +159,13 @@ def rollout(
             batch, engine, encode, params, tgrpo, step=step, tokenizer=tokenizer
         )
     return batch
+
+
+def with_annotation_rows(batch: RolloutBatch, producer: Producer) -> RolloutBatch:
+    """OraRL's annotation row appended to each group, within the response budget."""
+    eos, budget = producer.policy.eos_token_ids[0], producer.cfg.rollout.max_new_tokens
+    tokenizer = producer.policy.tokenizer
+    return add_annotation_rows(batch, tokenizer, eos, budget, think=producer.cfg.data.think)
 
 
 def rewards(

@@ -33,9 +33,14 @@ from videorl.models.logprobs import logprobs_in_microbatches
 from videorl.reduction import Summed
 from videorl.rollout.batch import RolloutBatch
 from videorl.rollout.fingerprints import with_fingerprints
-from videorl.rollout.groups import add_annotation_rows
 from videorl.rollout.prompting import decode_prompts
-from videorl.trainer.draw import Producer, ScoreStage, no_grad_settings, rewards
+from videorl.trainer.draw import (
+    Producer,
+    ScoreStage,
+    no_grad_settings,
+    rewards,
+    with_annotation_rows,
+)
 from videorl.trainer.metrics import StageTimer
 from videorl.video.decode import DecodedVideo
 
@@ -114,10 +119,7 @@ def oversampled_draw(
         }
     )
     if cfg.algorithm.annotation_rows and batch.num_rows:
-        eos, budget = producer.policy.eos_token_ids[0], cfg.rollout.max_new_tokens
-        batch = add_annotation_rows(
-            batch, producer.policy.tokenizer, eos, budget, think=cfg.data.think
-        )
+        batch = with_annotation_rows(batch, producer)
     if cfg.trainer.check_inputs:  # what each row's model saw, for the later forwards
         batch = with_fingerprints(batch)
     if taken:
