@@ -231,7 +231,7 @@ def heldout_record(scene: str, index: int, seed: int, out: Path, split: str) -> 
     bounds = ((0.0, tl.t0), (tl.t0, tl.t1), (tl.t1, tl.duration))
     return TaskRecord(
         id=rid,
-        family=Family.TEMPORAL_GROUNDING,
+        family=Family("temporal_grounding"),
         problem=query,
         answer=TemporalAnswer(((tl.t0, tl.t1),)),
         video=MediaRef(path=relative),

@@ -86,7 +86,7 @@ def two_event_record(rng: np.random.Generator, rid: str, out: Path) -> TaskRecor
     media = save_video(out, rid, width, height, TWO_EVENTS_DURATION, at)
     return TaskRecord(
         id=rid,
-        family=Family.VIDEO_QA,
+        family=Family("video_qa"),
         problem="Two shapes flash on screen, one after the other. Do they have the same colour?",
         answer=ChoiceAnswer("A" if same else "B"),
         source="bench-two-events",

@@ -25,7 +25,7 @@ def _part(rows: int, overall: float, failed: int = 0) -> dict[str, float]:
     """The reward metrics of one draw (or one rank) of `rows` rows, `failed` of them timed out."""
     record = TaskRecord(
         id="r",
-        family=Family.TEMPORAL_GROUNDING,
+        family=Family("temporal_grounding"),
         problem="p",
         answer=TemporalAnswer(((1.0, 2.0),)),
         duration=4.0,

@@ -77,13 +77,13 @@ def test_easyr1_parquet_keeps_videos_and_images(tmp_path, media):
     result = load_records(parquet(tmp_path / "train.parquet", rows))  # format: auto
     tg, sg, math = result.records
     assert result.format == "easyr1"  # a `problem` with media lists
-    assert tg.family is Family.TEMPORAL_GROUNDING and tg.answer == TemporalAnswer(((2.5, 4.0),))
+    assert tg.family == Family("temporal_grounding") and tg.answer == TemporalAnswer(((2.5, 4.0),))
     assert tg.video.path == str(media / "clip.mp4") and tg.problem == "When does the cat jump?"
     assert tg.prompt.startswith("<video>When does the cat jump? A conversation between")
     assert math.prompt.endswith("The final answer MUST BE put in \\boxed{}.")  # math.jinja
-    assert sg.family is Family.SPATIAL_GROUNDING and sg.answer == BoxAnswer((1, 2, 5, 6))
+    assert sg.family == Family("spatial_grounding") and sg.answer == BoxAnswer((1, 2, 5, 6))
     assert sg.image.path == str(media / "frame.png") and sg.video is None
-    assert math.family is Family.MATH and math.answer == MathAnswer("5") and math.media is None
+    assert math.family == Family("math") and math.answer == MathAnswer("5") and math.media is None
 
 
 def test_verl_chat_prompts_reward_model_and_video_dicts(tmp_path, media):
@@ -111,11 +111,11 @@ def test_verl_chat_prompts_reward_model_and_video_dicts(tmp_path, media):
     result = load_records(jsonl(tmp_path / "verl.jsonl", rows))  # auto: reward_model -> verl
     assert result.format == "verl"
     qa, math = result.records
-    assert qa.family is Family.VIDEO_QA and qa.answer == ChoiceAnswer("B")
+    assert qa.family == Family("video_qa") and qa.answer == ChoiceAnswer("B")
     assert qa.options == ("a cup", "a ball", "a hat") and qa.id == "11"
     assert qa.video.path == str(media / "clip.mp4") and qa.source == "nextqa"
     assert qa.problem == "What does the man hold?"  # the user turn, placeholder removed
-    assert math.family is Family.MATH and math.answer == MathAnswer("4")
+    assert math.family == Family("math") and math.answer == MathAnswer("4")
 
 
 def test_orarl_layout_families_from_problem_type(tmp_path, media):
@@ -140,9 +140,9 @@ def test_orarl_layout_families_from_problem_type(tmp_path, media):
         },
     ]
     si, trk = load_records(jsonl(tmp_path / "orarl.jsonl", rows), format="orarl").records
-    assert si.family is Family.SPATIAL_INTELLIGENCE and si.subtype == "object_counting"
+    assert si.family == Family("spatial_intelligence") and si.subtype == "object_counting"
     assert si.answer == NumericAnswer(3.0) and si.source == "scannet"
-    assert trk.family is Family.TRACKING and isinstance(trk.answer, TrackingAnswer)
+    assert trk.family == Family("tracking") and isinstance(trk.answer, TrackingAnswer)
     assert trk.video.path == str(media / "other.mp4")
     auto = load_records(tmp_path / "orarl.jsonl")  # OraRL rows have `family`: not our records
     assert [r.family for r in auto.records] == [si.family, trk.family]
@@ -160,7 +160,7 @@ def test_column_mapping_from_the_config(tmp_path, media):
     columns = load_config(None, overrides).data.columns
     assert columns == ColumnsConfig(prompt="q", answer="gt", videos="clip", problem_type="task")
     (record,) = load_records(path, columns=columns).records
-    assert record.family is Family.TEMPORAL_GROUNDING and record.answer.windows == ((1.0, 3.0),)
+    assert record.family == Family("temporal_grounding") and record.answer.windows == ((1.0, 3.0),)
     assert record.video.path == str(media / "clip.mp4")
 
 
@@ -242,7 +242,7 @@ def test_saved_hugging_face_dataset_with_embedded_images(tmp_path):
     dataset = datasets.DatasetDict({"train": datasets.Dataset.from_dict(rows, features=features)})
     dataset.save_to_disk(str(tmp_path / "saved"))
     (record,) = load_records(tmp_path / "saved", split="train").records
-    assert record.family is Family.VIDEO_QA and record.answer == ChoiceAnswer("B")
+    assert record.family == Family("video_qa") and record.answer == ChoiceAnswer("B")
     assert record.image.frames.shape == (1, 6, 8, 3) and record.image.frames[0, 0, 0, 1] == 200
 
 

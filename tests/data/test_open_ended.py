@@ -46,7 +46,7 @@ def test_a_longvt_row_loads_as_open_ended_video_qa(tmp_path):
     result = load_records(write(tmp_path / "rl.jsonl", [row]), family="video_qa")
     (record,) = result.records
     assert result.format == "verl"
-    assert record.family is Family.VIDEO_QA and record.answer == TextAnswer(TRUTH)
+    assert record.family == Family("video_qa") and record.answer == TextAnswer(TRUTH)
     assert record.extra == {"question": QUESTION, "video_segment": [812.0, 845.5]}
     assert record.id == "7" and record.options == ()
     # the JSON form round-trips

@@ -322,7 +322,7 @@ def test_sources_file_errors_name_the_key_and_the_fix(tmp_path, spec, message):
 def test_identity_ignores_spelling_and_answer_but_not_subtype_or_clip():
     base = TaskRecord(
         id="1",
-        family=Family.VIDEO_QA,
+        family=Family("video_qa"),
         problem="What color is the car?",
         answer=ChoiceAnswer("A"),
         video=MediaRef(path="/d/Videos/a.mp4"),
@@ -331,7 +331,7 @@ def test_identity_ignores_spelling_and_answer_but_not_subtype_or_clip():
     )
     same = TaskRecord(
         id="2",
-        family=Family.VIDEO_QA,
+        family=Family("video_qa"),
         problem="  what COLOR is the car ",
         answer=ChoiceAnswer("B"),
         video=MediaRef(path="/d/videos/./A.MP4"),
@@ -351,7 +351,7 @@ def test_leak_index_reports_the_strongest_rule_per_benchmark():
     def tg(path: str, problem: str = "q") -> TaskRecord:
         return TaskRecord(
             id="x",
-            family=Family.TEMPORAL_GROUNDING,
+            family=Family("temporal_grounding"),
             problem=problem,
             answer=TemporalAnswer(((0.0, 1.0),)),
             video=MediaRef(path=path),

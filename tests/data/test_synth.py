@@ -45,7 +45,7 @@ def cache():
 
 
 def by_family(records, family):
-    return [r for r in records if r.family is family]
+    return [r for r in records if r.family == family]
 
 
 def colour_near(pixel, name, tolerance=40):
@@ -81,9 +81,9 @@ def test_every_family_validates_with_its_media(synth_dir, records):
         assert len(load_records(synth_dir / f"records_{family.short}.jsonl")) == N
     for record in records:  # the JSON form round-trips through the schema
         assert record_from_dict(record.to_dict()) == record
-    subtypes = {r.subtype for r in by_family(records, Family.SPATIAL_INTELLIGENCE)}
+    subtypes = {r.subtype for r in by_family(records, Family("spatial_intelligence"))}
     assert subtypes == set(SI_NUMERIC_SUBTYPES + SI_CHOICE_SUBTYPES)
-    assert {r.subtype for r in by_family(records, Family.VIDEO_QA)} <= {"colour", "order"}
+    assert {r.subtype for r in by_family(records, Family("video_qa"))} <= {"colour", "order"}
 
 
 def test_media_decode_to_the_stated_sizes_and_durations(records, cache):
@@ -103,7 +103,7 @@ def test_media_decode_to_the_stated_sizes_and_durations(records, cache):
 
 
 def test_temporal_grounding_window_matches_the_pixels(records, cache):
-    for record in by_family(records, Family.TEMPORAL_GROUNDING):
+    for record in by_family(records, Family("temporal_grounding")):
         ((t0, t1),) = record.answer.windows
         frames = cache.get(record.video).frames.int()
         times = [k / 8 for k in range(len(frames))]
@@ -123,11 +123,11 @@ def test_temporal_grounding_window_matches_the_pixels(records, cache):
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")  # pycocotools' decode under numpy 2
 def test_boxes_masks_and_points_match_the_pixels(records, cache):
-    for record in by_family(records, Family.SPATIAL_GROUNDING):
+    for record in by_family(records, Family("spatial_grounding")):
         x1, y1, x2, y2 = record.answer.box
         image = cache.get(record.image)
         assert colour_near(pixel(image, 0, (x1 + x2) / 2, (y1 + y2) / 2), record.problem.split()[1])
-    for record in by_family(records, Family.SEGMENTATION):
+    for record in by_family(records, Family("segmentation")):
         answer = record.answer
         mask = mask_utils.decode(answer.mask_rle).astype(bool)
         rows, cols = np.nonzero(mask)
@@ -142,14 +142,14 @@ def test_boxes_masks_and_points_match_the_pixels(records, cache):
 
 
 def test_tracking_and_stg_boxes_follow_the_object(records, cache):
-    for record in by_family(records, Family.TRACKING):
+    for record in by_family(records, Family("tracking")):
         decoded = cache.get(record.video)
         for frame, (x1, y1, x2, y2) in record.answer.boxes.items():
             assert int(frame) % 4 == 0
             assert colour_near(
                 pixel(decoded, int(frame), (x1 + x2) / 2, (y1 + y2) / 2), record.problem.split()[1]
             )
-    for record in by_family(records, Family.SPATIO_TEMPORAL_GROUNDING):
+    for record in by_family(records, Family("spatio_temporal_grounding")):
         t0, t1 = record.answer.time
         decoded = cache.get(record.video)
         assert record.answer.boxes, record.id
@@ -162,7 +162,7 @@ def test_tracking_and_stg_boxes_follow_the_object(records, cache):
 
 
 def test_qa_si_and_math_answers_are_exact(records, cache):
-    for record in by_family(records, Family.VIDEO_QA):
+    for record in by_family(records, Family("video_qa")):
         correct = record.options["ABCDEFGH".index(record.answer.letter)]
         decoded = cache.get(record.video)
         first_visible = next(
@@ -172,14 +172,14 @@ def test_qa_si_and_math_answers_are_exact(records, cache):
         )
         colours = {tuple(p) for p in decoded.frames[first_visible].reshape(3, -1).T.tolist()}
         assert any(colour_near(c, correct) for c in colours), record.id
-    for record in by_family(records, Family.SPATIAL_INTELLIGENCE):
+    for record in by_family(records, Family("spatial_intelligence")):
         if record.subtype == "object_counting":
             decoded = cache.get(record.video)
             yellow = (
                 decoded.frames[0].permute(1, 2, 0).int() - torch.tensor(COLORS["yellow"])
             ).abs().amax(-1) < 40
             assert components(yellow.numpy()) == int(record.answer.value), record.id
-    for record in by_family(records, Family.MATH):
+    for record in by_family(records, Family("math")):
         assert record.answer.text.lstrip("-").isdigit()
         if record.subtype == "expression":
             expression = record.problem.removeprefix("What is ").removesuffix("?")
@@ -215,7 +215,7 @@ def test_validation_split_is_held_out_and_independent_of_n(tmp_path):
 
 def test_family_selection():
     assert parse_families("all") == tuple(Family)
-    assert parse_families("qa, tg,vtg") == (Family.TEMPORAL_GROUNDING, Family.VIDEO_QA)
+    assert parse_families("qa, tg,vtg") == (Family("temporal_grounding"), Family("video_qa"))
     with pytest.raises(ConfigError, match="unknown task family"):
         parse_families("tg,foo")
     with pytest.raises(ConfigError):

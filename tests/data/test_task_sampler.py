@@ -17,7 +17,7 @@ def make_records(tg: int = 7, qa: int = 4, math: int = 2) -> list[TaskRecord]:
     records = [
         TaskRecord(
             id=f"tg{i}",
-            family=Family.TEMPORAL_GROUNDING,
+            family=Family("temporal_grounding"),
             problem="p",
             answer=TemporalAnswer(((0.0, 1.0),)),
             video=video,
@@ -27,7 +27,7 @@ def make_records(tg: int = 7, qa: int = 4, math: int = 2) -> list[TaskRecord]:
     records += [
         TaskRecord(
             id=f"qa{i}",
-            family=Family.VIDEO_QA,
+            family=Family("video_qa"),
             problem="p",
             answer=ChoiceAnswer("A"),
             options=("a", "b"),
@@ -36,7 +36,7 @@ def make_records(tg: int = 7, qa: int = 4, math: int = 2) -> list[TaskRecord]:
         for i in range(qa)
     ]
     records += [
-        TaskRecord(id=f"m{i}", family=Family.MATH, problem="p", answer=MathAnswer("1"))
+        TaskRecord(id=f"m{i}", family=Family("math"), problem="p", answer=MathAnswer("1"))
         for i in range(math)
     ]
     return records[::-1]  # families interleaved in the input order does not matter
@@ -50,12 +50,12 @@ def test_batches_are_single_family_in_rotation_and_cover_every_record():
     assert all(len(f) == 1 for f in families) and all(len(b) == 3 for b in batches)
     order = [f.pop() for f in families]
     assert order == [
-        Family.TEMPORAL_GROUNDING,
-        Family.VIDEO_QA,
-        Family.MATH,
-        Family.TEMPORAL_GROUNDING,
-        Family.VIDEO_QA,
-        Family.TEMPORAL_GROUNDING,
+        Family("temporal_grounding"),
+        Family("video_qa"),
+        Family("math"),
+        Family("temporal_grounding"),
+        Family("video_qa"),
+        Family("temporal_grounding"),
     ]
     assert len(sampler) == len(batches) == 6
     seen = collections.Counter(i for b in batches for i in b)

@@ -107,7 +107,7 @@ def test_demo_binds_locally_and_removes_its_folder(tiny_loaded):
 def test_answer_question_without_video_or_with_a_broken_one(tiny_loaded, tmp_path):
     from videorl.demo.app import answer_question
 
-    question = Question(Family.TEMPORAL_GROUNDING, "the red circle is visible")
+    question = Question(Family("temporal_grounding"), "the red circle is visible")
     assert "Upload a video" in answer_question(tiny_loaded, None, question, Settings(), None)
     broken = tmp_path / "clip.mp4"
     broken.write_bytes(b"\x00" * 64)
@@ -118,12 +118,12 @@ def test_answer_question_without_video_or_with_a_broken_one(tiny_loaded, tmp_pat
 def test_example_truth_only_for_the_examples_own_question(examples):
     from videorl.demo.app import example_truth
 
-    example = next(e for e in examples if e.record.family is Family.VIDEO_QA)
+    example = next(e for e in examples if e.record.family == Family("video_qa"))
     record = example.record
     assert example_truth(example, record.family, record.problem + " ", record.options) is example
     assert example_truth(example, record.family, "What shape is it?", record.options) is None
     assert example_truth(example, record.family, record.problem, record.options[::-1]) is None
-    assert example_truth(example, Family.TEMPORAL_GROUNDING, record.problem, ()) is None
+    assert example_truth(example, Family("temporal_grounding"), record.problem, ()) is None
     assert example_truth(None, record.family, record.problem, record.options) is None
 
 

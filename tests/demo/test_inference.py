@@ -22,11 +22,11 @@ from videorl.errors import DataError, MediaError
 from videorl.video.meta import VideoMeta
 
 TG, SG, TRK, STG, QA = (
-    Family.TEMPORAL_GROUNDING,
-    Family.SPATIAL_GROUNDING,
-    Family.TRACKING,
-    Family.SPATIO_TEMPORAL_GROUNDING,
-    Family.VIDEO_QA,
+    Family("temporal_grounding"),
+    Family("spatial_grounding"),
+    Family("tracking"),
+    Family("spatio_temporal_grounding"),
+    Family("video_qa"),
 )
 
 
@@ -114,7 +114,7 @@ def test_parse_box_boxes_and_letter():
 def test_typed_question_becomes_the_training_prompt(family):
     options = ("red", "blue") if family is QA else ()
     record = question_record(Question(family, "  the red circle ", options), "/v.mp4", meta(6.0))
-    assert record.problem == "the red circle" and record.family is family
+    assert record.problem == "the red circle" and record.family == family
     assert (record.width, record.height, record.duration) == (96, 64, 6.0)
     prompt = build_prompt(record, think=True)
     assert "the red circle" in prompt and "<think>" in prompt

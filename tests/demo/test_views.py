@@ -66,7 +66,9 @@ def result(family: Family, answer, response: str, truth: bool = True, **fields) 
 
 def test_temporal_answer_on_the_timeline_with_frames_from_inside_it():
     view = build_view(
-        result(Family.TEMPORAL_GROUNDING, TemporalAnswer(((1.0, 2.0),)), "<answer>2 to 3</answer>"),
+        result(
+            Family("temporal_grounding"), TemporalAnswer(((1.0, 2.0),)), "<answer>2 to 3</answer>"
+        ),
         think=False,
     )
     assert "**Answer:** 2 s to 3 s" in view.answer
@@ -81,7 +83,7 @@ def test_temporal_answer_on_the_timeline_with_frames_from_inside_it():
 
 def test_unparseable_answer_says_so_and_still_shows_the_truth():
     view = build_view(
-        result(Family.TEMPORAL_GROUNDING, TemporalAnswer(((1.0, 2.0),)), "| and and and"),
+        result(Family("temporal_grounding"), TemporalAnswer(((1.0, 2.0),)), "| and and and"),
         think=False,
     )
     assert view.answer.startswith("**No parseable answer.**") and "S to E" in view.answer
@@ -93,7 +95,7 @@ def test_unparseable_answer_says_so_and_still_shows_the_truth():
 def test_typed_question_shows_no_ground_truth():
     view = build_view(
         result(
-            Family.TEMPORAL_GROUNDING,
+            Family("temporal_grounding"),
             TemporalAnswer(((0.0, 0.0),)),
             "<answer>1 to 2</answer>",
             truth=False,
@@ -108,7 +110,9 @@ def test_typed_question_shows_no_ground_truth():
 def test_spatial_boxes_drawn_on_the_frame_in_source_pixels():
     view = build_view(
         result(
-            Family.SPATIAL_GROUNDING, BoxAnswer((0, 0, 32, 32)), "<answer>[32, 32, 64, 64]</answer>"
+            Family("spatial_grounding"),
+            BoxAnswer((0, 0, 32, 32)),
+            "<answer>[32, 32, 64, 64]</answer>",
         ),
         think=False,
     )
@@ -124,7 +128,7 @@ def test_tracking_boxes_on_the_frames_of_their_keys():
     answer = TrackingAnswer({"4": (0, 0, 16, 16), "8": (0, 0, 16, 16)})
     response = '<answer>{"boxes": {"4": [0, 0, 16, 16]}}</answer>'
     view = build_view(
-        result(Family.TRACKING, answer, response, extra={"source_fps": 8}), think=False
+        result(Family("tracking"), answer, response, extra={"source_fps": 8}), think=False
     )
     assert "**Answer:** boxes in 1 frames" in view.answer and "reward **0.50**" in view.answer
     assert view.pictures.frames.width == 2 * FRAME_HEIGHT + TILE_GAP  # frames 4 and 8
@@ -132,7 +136,9 @@ def test_tracking_boxes_on_the_frames_of_their_keys():
 
 def test_choice_highlighted_among_the_options():
     view = build_view(
-        result(Family.VIDEO_QA, ChoiceAnswer("B"), "<answer>B</answer>", options=("red", "blue")),
+        result(
+            Family("video_qa"), ChoiceAnswer("B"), "<answer>B</answer>", options=("red", "blue")
+        ),
         think=False,
     )
     assert "**Answer:** B. blue" in view.answer and "reward **1.00**" in view.answer
@@ -146,6 +152,6 @@ def test_examples_cover_the_demo_families_as_decodable_videos(examples):
     for example in examples:
         assert example.video_path.endswith(".mp4") and example.record.image is None
         assert example.label.startswith(family_label(example.record.family))
-    still = next(e for e in examples if e.record.family is Family.SPATIAL_GROUNDING)
+    still = next(e for e in examples if e.record.family == Family("spatial_grounding"))
     video = decode_video(still.video_path, VideoConfig(max_frames=4))
     assert video.meta.duration == still.record.duration == 2.0

@@ -20,7 +20,7 @@ def test_name_and_aliases_resolve_under_the_root(tmp_path, name):
     (tmp_path / "qvhighlights" / "highlight_val_release.jsonl").write_text("")
     benchmark = resolve_benchmark(name, benchmark_root=tmp_path)
     assert benchmark.name == "qvhighlights" and benchmark.format == "vtg"
-    assert benchmark.family is Family.TEMPORAL_GROUNDING
+    assert benchmark.family == Family("temporal_grounding")
 
 
 def test_video_root_is_the_default_root(tmp_path):

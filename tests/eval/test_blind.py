@@ -8,7 +8,9 @@ from dataclasses import replace
 from videorl.data.loaders import load_records
 from videorl.data.records import ChoiceAnswer, TemporalAnswer
 from videorl.data.synth import write_dataset
-from videorl.eval.blind import best_fixed_span, blind_best, blind_choice, blind_temporal
+from videorl.eval.blind import blind_best
+from videorl.tasks.temporal_grounding.evaluation import best_fixed_span, blind_temporal
+from videorl.tasks.video_qa.evaluation import blind_choice
 
 
 def test_synthetic_temporal_grounding_cannot_be_answered_from_the_prompt(tmp_path):

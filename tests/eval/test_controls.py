@@ -68,7 +68,7 @@ def _run(benchmark, out, backend, controls=("frozen", "reversed", "shuffled", "b
 
 def test_a_model_that_reads_frames_gains_and_a_blind_one_gains_exactly_zero(synth_tg, tmp_path):
     seeing = _run(synth_tg, tmp_path / "seeing", FrameReader()).metrics
-    tg = Family.TEMPORAL_GROUNDING.value
+    tg = Family("temporal_grounding").value
     assert seeing["families"][tg]["metrics"]["mIoU"] > 50
     for control in ("frozen", "blank"):
         gain = seeing["controls"][control]["video_gain"][tg]

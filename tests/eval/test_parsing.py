@@ -3,7 +3,7 @@
 import pytest
 
 from videorl.eval import parsing
-from videorl.rewards import temporal_grounding
+from videorl.tasks.temporal_grounding import reward as temporal_grounding
 
 
 @pytest.mark.parametrize(

@@ -78,7 +78,7 @@ def test_statuses_and_denominator():
         score_record(record, None, status=MISSING_MEDIA),
     ]
     assert [r.status for r in results] == [OK, UNPARSED, NO_PREDICTION, MISSING_MEDIA]
-    summary = summarize(results)[Family.TEMPORAL_GROUNDING]
+    summary = summarize(results)[Family("temporal_grounding")]
     assert summary.n == 4
     assert summary.metrics["R1@0.5"] == pytest.approx(25.0)  # 1 of 4, nothing dropped
     assert summary.counts == {
@@ -98,7 +98,7 @@ def test_breakdowns_by_subtype_and_video_length():
         "temporal_grounding", {"windows": [[2, 6]]}, duration=100, subtype="appear", id="b"
     )
     summary = summarize([score_record(short, "2 to 6"), score_record(long, "")])[
-        Family.TEMPORAL_GROUNDING
+        Family("temporal_grounding")
     ]
     assert summary.breakdowns["subtype"]["move"]["R1@0.5"] == 100.0
     assert summary.breakdowns["subtype"]["appear"]["R1@0.5"] == 0.0
@@ -113,5 +113,5 @@ def test_macro_accuracy_over_question_types():
         )
 
     results = [qa(0, "count", "A"), qa(1, "count", "B"), qa(2, "count", "B"), qa(3, "color", "A")]
-    metrics = summarize(results)[Family.VIDEO_QA].metrics
+    metrics = summarize(results)[Family("video_qa")].metrics
     assert metrics == pytest.approx({"accuracy": 50.0, "macro_accuracy": (100 / 3 + 100) / 2})

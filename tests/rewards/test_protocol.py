@@ -3,8 +3,7 @@ answer, nothing after."""
 
 import pytest
 
-from videorl.rewards.math_answer import extract_boxed, last_boxed
-from videorl.rewards.protocol import extract_tagged, wrap_tagged
+from videorl.rewards.protocol import extract_boxed, extract_tagged, last_boxed, wrap_tagged
 
 
 @pytest.mark.parametrize(

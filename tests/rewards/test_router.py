@@ -35,7 +35,7 @@ def test_scorer_exception_costs_one_sample():
     # A hand-built record whose answer type does not match its family.
     record = TaskRecord(
         id="bad",
-        family=Family.TEMPORAL_GROUNDING,
+        family=Family("temporal_grounding"),
         problem="q",
         answer=BoxAnswer((0, 0, 1, 1)),
         video=MediaRef(path="v.mp4"),

@@ -8,7 +8,7 @@ import pytest
 
 from videorl.rewards import RewardConfig, score_response
 from videorl.rewards.masks import load_mask
-from videorl.rewards.segmentation import point_similarity, time_similarity
+from videorl.tasks.segmentation.reward import point_similarity, time_similarity
 
 from .factories import IMAGE, SEG_POINTS, make, mask_rle
 

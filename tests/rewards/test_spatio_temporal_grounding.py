@@ -3,7 +3,7 @@
 import pytest
 
 from videorl.rewards import RewardConfig, score_response
-from videorl.rewards.spatio_temporal_grounding import nearest_box
+from videorl.rewards.geometry import nearest_box
 
 from .factories import make
 

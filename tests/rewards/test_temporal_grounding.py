@@ -3,7 +3,7 @@
 import pytest
 
 from videorl.rewards import RewardConfig, score_response
-from videorl.rewards.temporal_grounding import parse
+from videorl.tasks.temporal_grounding.reward import parse
 
 from .factories import make
 

@@ -1,4 +1,4 @@
-"""A family is one module: this test module registers a toy family (count the shapes) with
+"""A family is one module (or folder): this test module registers a toy family (count the shapes) with
 its answer type, prompt, reward, evaluation and synthetic generator, and runs it through
 synth -> one training step -> eval with nothing else changed."""
 
@@ -16,9 +16,11 @@ from videorl.cli import resolve_config_path
 from videorl.config import load_config
 from videorl.data.families import TASKS, Family, TaskFamily, register_family
 from videorl.data.records import TaskRecord, finite_number, require
-from videorl.data.synth import SynthDraw, synthesize
+from videorl.data.synth import FAMILY_SYNTHS, SynthDraw, synthesize
 from videorl.data.synth_tasks import appearing, frame_size, save_video, scatter
 from videorl.eval.metrics.choice import mean_percent
+from videorl.eval.scoring import FAMILY_EVALS, FamilyEval
+from videorl.rewards.registry import FAMILY_REWARDS, FamilyReward
 
 
 @dataclass(frozen=True)
@@ -80,24 +82,19 @@ def synth(draw: SynthDraw) -> TaskRecord:
     )
 
 
-TOY = TaskFamily(
-    name="toy_count",
-    short="toy",
-    answer=answer,
-    prompt=prompt,
-    reward=reward,
-    serialize=serialize,
-    eval_score=eval_score,
-    summary=summary,
-    synth=synth,
-)
+TOY = TaskFamily(name="toy_count", short="toy", answer=answer, prompt=prompt)
 
 
 @pytest.fixture
 def toy():
     """The toy family, registered for this test and removed after it."""
     family = register_family(TOY)
+    FAMILY_REWARDS.register(family, FamilyReward(reward, serialize))
+    FAMILY_EVALS.register(family, FamilyEval(eval_score, summary))
+    FAMILY_SYNTHS.register(family, synth)
     yield family
+    for table in (FAMILY_REWARDS, FAMILY_EVALS, FAMILY_SYNTHS):
+        table.unregister(family)
     TASKS.pop(family.value)
 
 

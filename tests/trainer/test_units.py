@@ -30,7 +30,7 @@ from videorl.trainer.update import UpdateContext, update_policy
 def _record(i: int = 0, captions=()) -> TaskRecord:
     return TaskRecord(
         id=f"r{i}",
-        family=Family.TEMPORAL_GROUNDING,
+        family=Family("temporal_grounding"),
         problem=f"the event {i}",
         answer=TemporalAnswer(((1.0, 2.5),)),
         duration=4.0,

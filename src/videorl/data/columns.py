@@ -291,7 +291,7 @@ def resolve_row_family(value: Any, column: str) -> tuple[Family, str | None]:
     text = str(value).strip().lower().replace("-", "_").replace(" ", "_")
     if text in _SI_SUBTYPES or text.startswith(("object_", "obj_", "room_")):
         subtype = text.removeprefix("object_").removeprefix("obj_")
-        return Family.SPATIAL_INTELLIGENCE, subtype if subtype in _SI_SUBTYPES else text
+        return Family("spatial_intelligence"), subtype if subtype in _SI_SUBTYPES else text
     try:
         return parse_family(text), None
     except ConfigError as err:
@@ -341,7 +341,7 @@ def _family(
                 "(e.g. temporal_grounding)"
             )
         else:
-            family, subtype = Family.MATH, None
+            family, subtype = Family("math"), None
     if not family.uses_video and media_column is not None:
         raise DataError(
             f"column {media_column!r} holds media but the row's family is {family.value} (text only); "

@@ -1,19 +1,24 @@
 """Task families (docs/tasks.md): their names and the registry of what each one declares.
 
-A family is one module under `videorl/tasks/` that registers a `TaskFamily`: its answer
-type, prompt templates, reward, evaluation scorer and summary, synthetic generator and demo
-rendering, as real callables. This bottom-layer table knows no family: `TASKS` imports the
-built-in modules on first lookup, so data, rewards, eval and demo reach a family's parts
-without importing upward. A module of the user's (a test's) registers more with
-`register_family`.
+A family is one package under `videorl/tasks/`. Its `__init__` registers a `TaskFamily`,
+what reading and prompting a record needs (names, answer parser, prompt templates, flags);
+its submodules register the heavier parts into the table of the layer that uses them
+(`reward` -> `rewards.registry.FAMILY_REWARDS`, `evaluation` -> `eval.scoring.FAMILY_EVALS`,
+`synth` -> `data.synth_tasks.FAMILY_SYNTHS`, `demo` -> `demo.views.FAMILY_DEMOS`), imported
+when a table is first asked for that family (`PartTable`). This bottom-layer table knows no
+family: `TASKS` imports the built-in packages on first lookup, so reading a record imports
+no reward or evaluation code. A module of the user's (a test's) registers more with
+`register_family` and the tables' `register`.
 """
 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable, Iterator
+import importlib
+import importlib.util
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from videorl.errors import ConfigError
 from videorl.registry import Registry
@@ -35,60 +40,12 @@ SI_NUMERIC_SUBTYPES = ("abs_distance", "object_counting", "object_size", "room_s
 SI_CHOICE_SUBTYPES = ("rel_distance", "route_planning", "appearance_order", "rel_direction")
 
 
-class _Families(type):
-    """`for f in Family`, `len(Family)`: the registered families (`families()`);
-    `Family("math")`: the one instance of a name."""
+@dataclass(frozen=True)
+class Family:
+    """A task family's canonical name (`Family("math")`; equal by name, so it pickles to
+    reward workers as a plain value); its declaration is `family.task`."""
 
-    _named: dict[str, Family]
-
-    def __iter__(cls) -> Iterator[Family]:
-        return iter(families())
-
-    def __len__(cls) -> int:
-        return len(families())
-
-    def __call__(cls, name: str) -> Family:
-        if name not in cls._named:
-            raise ValueError(f"{name!r} is not a registered task family")
-        return cls._named[name]
-
-
-class Family(str, metaclass=_Families):
-    """A task family's canonical name, one instance per name (compare with `is`); its
-    parts are `family.task` (the registered `TaskFamily`)."""
-
-    _named: ClassVar[dict[str, Family]] = {}
-    TEMPORAL_GROUNDING: ClassVar[Family]
-    SPATIAL_GROUNDING: ClassVar[Family]
-    SEGMENTATION: ClassVar[Family]
-    TRACKING: ClassVar[Family]
-    SPATIO_TEMPORAL_GROUNDING: ClassVar[Family]
-    VIDEO_QA: ClassVar[Family]
-    SPATIAL_INTELLIGENCE: ClassVar[Family]
-    MATH: ClassVar[Family]
-
-    @classmethod
-    def named(cls, name: str) -> Family:
-        """The family called `name`, created on first use."""
-        if name not in cls._named:
-            cls._named[name] = str.__new__(cls, name)
-        return cls._named[name]
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (Family, (self.value,))  # unpickled (reward workers) as the same instance
-
-    def __repr__(self) -> str:
-        return f"Family.{self.value.upper()}"
-
-    def __str__(self) -> str:
-        return repr(self)
-
-    def __format__(self, spec: str) -> str:
-        return format(repr(self), spec)
-
-    @property
-    def value(self) -> str:
-        return str.__str__(self)
+    value: str
 
     @property
     def task(self) -> TaskFamily:
@@ -103,46 +60,24 @@ class Family(str, metaclass=_Families):
         return self.task.uses_video
 
 
-for _name in BUILTIN_FAMILIES:
-    setattr(Family, _name.upper(), Family.named(_name))
+class Answer(Protocol):
+    """A typed ground truth (`data/records.py`): written back by `to_dict()`."""
 
-
-@dataclass(frozen=True)
-class DemoParts:
-    """What the web demo needs of a family (`demo/`): `label` ("temporal grounding"),
-    `placeholder` (the query box's hint), `expected` (the answer format named when a reply
-    does not parse), `options` (the question takes options), `blank(question, meta)` (the
-    answer fields of a typed question: a placeholder answer and extra record fields),
-    `parse(text, options)` (the `Prediction` fields read from a reply) and `view(result)`
-    (answer text, truth text, pictures)."""
-
-    label: str
-    placeholder: str
-    expected: str
-    blank: Callable[..., tuple[Any, dict[str, Any]]]
-    parse: Callable[..., dict[str, Any]]
-    view: Callable[..., tuple[str, str, Any]]
-    options: bool = False
+    def to_dict(self) -> dict[str, Any]: ...
 
 
 @dataclass(frozen=True)
 class TaskFamily:
-    """What one family declares. Signatures (the types live in the layers above):
+    """What one family declares for reading and prompting its records:
 
     answer(data, where) -> the typed answer from its JSON form (`TaskRecord.answer`, whose
-        `to_dict()` writes it back)
+        `to_dict()` writes it back; an answer class's `from_dict`)
     cell_answer(raw, options, where) -> the answer from a dataset cell (a value, JSON text
         or object; `data/columns.py`); None: only the JSON object form
     prompt(record) -> videorl's task instruction; `published`: style -> (record -> text or
         None), the published templates (`data/published_prompts.py`)
-    reward(record, payload, config) -> {"task": ..., extras}; serialize(record) -> the
-        payload of a perfect answer; protocol: the `rewards.protocol.Protocol` placing it
-    orarl_reward(record, response) -> (format, components) under `reward.mode: orarl`
-    eval_score(record, text) -> (prediction, values incl. "score"); summary(samples) ->
-        benchmark metrics; `sample_metric`: the per-sample value the report's histogram
-        plots (None: no histogram); `blind(train, val)` -> the best prompt-only answer's scores
-    synth(draw) -> a synthetic record (`data/synth.py: SynthDraw`)
-    demo: the web demo's parts (None: the demo does not ask this family)
+    package: the module whose submodules (`reward`, `evaluation`, `synth`, `demo`) register
+        the family's other parts when first asked (`PartTable`); "" registers them itself
     time_windows: answers are windows of the video's time (`TemporalAnswer`): TaRO's
         sensitivity reward applies, eval breaks scores down by video length and draws
         timelines, a dataset row's query may be read out of its instruction
@@ -153,22 +88,13 @@ class TaskFamily:
 
     name: str
     short: str
-    answer: Callable[[Any, str], Any]
+    answer: Callable[[dict[str, Any], str], Answer]
     prompt: Callable[[Any], str]
-    reward: Callable[[Any, str, Any], dict[str, float]]
-    serialize: Callable[[Any], str]
-    eval_score: Callable[[Any, str], tuple[Any, dict[str, float]]]
-    summary: Callable[[Any], dict[str, float]]
-    synth: Callable[[Any], Any]
-    protocol: Any = None
+    package: str = ""
     aliases: tuple[str, ...] = ()
     uses_video: bool = True
-    cell_answer: Callable[[Any, tuple[str, ...], str], Any] | None = None
-    published: dict[str, Callable[[Any], str | None]] = field(default_factory=dict)
-    orarl_reward: Callable[[Any, str], tuple[float, dict[str, float]]] | None = None
-    sample_metric: str | None = None
-    blind: Callable[[Any, Any], dict[str, Any]] | None = None
-    demo: DemoParts | None = None
+    cell_answer: Callable[[Any, tuple[str, ...], str], Answer] | None = None
+    published: Mapping[str, Callable[[Any], str | None]] = field(default_factory=dict)
     time_windows: bool = False
     subtype_groups: bool = False
     video_r1_types: tuple[str, ...] = ()
@@ -177,6 +103,38 @@ class TaskFamily:
 TASKS: Registry[TaskFamily] = Registry(
     "task family", "data.families", tuple(f"videorl.tasks.{name}" for name in BUILTIN_FAMILIES)
 )
+
+Part = TypeVar("Part")
+
+
+class PartTable(Generic[Part]):
+    """`family -> part` of one layer (a family's reward, its evaluation, ...): a family's
+    entry is registered by its `package`'s submodule `part`, imported on first lookup."""
+
+    def __init__(self, what: str, part: str) -> None:
+        self.what, self.part = what, part
+        self._entries: dict[str, Part] = {}
+
+    def register(self, family: Family | str, entry: Part) -> None:
+        self._entries[family.value if isinstance(family, Family) else family] = entry
+
+    def unregister(self, family: Family) -> None:
+        self._entries.pop(family.value, None)
+
+    def get(self, family: Family) -> Part | None:
+        """The family's part; None: the family has none (no submodule `part`)."""
+        if family.value not in self._entries:
+            package = family.task.package
+            module = f"{package}.{self.part}"
+            if package and importlib.util.find_spec(module) is not None:
+                importlib.import_module(module)
+        return self._entries.get(family.value)
+
+    def __getitem__(self, family: Family) -> Part:
+        entry = self.get(family)
+        if entry is None:
+            raise ConfigError(f"task family {family.value!r} registers no {self.what}")
+        return entry
 
 
 def register_family(task: TaskFamily) -> Family:
@@ -193,13 +151,14 @@ def register_family(task: TaskFamily) -> Family:
             "another family; pick another name"
         )
     TASKS[task.name] = task
-    return Family.named(task.name)
+    return Family(task.name)
 
 
 def families() -> tuple[Family, ...]:
     """Every registered family, the built-ins first in their canonical order."""
     TASKS.names()
-    return tuple(f for f in Family._named.values() if f.value in TASKS)
+    others = [name for name in TASKS if name not in BUILTIN_FAMILIES]
+    return tuple(Family(n) for n in (*BUILTIN_FAMILIES, *others) if n in TASKS)
 
 
 def _aliases() -> dict[str, str]:

@@ -152,7 +152,7 @@ def from_vtg(row: dict[str, Any], default_id: str, family: Family | None) -> Tas
         windows, duration = shifted, length
     return TaskRecord(
         id=_row_id(row, default_id),
-        family=family or Family.TEMPORAL_GROUNDING,
+        family=family or Family("temporal_grounding"),
         problem=query,
         answer=TemporalAnswer(tuple(windows)),
         video=MediaRef(path=path, start=start, end=end),
@@ -168,7 +168,7 @@ def from_timer1(row: dict[str, Any], default_id: str, family: Family | None) -> 
         raise DataError(f"field 'duration': expected a positive number of seconds, got {duration}")
     return TaskRecord(
         id=_row_id(row, default_id),
-        family=family or Family.TEMPORAL_GROUNDING,
+        family=family or Family("temporal_grounding"),
         problem=str(_field(row, "sentence")).strip(),
         answer=TemporalAnswer(tuple(windows_of(_field(row, "timestamp"), "timestamp"))),
         video=MediaRef(path=str(_field(row, "video"))),
@@ -211,9 +211,9 @@ def from_mcq(row: dict[str, Any], default_id: str, family: Family | None) -> Tas
     answer_value = _field(row, "answer", "ground_truth")
     raw_options = row.get("options", row.get("choices"))
     if family is None:  # numeric questions without options are spatial intelligence
-        family = Family.SPATIAL_INTELLIGENCE if raw_options is None else Family.VIDEO_QA
+        family = Family("spatial_intelligence") if raw_options is None else Family("video_qa")
     options: tuple[str, ...] = ()
-    if raw_options is None and family is Family.SPATIAL_INTELLIGENCE:
+    if raw_options is None and family == Family("spatial_intelligence"):
         answer: Any = NumericAnswer(_number(answer_value, "answer"))
     else:
         options = _options(_field(row, "options", "choices"))
@@ -292,7 +292,7 @@ def from_math(row: dict[str, Any], default_id: str, family: Family | None) -> Ta
         raise DataError("field 'answer': the problem or its final answer is empty")
     return TaskRecord(
         id=_row_id(row, default_id),
-        family=family or Family.MATH,
+        family=family or Family("math"),
         problem=problem,
         answer=MathAnswer(answer),
         source=row.get("data_source") or row.get("source"),

@@ -90,7 +90,7 @@ class SegmentationAnswer:
     optional COCO RLE mask `{"size": [h, w], "counts": str}`. A video may also carry a mask
     per frame, `frame_masks` (source frame index as str -> RLE, OraRL's
     `segmentation_output.segmentation_rle`): `reward.mode: orarl` scores the frame at the
-    predicted time (`rewards/orarl_adapters.py: frame_at`)."""
+    predicted time (`tasks/segmentation/orarl.py: frame_at`)."""
 
     box: Box
     positive_points: tuple[Point, ...]

@@ -21,13 +21,13 @@ import json
 import logging
 import os
 import shutil
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from videorl.data.families import Family, families, parse_family
+from videorl.data.families import Family, PartTable, families, parse_family
 from videorl.data.records import TaskRecord
 from videorl.data.synth_tasks import TG_EVENTS
 from videorl.errors import ConfigError
@@ -46,6 +46,10 @@ class SynthDraw:
     out: Path
     index: int
     tg_events: tuple[str, ...] = TG_EVENTS
+
+
+# family -> its generator (`tasks/<family>/synth.py`)
+FAMILY_SYNTHS: PartTable[Callable[[SynthDraw], TaskRecord]] = PartTable("generator", "synth")
 
 
 def parse_families(names: str | Iterable[str | Family]) -> tuple[Family, ...]:
@@ -82,7 +86,7 @@ def make_record(
     grounding draws its event kind from `tg_events`."""
     rng = np.random.default_rng([seed, families().index(family), SPLITS.index(split), index])
     rid = f"{family.short}-{'' if split == 'train' else split + '-'}{index:04d}"
-    record: TaskRecord = family.task.synth(SynthDraw(rng, rid, out, index, tg_events))
+    record = FAMILY_SYNTHS[family](SynthDraw(rng, rid, out, index, tg_events))
     return record
 
 

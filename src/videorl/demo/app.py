@@ -20,6 +20,7 @@ from videorl.data.families import Family
 from videorl.demo.examples import Example, demo_families, family_label, make_examples
 from videorl.demo.guard import REFUSED, DemoLimits, PlainForbidden, client_video, parse_auth
 from videorl.demo.inference import Question, Settings, ask
+from videorl.demo.parts import FAMILY_DEMOS
 from videorl.demo.style import PHONE_CSS
 from videorl.demo.views import View, build_view
 from videorl.errors import ConfigError, VideoRLError
@@ -66,9 +67,9 @@ def example_truth(
     truth would not answer what was asked)."""
     if example is None:
         return None
-    record, demo = example.record, family.task.demo
+    record, demo = example.record, FAMILY_DEMOS.get(family)
     same = (
-        record.family is family
+        record.family == family
         and query.strip() == record.problem
         and (demo is None or not demo.options or options == record.options)
     )
@@ -191,7 +192,7 @@ def family_changed(value: str) -> tuple[Any, Any]:
     """The query's placeholder for the task; the options box only for video QA."""
     import gradio as gr
 
-    demo = Family(value).task.demo
+    demo = FAMILY_DEMOS[Family(value)]
     assert demo is not None, value
     return gr.update(placeholder=demo.placeholder), gr.update(visible=demo.options)
 
@@ -231,7 +232,7 @@ def input_column(
         example = gr.Dropdown(
             [e.label for e in examples], value=None, label="Example", elem_id="example"
         )
-        first = shown[0].task.demo
+        first = FAMILY_DEMOS[shown[0]]
         assert first is not None
         family = gr.Dropdown(families, value=shown[0].value, label="Task", elem_id="family")
         query = gr.Textbox(label="Query", elem_id="query", placeholder=first.placeholder)

@@ -15,6 +15,7 @@ import numpy as np
 
 from videorl.data.families import Family, families
 from videorl.data.records import TaskRecord
+from videorl.demo.parts import FAMILY_DEMOS
 from videorl.video.media import MediaRef
 
 EXAMPLE_SEED = 0
@@ -25,11 +26,11 @@ STILL_CLIP_FPS = 8
 
 def demo_families() -> tuple[Family, ...]:
     """The families the demo asks (those whose module declares `demo` parts), in order."""
-    return tuple(f for f in families() if f.task.demo is not None)
+    return tuple(f for f in families() if FAMILY_DEMOS.get(f) is not None)
 
 
 def family_label(family: Family) -> str:
-    demo = family.task.demo
+    demo = FAMILY_DEMOS.get(family)
     assert demo is not None, family
     return demo.label
 

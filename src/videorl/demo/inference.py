@@ -20,6 +20,7 @@ from videorl.data.records import (
     MediaRef,
     TaskRecord,
 )
+from videorl.demo.parts import FAMILY_DEMOS
 from videorl.errors import DataError, MediaError
 from videorl.eval import parsing
 from videorl.inference import RunSettings
@@ -193,7 +194,7 @@ def question_record(question: Question, video_path: str, meta: VideoMeta) -> Tas
     if not text:
         raise DataError("type a query: the event to find, the object to locate, or the question")
     family = question.family
-    demo = family.task.demo
+    demo = FAMILY_DEMOS.get(family)
     if demo is None:
         raise DataError(f"the demo does not ask {family.value} questions")
     answer, fields = demo.blank(question.options, meta)
@@ -223,7 +224,7 @@ def parse_prediction(family: Family, response: str, options: tuple[str, ...] = (
     `<answer>` block, else the text after the think block, else the whole reply."""
     text = parsing.answer_text(response)
     reasoning = think_text(response)
-    demo = family.task.demo
+    demo = FAMILY_DEMOS.get(family)
     found = {} if demo is None else demo.parse(text, options)
     return Prediction(response, reasoning, **found)
 

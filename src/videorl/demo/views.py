@@ -23,6 +23,7 @@ from videorl.data.records import (
     TrackingAnswer,
 )
 from videorl.demo.inference import Result
+from videorl.demo.parts import FAMILY_DEMOS
 from videorl.demo.render import (
     MODEL,
     TRUTH,
@@ -262,7 +263,7 @@ def choice_view(result: Result) -> tuple[str, str, Pictures]:
 
 def build_view(result: Result, think: bool) -> View:
     """The answer text and pictures for `result`; an unparseable answer is said plainly."""
-    demo = result.record.family.task.demo
+    demo = FAMILY_DEMOS.get(result.record.family)
     assert demo is not None, result.record.family
     answer, truth, pictures = demo.view(result)
     if answer:

@@ -45,7 +45,7 @@ class BenchmarkSpec:
     title: str
     files: tuple[str, ...]
     format: str = "vtg"
-    family: Family = Family.TEMPORAL_GROUNDING
+    family: Family = Family("temporal_grounding")
     queries: str = ""
     aliases: tuple[str, ...] = ()
 

@@ -38,9 +38,15 @@ from typing import Any
 
 from videorl.data.records import LETTERS, Box
 from videorl.rewards import payload
-from videorl.rewards.math_answer import BOXED, last_boxed
 from videorl.rewards.payload import MAX_PAYLOAD_CHARS
-from videorl.rewards.protocol import ANSWER_CLOSE, ANSWER_OPEN, THINK_CLOSE, last_answer
+from videorl.rewards.protocol import (
+    ANSWER_CLOSE,
+    ANSWER_OPEN,
+    BOXED,
+    THINK_CLOSE,
+    last_answer,
+    last_boxed,
+)
 
 Window = tuple[float, float]
 

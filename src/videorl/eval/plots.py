@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from videorl.data.families import Family, families
 from videorl.eval.controls import by_family
-from videorl.eval.scoring import SampleResult
+from videorl.eval.scoring import FAMILY_EVALS, SampleResult
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -39,8 +39,8 @@ def _ious(results: Sequence[SampleResult]) -> dict[Family, list[float]]:
     """The per-sample IoU of each family that has one (its module's `sample_metric`)."""
     out: dict[Family, list[float]] = {}
     for family in families():
-        key = family.task.sample_metric
-        values = [r.values[key] for r in results if r.family is family and key]
+        key = FAMILY_EVALS[family].sample_metric
+        values = [r.values[key] for r in results if r.family == family and key]
         if values:
             out[family] = values
     return out
@@ -74,7 +74,7 @@ def iou_histogram(ious: dict[Family, list[float]], path: Path) -> Path:
     axes = fig.subplots(1, len(ious), squeeze=False)[0]
     for ax, (family, values) in zip(axes, ious.items(), strict=True):
         ax.hist(values, bins=[i / 20 for i in range(21)], color="tab:blue", edgecolor="white")
-        name = IOU_NAMES[family.task.sample_metric or ""]
+        name = IOU_NAMES[FAMILY_EVALS[family].sample_metric or ""]
         ax.set(
             xlabel=name, ylabel="samples", xlim=(0, 1), title=f"{family.short}: {name} per sample"
         )

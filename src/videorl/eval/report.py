@@ -191,7 +191,7 @@ def _worst_section(results: Sequence[SampleResult], k: int) -> list[str]:
         return []
     lines = ["## Worst cases", "", f"The {k} lowest-scoring answered samples per family.", ""]
     for family in families:
-        worst = sorted((r for r in answered if r.family is family), key=lambda r: (r.score, r.id))[
+        worst = sorted((r for r in answered if r.family == family), key=lambda r: (r.score, r.id))[
             :k
         ]
         lines += [f"### {family.value}", ""]

@@ -16,24 +16,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from videorl.data.families import Family, families
-from videorl.data.records import (
-    BoxAnswer,
-    ChoiceAnswer,
-    NumericAnswer,
-    SegmentationAnswer,
-    SpatioTemporalAnswer,
-    TaskRecord,
-    TemporalAnswer,
-    TextAnswer,
-    TrackingAnswer,
-    answer_to_dict,
-)
+from videorl.data.families import Family, PartTable, families
+from videorl.data.records import TaskRecord, answer_to_dict
 from videorl.eval import parsing
-from videorl.eval.metrics import boxes, choice, masks, temporal
-from videorl.rewards.geometry import mean_relative_accuracy
-from videorl.rewards.math_answer import is_equivalent, last_boxed, reference_answer
-from videorl.rewards.video_qa import text_match
+from videorl.eval.metrics import temporal
 
 OK, UNPARSED = "ok", "unparsed"
 MISSING_MEDIA, MEDIA_ERROR, NO_PREDICTION = "missing_media", "media_error", "no_prediction"
@@ -72,84 +58,25 @@ class SampleResult:
 Scored = tuple[Any, dict[str, float]]  # (JSON-able prediction or None, values incl. "score")
 
 
-def score_temporal(record: TaskRecord, text: str) -> Scored:
-    assert isinstance(record.answer, TemporalAnswer)
-    window = parsing.parse_window(text)
-    iou = temporal.query_iou(window, record.answer.windows, record.duration)
-    return (None if window is None else list(window)), {"score": iou, "iou": iou}
+def values_of(samples: Sequence[SampleResult], key: str) -> list[float]:
+    """The per-sample value `key` of each sample (a summary's input)."""
+    return [s.values[key] for s in samples]
 
 
-def score_spatial(record: TaskRecord, text: str) -> Scored:
-    assert isinstance(record.answer, BoxAnswer)
-    box = parsing.parse_box(text)
-    iou = boxes.sample_box_iou(box, record.answer.box)
-    return (None if box is None else list(box)), {"score": iou, "iou": iou}
+@dataclass(frozen=True)
+class FamilyEval:
+    """How a benchmark scores one family (`tasks/<family>/evaluation.py`): `score(record,
+    text)` -> (prediction, values incl. "score"); `summary(samples)` -> the reported
+    metrics (percent); `sample_metric`: the per-sample value the report's histogram plots
+    (None: no histogram); `blind(train, val)` -> the best prompt-only answer's scores."""
+
+    score: Callable[[TaskRecord, str], Scored]
+    summary: Callable[[Sequence[SampleResult]], dict[str, float]]
+    sample_metric: str | None = None
+    blind: Callable[[Sequence[TaskRecord], Sequence[TaskRecord]], dict[str, Any]] | None = None
 
 
-def score_segmentation(record: TaskRecord, text: str) -> Scored:
-    answer = record.answer
-    assert isinstance(answer, SegmentationAnswer)
-    pred = parsing.parse_segmentation(text)
-    values = masks.segmentation_scores(
-        pred.box, answer, record.box_format, (record.width, record.height)
-    )
-    values["video"] = float(answer.time is not None)
-    prediction = None if pred.box is None else {"box": list(pred.box), "time": pred.time}
-    return prediction, {"score": values["j"], **values}
-
-
-def score_tracking(record: TaskRecord, text: str) -> Scored:
-    assert isinstance(record.answer, TrackingAnswer)
-    pred = parsing.parse_tracking(text)
-    values = boxes.sequence_scores(boxes.frame_ious(pred, record.answer.boxes))
-    prediction = None if pred is None else {str(k): list(b) for k, b in pred.items()}
-    return prediction, {"score": values["ao"], **values}
-
-
-def score_spatio_temporal(record: TaskRecord, text: str) -> Scored:
-    answer = record.answer
-    assert isinstance(answer, SpatioTemporalAnswer)
-    pred = parsing.parse_spatio_temporal(text)
-    window = None if pred is None else pred.window
-    values = boxes.spatio_temporal_scores(
-        window, {} if pred is None else pred.boxes, answer.time, answer.boxes, record.duration
-    )
-    prediction = (
-        None
-        if pred is None
-        else {
-            "time": None if window is None else list(window),
-            "boxes": {f"{k:g}": list(b) for k, b in pred.boxes.items()},
-        }
-    )
-    return prediction, {"score": (values["tiou"] + values["siou"]) / 2, **values}
-
-
-def score_choice_or_number(record: TaskRecord, text: str) -> Scored:
-    answer = record.answer
-    if isinstance(answer, TextAnswer):  # open-ended video QA: the normalised exact match
-        stripped = text.strip()
-        correct = text_match(stripped, answer.text)
-        return stripped or None, {"score": correct, "correct": correct, "numeric": 0.0}
-    if isinstance(answer, ChoiceAnswer):
-        letter = parsing.parse_choice(text, record.options)
-        correct = float(letter == answer.letter)
-        return letter, {"score": correct, "correct": correct, "numeric": 0.0}
-    assert isinstance(answer, NumericAnswer)
-    value = parsing.parse_number(text)
-    mra = 0.0 if value is None else mean_relative_accuracy(value, answer.value)
-    return value, {"score": mra, "mra": mra, "numeric": 1.0}
-
-
-def score_math(record: TaskRecord, text: str) -> Scored:
-    final = last_boxed(text) or text.strip()
-    if not final:
-        return None, {"score": 0.0, "correct": 0.0}
-    correct = float(is_equivalent(reference_answer(record), final))
-    return final, {"score": correct, "correct": correct}
-
-
-score_video_qa = score_spatial_intelligence = score_choice_or_number
+FAMILY_EVALS: PartTable[FamilyEval] = PartTable("evaluation", "evaluation")
 
 
 def ground_truth(record: TaskRecord) -> dict[str, Any]:
@@ -166,7 +93,7 @@ def score_record(
     """Parse `response` leniently and score it. `response=None` (no prediction) scores like
     an unparseable answer; `status` overrides the parse status (e.g. `missing_media`)."""
     text = parsing.answer_text(response)
-    prediction, values = record.family.task.eval_score(record, text)
+    prediction, values = FAMILY_EVALS[record.family].score(record, text)
     if status is None:
         status = NO_PREDICTION if response is None else (OK if prediction is not None else UNPARSED)
     return SampleResult(
@@ -188,58 +115,8 @@ def score_record(
 # ----- summaries ----------------------------------------------------------------------------
 
 
-def _values(samples: Sequence[SampleResult], key: str) -> list[float]:
-    return [s.values[key] for s in samples]
-
-
-def summarize_temporal(samples: Sequence[SampleResult]) -> dict[str, float]:
-    return temporal.summarize(_values(samples, "iou"))
-
-
-def summarize_spatial(samples: Sequence[SampleResult]) -> dict[str, float]:
-    return boxes.summarize_grounding(_values(samples, "iou"))
-
-
-def summarize_segmentation(samples: Sequence[SampleResult]) -> dict[str, float]:
-    video = [s for s in samples if s.values["video"]]
-    image = [s for s in samples if not s.values["video"]]
-    out: dict[str, float] = {}
-    if video:
-        out.update(masks.summarize_video(_values(video, "j"), _values(video, "f")))
-    if image:
-        out.update(
-            masks.summarize_image(
-                _values(image, "j"), _values(image, "inter"), _values(image, "union")
-            )
-        )
-    return out
-
-
-def summarize_tracking(samples: Sequence[SampleResult]) -> dict[str, float]:
-    return boxes.summarize_tracking(_values(samples, "ao"), _values(samples, "sr"))
-
-
-def summarize_spatio_temporal(samples: Sequence[SampleResult]) -> dict[str, float]:
-    return boxes.summarize_spatio_temporal(_values(samples, "tiou"), _values(samples, "siou"))
-
-
-def summarize_video_qa(samples: Sequence[SampleResult]) -> dict[str, float]:
-    return choice.summarize_choice(_values(samples, "correct"), [x.subtype for x in samples])
-
-
-def summarize_spatial_intelligence(samples: Sequence[SampleResult]) -> dict[str, float]:
-    numeric = [bool(x.values["numeric"]) for x in samples]
-    return choice.summarize_spatial(
-        [x.score for x in samples], numeric, [x.subtype for x in samples]
-    )
-
-
-def summarize_math(samples: Sequence[SampleResult]) -> dict[str, float]:
-    return {"accuracy": choice.mean_percent(_values(samples, "correct"))}
-
-
 def _summary(family: Family, samples: Sequence[SampleResult]) -> dict[str, float]:
-    return family.task.summary(samples)
+    return FAMILY_EVALS[family].summary(samples)
 
 
 def _grouped(

@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from decimal import Decimal
 from fractions import Fraction
 
+from videorl.data.records import Box
+
 Window = Sequence[float]
 BoxLike = Sequence[float]
 
@@ -92,3 +94,14 @@ def mean_relative_accuracy(pred: float, target: float) -> float:
     relative_error = abs(p - t) / abs(t)
     passed = sum(1 for theta in _MRA_THETAS if relative_error * 100 <= 100 - theta)
     return passed / len(_MRA_THETAS)
+
+
+MATCH_TOLERANCE_S = 0.5
+
+
+def nearest_box(pred: dict[float, Box], second: float) -> Box | None:
+    """The predicted box at the second nearest to `second`, if within 0.5 s."""
+    if not pred:
+        return None
+    key = min(pred, key=lambda t: (abs(t - second), t))
+    return pred[key] if abs(key - second) <= MATCH_TOLERANCE_S else None

@@ -1,4 +1,4 @@
-"""How OraRL's reward adapters read answers (`reward.mode: orarl`; `orarl_adapters`).
+"""How OraRL's reward adapters read answers (`reward.mode: orarl`; each family's `tasks/<family>/orarl.py`).
 
 Re-implemented from `orarl/rewards/adapters/_common.py` in HVision-NKU/OraRL (commit
 e3903be), for the exact OraRL reward mode; videorl's own parsing is `protocol` and
@@ -222,3 +222,45 @@ def interval_iou(first: Any, second: Any) -> float:
     inter = max(0.0, min(a1, b1) - max(a0, b0))
     union = max(a1, b1) - min(a0, b0)
     return inter / union if union > 0.0 else 0.0
+
+
+# ----- shared by several families' adapters -----
+
+
+def strict_object(payload: str | None) -> Any:
+    """The payload parsed as strict JSON (no fence, no surrounding text), else None."""
+    if payload is None:
+        return None
+    try:
+        return json.loads(payload)
+    except ValueError:
+        return None
+
+
+def boxes_of(data: Any) -> tuple[dict[str, list[float]], bool]:
+    """(frame boxes, every key kept) of `data["boxes"]` when it is a mapping."""
+    raw = data.get("boxes") if isinstance(data, Mapping) else None
+    if not isinstance(raw, Mapping):
+        return {}, False
+    boxes = frame_boxes(raw)
+    return boxes, bool(boxes) and len(boxes) == len(raw)
+
+
+def mean_iou(predicted: dict[str, list[float]], target: dict[str, list[float]]) -> float:
+    if not target:
+        return 0.0
+    return sum(box_iou(predicted.get(frame), gt) for frame, gt in target.items()) / len(target)
+
+
+def coverage(predicted: dict[str, list[float]], target: dict[str, list[float]]) -> float:
+    return sum(frame in predicted for frame in target) / len(target) if target else 0.0
+
+
+def bare_letter(text: str, letters: str) -> str:
+    found = re.fullmatch(rf"\s*([{letters}])\s*", text, re.IGNORECASE)
+    return "" if found is None else found.group(1).upper()
+
+
+def choice_reward(predicted: str, target: str) -> tuple[float, Components]:
+    correct = float(bool(predicted) and bool(target) and predicted == target)
+    return float(bool(predicted)), {"task": correct}

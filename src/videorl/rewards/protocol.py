@@ -8,6 +8,7 @@ cost is linear in the response length whatever the response contains.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -82,3 +83,47 @@ def wrap_tagged(payload: str, think: bool) -> str:
 
 
 TAGGED = Protocol(extract=extract_tagged, wrap=wrap_tagged)
+
+
+# ----- the `\\boxed{}` answer (math, VideoAuto-R1) -----
+
+BOXED = "\\boxed"
+# A final answer is short; longer text is not checked (sympy on megabytes could take minutes).
+MAX_ANSWER_CHARS = 1_000
+_OPENING = re.compile(r"\s*\{")
+_BRACE = re.compile(r"\\.|[{}]", re.DOTALL)
+
+
+def last_boxed(text: str) -> str | None:
+    """The content of the last `\\boxed{...}`, or None when there is none, it is unclosed, or
+    it is longer than `MAX_ANSWER_CHARS` (not a final answer)."""
+    start = text.rfind(BOXED)
+    if start < 0:
+        return None
+    opening = _OPENING.match(text, start + len(BOXED))
+    if opening is None:
+        return None
+    first = opening.end()
+    depth = 1
+    for token in _BRACE.finditer(text, first, first + MAX_ANSWER_CHARS + 1):
+        depth += {"{": 1, "}": -1}.get(token.group(0), 0)  # an escape like `\{` does not nest
+        if depth == 0:
+            return text[first : token.start()]
+    return None
+
+
+def extract_boxed(response: str, think_required: bool) -> Extraction:
+    """The final boxed answer and whether the response has the required shape."""
+    think_ok, rest = split_think(response, think_required)
+    content = last_boxed(rest)
+    if content is None:
+        return Extraction(False, last_boxed(response))
+    return Extraction(think_ok, content)
+
+
+def wrap_boxed(payload: str, think: bool) -> str:
+    """`\\boxed{payload}`, after an empty think block when `think`."""
+    return (EMPTY_THINK if think else "") + BOXED + "{" + payload + "}"
+
+
+BOXED_PROTOCOL = Protocol(extract=extract_boxed, wrap=wrap_boxed)

@@ -1,7 +1,7 @@
 """The reward router: one response of any family to a `RewardResult` (docs/methods.md#rewards).
 
 `overall = task * format` (or `format + task` with `reward.composition: sum`, TaRO), every
-component in [0, 1]; `reward.mode: orarl` scores with OraRL's adapters (`orarl_adapters`),
+component in [0, 1]; `reward.mode: orarl` scores with OraRL's adapters (`tasks/<family>/orarl.py`),
 `video_r1` with Video-R1's `grpo.py` rules (`video_r1`), `videoauto_r1` with VideoAuto-R1's
 two boxed answers (`answer_twice`). Never raises: a scorer or plug-in
 that raises costs its sample (scored 0, `error` set), never the step.
@@ -23,11 +23,11 @@ from videorl.rewards.result import RewardResult, failed, unit
 
 def builtin_score(record: TaskRecord, response: str, config: RewardConfig) -> RewardResult:
     """The family's own reward: protocol check (format), payload score (task, extras); with
-    `reward.mode: orarl`, OraRL's adapter for the family (`orarl_adapters`), math aside; with
+    `reward.mode: orarl`, OraRL's adapter for the family (`FamilyReward.orarl`), math aside; with
     `video_r1`, Video-R1's rules for its multiple-choice and numeric records (`video_r1`)."""
-    orarl = record.family.task.orarl_reward
-    if config.mode == "orarl" and orarl is not None:
-        fmt, found = orarl(record, response)
+    family = FAMILY_REWARDS[record.family]
+    if config.mode == "orarl" and family.orarl is not None:
+        fmt, found = family.orarl(record, response)
         components = {name: unit(value) for name, value in found.items()}
         overall = components["task"] * fmt
         return RewardResult(overall, {"format": fmt, **components, "overall": overall})
@@ -38,7 +38,6 @@ def builtin_score(record: TaskRecord, response: str, config: RewardConfig) -> Re
     if config.mode == "videoauto_r1" and answer_twice.boxable(record):
         found = answer_twice.score(record, response, config)
         return RewardResult(found["overall"], found)
-    family = FAMILY_REWARDS[record.family]
     extraction = family.protocol.extract(response, config.think_required)
     fmt = 1.0 if extraction.ok else 0.0
     # An unusable payload still goes through the scorer (as ""), so that every row of a

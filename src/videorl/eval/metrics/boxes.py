@@ -19,9 +19,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from videorl.rewards.geometry import box_iou, clip_window, temporal_iou
+from videorl.rewards.geometry import box_iou, clip_window, nearest_box, temporal_iou
 from videorl.rewards.payload import Box, key_value
-from videorl.rewards.spatio_temporal_grounding import nearest_box
 
 SG_THRESHOLDS = (0.5, 0.7, 0.9)
 SUCCESS_THRESHOLD = 0.5

@@ -10,6 +10,8 @@ from videorl.data.records import ChoiceAnswer, NumericAnswer, TaskRecord
 from videorl.rewards.config import RewardConfig
 from videorl.rewards.geometry import mean_relative_accuracy
 from videorl.rewards.payload import format_number, parse_letter, parse_number
+from videorl.rewards.protocol import TAGGED
+from videorl.rewards.registry import FAMILY_REWARDS, FamilyReward
 
 
 def score(record: TaskRecord, payload: str, config: RewardConfig) -> dict[str, float]:
@@ -30,3 +32,10 @@ def serialize(record: TaskRecord) -> str:
         return answer.letter
     assert isinstance(answer, NumericAnswer), f"record {record.id}: not a numeric or choice answer"
     return format_number(answer.value)
+
+
+from videorl.tasks.spatial_intelligence import orarl
+
+FAMILY_REWARDS.register(
+    "spatial_intelligence", FamilyReward(score, serialize, TAGGED, orarl=orarl.adapter)
+)

@@ -12,19 +12,12 @@ from typing import Any
 
 from videorl.data.records import SpatioTemporalAnswer, TaskRecord
 from videorl.rewards.config import RewardConfig
-from videorl.rewards.geometry import box_iou, clip_window, temporal_iou
-from videorl.rewards.payload import Box, as_window, compact_json, key_value, keyed_boxes, load_json
+from videorl.rewards.geometry import box_iou, clip_window, nearest_box, temporal_iou
+from videorl.rewards.payload import as_window, compact_json, key_value, keyed_boxes, load_json
+from videorl.rewards.protocol import TAGGED
+from videorl.rewards.registry import FAMILY_REWARDS, FamilyReward
 
 TIME_WEIGHT, SPACE_WEIGHT = 0.2, 0.8
-MATCH_TOLERANCE_S = 0.5
-
-
-def nearest_box(pred: dict[float, Box], second: float) -> Box | None:
-    """The predicted box at the second nearest to `second`, if within 0.5 s."""
-    if not pred:
-        return None
-    key = min(pred, key=lambda t: (abs(t - second), t))
-    return pred[key] if abs(key - second) <= MATCH_TOLERANCE_S else None
 
 
 def score(record: TaskRecord, payload: str, config: RewardConfig) -> dict[str, float]:
@@ -64,3 +57,10 @@ def serialize(record: TaskRecord) -> str:
     return compact_json(
         {"time": list(window), "boxes": {s: list(b) for s, b in answer.boxes.items()}}
     )
+
+
+from videorl.tasks.spatio_temporal_grounding import orarl
+
+FAMILY_REWARDS.register(
+    "spatio_temporal_grounding", FamilyReward(score, serialize, TAGGED, orarl=orarl.adapter)
+)

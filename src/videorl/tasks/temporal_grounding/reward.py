@@ -14,6 +14,8 @@ from videorl.data.records import TaskRecord, TemporalAnswer
 from videorl.rewards.config import RewardConfig
 from videorl.rewards.geometry import clip_window, temporal_iou, temporal_iou_v2
 from videorl.rewards.payload import MAX_PAYLOAD_CHARS, NUMBER, format_number
+from videorl.rewards.protocol import TAGGED
+from videorl.rewards.registry import FAMILY_REWARDS, FamilyReward
 
 _SPAN = re.compile(rf"\s*({NUMBER})\s*s?\s*(?:to|and)\s*({NUMBER})\s*s?\s*", re.IGNORECASE)
 
@@ -74,3 +76,10 @@ def serialize(record: TaskRecord) -> str:
     """The first (clipped) window as `S to E`, e.g. `2.5 to 7`."""
     start, end = ground_truth(record)[0]
     return f"{format_number(start)} to {format_number(end)}"
+
+
+from videorl.tasks.temporal_grounding import orarl
+
+FAMILY_REWARDS.register(
+    "temporal_grounding", FamilyReward(score, serialize, TAGGED, orarl=orarl.adapter)
+)

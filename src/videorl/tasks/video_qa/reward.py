@@ -10,6 +10,8 @@ import re
 from videorl.data.records import ChoiceAnswer, TaskRecord, TextAnswer
 from videorl.rewards.config import RewardConfig
 from videorl.rewards.payload import parse_letter
+from videorl.rewards.protocol import TAGGED
+from videorl.rewards.registry import FAMILY_REWARDS, FamilyReward
 
 _SPACES = re.compile(r"\s+")
 _EDGE_PUNCTUATION = ".,;:!?\"'()[]{} "
@@ -42,3 +44,8 @@ def serialize(record: TaskRecord) -> str:
         return answer.text
     assert isinstance(answer, ChoiceAnswer), f"record {record.id}: not a choice answer"
     return answer.letter
+
+
+from videorl.tasks.video_qa import orarl
+
+FAMILY_REWARDS.register("video_qa", FamilyReward(score, serialize, TAGGED, orarl=orarl.adapter))

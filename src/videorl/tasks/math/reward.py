@@ -6,60 +6,22 @@ reference, else 0.
 The protocol differs from the video families: the answer is the last `\\boxed{...}` of the
 response (after the think block when there is one); format = 1 iff it is complete (balanced
 braces, at most 1,000 characters), so a truncated response scores 0.
+
+The `\\boxed{}` protocol itself is generic (`rewards/protocol.py`: `BOXED_PROTOCOL`).
 """
 
 from __future__ import annotations
 
 import functools
-import re
 import threading
 from typing import Any
 
 from videorl.data.records import MathAnswer, TaskRecord
 from videorl.rewards.config import RewardConfig
-from videorl.rewards.protocol import EMPTY_THINK, Extraction, Protocol, split_think
+from videorl.rewards.protocol import BOXED, BOXED_PROTOCOL, MAX_ANSWER_CHARS, last_boxed
+from videorl.rewards.registry import FAMILY_REWARDS, FamilyReward
 
-BOXED = "\\boxed"
-# A final answer is short; longer text is not checked (sympy on megabytes could take minutes).
-MAX_ANSWER_CHARS = 1_000
 VERIFY_TIMEOUT_S = 5
-_OPENING = re.compile(r"\s*\{")
-_BRACE = re.compile(r"\\.|[{}]", re.DOTALL)
-
-
-def last_boxed(text: str) -> str | None:
-    """The content of the last `\\boxed{...}`, or None when there is none, it is unclosed, or
-    it is longer than `MAX_ANSWER_CHARS` (not a final answer)."""
-    start = text.rfind(BOXED)
-    if start < 0:
-        return None
-    opening = _OPENING.match(text, start + len(BOXED))
-    if opening is None:
-        return None
-    first = opening.end()
-    depth = 1
-    for token in _BRACE.finditer(text, first, first + MAX_ANSWER_CHARS + 1):
-        depth += {"{": 1, "}": -1}.get(token.group(0), 0)  # an escape like `\{` does not nest
-        if depth == 0:
-            return text[first : token.start()]
-    return None
-
-
-def extract_boxed(response: str, think_required: bool) -> Extraction:
-    """The final boxed answer and whether the response has the required shape."""
-    think_ok, rest = split_think(response, think_required)
-    content = last_boxed(rest)
-    if content is None:
-        return Extraction(False, last_boxed(response))
-    return Extraction(think_ok, content)
-
-
-def wrap_boxed(payload: str, think: bool) -> str:
-    """`\\boxed{payload}`, after an empty think block when `think`."""
-    return (EMPTY_THINK if think else "") + BOXED + "{" + payload + "}"
-
-
-BOXED_PROTOCOL = Protocol(extract=extract_boxed, wrap=wrap_boxed)
 
 
 def _timeout() -> int | None:
@@ -101,3 +63,6 @@ def score(record: TaskRecord, payload: str, config: RewardConfig) -> dict[str, f
 def serialize(record: TaskRecord) -> str:
     """The reference answer (the protocol wraps it in `\\boxed{}`)."""
     return reference_answer(record)
+
+
+FAMILY_REWARDS.register("math", FamilyReward(score, serialize, BOXED_PROTOCOL))

@@ -1,31 +1,18 @@
-"""Temporal grounding: find the start and end of a described moment (docs/methods.md#rewards).
-
-Answer `TemporalAnswer` (windows in seconds); reward `rewards/temporal_grounding.py`;
-evaluation R1@m and mIoU (`eval/metrics/temporal.py`); synthetic videos where a shape appears,
-changes colour or moves over a 1-1.5 s event.
-"""
+"""The synthetic temporal grounding generator (`videorl synth`)."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
-from videorl.data.columns import json_cell, object_cell
-from videorl.data.families import DemoParts, Family, TaskFamily, register_family
-from videorl.data.formats import windows_of
-from videorl.data.prompts import temporal
-from videorl.data.published_prompts import orarl_temporal, taro_temporal
+from videorl.data.families import Family
 from videorl.data.records import (
     DenseCaption,
     TaskRecord,
     TemporalAnswer,
-    require,
-    window_value,
 )
-from videorl.data.synth import SynthDraw
+from videorl.data.synth import FAMILY_SYNTHS, SynthDraw
 from videorl.data.synth_scene import COLORS, Placed, distinct, place
 from videorl.data.synth_tasks import (
     TG_DURATION,
@@ -38,37 +25,6 @@ from videorl.data.synth_tasks import (
     save_video,
     shape,
 )
-from videorl.errors import DataError
-from videorl.eval import parsing
-from videorl.eval.blind import blind_temporal
-from videorl.eval.scoring import score_temporal, summarize_temporal
-from videorl.rewards import orarl_adapters
-from videorl.rewards import temporal_grounding as reward
-from videorl.tasks.common import demo_view
-
-_SPAN = re.compile(r"([-+]?\d*\.?\d+)\s*(?:s\b|seconds?\b)?\s*(?:to|and|-|–)\s*([-+]?\d*\.?\d+)")
-
-
-def answer(data: dict[str, Any], where: str) -> TemporalAnswer:
-    windows = require(data, "windows", where)
-    if not isinstance(windows, (list, tuple)) or not windows:
-        raise DataError(f"{where}.windows: expected a non-empty list of windows")
-    return TemporalAnswer(tuple(window_value(w, f"{where}.windows") for w in windows))
-
-
-def cell_answer(raw: Any, options: tuple[str, ...], column: str) -> TemporalAnswer:
-    """A window object, `{"time": [S, E]}` / `{"start", "end"}`, `[S, E]` or `"S to E"`."""
-    raw = json_cell(raw)
-    if isinstance(raw, dict):
-        if "windows" in raw:
-            return object_cell(Family.TEMPORAL_GROUNDING, raw, column)
-        raw = raw.get("time") or [raw.get("start"), raw.get("end")]
-    elif isinstance(raw, str):
-        match = _SPAN.search(raw)
-        if match is None:
-            raise DataError(f"column {column!r}: expected a span 'S to E' or [S, E], got {raw!r}")
-        raw = [match.group(1), match.group(2)]
-    return TemporalAnswer(tuple(windows_of(raw, column)))
 
 
 def temporal_grounding(
@@ -131,7 +87,7 @@ def temporal_grounding(
     bounds = ((0.0, t0), (t0, t1), (t1, duration))
     return TaskRecord(
         id=rid,
-        family=Family.TEMPORAL_GROUNDING,
+        family=Family("temporal_grounding"),
         problem=query,
         answer=TemporalAnswer(((t0, t1),)),
         video=save_video(out, rid, width, height, duration, at),
@@ -150,35 +106,4 @@ def synthesize(draw: SynthDraw) -> TaskRecord:
     return temporal_grounding(draw.rng, draw.rid, draw.out, draw.tg_events)
 
 
-def _blank(options: tuple[str, ...], meta: Any) -> tuple[TemporalAnswer, dict[str, Any]]:
-    return TemporalAnswer(((0.0, 0.0),)), {}
-
-
-register_family(
-    TaskFamily(
-        name="temporal_grounding",
-        short="tg",
-        aliases=("vtg", "temporal", "grounding", "moment_retrieval"),
-        answer=answer,
-        cell_answer=cell_answer,
-        prompt=temporal,
-        published={"orarl": orarl_temporal, "taro": taro_temporal},
-        reward=reward.score,
-        serialize=reward.serialize,
-        orarl_reward=orarl_adapters.temporal_grounding,
-        eval_score=score_temporal,
-        summary=summarize_temporal,
-        sample_metric="iou",
-        blind=blind_temporal,
-        synth=synthesize,
-        time_windows=True,
-        demo=DemoParts(
-            label="temporal grounding",
-            placeholder="the moment to find, e.g. the red circle is visible",
-            expected="<answer>S to E</answer>",
-            blank=_blank,
-            parse=lambda text, options: {"window": parsing.parse_window(text)},
-            view=lambda result: demo_view("temporal_view")(result),
-        ),
-    )
-)
+FAMILY_SYNTHS.register("temporal_grounding", synthesize)

@@ -1,46 +1,24 @@
-"""Spatial intelligence: numeric and multiple-choice questions about a scene's layout
-(VSI-Bench's subtypes; docs/methods.md#answer-protocol).
-
-Answer `NumericAnswer` (scored by mean relative accuracy) or `ChoiceAnswer`; reward
-`rewards/spatial_intelligence.py`; synthetic scenes for every subtype of
-`SI_NUMERIC_SUBTYPES` and `SI_CHOICE_SUBTYPES` (chosen by index, so eight records hold all).
-"""
+"""The synthetic spatial intelligence generator (`videorl synth`)."""
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
-from videorl.data.columns import json_cell, object_cell
 from videorl.data.families import (
     SI_CHOICE_SUBTYPES,
     SI_NUMERIC_SUBTYPES,
     Family,
-    TaskFamily,
-    register_family,
-)
-from videorl.data.formats import choice_letter
-from videorl.data.prompts import choice_or_number
-from videorl.data.published_prompts import (
-    ORARL_SI_CHOICE_TAIL,
-    ORARL_SI_PREFIX,
-    orarl_choice_or_number,
-    video_r1_choice_or_number,
 )
 from videorl.data.records import (
     LETTERS,
-    Answer,
     ChoiceAnswer,
     NumericAnswer,
     TaskRecord,
-    choice_value,
-    finite_number,
-    require,
 )
-from videorl.data.synth import SynthDraw
+from videorl.data.synth import FAMILY_SYNTHS, SynthDraw
 from videorl.data.synth_scene import Placed, place
 from videorl.data.synth_tasks import (
     appearing,
@@ -48,32 +26,9 @@ from videorl.data.synth_tasks import (
     save_video,
     scatter,
 )
-from videorl.eval.scoring import score_spatial_intelligence, summarize_spatial_intelligence
-from videorl.rewards import orarl_adapters
-from videorl.rewards import spatial_intelligence as reward
 
 SI_SUBTYPES = SI_NUMERIC_SUBTYPES + SI_CHOICE_SUBTYPES
 TILE = 8
-
-
-def answer(data: dict[str, Any], where: str) -> Answer:
-    if "letter" in data:
-        return choice_value(data["letter"], f"{where}.letter")
-    return NumericAnswer(finite_number(require(data, "value", where), f"{where}.value"))
-
-
-def cell_answer(raw: Any, options: tuple[str, ...], column: str) -> Answer:
-    """A number (without options), else a letter, option text or index."""
-    raw = json_cell(raw)
-    if isinstance(raw, dict):
-        return object_cell(Family.SPATIAL_INTELLIGENCE, raw, column)
-    if not options:
-        try:
-            return NumericAnswer(float(raw))
-        except (TypeError, ValueError):
-            pass
-    letters = options or tuple(LETTERS)
-    return ChoiceAnswer(choice_letter(raw.strip() if isinstance(raw, str) else raw, letters))
 
 
 def shuffled_options(
@@ -176,7 +131,7 @@ def spatial_intelligence(rng: np.random.Generator, rid: str, out: Path, index: i
     media = save_video(out, rid, width, height, duration, at)
     return TaskRecord(
         id=rid,
-        family=Family.SPATIAL_INTELLIGENCE,
+        family=Family("spatial_intelligence"),
         problem=problem,
         answer=answer,
         source="synth",
@@ -190,27 +145,4 @@ def synthesize(draw: SynthDraw) -> TaskRecord:
     return spatial_intelligence(draw.rng, draw.rid, draw.out, draw.index)
 
 
-register_family(
-    TaskFamily(
-        name="spatial_intelligence",
-        short="si",
-        aliases=("vsi", "spatial_reasoning"),
-        answer=answer,
-        cell_answer=cell_answer,
-        prompt=choice_or_number,
-        published={
-            "orarl": lambda record: orarl_choice_or_number(
-                record, ORARL_SI_PREFIX, ORARL_SI_CHOICE_TAIL
-            ),
-            "video_r1": video_r1_choice_or_number,
-        },
-        reward=reward.score,
-        serialize=reward.serialize,
-        orarl_reward=orarl_adapters.spatial_intelligence,
-        eval_score=score_spatial_intelligence,
-        summary=summarize_spatial_intelligence,
-        synth=synthesize,
-        subtype_groups=True,
-        video_r1_types=("numerical", "regression"),
-    )
-)
+FAMILY_SYNTHS.register("spatial_intelligence", synthesize)

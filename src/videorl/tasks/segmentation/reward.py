@@ -26,6 +26,8 @@ from videorl.rewards.config import RewardConfig
 from videorl.rewards.geometry import box_iou
 from videorl.rewards.masks import Mask, load_mask
 from videorl.rewards.payload import Box, Point, as_box, as_points, compact_json, finite, load_json
+from videorl.rewards.protocol import TAGGED
+from videorl.rewards.registry import FAMILY_REWARDS, FamilyReward
 
 # Weights in percent, so that a perfect answer sums to exactly 100 / 100 = 1.0.
 IMAGE_WEIGHTS = {"iou": 50, "pos": 25, "neg": 25}
@@ -180,3 +182,8 @@ def serialize(record: TaskRecord) -> str:
     if answer.time is not None:
         out["time"] = answer.time
     return compact_json(out)
+
+
+from videorl.tasks.segmentation import orarl
+
+FAMILY_REWARDS.register("segmentation", FamilyReward(score, serialize, TAGGED, orarl=orarl.adapter))

@@ -1,34 +1,12 @@
-"""Text-only math: a final answer in `\\boxed{}`, checked by equivalence
-(docs/methods.md#rewards).
-
-Answer `MathAnswer`; reward `rewards/math_answer.py` (its `\\boxed{}` protocol); evaluation
-accuracy; synthetic arithmetic word problems with integer answers. No video.
-"""
+"""The synthetic math generator (`videorl synth`)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
-from videorl.data.families import Family, TaskFamily, register_family
-from videorl.data.formats import final_answer
-from videorl.data.prompts import math as prompt
-from videorl.data.records import MathAnswer, TaskRecord, require
-from videorl.data.synth import SynthDraw
-from videorl.eval.scoring import score_math, summarize_math
-from videorl.rewards import math_answer as reward
-
-
-def answer(data: dict[str, Any], where: str) -> MathAnswer:
-    return MathAnswer(str(require(data, "text", where)))
-
-
-def cell_answer(raw: Any, options: tuple[str, ...], column: str) -> MathAnswer:
-    """The final answer of a solution (`\\boxed{...}`, GSM8K `#### x` or the text)."""
-    text = str(raw[0] if isinstance(raw, (list, tuple)) and raw else raw)
-    return MathAnswer(final_answer(text))
-
+from videorl.data.families import Family
+from videorl.data.records import MathAnswer, TaskRecord
+from videorl.data.synth import FAMILY_SYNTHS, SynthDraw
 
 NAMES = ("Ada", "Ben", "Chen", "Dana", "Eli", "Fatima", "Goro", "Hana")
 
@@ -64,7 +42,7 @@ def math_problem(rng: np.random.Generator, rid: str) -> TaskRecord:
         value, subtype = c + a * b, "expression"
     return TaskRecord(
         id=rid,
-        family=Family.MATH,
+        family=Family("math"),
         problem=problem,
         answer=MathAnswer(str(value)),
         source="synth",
@@ -76,20 +54,4 @@ def synthesize(draw: SynthDraw) -> TaskRecord:
     return math_problem(draw.rng, draw.rid)
 
 
-register_family(
-    TaskFamily(
-        name="math",
-        short="math",
-        aliases=("text_math",),
-        uses_video=False,
-        answer=answer,
-        cell_answer=cell_answer,
-        prompt=prompt,
-        reward=reward.score,
-        serialize=reward.serialize,
-        protocol=reward.BOXED_PROTOCOL,
-        eval_score=score_math,
-        summary=summarize_math,
-        synth=synthesize,
-    )
-)
+FAMILY_SYNTHS.register("math", synthesize)

@@ -12,6 +12,8 @@ from videorl.data.records import TaskRecord, TrackingAnswer
 from videorl.rewards.config import RewardConfig
 from videorl.rewards.geometry import box_iou
 from videorl.rewards.payload import compact_json, key_value, keyed_boxes, load_json
+from videorl.rewards.protocol import TAGGED
+from videorl.rewards.registry import FAMILY_REWARDS, FamilyReward
 
 
 def score(record: TaskRecord, payload: str, config: RewardConfig) -> dict[str, float]:
@@ -34,3 +36,8 @@ def serialize(record: TaskRecord) -> str:
     answer = record.answer
     assert isinstance(answer, TrackingAnswer), f"record {record.id}: not a tracking answer"
     return compact_json({"boxes": {frame: list(box) for frame, box in answer.boxes.items()}})
+
+
+from videorl.tasks.tracking import orarl
+
+FAMILY_REWARDS.register("tracking", FamilyReward(score, serialize, TAGGED, orarl=orarl.adapter))

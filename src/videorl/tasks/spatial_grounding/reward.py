@@ -26,6 +26,7 @@ from videorl.rewards.protocol import (
     split_think,
     wrap_tagged,
 )
+from videorl.rewards.registry import FAMILY_REWARDS, FamilyReward
 
 _NATIVE_FENCE = re.compile(r"```json\s*(.*?)\s*```", re.DOTALL | re.IGNORECASE)
 
@@ -80,3 +81,10 @@ def extract(response: str, think_required: bool) -> Extraction:
 
 
 NATIVE_OR_TAGGED = Protocol(extract=extract, wrap=wrap_tagged)
+
+
+from videorl.tasks.spatial_grounding import orarl
+
+FAMILY_REWARDS.register(
+    "spatial_grounding", FamilyReward(score, serialize, NATIVE_OR_TAGGED, orarl=orarl.adapter)
+)

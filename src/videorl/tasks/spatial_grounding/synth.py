@@ -1,0 +1,41 @@
+"""The synthetic spatial grounding generator (`videorl synth`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from videorl.data.families import Family
+from videorl.data.records import BoxAnswer, TaskRecord
+from videorl.data.synth import FAMILY_SYNTHS, SynthDraw
+from videorl.data.synth_tasks import (
+    box_of,
+    frame_size,
+    save_image,
+    scatter,
+)
+
+
+def spatial_grounding(rng: np.random.Generator, rid: str, out: Path) -> TaskRecord:
+    """Three shapes of different colours in an image; box the named one."""
+    width, height = frame_size(rng)
+    items = scatter(rng, width, height, 3)
+    target = items[0]
+    return TaskRecord(
+        id=rid,
+        family=Family("spatial_grounding"),
+        problem=f"the {target.name}",
+        answer=BoxAnswer(box_of(target, width, height)),
+        image=save_image(out, rid, width, height, items),
+        source="synth",
+        width=width,
+        height=height,
+    )
+
+
+def synthesize(draw: SynthDraw) -> TaskRecord:
+    return spatial_grounding(draw.rng, draw.rid, draw.out)
+
+
+FAMILY_SYNTHS.register("spatial_grounding", synthesize)

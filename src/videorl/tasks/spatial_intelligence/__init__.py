@@ -1,0 +1,76 @@
+"""Spatial intelligence: numeric and multiple-choice questions about a scene's layout
+(VSI-Bench's subtypes; docs/methods.md#answer-protocol).
+
+Answer `NumericAnswer` (scored by mean relative accuracy) or `ChoiceAnswer`; reward
+`rewards/spatial_intelligence.py`; synthetic scenes for every subtype of
+`SI_NUMERIC_SUBTYPES` and `SI_CHOICE_SUBTYPES` (chosen by index, so eight records hold all).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from videorl.data.columns import json_cell, object_cell
+from videorl.data.families import (
+    Family,
+    TaskFamily,
+    register_family,
+)
+from videorl.data.formats import choice_letter
+from videorl.data.prompts import choice_or_number
+from videorl.data.published_prompts import (
+    ORARL_SI_CHOICE_TAIL,
+    ORARL_SI_PREFIX,
+    orarl_choice_or_number,
+    video_r1_choice_or_number,
+)
+from videorl.data.records import (
+    LETTERS,
+    Answer,
+    ChoiceAnswer,
+    NumericAnswer,
+    choice_value,
+    finite_number,
+    require,
+)
+
+
+def answer(data: dict[str, Any], where: str) -> Answer:
+    if "letter" in data:
+        return choice_value(data["letter"], f"{where}.letter")
+    return NumericAnswer(finite_number(require(data, "value", where), f"{where}.value"))
+
+
+def cell_answer(raw: Any, options: tuple[str, ...], column: str) -> Answer:
+    """A number (without options), else a letter, option text or index."""
+    raw = json_cell(raw)
+    if isinstance(raw, dict):
+        return object_cell(Family("spatial_intelligence"), raw, column)
+    if not options:
+        try:
+            return NumericAnswer(float(raw))
+        except (TypeError, ValueError):
+            pass
+    letters = options or tuple(LETTERS)
+    return ChoiceAnswer(choice_letter(raw.strip() if isinstance(raw, str) else raw, letters))
+
+
+register_family(
+    TaskFamily(
+        name="spatial_intelligence",
+        short="si",
+        aliases=("vsi", "spatial_reasoning"),
+        answer=answer,
+        cell_answer=cell_answer,
+        prompt=choice_or_number,
+        published={
+            "orarl": lambda record: orarl_choice_or_number(
+                record, ORARL_SI_PREFIX, ORARL_SI_CHOICE_TAIL
+            ),
+            "video_r1": video_r1_choice_or_number,
+        },
+        subtype_groups=True,
+        video_r1_types=("numerical", "regression"),
+        package=__name__,
+    )
+)

@@ -1,0 +1,76 @@
+"""The synthetic spatio temporal grounding generator (`videorl synth`)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+
+from videorl.data.families import Family
+from videorl.data.records import (
+    SpatioTemporalAnswer,
+    TaskRecord,
+)
+from videorl.data.synth import FAMILY_SYNTHS, SynthDraw
+from videorl.data.synth_scene import COLORS, Placed, distinct
+from videorl.data.synth_tasks import (
+    box_of,
+    frame_size,
+    half_step,
+    save_video,
+    shape,
+)
+
+
+def spatio_temporal_grounding(rng: np.random.Generator, rid: str, out: Path) -> TaskRecord:
+    """A shape crosses the upper half during [t0, t1) while a distractor sits in the lower
+    half; the answer is the window and the shape's box at each whole second inside it."""
+    width, height = frame_size(rng)
+    duration = half_step(rng, 5.0, 8.0)
+    t0 = half_step(rng, 0.5, duration - 3.0)
+    t1 = half_step(rng, t0 + 2.0, duration - 0.5)
+    size = int(rng.integers(10, 15))
+    c_target, c_other = distinct(rng, list(COLORS), 2)
+    y = int(rng.integers(0, height // 2 - size + 1))
+    target = Placed(shape(rng), c_target, 2, y, size)
+    x_end = width - size - 2
+    other = Placed(
+        shape(rng),
+        c_other,
+        int(rng.integers(0, width - size + 1)),
+        int(rng.integers(height // 2, height - size + 1)),
+        size,
+    )
+
+    def at_time(t: float) -> Placed:
+        return target.moved(round(2 + (x_end - 2) * (t - t0) / (t1 - t0)), y)
+
+    media = save_video(
+        out,
+        rid,
+        width,
+        height,
+        duration,
+        lambda t: [other, at_time(t)] if t0 <= t < t1 else [other],
+    )
+    seconds = range(math.ceil(t0), math.ceil(t1))
+    boxes = {str(s): box_of(at_time(float(s)), width, height) for s in seconds}
+    return TaskRecord(
+        id=rid,
+        family=Family("spatio_temporal_grounding"),
+        problem=f"the {target.name}",
+        answer=SpatioTemporalAnswer(time=(t0, t1), boxes=boxes),
+        video=media,
+        duration=duration,
+        source="synth",
+        width=width,
+        height=height,
+    )
+
+
+def synthesize(draw: SynthDraw) -> TaskRecord:
+    return spatio_temporal_grounding(draw.rng, draw.rid, draw.out)
+
+
+FAMILY_SYNTHS.register("spatio_temporal_grounding", synthesize)

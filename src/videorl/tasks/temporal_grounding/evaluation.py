@@ -1,0 +1,70 @@
+"""Temporal grounding: how a benchmark scores it, R1@m and mIoU (`eval/metrics/temporal.py`); the blind best is the span `[a * D, b * D]`
+of the stated duration D, with (a, b) on a grid of `GRID` maximising training mIoU (the
+prompt states D).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, cast
+
+from videorl.data.records import TaskRecord, TemporalAnswer
+from videorl.eval import parsing
+from videorl.eval.metrics import temporal
+from videorl.eval.metrics.temporal import query_iou, summarize
+from videorl.eval.scoring import FAMILY_EVALS, FamilyEval, SampleResult, Scored, values_of
+
+GRID = 0.025  # span ends as fractions of the duration: 0, 0.025, ..., 1
+
+
+def _span_ious(records: Sequence[TaskRecord], a: float, b: float) -> list[float]:
+    """tIoU of the span `[a D, b D]` on each record (all stating D: `_timed`)."""
+    # blind_best hands the temporal grounding records alone: their answers are TemporalAnswer.
+    return [
+        query_iou(
+            (a * (r.duration or 0.0), b * (r.duration or 0.0)),
+            cast(TemporalAnswer, r.answer).windows,
+            r.duration,
+        )
+        for r in records
+    ]
+
+
+def _timed(records: Sequence[TaskRecord]) -> list[TaskRecord]:
+    """The records whose prompt states a duration (the fixed span is a fraction of it)."""
+    return [r for r in records if r.duration]
+
+
+def best_fixed_span(train: Sequence[TaskRecord]) -> tuple[float, float]:
+    """The (a, b) fractions whose span `[a D, b D]` has the highest mean tIoU on `train`."""
+    steps = round(1 / GRID)
+    fractions = [k / steps for k in range(steps + 1)]
+    candidates = [(a, b) for a in fractions for b in fractions if b > a]
+    return max(candidates, key=lambda ab: sum(_span_ious(train, *ab)))
+
+
+def blind_temporal(train: Sequence[TaskRecord], val: Sequence[TaskRecord]) -> dict[str, Any]:
+    """The best fixed span fitted on `train`, its metrics (percent) on `val`; records without
+    a duration are left out (none left in a split: `{}`, no baseline)."""
+    train, val = _timed(train), _timed(val)
+    if not train or not val:
+        return {}
+    a, b = best_fixed_span(train)
+    return {"answer": f"[{a:g} D, {b:g} D]", **summarize(_span_ious(val, a, b))}
+
+
+def score_temporal(record: TaskRecord, text: str) -> Scored:
+    assert isinstance(record.answer, TemporalAnswer)
+    window = parsing.parse_window(text)
+    iou = temporal.query_iou(window, record.answer.windows, record.duration)
+    return (None if window is None else list(window)), {"score": iou, "iou": iou}
+
+
+def summarize_temporal(samples: Sequence[SampleResult]) -> dict[str, float]:
+    return temporal.summarize(values_of(samples, "iou"))
+
+
+FAMILY_EVALS.register(
+    "temporal_grounding",
+    FamilyEval(score_temporal, summarize_temporal, sample_metric="iou", blind=blind_temporal),
+)

@@ -1,0 +1,43 @@
+"""OraRL's temporal grounding reward, exactly as its adapter scores it.
+
+Re-implemented from `orarl/rewards/adapters/*.py` in HVision-NKU/OraRL (commit e3903be)
+(`reward.mode: orarl`; the router sets `overall = task * format` as OraRL does); the
+answer is read as `orarl_parsing.canonical_payload` does (several `</think>` tags allowed,
+tags in any case, the payload stripped). Against ours (docs/fidelity.md):
+
+- temporal grounding: `S to E` / `S and E` with whitespace around the word, no `s`
+  suffix, no exponent; S > E is format 0; the span is compared unsorted-safe (tIoU of the
+  sorted pair);
+
+Ground-truth windows stay clipped to the video's duration (as the annotation row
+serializes them).
+"""
+
+from __future__ import annotations
+
+import re
+
+from videorl.data.records import (
+    TaskRecord,
+)
+from videorl.rewards.orarl_parsing import (
+    NUMBER,
+    canonical_payload,
+    interval_iou,
+)
+from videorl.tasks.temporal_grounding.reward import ground_truth
+
+Components = dict[str, float]
+
+
+_SPAN = re.compile(rf"\s*({NUMBER})\s+(?:to|and)\s+({NUMBER})\s*", re.IGNORECASE)
+
+
+def adapter(record: TaskRecord, response: str) -> tuple[float, Components]:
+    payload = canonical_payload(response)
+    found = None if payload is None else _SPAN.fullmatch(payload)
+    span = None if found is None else (float(found.group(1)), float(found.group(2)))
+    if span is not None and span[0] > span[1]:
+        span = None
+    iou = 0.0 if span is None else max(interval_iou(span, w) for w in ground_truth(record))
+    return (0.0 if span is None else 1.0), {"task": iou, "iou": iou}

@@ -1,0 +1,37 @@
+"""What the web demo shows of tracking."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from videorl.data.records import TrackingAnswer
+from videorl.demo import views
+from videorl.demo.parts import FAMILY_DEMOS, DemoParts
+from videorl.eval import parsing
+from videorl.tasks.common import NO_BOX
+
+
+def _blank(options: tuple[str, ...], meta: Any) -> tuple[TrackingAnswer, dict[str, Any]]:
+    """Boxes asked for in the demo's tracked frames of the uploaded video."""
+    from videorl.demo.inference import tracked_frames
+
+    boxes = {str(f): NO_BOX for f in tracked_frames(meta)}
+    return TrackingAnswer(boxes), {"extra": {"source_fps": meta.source_fps}}
+
+
+def _prediction(text: str, options: tuple[str, ...]) -> dict[str, Any]:
+    tracked = parsing.parse_tracking(text) or {}
+    return {"boxes": {k: b for k, b in tracked.items() if isinstance(k, float)}}
+
+
+FAMILY_DEMOS.register(
+    "tracking",
+    DemoParts(
+        label="tracking",
+        placeholder="the object to track, e.g. the green circle",
+        expected='<answer>{"boxes": {"<frame>": [x1, y1, x2, y2]}}</answer>',
+        blank=_blank,
+        parse=_prediction,
+        view=views.tracking_view,
+    ),
+)

@@ -1,0 +1,34 @@
+"""What the web demo shows of video qa."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from videorl.data.records import LETTERS, ChoiceAnswer
+from videorl.demo import views
+from videorl.demo.parts import FAMILY_DEMOS, DemoParts
+from videorl.errors import DataError
+from videorl.tasks.common import choice_prediction
+
+
+def _blank(options: tuple[str, ...], meta: Any) -> tuple[ChoiceAnswer, dict[str, Any]]:
+    given = tuple(o.strip() for o in options if o.strip())
+    if not 2 <= len(given) <= len(LETTERS):
+        raise DataError(
+            f"video QA needs 2 to {len(LETTERS)} options, one per line (got {len(given)})"
+        )
+    return ChoiceAnswer("A"), {"options": given}
+
+
+FAMILY_DEMOS.register(
+    "video_qa",
+    DemoParts(
+        label="video QA",
+        placeholder="the question, e.g. What colour is the square?",
+        expected="<answer>X</answer> with an option letter",
+        blank=_blank,
+        parse=choice_prediction,
+        view=views.choice_view,
+        options=True,
+    ),
+)
