@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 from pycocotools import mask as mask_utils
 
-from videorl.data.families import SI_CHOICE_SUBTYPES, SI_NUMERIC_SUBTYPES, Family
+from videorl.data.families import SI_CHOICE_SUBTYPES, SI_NUMERIC_SUBTYPES, Family, families
 from videorl.data.records import TaskRecord, record_from_dict
 from videorl.rewards import RewardConfig, ScoringPool, score_response, serialize_annotation
 
@@ -154,7 +154,7 @@ def main() -> None:
     pooled = RewardConfig(num_workers=args.workers, timeout_s=30.0)
     rows: dict[str, dict[str, float]] = {}
     with ScoringPool(pooled) as pool:
-        for family in Family:
+        for family in families():
             count = args.math_samples if family == Family("math") else args.samples
             # Warm-up on other seeds: imports, worker start-up.
             warm_records, warm_responses = samples(family, 4 * GROUP, args.seed + 1)

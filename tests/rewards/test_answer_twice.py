@@ -14,6 +14,7 @@ import pytest
 from videorl.data.prompts import build_prompt
 from videorl.rewards import RewardConfig, score_response
 from videorl.rewards.answer_twice import boxable, first_answer, format_ok, second_answer
+from videorl.rewards.registry import FAMILY_REWARDS
 
 from .factories import all_records
 
@@ -105,7 +106,7 @@ def test_families_whose_payload_cannot_be_boxed_keep_their_reward():
 
 def test_temporal_grounding_scores_boxed_windows():
     record = all_records()["tg"]
-    window = record.family.task.serialize(record)
+    window = FAMILY_REWARDS[record.family].serialize(record)
     result = score_response(record, rf"\boxed{{{window}}}<think>x</think>\boxed{{{window}}}", MODE)
     assert result.components["answer1"] == 1.0 and result.components["answer2"] == 1.0
 

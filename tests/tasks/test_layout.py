@@ -63,9 +63,9 @@ def _offences(path: Path, words: set[str]) -> list[str]:
     tree = ast.parse(path.read_text(encoding="utf-8"))
     found = []
     for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            if any(word in node.name.lower() for word in words):
-                found.append(f"{node.lineno}: def {node.name}")
+        named = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        if named and any(word in node.name.lower() for word in words):
+            found.append(f"{node.lineno}: def {node.name}")
         if isinstance(node, ast.Compare):
             for side in (node.left, *node.comparators):
                 text = ast.unparse(side)

@@ -4,14 +4,21 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+from PIL import Image
 
 from videorl.data.families import Answer, PartTable
+from videorl.video.meta import VideoMeta
 
-if TYPE_CHECKING:
-    from videorl.demo.inference import Result
-    from videorl.demo.views import Pictures
-    from videorl.video.meta import VideoMeta
+
+@dataclass(frozen=True)
+class Pictures:
+    """The pictures of an answer; None where the family has none."""
+
+    timeline: Image.Image | None = None
+    frames: Image.Image | None = None
+    options: str | None = None
 
 
 @dataclass(frozen=True)
@@ -27,7 +34,8 @@ class DemoParts:
     expected: str
     blank: Callable[[tuple[str, ...], VideoMeta], tuple[Answer, dict[str, Any]]]
     parse: Callable[[str, tuple[str, ...]], dict[str, Any]]
-    view: Callable[[Result], tuple[str, str, Pictures]]
+    # `view` takes the demo's `Result` (`demo/inference.py`, which reads these parts)
+    view: Callable[[Any], tuple[str, str, Pictures]]
     options: bool = False
 
 

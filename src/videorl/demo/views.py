@@ -23,7 +23,7 @@ from videorl.data.records import (
     TrackingAnswer,
 )
 from videorl.demo.inference import Result
-from videorl.demo.parts import FAMILY_DEMOS
+from videorl.demo.parts import FAMILY_DEMOS, Pictures
 from videorl.demo.render import (
     MODEL,
     TRUTH,
@@ -40,15 +40,6 @@ from videorl.rewards.payload import Box, key_value
 MAX_TILES = 4
 BOXES_TITLE = "Boxes: model orange, truth green"
 NO_BOXES_TITLE = "Frames across the video (no box in the answer)"
-
-
-@dataclass(frozen=True)
-class Pictures:
-    """The pictures of an answer; None where the family has none."""
-
-    timeline: Image.Image | None = None
-    frames: Image.Image | None = None
-    options: str | None = None
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,7 @@ class BenchmarkSpec:
     title: str
     files: tuple[str, ...]
     format: str = "vtg"
-    family: Family = Family("temporal_grounding")
+    family: Family = Family("temporal_grounding")  # noqa: RUF009 - a frozen value
     queries: str = ""
     aliases: tuple[str, ...] = ()
 

@@ -261,6 +261,6 @@ def bare_letter(text: str, letters: str) -> str:
     return "" if found is None else found.group(1).upper()
 
 
-def choice_reward(predicted: str, target: str) -> tuple[float, Components]:
+def choice_reward(predicted: str, target: str) -> tuple[float, dict[str, float]]:
     correct = float(bool(predicted) and bool(target) and predicted == target)
     return float(bool(predicted)), {"task": correct}

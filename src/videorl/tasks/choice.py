@@ -7,7 +7,7 @@ from videorl.data.records import ChoiceAnswer, NumericAnswer, TaskRecord, TextAn
 from videorl.eval import parsing
 from videorl.eval.scoring import Scored
 from videorl.rewards.geometry import mean_relative_accuracy
-from videorl.tasks.video_qa.reward import text_match
+from videorl.tasks.video_qa.text import text_match
 
 
 def score_choice_or_number(record: TaskRecord, text: str) -> Scored:

@@ -25,7 +25,7 @@ from videorl.rewards.orarl_parsing import (
     canonical_payload,
     interval_iou,
 )
-from videorl.tasks.temporal_grounding.reward import ground_truth
+from videorl.tasks.temporal_grounding.truth import ground_truth
 
 Components = dict[str, float]
 

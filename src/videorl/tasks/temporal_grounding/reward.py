@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import re
 
-from videorl.data.records import TaskRecord, TemporalAnswer
+from videorl.data.records import TaskRecord
 from videorl.rewards.config import RewardConfig
-from videorl.rewards.geometry import clip_window, temporal_iou, temporal_iou_v2
+from videorl.rewards.geometry import temporal_iou, temporal_iou_v2
 from videorl.rewards.payload import MAX_PAYLOAD_CHARS, NUMBER, format_number
 from videorl.rewards.protocol import TAGGED
 from videorl.rewards.registry import FAMILY_REWARDS, FamilyReward
+from videorl.tasks.temporal_grounding.truth import ground_truth
 
 _SPAN = re.compile(rf"\s*({NUMBER})\s*s?\s*(?:to|and)\s*({NUMBER})\s*s?\s*", re.IGNORECASE)
 
@@ -47,13 +48,6 @@ def parse_taro(payload: str) -> tuple[float, float] | None:
         return None
     start, end = float(spans[-1][0]), float(spans[-1][1])
     return (start, end) if 0.0 <= start <= end < float("inf") else None
-
-
-def ground_truth(record: TaskRecord) -> list[tuple[float, float]]:
-    """The record's windows clipped to [0, duration]."""
-    answer = record.answer
-    assert isinstance(answer, TemporalAnswer), f"record {record.id}: not a temporal answer"
-    return [clip_window(window, record.duration) for window in answer.windows]
 
 
 def score(record: TaskRecord, payload: str, config: RewardConfig) -> dict[str, float]:

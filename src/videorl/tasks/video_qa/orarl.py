@@ -20,7 +20,7 @@ from videorl.rewards.orarl_parsing import (
     canonical_payload,
     choice_reward,
 )
-from videorl.tasks.video_qa.reward import text_match
+from videorl.tasks.video_qa.text import text_match
 
 Components = dict[str, float]
 

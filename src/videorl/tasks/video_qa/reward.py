@@ -5,27 +5,12 @@ asks the LLM judge of `reward.judge` instead (`rewards/judge.py`)."""
 
 from __future__ import annotations
 
-import re
-
 from videorl.data.records import ChoiceAnswer, TaskRecord, TextAnswer
 from videorl.rewards.config import RewardConfig
 from videorl.rewards.payload import parse_letter
 from videorl.rewards.protocol import TAGGED
 from videorl.rewards.registry import FAMILY_REWARDS, FamilyReward
-
-_SPACES = re.compile(r"\s+")
-_EDGE_PUNCTUATION = ".,;:!?\"'()[]{} "
-
-
-def normalized_text(text: str) -> str:
-    """Lower case, one space between words, no punctuation at either end."""
-    return _SPACES.sub(" ", text.casefold()).strip(_EDGE_PUNCTUATION)
-
-
-def text_match(payload: str, reference: str) -> float:
-    """1 if the normalised texts are equal (and not empty), else 0."""
-    answer = normalized_text(payload)
-    return float(bool(answer) and answer == normalized_text(reference))
+from videorl.tasks.video_qa.text import text_match
 
 
 def score(record: TaskRecord, payload: str, config: RewardConfig) -> dict[str, float]:
