@@ -12,11 +12,11 @@ import pytest
 from tests.rewards.factories import make
 from videorl.data.families import Family
 from videorl.data.loaders import load_records
-from videorl.data.prompts import choice_or_number
 from videorl.data.records import ChoiceAnswer, TextAnswer, record_from_dict
 from videorl.errors import DataError
 from videorl.eval.scoring import score_record
 from videorl.rewards import RewardConfig, score_response
+from videorl.tasks.choice_prompts import choice_or_number
 
 QUESTION = "What does the man put into the pot after the onions?"
 TRUTH = "He adds chopped tomatoes."

@@ -22,11 +22,11 @@ from videorl.data.families import Family
 from videorl.data.formats import detect_format
 from videorl.data.loaders import load_records
 from videorl.data.prompts import build_prompt
-from videorl.data.published_prompts import ORARL_TG, TARO_TG
 from videorl.data.records import DenseCaption, TemporalAnswer, record_from_dict
 from videorl.errors import ConfigError, DataError
 from videorl.models.inputs import chat_messages
 from videorl.rollout.groups import constructed_prefix
+from videorl.tasks.temporal_grounding.prompts import ORARL_TG, TARO_TG
 
 TARO_TEST_ROW = json.loads(
     r"""{"data_source": "vtgbench", "prompt": [{"role": "user", "content": "<video>To accurately pinpoint the event \"a person was sitting at a table\" in the video, determine the precise time period of the event.\n\nOutput your thought process within the <think> </think> tags, including analysis with either specific time ranges (xx.xx to xx.xx) in <timestep> </timestep> tags.\n\nThen, provide the start and end times (in seconds, precise to two decimal places) in the format \"start time to end time\" within the <answer> </answer> tags. For example:\n\n<think>\nI need to find the specific moment a person eats from a box.\nFrom 0.0s to 5.2s, a person is holding a box of food and talking to the camera, but they are not eating yet.\nFrom 5.3s to 8.1s, the person opens the box and looks inside. Still no eating action.\nAt 8.2s, the person picks up a piece of food from the box.\nFrom 8.5s to 12.4s, the person puts the food in their mouth and chews while holding the box. This clearly matches \"eating from a box.\"\nFrom 12.5s to 15.0s, the person puts the box down and wipes their mouth. The action has ended.\nTherefore, the relevant segment starts when the food approaches the mouth and ends when the chewing action concludes or the box is lowered.\n</think>\n<answer>\n8.50s to 12.40s\n</answer>"}], "videos": ["data/TimeR1-Dataset/tvgbench_data/KWZSA.mp4"], "video_start": null, "video_end": null, "ability": "vtg", "reward_model": {"style": "rule", "ground_truth": [13.4, 28.1]}, "extra_info": {"split": "test", "index": 0, "duration": 30.12}}"""

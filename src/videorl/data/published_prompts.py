@@ -1,16 +1,19 @@
-"""The published prompt templates, per family: `orarl` (OraRL's `eval/task/eval_prompt.py`,
-byte-aligned with its training data), `taro` (TaRO's temporal-grounding prompt, its
-`data/train.json` / `data/test.json`) and `video_r1` (Video-R1's `QUESTION_TEMPLATE` +
-`TYPE_TEMPLATE`, `src/r1-v/src/open_r1/grpo.py`, for multiple-choice and numeric questions).
+"""Published prompt styles: which family template applies (`published_prompt`), EasyR1's
+format prompts, VideoAuto-R1's system turn and the TaRO/OraRL instruction head.
 
-EasyR1's format prompts (`easyr1_format_prompt`, hiyouga/EasyR1
-`examples/format_prompt/{math,r1v}.jinja`) wrap an EasyR1 row's `problem` at load time.
-
-Each family's module (`videorl/tasks/`) names its templates by style; `published_prompt(record,
-style)` returns the user text, or None where the style has no template for the family (the caller then uses videorl's own). OraRL's prompts ask for the
+The templates themselves live with their family (`tasks/<family>/prompts.py`, the shared
+choice-or-number ones in `tasks/choice_prompts.py`), verbatim: `orarl` (OraRL's
+`eval/task/eval_prompt.py`, byte-aligned with its training data), `taro` (TaRO's
+temporal-grounding prompt, its `data/train.json` / `data/test.json`) and `video_r1`
+(Video-R1's `QUESTION_TEMPLATE` + `TYPE_TEMPLATE`, `src/r1-v/src/open_r1/grpo.py`).
+`published_prompt(record, style)` returns the user text, or None where the style has no
+template for the family (the caller then uses videorl's own). OraRL's prompts ask for the
 answer alone (its recipe trains answer-only); TaRO's asks for `<think>` reasoning and an
 answer `S.SSs to E.EEs`. Coordinates are not stated in OraRL's prompts: the model answers
 in its native convention (`data.coordinates`).
+
+EasyR1's format prompts (`easyr1_format_prompt`, hiyouga/EasyR1
+`examples/format_prompt/{math,r1v}.jinja`) wrap an EasyR1 row's `problem` at load time.
 """
 
 from __future__ import annotations
@@ -19,180 +22,8 @@ import re
 from pathlib import Path
 
 from videorl.data.families import Family
-from videorl.data.records import LETTERS, NumericAnswer, TaskRecord, TextAnswer
+from videorl.data.records import TaskRecord
 from videorl.errors import ConfigError
-
-ORARL_TG = (
-    'To accurately pinpoint the event "{}" in the video, '
-    "determine the precise time period of the event. "
-    "Provide the start and end times (in seconds) "
-    'in the format "start time to end time" within <answer> </answer> tags. '
-    "Example: <answer> 12 to 18 </answer>"
-)
-ORARL_SG = (
-    'Locate "{}" in the image. Output its bounding box in JSON format '
-    "within <answer>...</answer> tags. "
-    'Example: <answer>[{{"bbox_2d": [123, 30, 404, 846]}}]</answer>'
-)
-ORARL_QA_TAIL = (
-    "Answer with the option letter only within <answer>...</answer> tags. "
-    "Example: <answer>A</answer>"
-)
-ORARL_SI_PREFIX = "These are frames of a video.\n"
-ORARL_SI_CHOICE_TAIL = (
-    "Answer with the option letter within <answer>...</answer> tags. Example: <answer>A</answer>"
-)
-ORARL_SI_NUMBER_TAILS = {
-    "object_counting": "Answer with an integer within <answer>...</answer> tags. "
-    "Example: <answer>3</answer>",
-    "abs_distance": "Answer with a number in meters within <answer>...</answer> tags. "
-    "Example: <answer>2.3</answer>",
-    "object_size": "Answer with a number in centimeters within <answer>...</answer> tags. "
-    "Example: <answer>120.5</answer>",
-    "room_size": "Answer with a number in square meters within <answer>...</answer> tags. "
-    "Example: <answer>25.5</answer>",
-}
-ORARL_GROUNDING_QUESTION = "{}\nPlease answer this question based on the visual content. "
-ORARL_STG_QUESTION = (
-    'Given the query "{}", when and where does the described content '
-    "occur in the video? please firstly give the start and end time, spatial "
-    "bounding box corresponding to each integer second."
-)
-ORARL_STG_TAIL = (
-    "Please provide only the time span in seconds and bounding boxes as JSON "
-    "within the <answer>...</answer> tags.\n"
-    "You MUST output one bounding box for every integer second within the "
-    "given time span (inclusive).\n"
-    "Example:\n"
-    '<answer>{"time": [8.1, 13.5], "boxes": {"9": [317, 422, 582, 997], '
-    '"10": [332, 175, 442, 369], "11": [340, 180, 450, 370]}}</answer>\n'
-    "Note: Each key in 'boxes' must be an integer second within the span, "
-    "and its value must be a 4-number bounding box [x1, y1, x2, y2]."
-)
-_SEG_POINTS = (
-    "Choose informative points that help distinguish object vs. background. Prefer negatives "
-    "on clear non-object pixels INSIDE the box when safe; otherwise place them just outside on "
-    "obvious background. Negatives must NEVER be on the object or on its boundary.\n"
-)
-ORARL_SEG_IMAGE_TAIL = (
-    "Please answer this question based on the visual content. "
-    "This task prepares inputs for image object segmentation with a specialized model "
-    "(e.g., SAM2).\n"
-    "Please provide ONE bounding box, 3 positive points (clearly INSIDE the object), "
-    "and 3 negative points (clearly OUTSIDE the object) within the <answer>...</answer> tags.\n"
-    + _SEG_POINTS
-    + 'Example: <answer>{"boxes": [x1, y1, x2, y2], "positive_points": [[x,y],[x,y],[x,y]], '
-    '"negative_points": [[x,y],[x,y],[x,y]]}</answer>'
-)
-ORARL_SEG_VIDEO_TAIL = (
-    "Please answer this question based on the visual content. "
-    "This task prepares inputs for video object segmentation with a specialized model "
-    "(e.g., SAM2).\n"
-    "Please select ONE representative time (in seconds), and provide ONE bounding box, "
-    "3 positive points (clearly INSIDE the object), and 3 negative points (clearly OUTSIDE "
-    "the object) within the <answer>...</answer> tags.\n"
-    + _SEG_POINTS
-    + 'Example: <answer>{"time": <time_in_seconds>, "boxes": [x1, y1, x2, y2], '
-    '"positive_points": [[x,y],[x,y],[x,y]], "negative_points": [[x,y],[x,y],[x,y]]}</answer>'
-)
-
-TARO_TG = (
-    'To accurately pinpoint the event "{}" in the video, determine the precise time period '
-    "of the event.\n\nOutput your thought process within the <think> </think> tags, including "
-    "analysis with either specific time ranges (xx.xx to xx.xx) in <timestep> </timestep> "
-    "tags.\n\nThen, provide the start and end times (in seconds, precise to two decimal "
-    'places) in the format "start time to end time" within the <answer> </answer> tags. For '
-    "example:\n\n<think>\nI need to find the specific moment a person eats from a box.\n"
-    "From 0.0s to 5.2s, a person is holding a box of food and talking to the camera, but they "
-    "are not eating yet.\nFrom 5.3s to 8.1s, the person opens the box and looks inside. Still "
-    "no eating action.\nAt 8.2s, the person picks up a piece of food from the box.\nFrom 8.5s "
-    "to 12.4s, the person puts the food in their mouth and chews while holding the box. This "
-    'clearly matches "eating from a box."\nFrom 12.5s to 15.0s, the person puts the box down '
-    "and wipes their mouth. The action has ended.\nTherefore, the relevant segment starts when "
-    "the food approaches the mouth and ends when the chewing action concludes or the box is "
-    "lowered.\n</think>\n<answer>\n8.50s to 12.40s\n</answer>"
-)
-
-
-def _options(record: TaskRecord) -> str:
-    return "\n".join(
-        f"{letter}. {text}" for letter, text in zip(LETTERS, record.options, strict=False)
-    )
-
-
-def _sentence(text: str) -> str:
-    """OraRL's spatial-grounding expression: stripped, ending in `.`, `?` or `!`."""
-    text = text.strip()
-    return text + "." if text and text[-1] not in ".?!" else text
-
-
-def orarl_choice_or_number(record: TaskRecord, prefix: str, choice_tail: str) -> str:
-    """OraRL's question template: `prefix`, the problem, then a number's tail by subtype, or
-    the options and `choice_tail` (an open-ended question, which OraRL has not: the problem
-    and a request for a short answer in the tags)."""
-    if isinstance(record.answer, TextAnswer):
-        return f"{prefix}{record.problem} Answer briefly within <answer>...</answer> tags."
-    if isinstance(record.answer, NumericAnswer) or not record.options:
-        tail = ORARL_SI_NUMBER_TAILS.get(
-            record.subtype or "", ORARL_SI_NUMBER_TAILS["abs_distance"]
-        )
-        return f"{prefix}{record.problem} {tail}"
-    return f"{prefix}{record.problem}\nOptions:\n{_options(record)}\n{choice_tail}"
-
-
-def orarl_temporal(record: TaskRecord) -> str:
-    return ORARL_TG.format(record.problem)
-
-
-def orarl_spatial(record: TaskRecord) -> str:
-    return ORARL_SG.format(_sentence(record.problem))
-
-
-def orarl_spatio_temporal(record: TaskRecord) -> str:
-    question = ORARL_STG_QUESTION.format(record.problem)
-    return ORARL_GROUNDING_QUESTION.format(question) + ORARL_STG_TAIL
-
-
-def orarl_segmentation(record: TaskRecord) -> str:
-    tail = ORARL_SEG_VIDEO_TAIL if record.video is not None else ORARL_SEG_IMAGE_TAIL
-    return f"{record.problem}\n{tail}"
-
-
-def taro_temporal(record: TaskRecord) -> str:
-    return TARO_TG.format(record.problem)
-
-
-VIDEO_R1_QUESTION = (
-    "{}\n"
-    "Please think about this question as if you were a human pondering deeply. "
-    "Engage in an internal dialogue using expressions such as 'let me think', 'wait', 'Hmm', "
-    "'oh, I see', 'let's break it down', etc, or other natural language thought expressions "
-    "It's encouraged to include self-reflection or verification in the reasoning process. "
-    "Provide your detailed reasoning between the <think> </think> tags, and then give your "
-    "final answer between the <answer> </answer> tags."
-)
-VIDEO_R1_CHOICE_TAIL = (
-    " Please provide only the single option letter (e.g., A, B, C, D, etc.) within the "
-    "<answer> </answer> tags."
-)
-# Video-R1's "numerical" and "regression" tails are the same text
-# Video-R1's `free-form` type template (open-ended questions).
-VIDEO_R1_TEXT_TAIL = " Please provide your text answer within the <answer> </answer> tags."
-VIDEO_R1_NUMBER_TAIL = (
-    " Please provide the numerical value (e.g., 42 or 3.14) within the <answer> </answer> tags."
-)
-
-
-def video_r1_choice_or_number(record: TaskRecord) -> str:
-    """`make_conversation_image_and_video`: a multiple-choice question is the problem, then
-    `Options:` and one `X. option` line each (no separator before `Options:`, as there)."""
-    if isinstance(record.answer, TextAnswer):
-        return VIDEO_R1_QUESTION.format(record.problem) + VIDEO_R1_TEXT_TAIL
-    if isinstance(record.answer, NumericAnswer) or not record.options:
-        return VIDEO_R1_QUESTION.format(record.problem) + VIDEO_R1_NUMBER_TAIL
-    question = f"{record.problem}Options:\n{_options(record)}\n"
-    return VIDEO_R1_QUESTION.format(question) + VIDEO_R1_CHOICE_TAIL
-
 
 # The head TaRO's and OraRL's temporal-grounding instructions share; what a row that ships
 # the whole instruction (TaRO's data/test.json, OraRL-Data written with its templates) holds.

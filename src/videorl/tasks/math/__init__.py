@@ -11,8 +11,8 @@ from typing import Any
 
 from videorl.data.families import TaskFamily, register_family
 from videorl.data.formats import final_answer
-from videorl.data.prompts import math as prompt
 from videorl.data.records import MathAnswer, require
+from videorl.tasks.math.prompts import math as prompt
 
 
 def answer(data: dict[str, Any], where: str) -> MathAnswer:

@@ -11,8 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 from videorl.data.families import TaskFamily, register_family
-from videorl.data.prompts import segmentation as prompt
-from videorl.data.published_prompts import orarl_segmentation
 from videorl.data.records import (
     SegmentationAnswer,
     box_value,
@@ -21,6 +19,8 @@ from videorl.data.records import (
     points_value,
     require,
 )
+from videorl.tasks.segmentation.prompts import orarl_segmentation
+from videorl.tasks.segmentation.prompts import segmentation as prompt
 
 
 def answer(data: dict[str, Any], where: str) -> SegmentationAnswer:

@@ -10,9 +10,8 @@ from typing import Any
 
 from videorl.data.columns import json_cell, object_cell
 from videorl.data.families import Family, TaskFamily, register_family
-from videorl.data.prompts import spatial
-from videorl.data.published_prompts import orarl_spatial
 from videorl.data.records import BoxAnswer, box_value, require
+from videorl.tasks.spatial_grounding.prompts import orarl_spatial, spatial
 
 
 def answer(data: dict[str, Any], where: str) -> BoxAnswer:

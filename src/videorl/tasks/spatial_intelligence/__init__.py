@@ -17,13 +17,6 @@ from videorl.data.families import (
     register_family,
 )
 from videorl.data.formats import choice_letter
-from videorl.data.prompts import choice_or_number
-from videorl.data.published_prompts import (
-    ORARL_SI_CHOICE_TAIL,
-    ORARL_SI_PREFIX,
-    orarl_choice_or_number,
-    video_r1_choice_or_number,
-)
 from videorl.data.records import (
     LETTERS,
     Answer,
@@ -33,6 +26,12 @@ from videorl.data.records import (
     finite_number,
     require,
 )
+from videorl.tasks.choice_prompts import (
+    choice_or_number,
+    orarl_choice_or_number,
+    video_r1_choice_or_number,
+)
+from videorl.tasks.spatial_intelligence.prompts import ORARL_SI_CHOICE_TAIL, ORARL_SI_PREFIX
 
 
 def answer(data: dict[str, Any], where: str) -> Answer:

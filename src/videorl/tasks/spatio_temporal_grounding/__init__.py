@@ -11,8 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 from videorl.data.families import TaskFamily, register_family
-from videorl.data.prompts import spatio_temporal
-from videorl.data.published_prompts import orarl_spatio_temporal
 from videorl.data.records import (
     SpatioTemporalAnswer,
     box_value,
@@ -20,6 +18,7 @@ from videorl.data.records import (
     window_value,
 )
 from videorl.errors import DataError
+from videorl.tasks.spatio_temporal_grounding.prompts import orarl_spatio_temporal, spatio_temporal
 
 
 def answer(data: dict[str, Any], where: str) -> SpatioTemporalAnswer:

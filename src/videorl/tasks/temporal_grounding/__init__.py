@@ -13,14 +13,13 @@ from typing import Any
 from videorl.data.columns import json_cell, object_cell
 from videorl.data.families import Family, TaskFamily, register_family
 from videorl.data.formats import windows_of
-from videorl.data.prompts import temporal
-from videorl.data.published_prompts import orarl_temporal, taro_temporal
 from videorl.data.records import (
     TemporalAnswer,
     require,
     window_value,
 )
 from videorl.errors import DataError
+from videorl.tasks.temporal_grounding.prompts import orarl_temporal, taro_temporal, temporal
 
 _SPAN = re.compile(r"([-+]?\d*\.?\d+)\s*(?:s\b|seconds?\b)?\s*(?:to|and|-|–)\s*([-+]?\d*\.?\d+)")
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from videorl.data.families import TaskFamily, register_family
-from videorl.data.prompts import tracking as prompt
 from videorl.data.records import TrackingAnswer, box_value, require
 from videorl.errors import DataError
+from videorl.tasks.tracking.prompts import tracking as prompt
 
 
 def answer(data: dict[str, Any], where: str) -> TrackingAnswer:

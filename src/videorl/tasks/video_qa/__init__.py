@@ -14,14 +14,14 @@ from typing import Any
 from videorl.data.columns import json_cell, object_cell
 from videorl.data.families import Family, TaskFamily, register_family
 from videorl.data.formats import choice_letter
-from videorl.data.prompts import choice_or_number
-from videorl.data.published_prompts import (
-    ORARL_QA_TAIL,
+from videorl.data.records import LETTERS, ChoiceAnswer, TextAnswer, choice_value
+from videorl.errors import DataError
+from videorl.tasks.choice_prompts import (
+    choice_or_number,
     orarl_choice_or_number,
     video_r1_choice_or_number,
 )
-from videorl.data.records import LETTERS, ChoiceAnswer, TextAnswer, choice_value
-from videorl.errors import DataError
+from videorl.tasks.video_qa.prompts import ORARL_QA_TAIL
 
 
 def answer(data: dict[str, Any], where: str) -> ChoiceAnswer | TextAnswer:
