@@ -19,6 +19,8 @@ from videorl.demo.inference import (
     tracked_frames,
 )
 from videorl.errors import DataError, MediaError
+from videorl.tasks.spatio_temporal_grounding.parsing import parse_spatio_temporal
+from videorl.tasks.tracking.parsing import parse_tracking
 from videorl.video.meta import VideoMeta
 
 TG, SG, TRK, STG, QA = (
@@ -87,9 +89,9 @@ def test_demo_reads_answers_as_eval_scores_them(family, response, options):
     elif family is SG:
         assert prediction.box == parsing.parse_box(text) == (1, 2, 30, 40)
     elif family is TRK:
-        assert prediction.boxes == parsing.parse_tracking(text)
+        assert prediction.boxes == parse_tracking(text)
     elif family is STG:
-        found = parsing.parse_spatio_temporal(text)
+        found = parse_spatio_temporal(text)
         assert (prediction.window, prediction.boxes) == (found.window, found.boxes)
     else:
         assert prediction.letter == parsing.parse_choice(text, options) == "C"

@@ -3,7 +3,9 @@
 import pytest
 
 from videorl.eval import parsing
+from videorl.tasks.spatio_temporal_grounding.parsing import parse_spatio_temporal
 from videorl.tasks.temporal_grounding import reward as temporal_grounding
+from videorl.tasks.tracking.parsing import parse_tracking
 
 
 @pytest.mark.parametrize(
@@ -95,13 +97,13 @@ def test_number(text, expected):
 
 
 def test_tracking_and_spatio_temporal():
-    boxes = parsing.parse_tracking('{"boxes": {"0": [1, 2, 3, 4], "5.0": [1, 1, 2, 2]}}')
+    boxes = parse_tracking('{"boxes": {"0": [1, 2, 3, 4], "5.0": [1, 1, 2, 2]}}')
     assert boxes == {0.0: (1.0, 2.0, 3.0, 4.0), 5.0: (1.0, 1.0, 2.0, 2.0)}
-    assert parsing.parse_tracking('{"3": [0, 0, 1, 1]}') == {3.0: (0.0, 0.0, 1.0, 1.0)}
-    assert parsing.parse_tracking("no boxes") is None
-    stg = parsing.parse_spatio_temporal('{"time": "1 to 3", "boxes": {"1": [0, 0, 1, 1]}}')
+    assert parse_tracking('{"3": [0, 0, 1, 1]}') == {3.0: (0.0, 0.0, 1.0, 1.0)}
+    assert parse_tracking("no boxes") is None
+    stg = parse_spatio_temporal('{"time": "1 to 3", "boxes": {"1": [0, 0, 1, 1]}}')
     assert stg.window == (1.0, 3.0) and stg.boxes == {1.0: (0.0, 0.0, 1.0, 1.0)}
-    assert parsing.parse_spatio_temporal("from 2 to 4").window == (2.0, 4.0)
+    assert parse_spatio_temporal("from 2 to 4").window == (2.0, 4.0)
 
 
 def test_adversarial_text_is_bounded():

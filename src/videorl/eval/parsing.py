@@ -33,7 +33,6 @@ import json
 import math
 import re
 import unicodedata
-from dataclasses import dataclass
 from typing import Any
 
 from videorl.data.records import LETTERS, Box
@@ -203,7 +202,7 @@ def find_json(text: str) -> Any | None:
     return None
 
 
-def _number(value: Any) -> float | None:
+def json_number(value: Any) -> float | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, str):
@@ -219,7 +218,7 @@ def as_box(value: Any) -> Box | None:
     """Four finite numbers as a box with sorted corners, else None."""
     if not isinstance(value, (list, tuple)) or len(value) != 4:
         return None
-    numbers = [n for n in map(_number, value) if n is not None]
+    numbers = [n for n in map(json_number, value) if n is not None]
     if len(numbers) != 4:  # one was not a finite number
         return None
     x1, y1, x2, y2 = numbers
@@ -251,63 +250,12 @@ def parse_box(text: str) -> Box | None:
     return as_box(numbers[:4]) if len(numbers) >= 4 else None
 
 
-@dataclass(frozen=True)
-class SegmentationPrediction:
-    """What segmentation metrics use: the predicted box (the mask is its rasterization) and,
-    for video, the time it refers to."""
-
-    box: Box | None
-    time: float | None
-
-
-def parse_segmentation(text: str) -> SegmentationPrediction:
-    """`{"boxes": [...], "time": t, ...}` (any box key), else a bare box."""
-    data = find_json(text)
-    time = _number(data.get("time")) if isinstance(data, dict) else None
-    box = box_from_json(data)
-    return SegmentationPrediction(box if box is not None else parse_box(text), time)
-
-
 def keyed_boxes(value: Any) -> dict[float | str, Box]:
     """`{"<frame or second>": box}` with numeric keys as numbers (`"12"` = `"12.0"`); a
     `{"boxes": {...}}` wrapper is unwrapped; unreadable boxes are dropped."""
     if isinstance(value, dict) and isinstance(value.get("boxes"), dict):
         value = value["boxes"]
     return payload.keyed_boxes(value, box_from_json)
-
-
-def parse_tracking(text: str) -> dict[float | str, Box] | None:
-    """Frame -> box from `{"boxes": {...}}` or a bare `{frame: box}` object; None if none."""
-    boxes = keyed_boxes(find_json(text))
-    return boxes or None
-
-
-@dataclass(frozen=True)
-class SpatioTemporalPrediction:
-    window: Window | None
-    boxes: dict[float, Box]
-
-
-def parse_spatio_temporal(text: str) -> SpatioTemporalPrediction | None:
-    """`{"time": [t0, t1] or "t0 to t1", "boxes": {"<sec>": box}}`; without JSON, a window
-    read like a temporal grounding answer. None when neither a window nor a box is found."""
-    data = find_json(text)
-    window: Window | None = None
-    boxes: dict[float, Box] = {}
-    if isinstance(data, dict):
-        time = data.get("time")
-        if isinstance(time, (list, tuple)) and len(time) == 2:
-            ends = [n for n in map(_number, time) if n is not None]
-            if len(ends) == 2:  # both finite numbers
-                window = (min(ends), max(ends))
-        elif isinstance(time, str):
-            window = parse_window(time)
-        boxes = {k: b for k, b in keyed_boxes(data.get("boxes")).items() if isinstance(k, float)}
-    else:
-        window = parse_window(text)
-    if window is None and not boxes:
-        return None
-    return SpatioTemporalPrediction(window, boxes)
 
 
 # ----- choices ----------------------------------------------------------------------------

@@ -5,15 +5,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from videorl.data.records import SegmentationAnswer, TaskRecord
-from videorl.eval import parsing
 from videorl.eval.metrics import masks
 from videorl.eval.scoring import FAMILY_EVALS, FamilyEval, SampleResult, Scored, values_of
+from videorl.tasks.segmentation.parsing import parse_segmentation
 
 
 def score_segmentation(record: TaskRecord, text: str) -> Scored:
     answer = record.answer
     assert isinstance(answer, SegmentationAnswer)
-    pred = parsing.parse_segmentation(text)
+    pred = parse_segmentation(text)
     values = masks.segmentation_scores(
         pred.box, answer, record.box_format, (record.width, record.height)
     )

@@ -9,12 +9,12 @@ from videorl.data.records import (
 )
 from videorl.demo import views
 from videorl.demo.parts import FAMILY_DEMOS, DemoParts
-from videorl.eval import parsing
 from videorl.tasks.common import NO_BOX
+from videorl.tasks.spatio_temporal_grounding.parsing import parse_spatio_temporal
 
 
 def _prediction(text: str, options: tuple[str, ...]) -> dict[str, Any]:
-    found = parsing.parse_spatio_temporal(text)
+    found = parse_spatio_temporal(text)
     return {} if found is None else {"window": found.window, "boxes": found.boxes}
 
 

@@ -5,15 +5,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from videorl.data.records import SpatioTemporalAnswer, TaskRecord
-from videorl.eval import parsing
 from videorl.eval.metrics import boxes
 from videorl.eval.scoring import FAMILY_EVALS, FamilyEval, SampleResult, Scored, values_of
+from videorl.tasks.spatio_temporal_grounding.parsing import parse_spatio_temporal
 
 
 def score_spatio_temporal(record: TaskRecord, text: str) -> Scored:
     answer = record.answer
     assert isinstance(answer, SpatioTemporalAnswer)
-    pred = parsing.parse_spatio_temporal(text)
+    pred = parse_spatio_temporal(text)
     window = None if pred is None else pred.window
     values = boxes.spatio_temporal_scores(
         window, {} if pred is None else pred.boxes, answer.time, answer.boxes, record.duration

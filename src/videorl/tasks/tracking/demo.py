@@ -7,8 +7,8 @@ from typing import Any
 from videorl.data.records import TrackingAnswer
 from videorl.demo import views
 from videorl.demo.parts import FAMILY_DEMOS, DemoParts
-from videorl.eval import parsing
 from videorl.tasks.common import NO_BOX
+from videorl.tasks.tracking.parsing import parse_tracking
 
 
 def _blank(options: tuple[str, ...], meta: Any) -> tuple[TrackingAnswer, dict[str, Any]]:
@@ -20,7 +20,7 @@ def _blank(options: tuple[str, ...], meta: Any) -> tuple[TrackingAnswer, dict[st
 
 
 def _prediction(text: str, options: tuple[str, ...]) -> dict[str, Any]:
-    tracked = parsing.parse_tracking(text) or {}
+    tracked = parse_tracking(text) or {}
     return {"boxes": {k: b for k, b in tracked.items() if isinstance(k, float)}}
 
 

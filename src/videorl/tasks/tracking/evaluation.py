@@ -5,14 +5,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from videorl.data.records import TaskRecord, TrackingAnswer
-from videorl.eval import parsing
 from videorl.eval.metrics import boxes
 from videorl.eval.scoring import FAMILY_EVALS, FamilyEval, SampleResult, Scored, values_of
+from videorl.tasks.tracking.parsing import parse_tracking
 
 
 def score_tracking(record: TaskRecord, text: str) -> Scored:
     assert isinstance(record.answer, TrackingAnswer)
-    pred = parsing.parse_tracking(text)
+    pred = parse_tracking(text)
     values = boxes.sequence_scores(boxes.frame_ious(pred, record.answer.boxes))
     prediction = None if pred is None else {str(k): list(b) for k, b in pred.items()}
     return prediction, {"score": values["ao"], **values}
