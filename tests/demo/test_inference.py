@@ -84,13 +84,13 @@ def test_demo_reads_answers_as_eval_scores_them(family, response, options):
     text = parsing.answer_text(response)
     prediction = parse_prediction(family, response, options)
     assert prediction.parsed
-    if family is TG:
+    if family == TG:
         assert prediction.window == parsing.parse_window(text)
-    elif family is SG:
+    elif family == SG:
         assert prediction.box == parsing.parse_box(text) == (1, 2, 30, 40)
-    elif family is TRK:
+    elif family == TRK:
         assert prediction.boxes == parse_tracking(text)
-    elif family is STG:
+    elif family == STG:
         found = parse_spatio_temporal(text)
         assert (prediction.window, prediction.boxes) == (found.window, found.boxes)
     else:
@@ -114,15 +114,15 @@ def test_parse_box_boxes_and_letter():
 
 @pytest.mark.parametrize("family", demo_families())
 def test_typed_question_becomes_the_training_prompt(family):
-    options = ("red", "blue") if family is QA else ()
+    options = ("red", "blue") if family == QA else ()
     record = question_record(Question(family, "  the red circle ", options), "/v.mp4", meta(6.0))
     assert record.problem == "the red circle" and record.family == family
     assert (record.width, record.height, record.duration) == (96, 64, 6.0)
     prompt = build_prompt(record, think=True)
     assert "the red circle" in prompt and "<think>" in prompt
-    if family is TRK:
+    if family == TRK:
         assert "frames 4 (0.5 s)" in prompt  # boxes asked every 0.5 s of the 8 fps source
-    if family is QA:
+    if family == QA:
         assert "A. red\nB. blue" in prompt
 
 
@@ -162,7 +162,7 @@ def test_settings_check_generation_values():
 
 @pytest.mark.slow
 def test_ask_the_tiny_model_about_an_example_and_a_typed_question(tiny_loaded, examples):
-    example = next(e for e in examples if e.record.family is TG)
+    example = next(e for e in examples if e.record.family == TG)
     settings = Settings(max_new_tokens=8, max_frames=4)
     asked = ask(
         tiny_loaded,

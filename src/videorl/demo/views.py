@@ -1,9 +1,6 @@
-"""What the demo shows for an answered question, per family.
-
-Temporal grounding: the answer on a timeline (and the ground truth of an example) with
-keyframes from inside the predicted segment. Spatial grounding and tracking: the boxes on
-the frames. Spatio-temporal grounding: both. Video QA: the options, the chosen one
-highlighted. A response that does not parse says so, with the format the family expects.
+"""What the demo shows for an answered question: the family's view (`DemoParts.view`, in
+`tasks/<family>/demo.py`) built from the frame, box and timeline helpers here; a response
+that does not parse says so, with the format the family expects.
 """
 
 from __future__ import annotations
@@ -16,11 +13,6 @@ from PIL import Image
 
 from videorl.data.records import (
     LETTERS,
-    BoxAnswer,
-    ChoiceAnswer,
-    SpatioTemporalAnswer,
-    TemporalAnswer,
-    TrackingAnswer,
 )
 from videorl.demo.inference import Result
 from videorl.demo.parts import FAMILY_DEMOS, Pictures
@@ -29,9 +21,7 @@ from videorl.demo.render import (
     TRUTH,
     LabeledBox,
     draw_boxes,
-    draw_timeline,
     frame_strip,
-    options_html,
     to_height,
 )
 from videorl.rewards import RewardConfig, score_response
@@ -52,16 +42,16 @@ class View:
     pictures: Pictures
 
 
-def _num(value: float) -> str:
+def short_number(value: float) -> str:
     return f"{value:.2f}".rstrip("0").rstrip(".")
 
 
-def _box_text(box: Box) -> str:
-    return "[" + ", ".join(_num(v) for v in box) + "]"
+def box_text(box: Box) -> str:
+    return "[" + ", ".join(short_number(v) for v in box) + "]"
 
 
-def _window_text(window: tuple[float, float]) -> str:
-    return f"{_num(window[0])} s to {_num(window[1])} s"
+def window_text(window: tuple[float, float]) -> str:
+    return f"{short_number(window[0])} s to {short_number(window[1])} s"
 
 
 def _frame(result: Result, index: int) -> np.ndarray:
@@ -92,7 +82,7 @@ def keyframes(
         inside = [i for i, t in enumerate(times) if window[0] <= t <= window[1]]
         indices = spread(inside) or [nearest_frame(times, sum(window) / 2)]
     tiles = [to_height(_frame(result, i))[0] for i in indices]
-    return frame_strip(tiles, [f"{_num(times[i])} s" for i in indices], title)
+    return frame_strip(tiles, [f"{short_number(times[i])} s" for i in indices], title)
 
 
 def _source_size(result: Result) -> tuple[float, float]:
@@ -125,7 +115,7 @@ def boxed_frames(
             if b is not None
         ]
         tiles.append(draw_boxes(_frame(result, index), boxes, _source_size(result)))
-        captions.append(f"{name} (shown {_num(times[index])} s)")
+        captions.append(f"{name} (shown {short_number(times[index])} s)")
     return frame_strip(tiles, captions, BOXES_TITLE)
 
 
@@ -137,44 +127,7 @@ def _reward_line(result: Result, think: bool) -> str:
     return f" · reward **{scored.overall:.2f}** ({parts})"
 
 
-def temporal_view(result: Result) -> tuple[str, str, Pictures]:
-    answer = result.record.answer
-    assert isinstance(answer, TemporalAnswer)
-    window = result.prediction.window
-    truth = answer.windows if result.has_truth else ()
-    text = _window_text(window) if window else ""
-    truth_text = _window_text(truth[0]) if truth else ""
-    duration = result.record.duration or result.video.meta.duration
-    shown, where = (
-        (window, "the model's segment")
-        if window
-        else (truth[0], "the true segment (no answer)")
-        if truth
-        else (None, "the video (no answer)")
-    )
-    pictures = Pictures(
-        timeline=draw_timeline(duration, window, truth),
-        frames=keyframes(result, shown, f"Frames from {where}"),
-    )
-    return text, truth_text, pictures
-
-
-def spatial_view(result: Result) -> tuple[str, str, Pictures]:
-    box = result.prediction.box
-    answer = result.record.answer
-    assert isinstance(answer, BoxAnswer)
-    truth = answer.box if result.has_truth else None
-    text = f"box {_box_text(box)}" if box else ""
-    truth_text = f"box {_box_text(truth)}" if truth else ""
-    middle = result.video.meta.timestamps[len(result.video.meta.timestamps) // 2]
-    return (
-        text,
-        truth_text,
-        Pictures(frames=boxed_frames(result, [middle], ["frame"], [box], [truth])),
-    )
-
-
-def _truth_boxes(result: Result, boxes: dict[str, Box]) -> dict[float, Box]:
+def truth_boxes(result: Result, boxes: dict[str, Box]) -> dict[float, Box]:
     if not result.has_truth:
         return {}
     keyed = {key_value(k): b for k, b in boxes.items()}
@@ -196,60 +149,16 @@ def keyed_frames(
     return boxed_frames(
         result,
         [k * seconds_per_key for k in keys],
-        [f"{unit} {_num(k)}" for k in keys],
+        [f"{unit} {short_number(k)}" for k in keys],
         [predicted.get(k) for k in keys],
         [truth.get(k) for k in keys],
     )
 
 
-def tracking_view(result: Result) -> tuple[str, str, Pictures]:
-    answer = result.record.answer
-    assert isinstance(answer, TrackingAnswer)
-    fps = float(result.record.extra.get("source_fps") or result.video.meta.source_fps)
-    predicted = result.prediction.boxes
-    truth = _truth_boxes(result, answer.boxes)
-    text = f"boxes in {len(predicted)} frames" if predicted else ""
-    truth_text = f"boxes in {len(truth)} frames" if truth else ""
-    frames = keyed_frames(result, predicted, truth, 1 / fps, "frame")
-    return text, truth_text, Pictures(frames=frames or keyframes(result, None, NO_BOXES_TITLE))
-
-
-def spatio_temporal_view(result: Result) -> tuple[str, str, Pictures]:
-    answer = result.record.answer
-    assert isinstance(answer, SpatioTemporalAnswer)
-    window, predicted = result.prediction.window, result.prediction.boxes
-    found = ([_window_text(window)] if window else []) + (
-        [f"boxes at {len(predicted)} seconds"] if predicted else []
-    )
-    truth = _truth_boxes(result, answer.boxes)
-    windows = (answer.time,) if result.has_truth else ()
-    truth_text = (
-        f"{_window_text(answer.time)}, boxes at {len(truth)} seconds" if result.has_truth else ""
-    )
-    frames = keyed_frames(result, predicted, truth, 1.0, "second")
-    duration = result.record.duration or result.video.meta.duration
-    pictures = Pictures(
-        timeline=draw_timeline(duration, window, windows),
-        frames=frames or keyframes(result, None, NO_BOXES_TITLE),
-    )
-    return ", ".join(found), truth_text, pictures
-
-
-def _option_text(letter: str | None, options: Sequence[str]) -> str:
+def option_text(letter: str | None, options: Sequence[str]) -> str:
     """`B. red`, or "" for no letter or a letter past the options."""
     index = LETTERS.find(letter) if letter else -1
     return f"{letter}. {options[index]}" if 0 <= index < len(options) else ""
-
-
-def choice_view(result: Result) -> tuple[str, str, Pictures]:
-    letter, options = result.prediction.letter, result.record.options
-    answer = result.record.answer
-    correct = answer.letter if result.has_truth and isinstance(answer, ChoiceAnswer) else None
-    pictures = Pictures(
-        frames=keyframes(result, None, "Frames across the video"),
-        options=options_html(options, letter, correct),
-    )
-    return _option_text(letter, options), _option_text(correct, options), pictures
 
 
 def build_view(result: Result, think: bool) -> View:

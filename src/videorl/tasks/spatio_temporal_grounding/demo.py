@@ -7,8 +7,9 @@ from typing import Any
 from videorl.data.records import (
     SpatioTemporalAnswer,
 )
-from videorl.demo import views
-from videorl.demo.parts import FAMILY_DEMOS, DemoParts
+from videorl.demo import render, views
+from videorl.demo.inference import Result
+from videorl.demo.parts import FAMILY_DEMOS, DemoParts, Pictures
 from videorl.tasks.common import NO_BOX
 from videorl.tasks.spatio_temporal_grounding.parsing import parse_spatio_temporal
 
@@ -16,6 +17,29 @@ from videorl.tasks.spatio_temporal_grounding.parsing import parse_spatio_tempora
 def _prediction(text: str, options: tuple[str, ...]) -> dict[str, Any]:
     found = parse_spatio_temporal(text)
     return {} if found is None else {"window": found.window, "boxes": found.boxes}
+
+
+def spatio_temporal_view(result: Result) -> tuple[str, str, Pictures]:
+    answer = result.record.answer
+    assert isinstance(answer, SpatioTemporalAnswer)
+    window, predicted = result.prediction.window, result.prediction.boxes
+    found = ([views.window_text(window)] if window else []) + (
+        [f"boxes at {len(predicted)} seconds"] if predicted else []
+    )
+    truth = views.truth_boxes(result, answer.boxes)
+    windows = (answer.time,) if result.has_truth else ()
+    truth_text = (
+        f"{views.window_text(answer.time)}, boxes at {len(truth)} seconds"
+        if result.has_truth
+        else ""
+    )
+    frames = views.keyed_frames(result, predicted, truth, 1.0, "second")
+    duration = result.record.duration or result.video.meta.duration
+    pictures = Pictures(
+        timeline=render.draw_timeline(duration, window, windows),
+        frames=frames or views.keyframes(result, None, views.NO_BOXES_TITLE),
+    )
+    return ", ".join(found), truth_text, pictures
 
 
 FAMILY_DEMOS.register(
@@ -29,6 +53,6 @@ FAMILY_DEMOS.register(
             {},
         ),
         parse=_prediction,
-        view=views.spatio_temporal_view,
+        view=spatio_temporal_view,
     ),
 )

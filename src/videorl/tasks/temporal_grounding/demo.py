@@ -7,13 +7,36 @@ from typing import Any
 from videorl.data.records import (
     TemporalAnswer,
 )
-from videorl.demo import views
-from videorl.demo.parts import FAMILY_DEMOS, DemoParts
+from videorl.demo import render, views
+from videorl.demo.inference import Result
+from videorl.demo.parts import FAMILY_DEMOS, DemoParts, Pictures
 from videorl.eval import parsing
 
 
 def _blank(options: tuple[str, ...], meta: Any) -> tuple[TemporalAnswer, dict[str, Any]]:
     return TemporalAnswer(((0.0, 0.0),)), {}
+
+
+def temporal_view(result: Result) -> tuple[str, str, Pictures]:
+    answer = result.record.answer
+    assert isinstance(answer, TemporalAnswer)
+    window = result.prediction.window
+    truth = answer.windows if result.has_truth else ()
+    text = views.window_text(window) if window else ""
+    truth_text = views.window_text(truth[0]) if truth else ""
+    duration = result.record.duration or result.video.meta.duration
+    shown, where = (
+        (window, "the model's segment")
+        if window
+        else (truth[0], "the true segment (no answer)")
+        if truth
+        else (None, "the video (no answer)")
+    )
+    pictures = Pictures(
+        timeline=render.draw_timeline(duration, window, truth),
+        frames=views.keyframes(result, shown, f"Frames from {where}"),
+    )
+    return text, truth_text, pictures
 
 
 FAMILY_DEMOS.register(
@@ -24,6 +47,6 @@ FAMILY_DEMOS.register(
         expected="<answer>S to E</answer>",
         blank=_blank,
         parse=lambda text, options: {"window": parsing.parse_window(text)},
-        view=views.temporal_view,
+        view=temporal_view,
     ),
 )

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from videorl.data.records import TrackingAnswer
+from videorl.data.records import (
+    TrackingAnswer,
+)
 from videorl.demo import views
-from videorl.demo.parts import FAMILY_DEMOS, DemoParts
+from videorl.demo.inference import Result
+from videorl.demo.parts import FAMILY_DEMOS, DemoParts, Pictures
 from videorl.tasks.common import NO_BOX
 from videorl.tasks.tracking.parsing import parse_tracking
 
@@ -24,6 +27,22 @@ def _prediction(text: str, options: tuple[str, ...]) -> dict[str, Any]:
     return {"boxes": {k: b for k, b in tracked.items() if isinstance(k, float)}}
 
 
+def tracking_view(result: Result) -> tuple[str, str, Pictures]:
+    answer = result.record.answer
+    assert isinstance(answer, TrackingAnswer)
+    fps = float(result.record.extra.get("source_fps") or result.video.meta.source_fps)
+    predicted = result.prediction.boxes
+    truth = views.truth_boxes(result, answer.boxes)
+    text = f"boxes in {len(predicted)} frames" if predicted else ""
+    truth_text = f"boxes in {len(truth)} frames" if truth else ""
+    frames = views.keyed_frames(result, predicted, truth, 1 / fps, "frame")
+    return (
+        text,
+        truth_text,
+        Pictures(frames=frames or views.keyframes(result, None, views.NO_BOXES_TITLE)),
+    )
+
+
 FAMILY_DEMOS.register(
     "tracking",
     DemoParts(
@@ -32,6 +51,6 @@ FAMILY_DEMOS.register(
         expected='<answer>{"boxes": {"<frame>": [x1, y1, x2, y2]}}</answer>',
         blank=_blank,
         parse=_prediction,
-        view=views.tracking_view,
+        view=tracking_view,
     ),
 )

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from videorl.data.records import LETTERS, ChoiceAnswer
-from videorl.demo import views
-from videorl.demo.parts import FAMILY_DEMOS, DemoParts
+from videorl.data.records import (
+    LETTERS,
+    ChoiceAnswer,
+)
+from videorl.demo import render, views
+from videorl.demo.inference import Result
+from videorl.demo.parts import FAMILY_DEMOS, DemoParts, Pictures
 from videorl.errors import DataError
 from videorl.tasks.common import choice_prediction
 
@@ -20,6 +24,17 @@ def _blank(options: tuple[str, ...], meta: Any) -> tuple[ChoiceAnswer, dict[str,
     return ChoiceAnswer("A"), {"options": given}
 
 
+def choice_view(result: Result) -> tuple[str, str, Pictures]:
+    letter, options = result.prediction.letter, result.record.options
+    answer = result.record.answer
+    correct = answer.letter if result.has_truth and isinstance(answer, ChoiceAnswer) else None
+    pictures = Pictures(
+        frames=views.keyframes(result, None, "Frames across the video"),
+        options=render.options_html(options, letter, correct),
+    )
+    return views.option_text(letter, options), views.option_text(correct, options), pictures
+
+
 FAMILY_DEMOS.register(
     "video_qa",
     DemoParts(
@@ -28,7 +43,7 @@ FAMILY_DEMOS.register(
         expected="<answer>X</answer> with an option letter",
         blank=_blank,
         parse=choice_prediction,
-        view=views.choice_view,
+        view=choice_view,
         options=True,
     ),
 )
