@@ -61,7 +61,7 @@ class DenseCaption:
         return f"From {self.start:.1f}s to {self.end:.1f}s, {self.text}"
 
 
-# ----- typed answers, one per family shape -------------------------------------------------
+# ----- typed answers, one per answer shape; each reads its JSON form (`from_dict`) -------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -73,6 +73,13 @@ class TemporalAnswer:
     def to_dict(self) -> dict[str, Any]:
         return {"windows": [list(w) for w in self.windows]}
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], where: str) -> TemporalAnswer:
+        windows = require(data, "windows", where)
+        if not isinstance(windows, (list, tuple)) or not windows:
+            raise DataError(f"{where}.windows: expected a non-empty list of windows")
+        return cls(tuple(window_value(w, f"{where}.windows") for w in windows))
+
 
 @dataclass(frozen=True)
 class BoxAnswer:
@@ -82,6 +89,10 @@ class BoxAnswer:
 
     def to_dict(self) -> dict[str, Any]:
         return {"box": list(self.box)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], where: str) -> BoxAnswer:
+        return cls(box_value(require(data, "box", where), f"{where}.box"))
 
 
 @dataclass(frozen=True)
@@ -109,6 +120,20 @@ class SegmentationAnswer:
         out.update({k: v for k, v in optional.items() if v is not None})
         return out
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], where: str) -> SegmentationAnswer:
+        time = data.get("time")
+        positive = require(data, "positive_points", where)
+        negative = require(data, "negative_points", where)
+        return cls(
+            box=box_value(require(data, "box", where), f"{where}.box"),
+            positive_points=points_value(positive, f"{where}.positive_points"),
+            negative_points=points_value(negative, f"{where}.negative_points"),
+            time=None if time is None else finite_number(time, f"{where}.time"),
+            mask_rle=data.get("mask_rle"),
+            frame_masks=frame_masks_value(data.get("frame_masks"), f"{where}.frame_masks"),
+        )
+
 
 @dataclass(frozen=True)
 class TrackingAnswer:
@@ -118,6 +143,13 @@ class TrackingAnswer:
 
     def to_dict(self) -> dict[str, Any]:
         return {"boxes": {k: list(v) for k, v in self.boxes.items()}}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], where: str) -> TrackingAnswer:
+        boxes = require(data, "boxes", where)
+        if not isinstance(boxes, dict) or not boxes:
+            raise DataError(f"{where}.boxes: expected a non-empty object frame -> box")
+        return cls({str(k): box_value(v, f"{where}.boxes[{k}]") for k, v in boxes.items()})
 
 
 @dataclass(frozen=True)
@@ -130,6 +162,16 @@ class SpatioTemporalAnswer:
     def to_dict(self) -> dict[str, Any]:
         return {"time": list(self.time), "boxes": {k: list(v) for k, v in self.boxes.items()}}
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], where: str) -> SpatioTemporalAnswer:
+        boxes = require(data, "boxes", where)
+        if not isinstance(boxes, dict):
+            raise DataError(f"{where}.boxes: expected an object second -> box")
+        return cls(
+            time=window_value(require(data, "time", where), f"{where}.time"),
+            boxes={str(k): box_value(v, f"{where}.boxes[{k}]") for k, v in boxes.items()},
+        )
+
 
 @dataclass(frozen=True)
 class ChoiceAnswer:
@@ -139,6 +181,10 @@ class ChoiceAnswer:
 
     def to_dict(self) -> dict[str, Any]:
         return {"letter": self.letter}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], where: str) -> ChoiceAnswer:
+        return choice_value(require(data, "letter", where), f"{where}.letter")
 
 
 @dataclass(frozen=True)
@@ -150,6 +196,10 @@ class NumericAnswer:
     def to_dict(self) -> dict[str, Any]:
         return {"value": self.value}
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], where: str) -> NumericAnswer:
+        return cls(finite_number(require(data, "value", where), f"{where}.value"))
+
 
 @dataclass(frozen=True)
 class MathAnswer:
@@ -159,6 +209,10 @@ class MathAnswer:
 
     def to_dict(self) -> dict[str, Any]:
         return {"text": self.text}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], where: str) -> MathAnswer:
+        return cls(str(require(data, "text", where)))
 
 
 @dataclass(frozen=True)
@@ -171,6 +225,13 @@ class TextAnswer:
 
     def to_dict(self) -> dict[str, Any]:
         return {"text": self.text}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], where: str) -> TextAnswer:
+        value = require(data, "text", where)
+        if not isinstance(value, str) or not value.strip():
+            raise DataError(f"{where}.text: expected a non-empty answer text, got {value!r}")
+        return cls(value.strip())
 
 
 Answer = (

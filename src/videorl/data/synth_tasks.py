@@ -12,11 +12,15 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from videorl.data.families import Family
 from videorl.data.records import (
+    Answer,
     MediaRef,
+    TaskRecord,
 )
 from videorl.data.synth_scene import (
     COLORS,
@@ -117,10 +121,18 @@ def box_of(item: Placed, width: int, height: int) -> tuple[float, float, float, 
     return mask_box(item.mask(height, width))
 
 
-# ----- temporal grounding ----------------------------------------------------------------
-
-
-# ----- spatial grounding and segmentation (images; video for half of segmentation) -------
-
-
-# ----- tracking and spatio-temporal grounding ----------------------------------------------
+def synth_record(
+    family: str,
+    rid: str,
+    problem: str,
+    answer: Answer,
+    size: tuple[int, int] | None = None,
+    **fields: Any,
+) -> TaskRecord:
+    """A synthetic record of `family` (`source` "synth") in a `size` = (width, height)
+    frame; `fields` are its other `TaskRecord` fields (media, duration, ...)."""
+    if size is not None:
+        fields["width"], fields["height"] = size
+    return TaskRecord(
+        id=rid, family=Family(family), problem=problem, answer=answer, source="synth", **fields
+    )

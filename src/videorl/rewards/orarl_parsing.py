@@ -1,8 +1,12 @@
-"""How OraRL's reward adapters read answers (`reward.mode: orarl`; each family's `tasks/<family>/orarl.py`).
+"""How OraRL's reward adapters read answers (`reward.mode: orarl`), and what several
+families' adapters share.
 
-Re-implemented from `orarl/rewards/adapters/_common.py` in HVision-NKU/OraRL (commit
-e3903be), for the exact OraRL reward mode; videorl's own parsing is `protocol` and
-`payload`. What OraRL reads differently from us:
+Each family's adapter (`tasks/<family>/orarl.py`) is re-implemented from
+`orarl/rewards/adapters/*.py` in HVision-NKU/OraRL (commit e3903be): it returns (format,
+components) with `task` = OraRL's `accuracy`, and the router sets `overall = task * format`
+as OraRL does; math has no OraRL adapter and keeps videorl's scorer. This module follows
+`orarl/rewards/adapters/_common.py`; videorl's own parsing is `protocol` and `payload`.
+What OraRL reads differently from us:
 
 - the answer (`canonical_payload`): optionally anything up to a `</think>` (several
   `</think>` tags, text before `<think>`, `<answer>` inside the reasoning all pass), then

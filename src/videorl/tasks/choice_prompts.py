@@ -5,12 +5,7 @@ OraRL's question template and Video-R1's `QUESTION_TEMPLATE` + `TYPE_TEMPLATE`
 from __future__ import annotations
 
 from videorl.data.prompts import options_block
-from videorl.data.records import (
-    LETTERS,
-    NumericAnswer,
-    TaskRecord,
-    TextAnswer,
-)
+from videorl.data.records import LETTERS, NumericAnswer, TaskRecord, TextAnswer
 
 
 def choice_or_number(record: TaskRecord) -> str:

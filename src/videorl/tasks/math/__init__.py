@@ -1,8 +1,11 @@
 """Text-only math: a final answer in `\\boxed{}`, checked by equivalence
 (docs/methods.md#rewards).
 
-Answer `MathAnswer`; reward `rewards/math_answer.py` (its `\\boxed{}` protocol); evaluation
+Answer `MathAnswer`; reward `reward.py` (the `\\boxed{}` protocol); evaluation
 accuracy; synthetic arithmetic word problems with integer answers. No video.
+
+This package is the family: this module registers what reading and prompting a record
+needs; `reward`, `evaluation`, `synth` and `demo` register the rest when first asked.
 """
 
 from __future__ import annotations
@@ -11,12 +14,8 @@ from typing import Any
 
 from videorl.data.families import TaskFamily, register_family
 from videorl.data.formats import final_answer
-from videorl.data.records import MathAnswer, require
+from videorl.data.records import MathAnswer
 from videorl.tasks.math.prompts import math as prompt
-
-
-def answer(data: dict[str, Any], where: str) -> MathAnswer:
-    return MathAnswer(str(require(data, "text", where)))
 
 
 def cell_answer(raw: Any, options: tuple[str, ...], column: str) -> MathAnswer:
@@ -25,15 +24,16 @@ def cell_answer(raw: Any, options: tuple[str, ...], column: str) -> MathAnswer:
     return MathAnswer(final_answer(text))
 
 
+ALIASES = ("text_math",)
 register_family(
     TaskFamily(
-        name="math",
-        short="math",
-        aliases=("text_math",),
+        "math",
+        "math",
+        MathAnswer.from_dict,
+        prompt,
+        __name__,
+        ALIASES,
         uses_video=False,
-        answer=answer,
         cell_answer=cell_answer,
-        prompt=prompt,
-        package=__name__,
     )
 )

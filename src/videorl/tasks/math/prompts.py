@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from videorl.data.records import (
-    TaskRecord,
-)
+from videorl.data.records import TaskRecord
 
 
 def math(record: TaskRecord) -> str:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from videorl.data.families import Family
 from videorl.data.records import MathAnswer, TaskRecord
 from videorl.data.synth import FAMILY_SYNTHS, SynthDraw
+from videorl.data.synth_tasks import synth_record
 
 NAMES = ("Ada", "Ben", "Chen", "Dana", "Eli", "Fatima", "Goro", "Hana")
 
@@ -40,14 +40,7 @@ def math_problem(rng: np.random.Generator, rid: str) -> TaskRecord:
         c = int(rng.integers(2, 20))
         problem = f"What is {c} + {a} * {b}?"
         value, subtype = c + a * b, "expression"
-    return TaskRecord(
-        id=rid,
-        family=Family("math"),
-        problem=problem,
-        answer=MathAnswer(str(value)),
-        source="synth",
-        subtype=subtype,
-    )
+    return synth_record("math", rid, problem, MathAnswer(str(value)), subtype=subtype)
 
 
 def synthesize(draw: SynthDraw) -> TaskRecord:

@@ -1,9 +1,6 @@
 """OraRL's segmentation reward, exactly as its adapter scores it.
 
-Re-implemented from `orarl/rewards/adapters/*.py` in HVision-NKU/OraRL (commit e3903be)
-(`reward.mode: orarl`; the router sets `overall = task * format` as OraRL does); the
-answer is read as `orarl_parsing.canonical_payload` does (several `</think>` tags allowed,
-tags in any case, the payload stripped). Against ours (docs/fidelity.md):
+Against ours (`rewards/orarl_parsing.py` says what every adapter shares; docs/fidelity.md):
 
 - segmentation: format 0 unless the payload is a JSON object with a box, exactly three
   positive and three negative points (and a time, for video); with a mask, box and points
@@ -22,10 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from videorl.data.records import (
-    SegmentationAnswer,
-    TaskRecord,
-)
+from videorl.data.records import SegmentationAnswer, TaskRecord
 from videorl.errors import DataError
 from videorl.rewards.orarl_parsing import (
     box,
@@ -37,9 +31,7 @@ from videorl.rewards.orarl_parsing import (
     mapping_or_literal,
     strict_object,
 )
-
-Components = dict[str, float]
-
+from videorl.rewards.registry import Components
 
 POINT_SIGMA, TIME_TAU = 50.0, 2.0
 IMAGE_WEIGHTS = (0.50, 0.25, 0.25)  # box, positive, negative

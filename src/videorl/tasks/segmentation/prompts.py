@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 from videorl.data.prompts import BOX, coordinates_sentence
-from videorl.data.records import (
-    TaskRecord,
-)
+from videorl.data.records import TaskRecord
 
 
 def segmentation(record: TaskRecord) -> str:

@@ -7,11 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from videorl.data.families import Family
-from videorl.data.records import (
-    SegmentationAnswer,
-    TaskRecord,
-)
+from videorl.data.records import SegmentationAnswer, TaskRecord
 from videorl.data.synth import FAMILY_SYNTHS, SynthDraw
 from videorl.data.synth_scene import mask_box, mask_rle, pick_points
 from videorl.data.synth_tasks import (
@@ -20,6 +16,7 @@ from videorl.data.synth_tasks import (
     save_image,
     save_video,
     scatter,
+    synth_record,
 )
 
 
@@ -35,14 +32,8 @@ def segmentation(rng: np.random.Generator, rid: str, out: Path, video: bool) -> 
         t0 = half_step(rng, 0.5, duration - 1.5)
         t1 = half_step(rng, t0 + 1.0, duration - 0.5)
         time: float | None = math.floor(t0 + t1) / 2  # on the 0.5 s grid, inside [t0, t1)
-        media = save_video(
-            out,
-            rid,
-            width,
-            height,
-            duration,
-            lambda t: [other, target] if t0 <= t < t1 else [other],
-        )
+        shown = lambda t: [other, target] if t0 <= t < t1 else [other]
+        media = save_video(out, rid, width, height, duration, shown)
     else:
         duration, time = None, None
         media = save_image(out, rid, width, height, items)
@@ -53,18 +44,17 @@ def segmentation(rng: np.random.Generator, rid: str, out: Path, video: bool) -> 
         time=time,
         mask_rle=mask_rle(mask),
     )
-    return TaskRecord(
-        id=rid,
-        family=Family("segmentation"),
-        problem=f"the {target.name}",
-        answer=answer,
-        video=media if video else None,
-        image=None if video else media,
+    media_field = "video" if video else "image"
+    problem = f"the {target.name}"
+    return synth_record(
+        "segmentation",
+        rid,
+        problem,
+        answer,
+        (width, height),
+        **{media_field: media},
         duration=duration,
-        subtype="video" if video else "image",
-        source="synth",
-        width=width,
-        height=height,
+        subtype=media_field,
     )
 
 

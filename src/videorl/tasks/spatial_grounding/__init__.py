@@ -1,7 +1,10 @@
 """Spatial grounding: box the described object in an image or a frame (docs/methods.md#rewards).
 
-Answer `BoxAnswer`; reward `rewards/spatial_grounding.py` (our tags or the model's native
+Answer `BoxAnswer`; reward `reward.py` (OraRL's: `orarl.py`) (our tags or the model's native
 `bbox_2d` JSON); evaluation box IoU; synthetic images of three shapes.
+
+This package is the family: this module registers what reading and prompting a record
+needs; `reward`, `evaluation`, `synth` and `demo` register the rest when first asked.
 """
 
 from __future__ import annotations
@@ -10,12 +13,8 @@ from typing import Any
 
 from videorl.data.columns import json_cell, object_cell
 from videorl.data.families import Family, TaskFamily, register_family
-from videorl.data.records import BoxAnswer, box_value, require
+from videorl.data.records import BoxAnswer
 from videorl.tasks.spatial_grounding.prompts import orarl_spatial, spatial
-
-
-def answer(data: dict[str, Any], where: str) -> BoxAnswer:
-    return BoxAnswer(box_value(require(data, "box", where), f"{where}.box"))
 
 
 def cell_answer(raw: Any, options: tuple[str, ...], column: str) -> BoxAnswer:
@@ -26,15 +25,17 @@ def cell_answer(raw: Any, options: tuple[str, ...], column: str) -> BoxAnswer:
     return object_cell(Family("spatial_grounding"), raw, column)
 
 
+ALIASES = ("spatial", "referring", "rec")
+PUBLISHED = {"orarl": orarl_spatial}
 register_family(
     TaskFamily(
-        name="spatial_grounding",
-        short="sg",
-        aliases=("spatial", "referring", "rec"),
-        answer=answer,
+        "spatial_grounding",
+        "sg",
+        BoxAnswer.from_dict,
+        spatial,
+        __name__,
+        ALIASES,
         cell_answer=cell_answer,
-        prompt=spatial,
-        published={"orarl": orarl_spatial},
-        package=__name__,
+        published=PUBLISHED,
     )
 )

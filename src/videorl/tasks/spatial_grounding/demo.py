@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from videorl.data.records import (
-    BoxAnswer,
-)
+from videorl.data.records import BoxAnswer
 from videorl.demo import views
 from videorl.demo.inference import Result
 from videorl.demo.parts import FAMILY_DEMOS, DemoParts, Pictures

@@ -1,9 +1,6 @@
 """OraRL's spatial grounding reward, exactly as its adapter scores it.
 
-Re-implemented from `orarl/rewards/adapters/*.py` in HVision-NKU/OraRL (commit e3903be)
-(`reward.mode: orarl`; the router sets `overall = task * format` as OraRL does); the
-answer is read as `orarl_parsing.canonical_payload` does (several `</think>` tags allowed,
-tags in any case, the payload stripped). Against ours (docs/fidelity.md):
+Against ours (`rewards/orarl_parsing.py` says what every adapter shares; docs/fidelity.md):
 
 - spatial grounding: a tagged payload passes the format check when any box can be read
   from it (JSON, `(x1, y1), (x2, y2)`, or the last four numbers); the Qwen-native fenced
@@ -17,10 +14,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from videorl.data.records import (
-    BoxAnswer,
-    TaskRecord,
-)
+from videorl.data.records import BoxAnswer, TaskRecord
 from videorl.rewards.orarl_parsing import (
     NUMBER,
     box,
@@ -31,9 +25,7 @@ from videorl.rewards.orarl_parsing import (
     unfence,
     without_reasoning,
 )
-
-Components = dict[str, float]
-
+from videorl.rewards.registry import Components
 
 _NATIVE = re.compile(r"\s*```json\s*(.*?)\s*```\s*", re.DOTALL | re.IGNORECASE)
 _CORNERS = re.compile(

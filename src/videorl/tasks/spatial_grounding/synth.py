@@ -6,15 +6,9 @@ from pathlib import Path
 
 import numpy as np
 
-from videorl.data.families import Family
 from videorl.data.records import BoxAnswer, TaskRecord
 from videorl.data.synth import FAMILY_SYNTHS, SynthDraw
-from videorl.data.synth_tasks import (
-    box_of,
-    frame_size,
-    save_image,
-    scatter,
-)
+from videorl.data.synth_tasks import box_of, frame_size, save_image, scatter, synth_record
 
 
 def spatial_grounding(rng: np.random.Generator, rid: str, out: Path) -> TaskRecord:
@@ -22,16 +16,10 @@ def spatial_grounding(rng: np.random.Generator, rid: str, out: Path) -> TaskReco
     width, height = frame_size(rng)
     items = scatter(rng, width, height, 3)
     target = items[0]
-    return TaskRecord(
-        id=rid,
-        family=Family("spatial_grounding"),
-        problem=f"the {target.name}",
-        answer=BoxAnswer(box_of(target, width, height)),
-        image=save_image(out, rid, width, height, items),
-        source="synth",
-        width=width,
-        height=height,
-    )
+    image = save_image(out, rid, width, height, items)
+    answer = BoxAnswer(box_of(target, width, height))
+    problem = f"the {target.name}"
+    return synth_record("spatial_grounding", rid, problem, answer, (width, height), image=image)
 
 
 def synthesize(draw: SynthDraw) -> TaskRecord:

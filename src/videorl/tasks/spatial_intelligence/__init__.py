@@ -2,8 +2,11 @@
 (VSI-Bench's subtypes; docs/methods.md#answer-protocol).
 
 Answer `NumericAnswer` (scored by mean relative accuracy) or `ChoiceAnswer`; reward
-`rewards/spatial_intelligence.py`; synthetic scenes for every subtype of
+`reward.py` (OraRL's: `orarl.py`); synthetic scenes for every subtype of
 `SI_NUMERIC_SUBTYPES` and `SI_CHOICE_SUBTYPES` (chosen by index, so eight records hold all).
+
+This package is the family: this module registers what reading and prompting a record
+needs; `reward`, `evaluation`, `synth` and `demo` register the rest when first asked.
 """
 
 from __future__ import annotations
@@ -11,20 +14,13 @@ from __future__ import annotations
 from typing import Any
 
 from videorl.data.columns import json_cell, object_cell
-from videorl.data.families import (
-    Family,
-    TaskFamily,
-    register_family,
-)
+from videorl.data.families import Family, TaskFamily, register_family
 from videorl.data.formats import choice_letter
 from videorl.data.records import (
     LETTERS,
     Answer,
     ChoiceAnswer,
     NumericAnswer,
-    choice_value,
-    finite_number,
-    require,
 )
 from videorl.tasks.choice_prompts import (
     choice_or_number,
@@ -35,9 +31,8 @@ from videorl.tasks.spatial_intelligence.prompts import ORARL_SI_CHOICE_TAIL, ORA
 
 
 def answer(data: dict[str, Any], where: str) -> Answer:
-    if "letter" in data:
-        return choice_value(data["letter"], f"{where}.letter")
-    return NumericAnswer(finite_number(require(data, "value", where), f"{where}.value"))
+    """`{"letter": "B"}` for a choice, else `{"value": x}`."""
+    return (ChoiceAnswer if "letter" in data else NumericAnswer).from_dict(data, where)
 
 
 def cell_answer(raw: Any, options: tuple[str, ...], column: str) -> Answer:
@@ -54,22 +49,22 @@ def cell_answer(raw: Any, options: tuple[str, ...], column: str) -> Answer:
     return ChoiceAnswer(choice_letter(raw.strip() if isinstance(raw, str) else raw, letters))
 
 
+ALIASES = ("vsi", "spatial_reasoning")
+PUBLISHED = {
+    "orarl": lambda record: orarl_choice_or_number(record, ORARL_SI_PREFIX, ORARL_SI_CHOICE_TAIL),
+    "video_r1": video_r1_choice_or_number,
+}
 register_family(
     TaskFamily(
-        name="spatial_intelligence",
-        short="si",
-        aliases=("vsi", "spatial_reasoning"),
-        answer=answer,
+        "spatial_intelligence",
+        "si",
+        answer,
+        choice_or_number,
+        __name__,
+        ALIASES,
         cell_answer=cell_answer,
-        prompt=choice_or_number,
-        published={
-            "orarl": lambda record: orarl_choice_or_number(
-                record, ORARL_SI_PREFIX, ORARL_SI_CHOICE_TAIL
-            ),
-            "video_r1": video_r1_choice_or_number,
-        },
         subtype_groups=True,
         video_r1_types=("numerical", "regression"),
-        package=__name__,
+        published=PUBLISHED,
     )
 )

@@ -1,9 +1,6 @@
 """OraRL's spatial intelligence reward, exactly as its adapter scores it.
 
-Re-implemented from `orarl/rewards/adapters/*.py` in HVision-NKU/OraRL (commit e3903be)
-(`reward.mode: orarl`; the router sets `overall = task * format` as OraRL does); the
-answer is read as `orarl_parsing.canonical_payload` does (several `</think>` tags allowed,
-tags in any case, the payload stripped). Against ours (docs/fidelity.md):
+Against ours (`rewards/orarl_parsing.py` says what every adapter shares; docs/fidelity.md):
 
 - spatial intelligence: numbers must be bare (`12`, `-0.5`; format 0 otherwise), MRA is
   compared in floats over thresholds `0.50 + 0.05 k` (target 10, prediction 9: 0.8);
@@ -14,11 +11,7 @@ from __future__ import annotations
 
 import re
 
-from videorl.data.records import (
-    ChoiceAnswer,
-    NumericAnswer,
-    TaskRecord,
-)
+from videorl.data.records import ChoiceAnswer, NumericAnswer, TaskRecord
 from videorl.rewards.orarl_parsing import (
     NUMBER,
     bare_letter,
@@ -27,9 +20,7 @@ from videorl.rewards.orarl_parsing import (
     finite,
     last_answer_block,
 )
-
-Components = dict[str, float]
-
+from videorl.rewards.registry import Components
 
 _BARE_NUMBER = re.compile(rf"\s*{NUMBER}\s*")
 _FIRST_NUMBER = re.compile(NUMBER)

@@ -7,25 +7,11 @@ from pathlib import Path
 
 import numpy as np
 
-from videorl.data.families import (
-    SI_CHOICE_SUBTYPES,
-    SI_NUMERIC_SUBTYPES,
-    Family,
-)
-from videorl.data.records import (
-    LETTERS,
-    ChoiceAnswer,
-    NumericAnswer,
-    TaskRecord,
-)
+from videorl.data.families import SI_CHOICE_SUBTYPES, SI_NUMERIC_SUBTYPES
+from videorl.data.records import LETTERS, ChoiceAnswer, NumericAnswer, TaskRecord
 from videorl.data.synth import FAMILY_SYNTHS, SynthDraw
 from videorl.data.synth_scene import Placed, place
-from videorl.data.synth_tasks import (
-    appearing,
-    frame_size,
-    save_video,
-    scatter,
-)
+from videorl.data.synth_tasks import appearing, frame_size, save_video, scatter, synth_record
 
 SI_SUBTYPES = SI_NUMERIC_SUBTYPES + SI_CHOICE_SUBTYPES
 TILE = 8
@@ -129,15 +115,8 @@ def spatial_intelligence(rng: np.random.Generator, rid: str, out: Path, index: i
     else:
         duration, at = 2.0, appearing(items, first=0.0, gap=0.0)
     media = save_video(out, rid, width, height, duration, at)
-    return TaskRecord(
-        id=rid,
-        family=Family("spatial_intelligence"),
-        problem=problem,
-        answer=answer,
-        source="synth",
-        video=media,
-        duration=duration,
-        **fields,
+    return synth_record(
+        "spatial_intelligence", rid, problem, answer, video=media, duration=duration, **fields
     )
 
 

@@ -2,43 +2,29 @@
 (docs/methods.md#rewards).
 
 Answer `SpatioTemporalAnswer` (a window and boxes keyed by second); reward
-`rewards/spatio_temporal_grounding.py`; evaluation m_tIoU and m_sIoU; synthetic videos of a
+`reward.py` (OraRL's: `orarl.py`); evaluation m_tIoU and m_sIoU; synthetic videos of a
 shape crossing the upper half.
+
+This package is the family: this module registers what reading and prompting a record
+needs; `reward`, `evaluation`, `synth` and `demo` register the rest when first asked.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 from videorl.data.families import TaskFamily, register_family
-from videorl.data.records import (
-    SpatioTemporalAnswer,
-    box_value,
-    require,
-    window_value,
-)
-from videorl.errors import DataError
+from videorl.data.records import SpatioTemporalAnswer
 from videorl.tasks.spatio_temporal_grounding.prompts import orarl_spatio_temporal, spatio_temporal
 
-
-def answer(data: dict[str, Any], where: str) -> SpatioTemporalAnswer:
-    boxes = require(data, "boxes", where)
-    if not isinstance(boxes, dict):
-        raise DataError(f"{where}.boxes: expected an object second -> box")
-    return SpatioTemporalAnswer(
-        time=window_value(require(data, "time", where), f"{where}.time"),
-        boxes={str(k): box_value(v, f"{where}.boxes[{k}]") for k, v in boxes.items()},
-    )
-
-
+ALIASES = ("stvg", "spatiotemporal_grounding")
+PUBLISHED = {"orarl": orarl_spatio_temporal}
 register_family(
     TaskFamily(
-        name="spatio_temporal_grounding",
-        short="stg",
-        aliases=("stvg", "spatiotemporal_grounding"),
-        answer=answer,
-        prompt=spatio_temporal,
-        published={"orarl": orarl_spatio_temporal},
-        package=__name__,
+        "spatio_temporal_grounding",
+        "stg",
+        SpatioTemporalAnswer.from_dict,
+        spatio_temporal,
+        __name__,
+        ALIASES,
+        published=PUBLISHED,
     )
 )

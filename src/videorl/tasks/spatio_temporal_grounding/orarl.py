@@ -1,13 +1,10 @@
 """OraRL's spatio temporal grounding reward, exactly as its adapter scores it.
 
-Re-implemented from `orarl/rewards/adapters/*.py` in HVision-NKU/OraRL (commit e3903be)
-(`reward.mode: orarl`; the router sets `overall = task * format` as OraRL does); the
-answer is read as `orarl_parsing.canonical_payload` does (several `</think>` tags allowed,
-tags in any case, the payload stripped). Against ours (docs/fidelity.md):
+Against ours (`rewards/orarl_parsing.py` says what every adapter shares; docs/fidelity.md):
 
-- tracking / spatio-temporal grounding: format 0 unless the payload is a JSON object
-  whose boxes all have integer frame (second) keys and readable boxes (and, for STG, a
-  time pair with start <= end); keys match exactly; STG is always `0.2 tIoU + 0.8 sIoU`;
+- spatio-temporal grounding: format 0 unless the payload is a JSON object with a time
+  pair (start <= end) and boxes that all have integer second keys and readable boxes;
+  keys match exactly; `task` is always `0.2 tIoU + 0.8 sIoU`.
 """
 
 from __future__ import annotations
@@ -15,10 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from videorl.data.records import (
-    SpatioTemporalAnswer,
-    TaskRecord,
-)
+from videorl.data.records import SpatioTemporalAnswer, TaskRecord
 from videorl.rewards.geometry import clip_window
 from videorl.rewards.orarl_parsing import (
     boxes_of,
@@ -31,9 +25,7 @@ from videorl.rewards.orarl_parsing import (
     mean_iou,
     strict_object,
 )
-
-Components = dict[str, float]
-
+from videorl.rewards.registry import Components
 
 TIME_WEIGHT = 0.2
 

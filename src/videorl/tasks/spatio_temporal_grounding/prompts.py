@@ -5,10 +5,7 @@ from __future__ import annotations
 import itertools
 
 from videorl.data.prompts import BOX, coordinates_sentence, duration_sentence, short_number
-from videorl.data.records import (
-    SpatioTemporalAnswer,
-    TaskRecord,
-)
+from videorl.data.records import SpatioTemporalAnswer, TaskRecord
 
 
 def _grid_step(record: TaskRecord) -> float:

@@ -7,20 +7,10 @@ from pathlib import Path
 
 import numpy as np
 
-from videorl.data.families import Family
-from videorl.data.records import (
-    SpatioTemporalAnswer,
-    TaskRecord,
-)
+from videorl.data.records import SpatioTemporalAnswer, TaskRecord
 from videorl.data.synth import FAMILY_SYNTHS, SynthDraw
 from videorl.data.synth_scene import COLORS, Placed, distinct
-from videorl.data.synth_tasks import (
-    box_of,
-    frame_size,
-    half_step,
-    save_video,
-    shape,
-)
+from videorl.data.synth_tasks import box_of, frame_size, half_step, save_video, shape, synth_record
 
 
 def spatio_temporal_grounding(rng: np.random.Generator, rid: str, out: Path) -> TaskRecord:
@@ -46,26 +36,22 @@ def spatio_temporal_grounding(rng: np.random.Generator, rid: str, out: Path) -> 
     def at_time(t: float) -> Placed:
         return target.moved(round(2 + (x_end - 2) * (t - t0) / (t1 - t0)), y)
 
-    media = save_video(
-        out,
-        rid,
-        width,
-        height,
-        duration,
-        lambda t: [other, at_time(t)] if t0 <= t < t1 else [other],
-    )
+    def scene(t: float) -> list[Placed]:
+        return [other, at_time(t)] if t0 <= t < t1 else [other]
+
+    media = save_video(out, rid, width, height, duration, scene)
     seconds = range(math.ceil(t0), math.ceil(t1))
     boxes = {str(s): box_of(at_time(float(s)), width, height) for s in seconds}
-    return TaskRecord(
-        id=rid,
-        family=Family("spatio_temporal_grounding"),
-        problem=f"the {target.name}",
-        answer=SpatioTemporalAnswer(time=(t0, t1), boxes=boxes),
+    answer = SpatioTemporalAnswer(time=(t0, t1), boxes=boxes)
+    problem = f"the {target.name}"
+    return synth_record(
+        "spatio_temporal_grounding",
+        rid,
+        problem,
+        answer,
+        (width, height),
         video=media,
         duration=duration,
-        source="synth",
-        width=width,
-        height=height,
     )
 
 

@@ -1,8 +1,11 @@
 """Temporal grounding: find the start and end of a described moment (docs/methods.md#rewards).
 
-Answer `TemporalAnswer` (windows in seconds); reward `rewards/temporal_grounding.py`;
+Answer `TemporalAnswer` (windows in seconds); reward `reward.py` (OraRL's: `orarl.py`);
 evaluation R1@m and mIoU (`eval/metrics/temporal.py`); synthetic videos where a shape appears,
 changes colour or moves over a 1-1.5 s event.
+
+This package is the family: this module registers what reading and prompting a record
+needs; `reward`, `evaluation`, `synth` and `demo` register the rest when first asked.
 """
 
 from __future__ import annotations
@@ -13,22 +16,11 @@ from typing import Any
 from videorl.data.columns import json_cell, object_cell
 from videorl.data.families import Family, TaskFamily, register_family
 from videorl.data.formats import windows_of
-from videorl.data.records import (
-    TemporalAnswer,
-    require,
-    window_value,
-)
+from videorl.data.records import TemporalAnswer
 from videorl.errors import DataError
 from videorl.tasks.temporal_grounding.prompts import orarl_temporal, taro_temporal, temporal
 
 _SPAN = re.compile(r"([-+]?\d*\.?\d+)\s*(?:s\b|seconds?\b)?\s*(?:to|and|-|–)\s*([-+]?\d*\.?\d+)")
-
-
-def answer(data: dict[str, Any], where: str) -> TemporalAnswer:
-    windows = require(data, "windows", where)
-    if not isinstance(windows, (list, tuple)) or not windows:
-        raise DataError(f"{where}.windows: expected a non-empty list of windows")
-    return TemporalAnswer(tuple(window_value(w, f"{where}.windows") for w in windows))
 
 
 def cell_answer(raw: Any, options: tuple[str, ...], column: str) -> TemporalAnswer:
@@ -46,16 +38,18 @@ def cell_answer(raw: Any, options: tuple[str, ...], column: str) -> TemporalAnsw
     return TemporalAnswer(tuple(windows_of(raw, column)))
 
 
+ALIASES = ("vtg", "temporal", "grounding", "moment_retrieval")
+PUBLISHED = {"orarl": orarl_temporal, "taro": taro_temporal}
 register_family(
     TaskFamily(
-        name="temporal_grounding",
-        short="tg",
-        aliases=("vtg", "temporal", "grounding", "moment_retrieval"),
-        answer=answer,
+        "temporal_grounding",
+        "tg",
+        TemporalAnswer.from_dict,
+        temporal,
+        __name__,
+        ALIASES,
         cell_answer=cell_answer,
-        prompt=temporal,
-        published={"orarl": orarl_temporal, "taro": taro_temporal},
         time_windows=True,
-        package=__name__,
+        published=PUBLISHED,
     )
 )

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from videorl.data.records import (
-    TemporalAnswer,
-)
+from videorl.data.records import TemporalAnswer
 from videorl.demo import render, views
 from videorl.demo.inference import Result
 from videorl.demo.parts import FAMILY_DEMOS, DemoParts, Pictures

@@ -1,9 +1,6 @@
 """OraRL's temporal grounding reward, exactly as its adapter scores it.
 
-Re-implemented from `orarl/rewards/adapters/*.py` in HVision-NKU/OraRL (commit e3903be)
-(`reward.mode: orarl`; the router sets `overall = task * format` as OraRL does); the
-answer is read as `orarl_parsing.canonical_payload` does (several `</think>` tags allowed,
-tags in any case, the payload stripped). Against ours (docs/fidelity.md):
+Against ours (`rewards/orarl_parsing.py` says what every adapter shares; docs/fidelity.md):
 
 - temporal grounding: `S to E` / `S and E` with whitespace around the word, no `s`
   suffix, no exponent; S > E is format 0; the span is compared unsorted-safe (tIoU of the
@@ -17,18 +14,10 @@ from __future__ import annotations
 
 import re
 
-from videorl.data.records import (
-    TaskRecord,
-)
-from videorl.rewards.orarl_parsing import (
-    NUMBER,
-    canonical_payload,
-    interval_iou,
-)
+from videorl.data.records import TaskRecord
+from videorl.rewards.orarl_parsing import NUMBER, canonical_payload, interval_iou
+from videorl.rewards.registry import Components
 from videorl.tasks.temporal_grounding.truth import ground_truth
-
-Components = dict[str, float]
-
 
 _SPAN = re.compile(rf"\s*({NUMBER})\s+(?:to|and)\s+({NUMBER})\s*", re.IGNORECASE)
 

@@ -4,9 +4,7 @@
 from __future__ import annotations
 
 from videorl.data.prompts import duration_sentence
-from videorl.data.records import (
-    TaskRecord,
-)
+from videorl.data.records import TaskRecord
 
 
 def temporal(record: TaskRecord) -> str:

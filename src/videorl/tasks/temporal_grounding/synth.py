@@ -6,12 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from videorl.data.families import Family
-from videorl.data.records import (
-    DenseCaption,
-    TaskRecord,
-    TemporalAnswer,
-)
+from videorl.data.records import DenseCaption, TaskRecord, TemporalAnswer
 from videorl.data.synth import FAMILY_SYNTHS, SynthDraw
 from videorl.data.synth_scene import COLORS, Placed, distinct, place
 from videorl.data.synth_tasks import (
@@ -24,6 +19,7 @@ from videorl.data.synth_tasks import (
     large_size,
     save_video,
     shape,
+    synth_record,
 )
 
 
@@ -85,20 +81,18 @@ def temporal_grounding(
             f"the {thing} stops and stays still",
         )
     bounds = ((0.0, t0), (t0, t1), (t1, duration))
-    return TaskRecord(
-        id=rid,
-        family=Family("temporal_grounding"),
-        problem=query,
-        answer=TemporalAnswer(((t0, t1),)),
-        video=save_video(out, rid, width, height, duration, at),
+    captions = tuple(DenseCaption(s, e, text) for (s, e), text in zip(bounds, texts, strict=True))
+    video = save_video(out, rid, width, height, duration, at)
+    return synth_record(
+        "temporal_grounding",
+        rid,
+        query,
+        TemporalAnswer(((t0, t1),)),
+        (width, height),
+        video=video,
         duration=duration,
-        captions=tuple(
-            DenseCaption(s, e, text) for (s, e), text in zip(bounds, texts, strict=True)
-        ),
+        captions=captions,
         subtype=kind,
-        source="synth",
-        width=width,
-        height=height,
     )
 
 

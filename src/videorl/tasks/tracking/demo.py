@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from videorl.data.records import (
-    TrackingAnswer,
-)
+from videorl.data.records import TrackingAnswer
 from videorl.demo import views
 from videorl.demo.inference import Result
 from videorl.demo.parts import FAMILY_DEMOS, DemoParts, Pictures

@@ -1,21 +1,15 @@
 """OraRL's tracking reward, exactly as its adapter scores it.
 
-Re-implemented from `orarl/rewards/adapters/*.py` in HVision-NKU/OraRL (commit e3903be)
-(`reward.mode: orarl`; the router sets `overall = task * format` as OraRL does); the
-answer is read as `orarl_parsing.canonical_payload` does (several `</think>` tags allowed,
-tags in any case, the payload stripped). Against ours (docs/fidelity.md):
+Against ours (`rewards/orarl_parsing.py` says what every adapter shares; docs/fidelity.md):
 
-- tracking / spatio-temporal grounding: format 0 unless the payload is a JSON object
-  whose boxes all have integer frame (second) keys and readable boxes (and, for STG, a
-  time pair with start <= end); keys match exactly; STG is always `0.2 tIoU + 0.8 sIoU`;
+- tracking: format 0 unless the payload is a JSON object whose boxes all have integer
+  frame keys and readable boxes; keys match exactly; `task` is the mean box IoU over the
+  ground-truth frames.
 """
 
 from __future__ import annotations
 
-from videorl.data.records import (
-    TaskRecord,
-    TrackingAnswer,
-)
+from videorl.data.records import TaskRecord, TrackingAnswer
 from videorl.rewards.orarl_parsing import (
     boxes_of,
     canonical_payload,
@@ -24,8 +18,7 @@ from videorl.rewards.orarl_parsing import (
     mean_iou,
     strict_object,
 )
-
-Components = dict[str, float]
+from videorl.rewards.registry import Components
 
 
 def adapter(record: TaskRecord, response: str) -> tuple[float, Components]:

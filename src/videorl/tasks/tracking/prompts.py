@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 from videorl.data.prompts import BOX, coordinates_sentence, short_number
-from videorl.data.records import (
-    TaskRecord,
-    TrackingAnswer,
-)
+from videorl.data.records import TaskRecord, TrackingAnswer
 
 
 def tracking(record: TaskRecord) -> str:

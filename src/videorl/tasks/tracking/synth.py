@@ -6,7 +6,6 @@ from pathlib import Path
 
 import numpy as np
 
-from videorl.data.families import Family
 from videorl.data.records import TaskRecord, TrackingAnswer
 from videorl.data.synth import FAMILY_SYNTHS, SynthDraw
 from videorl.data.synth_scene import Placed
@@ -18,6 +17,7 @@ from videorl.data.synth_tasks import (
     half_step,
     save_video,
     scatter,
+    synth_record,
 )
 
 
@@ -36,27 +36,22 @@ def tracking(rng: np.random.Generator, rid: str, out: Path) -> TaskRecord:
         )
 
     media = save_video(
-        out,
-        rid,
-        width,
-        height,
-        duration,
-        lambda t: [distractor, position(round(t * SOURCE_FPS))],
+        out, rid, width, height, duration, lambda t: [distractor, position(round(t * SOURCE_FPS))]
     )
     step = SOURCE_FPS // 2
     num_frames = round(duration * SOURCE_FPS)
     boxes = {str(f): box_of(position(f), width, height) for f in range(step, num_frames, step)}
-    return TaskRecord(
-        id=rid,
-        family=Family("tracking"),
-        problem=f"the {target.name}",
-        answer=TrackingAnswer(boxes),
+    extra = {"first_box": list(box_of(target, width, height)), "source_fps": SOURCE_FPS}
+    problem = f"the {target.name}"
+    return synth_record(
+        "tracking",
+        rid,
+        problem,
+        TrackingAnswer(boxes),
+        (width, height),
         video=media,
         duration=duration,
-        source="synth",
-        width=width,
-        height=height,
-        extra={"first_box": list(box_of(target, width, height)), "source_fps": SOURCE_FPS},
+        extra=extra,
     )
 
 

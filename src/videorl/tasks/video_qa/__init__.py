@@ -1,10 +1,13 @@
 """Video QA: multiple-choice questions about a video (docs/methods.md#rewards).
 
 Answer `ChoiceAnswer` (a letter), or `TextAnswer` for an open-ended question (LongVT's rows:
-a free-text ground truth, no options); reward `rewards/video_qa.py` (an open-ended answer is
+a free-text ground truth, no options); reward `reward.py` (OraRL's: `orarl.py`) (an open-ended answer is
 scored by the LLM judge of `reward.judge` in the LongVT plug-in, `rewards/judge.py`);
 evaluation accuracy (macro over subtypes too); synthetic questions about a colour or the
 order of appearance.
+
+This package is the family: this module registers what reading and prompting a record
+needs; `reward`, `evaluation`, `synth` and `demo` register the rest when first asked.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from typing import Any
 from videorl.data.columns import json_cell, object_cell
 from videorl.data.families import Family, TaskFamily, register_family
 from videorl.data.formats import choice_letter
-from videorl.data.records import LETTERS, ChoiceAnswer, TextAnswer, choice_value
+from videorl.data.records import LETTERS, ChoiceAnswer, TextAnswer
 from videorl.errors import DataError
 from videorl.tasks.choice_prompts import (
     choice_or_number,
@@ -27,16 +30,8 @@ from videorl.tasks.video_qa.prompts import ORARL_QA_TAIL
 def answer(data: dict[str, Any], where: str) -> ChoiceAnswer | TextAnswer:
     """`{"letter": "B"}`, or `{"text": "..."}` for an open-ended question."""
     if "letter" not in data and "text" in data:
-        return text_value(data["text"], f"{where}.text")
-    if "letter" not in data:
-        raise DataError(f"{where}: missing field 'letter'")
-    return choice_value(data["letter"], f"{where}.letter")
-
-
-def text_value(value: Any, where: str) -> TextAnswer:
-    if not isinstance(value, str) or not value.strip():
-        raise DataError(f"{where}: expected a non-empty answer text, got {value!r}")
-    return TextAnswer(value.strip())
+        return TextAnswer.from_dict(data, where)
+    return ChoiceAnswer.from_dict(data, where)
 
 
 def cell_answer(raw: Any, options: tuple[str, ...], column: str) -> ChoiceAnswer | TextAnswer:
@@ -55,19 +50,21 @@ def cell_answer(raw: Any, options: tuple[str, ...], column: str) -> ChoiceAnswer
         return TextAnswer(raw.strip())
 
 
+ALIASES = ("mcq", "videoqa", "multiple_choice")
+PUBLISHED = {
+    "orarl": lambda record: orarl_choice_or_number(record, "", ORARL_QA_TAIL),
+    "video_r1": video_r1_choice_or_number,
+}
 register_family(
     TaskFamily(
-        name="video_qa",
-        short="qa",
-        aliases=("mcq", "videoqa", "multiple_choice"),
-        answer=answer,
+        "video_qa",
+        "qa",
+        answer,
+        choice_or_number,
+        __name__,
+        ALIASES,
         cell_answer=cell_answer,
-        prompt=choice_or_number,
-        published={
-            "orarl": lambda record: orarl_choice_or_number(record, "", ORARL_QA_TAIL),
-            "video_r1": video_r1_choice_or_number,
-        },
         video_r1_types=("multiple choice",),
-        package=__name__,
+        published=PUBLISHED,
     )
 )

@@ -4,10 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from videorl.data.records import (
-    LETTERS,
-    ChoiceAnswer,
-)
+from videorl.data.records import LETTERS, ChoiceAnswer
 from videorl.demo import render, views
 from videorl.demo.inference import Result
 from videorl.demo.parts import FAMILY_DEMOS, DemoParts, Pictures

@@ -1,28 +1,16 @@
 """OraRL's video qa reward, exactly as its adapter scores it.
 
-Re-implemented from `orarl/rewards/adapters/*.py` in HVision-NKU/OraRL (commit e3903be)
-(`reward.mode: orarl`; the router sets `overall = task * format` as OraRL does); the
-answer is read as `orarl_parsing.canonical_payload` does (several `</think>` tags allowed,
-tags in any case, the payload stripped). Against ours (docs/fidelity.md):
+Against ours (`rewards/orarl_parsing.py` says what every adapter shares; docs/fidelity.md):
 
 - video QA: a bare letter A-H in any case (`(B)`, `B.` and `B. text` are format 0).
 """
 
 from __future__ import annotations
 
-from videorl.data.records import (
-    ChoiceAnswer,
-    TaskRecord,
-    TextAnswer,
-)
-from videorl.rewards.orarl_parsing import (
-    bare_letter,
-    canonical_payload,
-    choice_reward,
-)
+from videorl.data.records import ChoiceAnswer, TaskRecord, TextAnswer
+from videorl.rewards.orarl_parsing import bare_letter, canonical_payload, choice_reward
+from videorl.rewards.registry import Components
 from videorl.tasks.video_qa.text import text_match
-
-Components = dict[str, float]
 
 
 def adapter(record: TaskRecord, response: str) -> tuple[float, Components]:

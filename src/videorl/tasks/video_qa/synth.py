@@ -6,7 +6,6 @@ from pathlib import Path
 
 import numpy as np
 
-from videorl.data.families import Family
 from videorl.data.records import LETTERS, ChoiceAnswer, TaskRecord
 from videorl.data.synth import FAMILY_SYNTHS, SynthDraw
 from videorl.data.synth_scene import COLORS
@@ -17,6 +16,7 @@ from videorl.data.synth_tasks import (
     large_size,
     save_video,
     scatter,
+    synth_record,
 )
 
 
@@ -42,18 +42,16 @@ def video_qa(rng: np.random.Generator, rid: str, out: Path) -> TaskRecord:
         problem, subtype, color = "Which colour appears first?", "order", items[0].color
     options = tuple(COLORS)
     answer = ChoiceAnswer(LETTERS[options.index(color)])
-    return TaskRecord(
-        id=rid,
-        family=Family("video_qa"),
-        problem=problem,
-        answer=answer,
-        source="synth",
+    return synth_record(
+        "video_qa",
+        rid,
+        problem,
+        answer,
+        (width, height),
         video=media,
         duration=duration,
         options=options,
         subtype=subtype,
-        width=width,
-        height=height,
     )
 
 
