@@ -8,7 +8,8 @@ from typing import Any
 
 from PIL import Image
 
-from videorl.data.families import Answer, PartTable
+from videorl.data.families import PartTable
+from videorl.data.records import Answer
 from videorl.video.meta import VideoMeta
 
 

@@ -2,9 +2,8 @@
 
 import pytest
 
+from tests.rewards.factories import make
 from videorl.rewards import RewardConfig, score_response
-
-from .factories import make
 
 CONFIG = RewardConfig(num_workers=1)
 

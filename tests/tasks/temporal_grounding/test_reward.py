@@ -2,10 +2,9 @@
 
 import pytest
 
+from tests.rewards.factories import make
 from videorl.rewards import RewardConfig, score_response
 from videorl.tasks.temporal_grounding.reward import parse
-
-from .factories import make
 
 PLAIN = RewardConfig(num_workers=1)
 SHAPED = RewardConfig(num_workers=1, tg_shaping="iou_v2")

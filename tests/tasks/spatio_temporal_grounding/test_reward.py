@@ -2,10 +2,9 @@
 
 import pytest
 
+from tests.rewards.factories import make
 from videorl.rewards import RewardConfig, score_response
 from videorl.rewards.geometry import nearest_box
-
-from .factories import make
 
 CONFIG = RewardConfig(num_workers=1)
 BOX = [0, 0, 10, 10]

@@ -6,11 +6,10 @@ import math
 
 import pytest
 
+from tests.rewards.factories import IMAGE, SEG_POINTS, make, mask_rle
 from videorl.rewards import RewardConfig, score_response
 from videorl.rewards.masks import load_mask
 from videorl.tasks.segmentation.reward import point_similarity, time_similarity
-
-from .factories import IMAGE, SEG_POINTS, make, mask_rle
 
 CONFIG = RewardConfig(num_workers=1)
 POS, NEG = SEG_POINTS["positive_points"], SEG_POINTS["negative_points"]

@@ -2,10 +2,9 @@
 
 import pytest
 
+from tests.rewards.factories import make
 from videorl.rewards import RewardConfig, score_response
 from videorl.rewards.payload import parse_letter
-
-from .factories import make
 
 CONFIG = RewardConfig(num_workers=1)
 

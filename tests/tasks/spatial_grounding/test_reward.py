@@ -2,10 +2,9 @@
 
 import pytest
 
+from tests.rewards.factories import IMAGE, make
 from videorl.rewards import RewardConfig, score_response
 from videorl.tasks.spatial_grounding.reward import parse
-
-from .factories import IMAGE, make
 
 CONFIG = RewardConfig(num_workers=1)
 
