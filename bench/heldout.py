@@ -34,13 +34,12 @@ from videorl.data.records import DenseCaption, MediaRef, TaskRecord, TemporalAns
 from videorl.data.synth_scene import COLORS, SHAPES, Placed, distinct, place
 from videorl.data.synth_tasks import (
     SOURCE_FPS,
-    TG_DURATION,
-    TG_EVENT,
     article,
     frame_size,
     half_step,
     large_size,
 )
+from videorl.tasks.temporal_grounding.synth import TG_DURATION, TG_EVENT
 from videorl.video.encode import write_mp4
 
 SCENES = ("drift", "pan")

@@ -75,7 +75,7 @@ class TaskFamily:
     cell_answer(raw, options, where) -> the answer from a dataset cell (a value, JSON text
         or object; `data/columns.py`); None: only the JSON object form
     prompt(record) -> videorl's task instruction; `published`: style -> (record -> text or
-        None), the published templates (`data/published_prompts.py`)
+        None), the published templates (`tasks/<family>/prompts.py`)
     package: the module whose submodules (`reward`, `evaluation`, `synth`, `demo`) register
         the family's other parts when first asked (`PartTable`); "" registers them itself
     time_windows: answers are windows of the video's time (`TemporalAnswer`): TaRO's

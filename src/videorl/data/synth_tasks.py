@@ -1,5 +1,5 @@
-"""What the synthetic generators share (each family's generator is in its module under
-`videorl/tasks/`): frame sizes, shapes, timelines, and writing the media.
+"""What the synthetic generators share (each family's generator is its
+`tasks/<family>/synth.py`): frame sizes, shapes, timelines, writing the media and the record.
 
 A generator draws a scene with `rng`, writes its media under `out` and returns the record
 with exact ground truth. Visual cues are simple (a colour, a position, an appearance) so a
@@ -36,8 +36,6 @@ from videorl.video.encode import write_image, write_mp4
 
 SOURCE_FPS = 8
 FRAME_SIZES = ((64, 64), (96, 64), (96, 96))  # (width, height), even for yuv420p
-TG_DURATION = (8.0, 16.0)  # seconds, temporal grounding videos
-TG_EVENT = (1.0, 1.5)  # seconds, the queried event
 TG_EVENTS = ("appear", "colour", "move")  # kinds of temporal-grounding event
 
 

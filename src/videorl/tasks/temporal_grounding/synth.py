@@ -10,8 +10,6 @@ from videorl.data.records import DenseCaption, TaskRecord, TemporalAnswer
 from videorl.data.synth import FAMILY_SYNTHS, SynthDraw
 from videorl.data.synth_scene import COLORS, Placed, distinct, place
 from videorl.data.synth_tasks import (
-    TG_DURATION,
-    TG_EVENT,
     TG_EVENTS,
     article,
     frame_size,
@@ -21,6 +19,9 @@ from videorl.data.synth_tasks import (
     shape,
     synth_record,
 )
+
+TG_DURATION = (8.0, 16.0)  # seconds, temporal grounding videos
+TG_EVENT = (1.0, 1.5)  # seconds, the queried event
 
 
 def temporal_grounding(
@@ -34,7 +35,7 @@ def temporal_grounding(
     on the 0.5 s grid in [8, 16] s; event length 1 or 1.5 s (6-19% of the video); start
     uniform on the grid with 0.5 s of unchanged video before and after. The best fixed
     span as a fraction of the stated duration scores 12-13 mIoU on 64 validation videos
-    (`eval/blind.py`)."""
+    (`evaluation.py: blind_temporal`)."""
     width, height = frame_size(rng)
     duration = half_step(rng, TG_DURATION[0], TG_DURATION[1])
     length = half_step(rng, TG_EVENT[0], TG_EVENT[1])
