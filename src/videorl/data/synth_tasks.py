@@ -125,12 +125,22 @@ def synth_record(
     problem: str,
     answer: Answer,
     size: tuple[int, int] | None = None,
+    video: MediaRef | None = None,
+    duration: float | None = None,
     **fields: Any,
 ) -> TaskRecord:
     """A synthetic record of `family` (`source` "synth") in a `size` = (width, height)
-    frame; `fields` are its other `TaskRecord` fields (media, duration, ...)."""
+    frame, with its `video` of `duration` seconds; `fields` are its other `TaskRecord`
+    fields (an image, options, ...)."""
     if size is not None:
         fields["width"], fields["height"] = size
     return TaskRecord(
-        id=rid, family=Family(family), problem=problem, answer=answer, source="synth", **fields
+        id=rid,
+        family=Family(family),
+        problem=problem,
+        answer=answer,
+        video=video,
+        duration=duration,
+        source="synth",
+        **fields,
     )

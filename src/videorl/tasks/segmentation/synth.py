@@ -44,17 +44,19 @@ def segmentation(rng: np.random.Generator, rid: str, out: Path, video: bool) -> 
         time=time,
         mask_rle=mask_rle(mask),
     )
-    media_field = "video" if video else "image"
     problem = f"the {target.name}"
+    frame, kind = (width, height), "video" if video else "image"
+    image = None if video else media
     return synth_record(
         "segmentation",
         rid,
         problem,
         answer,
-        (width, height),
-        **{media_field: media},
-        duration=duration,
-        subtype=media_field,
+        frame,
+        media if video else None,
+        duration,
+        image=image,
+        subtype=kind,
     )
 
 

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
-from videorl.data.records import BoxAnswer
+from typing import Any
+
+from videorl.data.records import Answer, BoxAnswer
 from videorl.demo import views
 from videorl.demo.inference import Result
 from videorl.demo.parts import FAMILY_DEMOS, DemoParts, Pictures
 from videorl.eval import parsing
 from videorl.tasks.common import NO_BOX
+from videorl.video.meta import VideoMeta
+
+# the query box's hint, and the answer format named when a reply does not parse
+PLACEHOLDER = "the object to locate, e.g. the blue square"
+EXPECTED = "<answer>[x1, y1, x2, y2]</answer>"
 
 
 def spatial_view(result: Result) -> tuple[str, str, Pictures]:
@@ -25,14 +32,15 @@ def spatial_view(result: Result) -> tuple[str, str, Pictures]:
     )
 
 
+def _blank(options: tuple[str, ...], meta: VideoMeta) -> tuple[Answer, dict[str, Any]]:
+    return (BoxAnswer(NO_BOX), {})
+
+
+def _prediction(text: str, options: tuple[str, ...]) -> dict[str, Any]:
+    return {"box": parsing.parse_box(text)}
+
+
 FAMILY_DEMOS.register(
     "spatial_grounding",
-    DemoParts(
-        label="spatial grounding",
-        placeholder="the object to locate, e.g. the blue square",
-        expected="<answer>[x1, y1, x2, y2]</answer>",
-        blank=lambda options, meta: (BoxAnswer(NO_BOX), {}),
-        parse=lambda text, options: {"box": parsing.parse_box(text)},
-        view=spatial_view,
-    ),
+    DemoParts("spatial grounding", PLACEHOLDER, EXPECTED, _blank, _prediction, spatial_view),
 )

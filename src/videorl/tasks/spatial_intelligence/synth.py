@@ -116,7 +116,7 @@ def spatial_intelligence(rng: np.random.Generator, rid: str, out: Path, index: i
         duration, at = 2.0, appearing(items, first=0.0, gap=0.0)
     media = save_video(out, rid, width, height, duration, at)
     return synth_record(
-        "spatial_intelligence", rid, problem, answer, video=media, duration=duration, **fields
+        "spatial_intelligence", rid, problem, answer, None, media, duration, **fields
     )
 
 

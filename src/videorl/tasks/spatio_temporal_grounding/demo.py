@@ -4,12 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from videorl.data.records import SpatioTemporalAnswer
+from videorl.data.records import Answer, SpatioTemporalAnswer
 from videorl.demo import render, views
 from videorl.demo.inference import Result
 from videorl.demo.parts import FAMILY_DEMOS, DemoParts, Pictures
 from videorl.tasks.common import NO_BOX
 from videorl.tasks.spatio_temporal_grounding.parsing import parse_spatio_temporal
+from videorl.video.meta import VideoMeta
+
+# the query box's hint, and the answer format named when a reply does not parse
+PLACEHOLDER = "the object to find in time and space"
+EXPECTED = '<answer>{"time": [t0, t1], "boxes": {...}}</answer>'
 
 
 def _prediction(text: str, options: tuple[str, ...]) -> dict[str, Any]:
@@ -40,17 +45,18 @@ def spatio_temporal_view(result: Result) -> tuple[str, str, Pictures]:
     return ", ".join(found), truth_text, pictures
 
 
+def _blank(options: tuple[str, ...], meta: VideoMeta) -> tuple[Answer, dict[str, Any]]:
+    return (SpatioTemporalAnswer(time=(0.0, 0.0), boxes={"0": NO_BOX}), {})
+
+
 FAMILY_DEMOS.register(
     "spatio_temporal_grounding",
     DemoParts(
-        label="spatio-temporal grounding",
-        placeholder="the object to find in time and space",
-        expected='<answer>{"time": [t0, t1], "boxes": {...}}</answer>',
-        blank=lambda options, meta: (
-            SpatioTemporalAnswer(time=(0.0, 0.0), boxes={"0": NO_BOX}),
-            {},
-        ),
-        parse=_prediction,
-        view=spatio_temporal_view,
+        "spatio-temporal grounding",
+        PLACEHOLDER,
+        EXPECTED,
+        _blank,
+        _prediction,
+        spatio_temporal_view,
     ),
 )

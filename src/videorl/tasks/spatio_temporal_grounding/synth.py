@@ -16,7 +16,7 @@ from videorl.data.synth_tasks import box_of, frame_size, half_step, save_video, 
 def spatio_temporal_grounding(rng: np.random.Generator, rid: str, out: Path) -> TaskRecord:
     """A shape crosses the upper half during [t0, t1) while a distractor sits in the lower
     half; the answer is the window and the shape's box at each whole second inside it."""
-    width, height = frame_size(rng)
+    frame = width, height = frame_size(rng)
     duration = half_step(rng, 5.0, 8.0)
     t0 = half_step(rng, 0.5, duration - 3.0)
     t1 = half_step(rng, t0 + 2.0, duration - 0.5)
@@ -44,15 +44,7 @@ def spatio_temporal_grounding(rng: np.random.Generator, rid: str, out: Path) -> 
     boxes = {str(s): box_of(at_time(float(s)), width, height) for s in seconds}
     answer = SpatioTemporalAnswer(time=(t0, t1), boxes=boxes)
     problem = f"the {target.name}"
-    return synth_record(
-        "spatio_temporal_grounding",
-        rid,
-        problem,
-        answer,
-        (width, height),
-        video=media,
-        duration=duration,
-    )
+    return synth_record("spatio_temporal_grounding", rid, problem, answer, frame, media, duration)
 
 
 def synthesize(draw: SynthDraw) -> TaskRecord:

@@ -9,9 +9,14 @@ from videorl.demo import render, views
 from videorl.demo.inference import Result
 from videorl.demo.parts import FAMILY_DEMOS, DemoParts, Pictures
 from videorl.eval import parsing
+from videorl.video.meta import VideoMeta
+
+# the query box's hint, and the answer format named when a reply does not parse
+PLACEHOLDER = "the moment to find, e.g. the red circle is visible"
+EXPECTED = "<answer>S to E</answer>"
 
 
-def _blank(options: tuple[str, ...], meta: Any) -> tuple[TemporalAnswer, dict[str, Any]]:
+def _blank(options: tuple[str, ...], meta: VideoMeta) -> tuple[TemporalAnswer, dict[str, Any]]:
     return TemporalAnswer(((0.0, 0.0),)), {}
 
 
@@ -37,14 +42,11 @@ def temporal_view(result: Result) -> tuple[str, str, Pictures]:
     return text, truth_text, pictures
 
 
+def _prediction(text: str, options: tuple[str, ...]) -> dict[str, Any]:
+    return {"window": parsing.parse_window(text)}
+
+
 FAMILY_DEMOS.register(
     "temporal_grounding",
-    DemoParts(
-        label="temporal grounding",
-        placeholder="the moment to find, e.g. the red circle is visible",
-        expected="<answer>S to E</answer>",
-        blank=_blank,
-        parse=lambda text, options: {"window": parsing.parse_window(text)},
-        view=temporal_view,
-    ),
+    DemoParts("temporal grounding", PLACEHOLDER, EXPECTED, _blank, _prediction, temporal_view),
 )

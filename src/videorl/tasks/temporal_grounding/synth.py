@@ -36,7 +36,7 @@ def temporal_grounding(
     uniform on the grid with 0.5 s of unchanged video before and after. The best fixed
     span as a fraction of the stated duration scores 12-13 mIoU on 64 validation videos
     (`evaluation.py: blind_temporal`)."""
-    width, height = frame_size(rng)
+    frame = width, height = frame_size(rng)
     duration = half_step(rng, TG_DURATION[0], TG_DURATION[1])
     length = half_step(rng, TG_EVENT[0], TG_EVENT[1])
     t0 = half_step(rng, 0.5, duration - 0.5 - length)
@@ -84,14 +84,15 @@ def temporal_grounding(
     bounds = ((0.0, t0), (t0, t1), (t1, duration))
     captions = tuple(DenseCaption(s, e, text) for (s, e), text in zip(bounds, texts, strict=True))
     video = save_video(out, rid, width, height, duration, at)
+    answer = TemporalAnswer(((t0, t1),))
     return synth_record(
         "temporal_grounding",
         rid,
         query,
-        TemporalAnswer(((t0, t1),)),
-        (width, height),
-        video=video,
-        duration=duration,
+        answer,
+        frame,
+        video,
+        duration,
         captions=captions,
         subtype=kind,
     )

@@ -6,16 +6,19 @@ from typing import Any
 
 from videorl.data.records import TrackingAnswer
 from videorl.demo import views
-from videorl.demo.inference import Result
+from videorl.demo.inference import Result, tracked_frames
 from videorl.demo.parts import FAMILY_DEMOS, DemoParts, Pictures
 from videorl.tasks.common import NO_BOX
 from videorl.tasks.tracking.parsing import parse_tracking
+from videorl.video.meta import VideoMeta
+
+# the query box's hint, and the answer format named when a reply does not parse
+PLACEHOLDER = "the object to track, e.g. the green circle"
+EXPECTED = '<answer>{"boxes": {"<frame>": [x1, y1, x2, y2]}}</answer>'
 
 
-def _blank(options: tuple[str, ...], meta: Any) -> tuple[TrackingAnswer, dict[str, Any]]:
+def _blank(options: tuple[str, ...], meta: VideoMeta) -> tuple[TrackingAnswer, dict[str, Any]]:
     """Boxes asked for in the demo's tracked frames of the uploaded video."""
-    from videorl.demo.inference import tracked_frames
-
     boxes = {str(f): NO_BOX for f in tracked_frames(meta)}
     return TrackingAnswer(boxes), {"extra": {"source_fps": meta.source_fps}}
 
@@ -42,13 +45,5 @@ def tracking_view(result: Result) -> tuple[str, str, Pictures]:
 
 
 FAMILY_DEMOS.register(
-    "tracking",
-    DemoParts(
-        label="tracking",
-        placeholder="the object to track, e.g. the green circle",
-        expected='<answer>{"boxes": {"<frame>": [x1, y1, x2, y2]}}</answer>',
-        blank=_blank,
-        parse=_prediction,
-        view=tracking_view,
-    ),
+    "tracking", DemoParts("tracking", PLACEHOLDER, EXPECTED, _blank, _prediction, tracking_view)
 )

@@ -24,7 +24,7 @@ from videorl.data.synth_tasks import (
 def tracking(rng: np.random.Generator, rid: str, out: Path) -> TaskRecord:
     """A shape bouncing around a static distractor; its box in frame 0 is given
     (`extra.first_box`), boxes every 0.5 s (every 4th source frame) are the answer."""
-    width, height = frame_size(rng)
+    frame = width, height = frame_size(rng)
     duration = half_step(rng, 4.0, 8.0)
     distractor, target = scatter(rng, width, height, 2)
     vx, vy = (int(v) for v in rng.choice([-2, -1, 1, 2], size=2))
@@ -43,16 +43,8 @@ def tracking(rng: np.random.Generator, rid: str, out: Path) -> TaskRecord:
     boxes = {str(f): box_of(position(f), width, height) for f in range(step, num_frames, step)}
     extra = {"first_box": list(box_of(target, width, height)), "source_fps": SOURCE_FPS}
     problem = f"the {target.name}"
-    return synth_record(
-        "tracking",
-        rid,
-        problem,
-        TrackingAnswer(boxes),
-        (width, height),
-        video=media,
-        duration=duration,
-        extra=extra,
-    )
+    answer = TrackingAnswer(boxes)
+    return synth_record("tracking", rid, problem, answer, frame, media, duration, extra=extra)
 
 
 def synthesize(draw: SynthDraw) -> TaskRecord:

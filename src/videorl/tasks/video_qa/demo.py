@@ -10,9 +10,14 @@ from videorl.demo.inference import Result
 from videorl.demo.parts import FAMILY_DEMOS, DemoParts, Pictures
 from videorl.errors import DataError
 from videorl.tasks.common import choice_prediction
+from videorl.video.meta import VideoMeta
+
+# the query box's hint, and the answer format named when a reply does not parse
+PLACEHOLDER = "the question, e.g. What colour is the square?"
+EXPECTED = "<answer>X</answer> with an option letter"
 
 
-def _blank(options: tuple[str, ...], meta: Any) -> tuple[ChoiceAnswer, dict[str, Any]]:
+def _blank(options: tuple[str, ...], meta: VideoMeta) -> tuple[ChoiceAnswer, dict[str, Any]]:
     given = tuple(o.strip() for o in options if o.strip())
     if not 2 <= len(given) <= len(LETTERS):
         raise DataError(
@@ -35,12 +40,6 @@ def choice_view(result: Result) -> tuple[str, str, Pictures]:
 FAMILY_DEMOS.register(
     "video_qa",
     DemoParts(
-        label="video QA",
-        placeholder="the question, e.g. What colour is the square?",
-        expected="<answer>X</answer> with an option letter",
-        blank=_blank,
-        parse=choice_prediction,
-        view=choice_view,
-        options=True,
+        "video QA", PLACEHOLDER, EXPECTED, _blank, choice_prediction, choice_view, options=True
     ),
 )

@@ -42,16 +42,9 @@ def video_qa(rng: np.random.Generator, rid: str, out: Path) -> TaskRecord:
         problem, subtype, color = "Which colour appears first?", "order", items[0].color
     options = tuple(COLORS)
     answer = ChoiceAnswer(LETTERS[options.index(color)])
+    frame = (width, height)
     return synth_record(
-        "video_qa",
-        rid,
-        problem,
-        answer,
-        (width, height),
-        video=media,
-        duration=duration,
-        options=options,
-        subtype=subtype,
+        "video_qa", rid, problem, answer, frame, media, duration, options=options, subtype=subtype
     )
 
 
