@@ -84,6 +84,9 @@ class TaskFamily:
     subtype_groups: the record's subtype is its OraRL task group when the row has no
         `problem_type` (spatial intelligence's question types)
     video_r1_types: the Video-R1 `problem_type` values whose rows are this family
+
+    `prompt` and `published` take a `TaskRecord`, typed `Any` here because
+    `data/records.py` imports this module.
     """
 
     name: str

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from videorl.eval.metrics import choice
 from videorl.eval.scoring import FAMILY_EVALS, FamilyEval, SampleResult
-from videorl.tasks.choice import score_choice_or_number
+from videorl.tasks.choice_scoring import score_choice_or_number
 
 
 def summarize_spatial_intelligence(samples: Sequence[SampleResult]) -> dict[str, float]:

@@ -12,7 +12,7 @@ from typing import Any, cast
 from videorl.data.records import ChoiceAnswer, TaskRecord
 from videorl.eval.metrics import choice
 from videorl.eval.scoring import FAMILY_EVALS, FamilyEval, SampleResult, values_of
-from videorl.tasks.choice import score_choice_or_number
+from videorl.tasks.choice_scoring import score_choice_or_number
 
 
 def blind_choice(train: Sequence[TaskRecord], val: Sequence[TaskRecord]) -> dict[str, Any]:
