@@ -20,11 +20,11 @@ import pytest
 import torch
 
 from videorl.config import load_config
+from videorl.config.run import save_run_config
 from videorl.data.families import Family
 from videorl.data.prompts import PROMPT_STYLES
 from videorl.inference import RunSettings, load_for_inference, pick_device
 from videorl.models.tiny import ARCHS
-from videorl.run_config import save_run_config
 
 # Run settings per style: the published recipes' think modes, template variables the test
 # template reads, both coordinate modes and both time encodings (tgrpo: processor_default).

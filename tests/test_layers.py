@@ -12,23 +12,27 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "videorl"
 
 # Top to bottom. `config` composes the section configs that the lower packages own
-# (algorithms, rewards, video), so it sits above them and below their users. `tasks` (one
-# module per task family) assembles each family from the prompts, rewards, evaluation and
-# demo of the layers below; those reach a family only through `data.families.TASKS`, the
-# registry that imports the family modules on first lookup.
+# (algorithms, rewards, video), so it sits above them and below their users; its plumbing
+# (`config.constraints`, `config.loader`, `config.keys`: the field constraints, the YAML and
+# override builder, the key table) sits at the bottom, for the sections below to use, and its
+# generated reference (`config.reference`) at the top. A dotted entry places that submodule
+# apart from its package. `tasks` (one module per task family) assembles each family from the
+# prompts, rewards, evaluation and demo of the layers below; those reach a family only
+# through `data.families.TASKS`, the registry that imports the family modules on first lookup.
 LAYERS: list[set[str]] = [
-    {"cli", "cli_help", "__main__", "doctor", "config_reference"},
+    {"cli", "cli_help", "__main__", "doctor", "config.reference"},
     {"tasks"},
     {"trainer", "eval", "demo", "serve"},
     {"inference"},
     {"rollout"},
-    {"config", "plan", "run_config", "sequence_plan"},
+    {"config"},
     {"models", "rewards", "algorithms"},
     {"data"},
     {"video"},
     {
-        "config_keys",
-        "config_loader",
+        "config.constraints",
+        "config.keys",
+        "config.loader",
         "distributed",
         "errors",
         "hub",
@@ -41,11 +45,15 @@ LAYERS: list[set[str]] = [
 ]
 
 
-def _layer(top: str) -> int:
-    for depth, names in enumerate(LAYERS):
-        if top in names:
-            return depth
-    raise AssertionError(f"src/videorl/{top} has no layer: add it to LAYERS in {__file__}")
+def _layer(module: str) -> int:
+    """The layer of `videorl.a.b.c`: the first of `a.b.c`, `a.b`, `a` that LAYERS names."""
+    parts = module.split(".")[1:] or [module]
+    for end in range(len(parts), 0, -1):
+        name = ".".join(parts[:end])
+        for depth, names in enumerate(LAYERS):
+            if name in names:
+                return depth
+    raise AssertionError(f"src/videorl/{parts[0]} has no layer: add it to LAYERS in {__file__}")
 
 
 def _module_name(path: Path) -> str:
@@ -85,17 +93,13 @@ def _graph() -> dict[str, set[str]]:
     return graph
 
 
-def _top(module: str) -> str:
-    return module.split(".")[1] if "." in module else module
-
-
 def test_imports_run_downward_only():
     upward = [
         f"{src} -> {dst}"
         for src, targets in _graph().items()
         if src != "videorl"
         for dst in sorted(targets)
-        if _layer(_top(dst)) < _layer(_top(src))
+        if _layer(dst) < _layer(src)
     ]
     assert not upward, "imports that run upward:\n" + "\n".join(sorted(upward))
 

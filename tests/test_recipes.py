@@ -443,7 +443,7 @@ def test_dry_run_prints_the_published_values(recipe, expected):
 def test_dry_run_plan_shows_validation_horizon_and_kl(monkeypatch, recipe, validation, horizon, kl):
     """Issue 31: the validation set size, the schedule horizon and the KL form of each recipe."""
     from videorl import cli
-    from videorl.plan import plan_step
+    from videorl.config.plan import plan_step
 
     plan = plan_step(load_config(resolve_config_path(recipe)))
     assert (plan.validation, plan.kl) == (validation, kl)

@@ -126,7 +126,7 @@ def keys(
 
     from rich.markup import escape
 
-    from videorl.config_reference import all_fields, meaning
+    from videorl.config.reference import all_fields, meaning
     from videorl.errors import ConfigError
 
     section = prefix.rstrip(".")
@@ -358,7 +358,7 @@ def train(
     """Train a policy with the recipe's algorithm (GRPO, OraRL, TaRO, OPDVR, ...)."""
 
     def show_plan(cfg) -> None:
-        from videorl.plan import model_sources, plan_step, plan_table, sources_table
+        from videorl.config.plan import model_sources, plan_step, plan_table, sources_table
 
         console.print(plan_table(plan_step(cfg)))
         sources = model_sources(cfg)
@@ -398,11 +398,11 @@ def _training_job(
     import yaml
     from rich.markup import escape
 
-    from videorl.config_keys import check_recipe_keys
+    from videorl.config.keys import check_recipe_keys
 
     check_recipe_keys(resolve_config_path(config), overrides or [])  # a typo, before torch loads
     from videorl.config import check_device_available, load_config
-    from videorl.config_loader import to_dict
+    from videorl.config.loader import to_dict
 
     cfg = load_config(resolve_config_path(config), overrides or [])
     if resume is not None:  # the overrides against the saved run: refused, or applied for real
@@ -417,7 +417,7 @@ def _training_job(
         run_tools(cfg)  # as the run does first: an unknown tool is a one-line error
         console.print(yaml.safe_dump(to_dict(cfg), sort_keys=False), end="")
         show_plan(cfg)
-        from videorl.plan import run_warnings
+        from videorl.config.plan import run_warnings
 
         for warning in run_warnings(cfg):
             console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False, soft_wrap=True)
@@ -467,7 +467,7 @@ def sft(
     targets; final/ is a model folder that `videorl train` takes as model.path."""
 
     def show_plan(cfg) -> None:
-        from videorl.plan import sft_plan_table
+        from videorl.config.plan import sft_plan_table
 
         console.print(sft_plan_table(cfg))
 
@@ -539,7 +539,7 @@ def score(
     """Score given response texts with the training rewards and print a summary per family."""
     import json
 
-    from videorl.config_keys import check_recipe_keys
+    from videorl.config.keys import check_recipe_keys
 
     check_recipe_keys(None, overrides or [])  # a typo, before torch loads
     from videorl.config import load_config

@@ -64,7 +64,7 @@ class RunSettings:
     def from_checkpoint(cls, path: str | Path) -> RunSettings:
         """The settings of the run that wrote the checkpoint at `path`, else the defaults."""
         from videorl.config import load_config
-        from videorl.run_config import find_run_config
+        from videorl.config.run import find_run_config
 
         run = find_run_config(path)
         return cls() if run is None else cls.from_config(load_config(run), source=run)

@@ -160,7 +160,7 @@ def test_registering_a_taken_name_fails_and_a_new_loss_is_dispatched():
 
 
 def test_resolved_defaults_survive_the_run_config_round_trip(tmp_path):
-    from videorl.run_config import save_run_config
+    from videorl.config.run import save_run_config
 
     overrides = [
         "algorithm.loss.name=gspo",

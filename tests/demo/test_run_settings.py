@@ -10,9 +10,9 @@ import torch
 
 from videorl.cli import resolve_config_path
 from videorl.config import load_config
+from videorl.config.run import run_model_name, save_run_config
 from videorl.demo.inference import Settings, ask, prepare
 from videorl.inference import RunSettings
-from videorl.run_config import run_model_name, save_run_config
 from videorl.video.decode import VideoConfig
 
 from .test_app import CHROMIUM, needs_browser

@@ -6,9 +6,9 @@ import pytest
 
 from videorl.cli import resolve_config_path
 from videorl.config import load_config
+from videorl.config.run import find_run_config, save_run_config
 from videorl.errors import ConfigError
 from videorl.eval.commands import eval_run_settings
-from videorl.run_config import find_run_config, save_run_config
 
 
 @pytest.fixture

@@ -123,7 +123,7 @@ def test_reward_config_from_dict_builds_the_length_sections():
 
 
 def test_dry_run_plan_names_the_length_terms_and_the_loss():
-    from videorl.plan import plan_step
+    from videorl.config.plan import plan_step
 
     plan = plan_step(
         load_config(

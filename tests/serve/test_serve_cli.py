@@ -20,7 +20,7 @@ from videorl.serve.app import exposure_warning
 @pytest.mark.slow
 def test_serve_command_names_the_run_and_stops_on_ctrl_c(tiny_model_dir, tmp_path):
     from videorl.config import load_config
-    from videorl.run_config import save_run_config
+    from videorl.config.run import save_run_config
 
     run = tmp_path / "myrun"
     shutil.copytree(tiny_model_dir("qwen2_5_vl"), run / "final")

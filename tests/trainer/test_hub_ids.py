@@ -18,9 +18,9 @@ from typer.testing import CliRunner
 from tests.hub_cache import COMMIT, add_to_hub_cache, environment, offline_hub
 from videorl.cli import app, resolve_config_path
 from videorl.config import load_config
+from videorl.config.plan import model_sources
 from videorl.errors import ConfigError
 from videorl.models.loading import load_model, local_snapshot, model_folder, split_revision
-from videorl.plan import model_sources
 
 pytestmark = pytest.mark.slow  # multi-process or whole-run: `make test`, not `make test-fast`
 

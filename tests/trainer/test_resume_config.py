@@ -10,9 +10,9 @@ import pytest
 from tests.cli_runner import run_cli
 from videorl.cli import resolve_config_path
 from videorl.config import load_config
-from videorl.config_loader import to_dict
+from videorl.config.loader import to_dict
+from videorl.config.run import save_run_config
 from videorl.errors import ConfigError
-from videorl.run_config import save_run_config
 from videorl.trainer.resume_config import _flat, reconcile
 
 from .test_sft import sft_overrides

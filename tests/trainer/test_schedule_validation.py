@@ -193,8 +193,8 @@ def test_schedule_horizon_is_independent_of_the_run_length(make_config, tmp_path
 
 
 def test_validation_takes_the_whole_set_and_can_run_before_training(make_config, tmp_path):
+    from videorl.config.plan import plan_step
     from videorl.data.loaders import load_records
-    from videorl.plan import plan_step
 
     config, _ = make_config(
         "grpo",

@@ -280,7 +280,7 @@ def test_dry_run_imports_tool_modules(capsys, monkeypatch, inputs, tmp_path):
 
 
 def test_the_plan_says_validation_answers_with_the_tools(make_config):
-    from videorl.plan import plan_step, sft_plan_table
+    from videorl.config.plan import plan_step, sft_plan_table
 
     config, _ = make_config(
         "grpo", *TOOLS, "trainer.val_every=2", "trainer.val_samples=2", NO_CONTROLS

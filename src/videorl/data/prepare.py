@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast, overload
 
 import videorl
-from videorl.config_loader import build, yaml_error
+from videorl.config.loader import build, yaml_error
 from videorl.data.families import parse_family
 from videorl.data.identity import LeakIndex, media_paths, sample_identity
 from videorl.data.loaders import ALL_FORMATS, load_records, write_records

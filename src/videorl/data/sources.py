@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from videorl.config_loader import not_utf8
+from videorl.config.loader import not_utf8
 from videorl.errors import DataError, fix
 from videorl.hub import looks_local
 from videorl.quickstart import next_command

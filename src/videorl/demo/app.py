@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from videorl.config.run import run_model_name
 from videorl.data.families import Family
 from videorl.demo.examples import Example, demo_families, family_label, make_examples
 from videorl.demo.guard import REFUSED, DemoLimits, PlainForbidden, client_video, parse_auth
@@ -25,7 +26,6 @@ from videorl.demo.style import PHONE_CSS
 from videorl.demo.views import View, build_view
 from videorl.errors import ConfigError, VideoRLError
 from videorl.models.loading import LoadedModel
-from videorl.run_config import run_model_name
 
 logger = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any, cast
 
-from videorl.config_loader import to_dict
+from videorl.config.loader import to_dict
 from videorl.errors import ConfigError, spelled_fixes
 from videorl.eval.options import (
     BatchSize,

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 from urllib.parse import urlsplit
 
-from videorl.config_loader import build
+from videorl.config.loader import build
 from videorl.data.families import parse_family
 from videorl.errors import ConfigError
 from videorl.rewards.plugins import load_plugin

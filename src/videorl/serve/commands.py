@@ -88,8 +88,8 @@ def serve_command(
     bind(host, port).close()  # a busy port is a one-line error before the model loads
     from rich.console import Console
 
+    from videorl.config.run import run_model_name
     from videorl.inference import RunSettings, load_for_inference
-    from videorl.run_config import run_model_name
     from videorl.serve.app import serve
     from videorl.serve.chat import ChatService
 

@@ -14,7 +14,8 @@ from typing import Any
 from rich.console import Console
 
 from videorl.config import Config, check_world_size
-from videorl.config_loader import to_dict
+from videorl.config.loader import to_dict
+from videorl.config.run import save_run_config
 from videorl.distributed import (
     barrier,
     init_distributed,
@@ -25,7 +26,6 @@ from videorl.distributed import (
 from videorl.errors import RolloutWorkerError
 from videorl.models.visual_cache import clear_visual_caches
 from videorl.rollout.batch import RolloutBatch
-from videorl.run_config import save_run_config
 from videorl.trainer import checkpoint as ckpt
 from videorl.trainer.async_rollout import AsyncRollouts
 from videorl.trainer.build import build_state

@@ -20,9 +20,9 @@ from typing import Any
 import yaml
 
 from videorl.config import Config
-from videorl.config_loader import to_dict
+from videorl.config.loader import to_dict
+from videorl.config.run import RUN_CONFIG
 from videorl.errors import ConfigError
-from videorl.run_config import RUN_CONFIG
 
 # Keys a resumed run may change: how long it runs, how often it saves, validates and logs,
 # where its outputs and metrics go, and how its work is spread (ranks, threads, scoring workers); none of

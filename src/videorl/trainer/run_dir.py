@@ -20,10 +20,10 @@ from pathlib import Path
 import torch
 
 from videorl.config import Config
+from videorl.config.run import RUN_CONFIG
 from videorl.distributed import DistInfo, barrier
 from videorl.errors import ConfigError
 from videorl.outputs import is_empty, remove_stale_temporaries, rewrite_atomically
-from videorl.run_config import RUN_CONFIG
 
 STEP_LOGS = ("metrics.jsonl", "samples.jsonl")  # one JSON object per step, `step` key
 RUN_ENTRIES = (RUN_CONFIG, *STEP_LOGS, "reward_curves.png", "tensorboard", "best", "final")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from tests.cli_runner import run_cli
 from videorl.cli import resolve_config_path
 from videorl.config import load_config
-from videorl.plan import run_warnings
+from videorl.config.plan import run_warnings
 
 
 def test_the_quickstart_dry_run_in_a_fresh_folder(tmp_path, capsys, monkeypatch):

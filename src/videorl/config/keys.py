@@ -3,8 +3,8 @@ override is reported in well under a second.
 
 `videorl.config` imports the sections' owners (algorithms, models, video), and with them
 torch and torchvision: several seconds before a one-character typo could be reported.
-`config_keys.json` holds each section's keys, generated from the dataclasses by the
-reference generator's `--keys` (`tests/test_config_keys.py` checks it is current and names
+`config/keys.json` holds each section's keys, generated from the dataclasses by the
+reference generator's `--keys` (`tests/config/test_keys.py` checks it is current and names
 the command), and `check_keys` reports an unknown key with the same line as the full loader.
 """
 
@@ -15,9 +15,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from videorl.config_loader import merge_sources, unknown_key
+from videorl.config.loader import merge_sources, unknown_key
 
-KEYS_FILE = Path(__file__).with_name("config_keys.json")
+KEYS_FILE = Path(__file__).with_name("keys.json")
 RETIRED_SECTIONS = ("eval",)  # read by nothing; `videorl.config` drops them too
 
 

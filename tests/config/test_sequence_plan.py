@@ -1,4 +1,4 @@
-"""The dry-run's sequence-parallel line (`sequence_plan.py`): the longest row's tokens per
+"""The dry-run's sequence-parallel line (`config/sequence_plan.py`): the longest row's tokens per
 rank, the activation-memory formula, and heads that do not split as the start's error."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ import pytest
 
 from videorl.cli import resolve_config_path
 from videorl.config import load_config
+from videorl.config.plan import plan_step, plan_table
+from videorl.config.sequence_plan import TextShape, activation_bytes, sequence_parallel_summary
 from videorl.errors import ConfigError
-from videorl.plan import plan_step, plan_table
-from videorl.sequence_plan import TextShape, activation_bytes, sequence_parallel_summary
 
 
 def _config(model: str, *extra: str):

@@ -11,13 +11,13 @@ import pytest
 
 from videorl.cli import resolve_config_path
 from videorl.config import load_config
-from videorl.config_keys import KEYS_FILE, check_recipe_keys
-from videorl.config_reference import key_table
+from videorl.config.keys import KEYS_FILE, check_recipe_keys
+from videorl.config.reference import key_table
 from videorl.errors import ConfigError
 
 
 def test_the_key_file_is_current():
-    """Regenerate with `python -m videorl.config_reference --keys > src/videorl/config_keys.json`."""
+    """Regenerate with `python -m videorl.config.reference --keys > src/videorl/config/keys.json`."""
     assert json.loads(KEYS_FILE.read_text()) == key_table()
 
 

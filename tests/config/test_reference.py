@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Literal
 
 from videorl.config import Config
-from videorl.config_reference import all_fields, field_sources, render, walk
+from videorl.config.reference import all_fields, field_sources, render, walk
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _keys(cls: type, prefix: str = "") -> list[str]:
@@ -67,7 +67,7 @@ def test_every_section_has_a_docstring():
 def test_committed_reference_is_what_the_generator_writes():
     committed = (ROOT / "docs" / "config.md").read_text(encoding="utf-8")
     assert committed == render(), (
-        "docs/config.md is stale; regenerate it: python -m videorl.config_reference > docs/config.md"
+        "docs/config.md is stale; regenerate it: python -m videorl.config.reference > docs/config.md"
     )
 
 
@@ -89,7 +89,7 @@ def test_only_the_cli_imports_the_reference_module():
     importers = [
         path.relative_to(ROOT).as_posix()
         for path in (ROOT / "src" / "videorl").rglob("*.py")
-        if path.name != "config_reference.py" and "config_reference" in path.read_text()
+        if path.name != "reference.py" and "videorl.config.reference" in path.read_text()
     ]
     assert importers == ["src/videorl/cli.py"], importers
 

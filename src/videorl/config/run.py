@@ -12,8 +12,8 @@ from pathlib import Path
 
 import yaml
 
-from videorl.config import Config
-from videorl.config_loader import to_dict
+from videorl.config.loader import to_dict
+from videorl.config.schema import Config
 
 RUN_CONFIG = "config.yaml"  # the resolved config, written into each training run's output_dir
 

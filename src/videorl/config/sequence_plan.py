@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from videorl.config import Config
+from videorl.config.schema import Config
 from videorl.errors import ConfigError
 
 TEMPORAL_PATCH = 2  # frames per visual token of Qwen2.5-VL / Qwen3-VL

@@ -7,9 +7,9 @@ from typing import cast
 
 from rich.table import Table
 
-from videorl.config import Config
+from videorl.config.schema import Config
+from videorl.config.sequence_plan import sequence_parallel_summary
 from videorl.errors import ConfigError
-from videorl.sequence_plan import sequence_parallel_summary
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from videorl import config_keys
 from videorl.algorithms.advantages import GRPOConfig, get_estimator
 from videorl.algorithms.distill import DistillConfig
 from videorl.algorithms.dynamic_sampling import DynamicSamplingConfig
@@ -24,7 +23,8 @@ from videorl.algorithms.orarl import OraRLConfig
 from videorl.algorithms.selection import PruningConfig
 from videorl.algorithms.taro import CurriculumConfig, OffPolicyConfig
 from videorl.algorithms.tgrpo import TemporalContrastConfig
-from videorl.config_loader import build, merge_sources
+from videorl.config.keys import RETIRED_SECTIONS
+from videorl.config.loader import build, merge_sources
 from videorl.data.columns import ColumnsConfig
 from videorl.data.coordinates import CoordinateMode
 from videorl.data.families import parse_family
@@ -976,10 +976,6 @@ def check_world_size(data: DataConfig, world_size: int, sequence_parallel: int =
             f"data.prompts_per_step={data.prompts_per_step} must be divisible by the "
             f"{where}; whole groups stay on one rank)"
         )
-
-
-# Sections that run folders written by earlier versions hold but nothing reads any more.
-RETIRED_SECTIONS = config_keys.RETIRED_SECTIONS
 
 
 def _check_sp_teacher(algo: AlgorithmConfig, size: int) -> None:
