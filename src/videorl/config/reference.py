@@ -1,7 +1,8 @@
 """The configuration reference (docs/config.md), generated from the config dataclasses.
 
 Walks `Config` recursively and reads, for every field: its type as written, its default
-(a `default_factory` called), the choices of a `Literal[...]` type, and its description:
+(a `default_factory` called), the choices of a `Literal[...]` type (or a declared `OneOf`),
+its declared range (`Annotated[int, Ge(1)]`: "≥ 1", config/constraints.py), and its description:
 its attribute docstring (the string literal right after the field), the one way a config
 field is documented. Regenerate the page with
 
@@ -27,6 +28,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from videorl.config.constraints import OneOf, constraint_text
 from videorl.config.schema import Config
 
 
@@ -41,6 +43,7 @@ class FieldDoc:
     other_types: tuple[str, ...]  # beside the choices, the union's other types (`bool`)
     description: str  # one line; "" when the source has none
     group: str | None = None  # the nested group's key when the field is a config section
+    rule: str = ""  # the declared range (`≥ 1`, `in (0, 1]`), "" when none
 
 
 @dataclass(frozen=True)
@@ -75,6 +78,19 @@ def _attribute_docstring(body: list[ast.stmt], index: int) -> str:
     return ""
 
 
+def _written_type(annotation: ast.expr) -> str:
+    """The annotation as written, without an `Annotated[...]` wrapper (its constraints are
+    rendered apart)."""
+    if (
+        isinstance(annotation, ast.Subscript)
+        and isinstance(annotation.value, ast.Name)
+        and annotation.value.id == "Annotated"
+        and isinstance(annotation.slice, ast.Tuple)
+    ):
+        return ast.unparse(annotation.slice.elts[0])
+    return ast.unparse(annotation)
+
+
 def field_sources(cls: type) -> dict[str, tuple[str, str]]:
     """Field name -> (annotation as written, attribute docstring) for the fields `cls`
     declares (not those it inherits)."""
@@ -82,7 +98,7 @@ def field_sources(cls: type) -> dict[str, tuple[str, str]]:
     found: dict[str, tuple[str, str]] = {}
     for index, statement in enumerate(node.body):
         if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
-            annotation = ast.unparse(statement.annotation)
+            annotation = _written_type(statement.annotation)
             found[statement.target.id] = (annotation, _attribute_docstring(node.body, index))
     return found
 
@@ -108,6 +124,12 @@ def _literal_choices(hint: Any) -> tuple[Any, ...]:
     if typing.get_origin(hint) is Literal:
         return typing.get_args(hint)
     return tuple(choice for arg in typing.get_args(hint) for choice in _literal_choices(arg))
+
+
+def _choices(extras: Any, hint: Any) -> tuple[Any, ...]:
+    """A declared `OneOf`'s values, else those of the `Literal[...]` in the type `hint`."""
+    declared = [c for c in getattr(extras, "__metadata__", ()) if isinstance(c, OneOf)]
+    return declared[0].choices if declared else _literal_choices(hint)
 
 
 def _other_types(hint: Any) -> tuple[str, ...]:
@@ -158,6 +180,7 @@ def walk(cls: type = Config, prefix: str = "") -> Iterator[GroupDoc]:
     """The config sections, depth first in declaration order; the top level (`Config`)
     itself is the group with key ""."""
     hints = typing.get_type_hints(cls)
+    extras = typing.get_type_hints(cls, include_extras=True)
     sources: dict[str, tuple[str, str]] = {}
     expressions: dict[str, str] = {}
     for klass in reversed(cls.__mro__):
@@ -179,8 +202,9 @@ def walk(cls: type = Config, prefix: str = "") -> Iterator[GroupDoc]:
         default = render_value(_default(f))
         if f.name in expressions:
             default = f"{default} = {expressions[f.name]}"
-        choices, others = _literal_choices(hint), _other_types(hint)
-        rows.append(FieldDoc(key, annotation, default, choices, others, description))
+        choices, others = _choices(extras[f.name], hint), _other_types(hint)
+        rule = constraint_text(extras[f.name])
+        rows.append(FieldDoc(key, annotation, default, choices, others, description, rule=rule))
     doc = _docstring(cls)
     yield GroupDoc(prefix.rstrip("."), cls, _one_line(doc.split("\n\n")[0]), doc, tuple(rows))
     for nested, key in children:
@@ -208,6 +232,8 @@ def meaning(row: FieldDoc, markdown: bool = True) -> str:
     """The description, then the choices and the section it opens (a link in Markdown)."""
     quote = "`" if markdown else ""
     text = row.description
+    if row.rule:
+        text = f"{text} Range: {row.rule}."
     if row.choices:
         values = ", ".join(f"{quote}{render_value(c).strip(chr(34))}{quote}" for c in row.choices)
         if row.other_types:

@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from videorl.algorithms.advantages import GRPOConfig, get_estimator
 from videorl.algorithms.distill import DistillConfig
@@ -23,13 +23,14 @@ from videorl.algorithms.orarl import OraRLConfig
 from videorl.algorithms.selection import PruningConfig
 from videorl.algorithms.taro import CurriculumConfig, OffPolicyConfig
 from videorl.algorithms.tgrpo import TemporalContrastConfig
+from videorl.config.constraints import Between, Checked, Ge, Gt, OneOf, Range
 from videorl.config.keys import RETIRED_SECTIONS
 from videorl.config.loader import build, merge_sources
 from videorl.data.columns import ColumnsConfig
 from videorl.data.coordinates import CoordinateMode
 from videorl.data.families import parse_family
 from videorl.data.prompts import PromptStyle
-from videorl.data.sampler import SAMPLERS, SamplerName
+from videorl.data.sampler import SamplerName
 from videorl.errors import ConfigError
 from videorl.models.generate import SamplingParams
 from videorl.models.lora import LoraSettings
@@ -38,31 +39,9 @@ from videorl.video.controls import Control, check_controls
 from videorl.video.decode import VideoConfig
 
 
-def _positive(section: str, **values: float) -> None:
-    for name, value in values.items():
-        if value <= 0:
-            raise ConfigError(f"{section}.{name}={value} must be > 0")
-
-
-def _at_least_zero(section: str, **values: float) -> None:
-    for name, value in values.items():
-        if value < 0:
-            raise ConfigError(f"{section}.{name}={value} must be >= 0")
-
-
-def _in_range(key: str, value: float, low: float, high: float, *, open_high: bool = False) -> None:
-    """`low <= value <= high` (`< high` with `open_high`)."""
-    if not (low <= value < high if open_high else low <= value <= high):
-        raise ConfigError(f"{key}={value} must be in [{low}, {high}{')' if open_high else ']'}")
-
-
 MAX_SEED = 2**63 - 1  # torch.manual_seed and numpy's SeedSequence accept 0..2**63-1 here
+SEED = Range(ge=0, le=MAX_SEED, shown="an integer in [0, 2**63 - 1]")
 DEVICE = re.compile(r"^(auto|cpu|mps|(cuda|xpu)(:\d+)?)$")
-
-
-def _check_seed(key: str, seed: int) -> None:
-    if not 0 <= seed <= MAX_SEED:
-        raise ConfigError(f"{key}={seed} must be an integer in [0, 2**63 - 1]")
 
 
 def check_device_available(key: str, device: str) -> None:
@@ -101,7 +80,7 @@ def _require_module(module: str, key: str, extra: str) -> None:
 
 
 @dataclass(frozen=True)
-class ModelConfig:
+class ModelConfig(Checked, section="model"):
     """The policy and the optional frozen reference (KL) and teacher (distillation)."""
 
     path: str = "runs/tiny-model"
@@ -139,18 +118,15 @@ class ModelConfig:
     share_prompt_forward: bool = True
     """Rows of one prompt run its forward once (log-prob passes and the update) and attend to its
     expanded KV cache; same values up to float order (models/shared_prompt.py)."""
-    sequence_parallel_size: int = 1
+    sequence_parallel_size: Annotated[int, Gt(0)] = 1
     """Ulysses sequence parallelism (docs/sequence_parallel.md): the text model's sequence of
     every training and log-prob forward is split over groups of this many ranks (world =
     data-parallel x this); it must divide trainer.nproc and the attention heads. 1 = off.
     Qwen2.5-VL and Qwen3-VL with rollout.engine=hf; turns share_prompt_forward off."""
 
-    def __post_init__(self) -> None:
-        _positive("model", sequence_parallel_size=self.sequence_parallel_size)
-
 
 @dataclass(frozen=True)
-class DataConfig:
+class DataConfig(Checked, section="data"):
     """Training and validation records (any supported format) and how prompts are drawn."""
 
     train: str = ""
@@ -183,13 +159,13 @@ class DataConfig:
     --families` spells them); empty = all. A run logs how many records the filter left out."""
     skip_invalid: bool = False
     """Skip (and count) records that fail to parse instead of stopping with an error."""
-    prompts_per_step: int = 4
+    prompts_per_step: Annotated[int, Gt(0)] = 4
     """Prompts per training step (> 0); each gets rollout.n responses. Must divide evenly over
     trainer.nproc ranks."""
     think: bool = True
     """Ask for a `<think>` reasoning block before the answer (and enable the template's thinking
     mode)."""
-    seed: int = 0
+    seed: Annotated[int, SEED] = 0
     """Seed of the prompt sampler's shuffling, in [0, 2**63 - 1]."""
     columns: ColumnsConfig = field(default_factory=ColumnsConfig)
     """Column names of verl/EasyR1/OraRL-style rows (data.columns.prompt=problem, ...)."""
@@ -200,7 +176,7 @@ class DataConfig:
     """Split of data.val read from a Hugging Face dataset or split-named folder."""
     streaming: bool = False
     """Hugging Face Hub datasets: read rows without a full download"""
-    max_rows: int | None = None
+    max_rows: Annotated[int | None, Gt(0)] = None
     """read at most this many rows of each of data.train / data.val"""
     chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
     """Extra chat-template variables; `enable_thinking` follows `think` unless set here (OPDVR/GRPD:
@@ -212,7 +188,7 @@ class DataConfig:
     video_as_images: bool = False
     """Give the prompt's video to the model as one image per frame instead of one video (LongVT's
     `data.sglang_video=True`): each frame gets its own image tokens, no temporal merge."""
-    frame_budgets: tuple[int, ...] = ()
+    frame_budgets: Annotated[tuple[int, ...], Ge(1)] = ()
     """ParaVT's nFrames gating (docs/tools.md#paravt): each training prompt's video keeps K of its
     decoded frames, evenly spaced, K drawn per record from this list by a stable hash of its id and
     data.seed (the same K for the whole group and every epoch); ParaVT: [4, 8, 16, 32, 64].
@@ -227,7 +203,7 @@ class DataConfig:
     coordinates: CoordinateMode = "auto"
     """Box coordinates: auto = the model family's (Qwen2.5-VL pixels of the resized input, Qwen3-VL
     / Qwen3.5 0-1000; data.coordinates), record = each record's own box_format."""
-    max_prompt_tokens: int | None = None
+    max_prompt_tokens: Annotated[int | None, Gt(0)] = None
     """Longest prompt (tokens, video included); a longer one is skipped or trimmed
     (data.long_prompts) and counted (data/skipped_long_prompts_total,
     data/trimmed_long_prompts). null = no limit."""
@@ -242,21 +218,16 @@ class DataConfig:
     TaskGroupedBatchSampler: one problem_type per batch, spatial-intelligence subtypes apart,
     groups sorted by name, torch.randperm from one generator, incomplete batches dropped;
     data/sampler.py)."""
-    prefetch_workers: int = 0
+    prefetch_workers: Annotated[int, Ge(0)] = 0
     """Worker processes that decode the next step's videos and images while this step computes
     (into the decode cache, video.cache_bytes); the same frames and metrics as 0 = decode in the
     step (docs/long_videos.md)."""
 
     def __post_init__(self) -> None:
-        from videorl.data.coordinates import check_coordinates
-        from videorl.data.prompts import check_prompt_style
+        super().__post_init__()
         from videorl.data.published_prompts import load_format_prompt
         from videorl.models.chat_template import check_template_kwargs
 
-        check_coordinates(self.coordinates)
-        check_prompt_style(self.prompt_style)
-        if self.sampler not in SAMPLERS:
-            raise ConfigError(f"data.sampler={self.sampler!r}; choose {' or '.join(SAMPLERS)}")
         if self.sampler == "orarl" and not self.group_by_family:
             raise ConfigError(
                 "data.sampler=orarl groups batches by problem_type; set data.group_by_family=true "
@@ -264,17 +235,6 @@ class DataConfig:
             )
         load_format_prompt(self.format_prompt)
         check_template_kwargs(self.chat_template_kwargs)
-        _positive("data", prompts_per_step=self.prompts_per_step)
-        _at_least_zero("data", prefetch_workers=self.prefetch_workers)
-        if any(budget < 1 for budget in self.frame_budgets):
-            raise ConfigError(
-                f"data.frame_budgets={list(self.frame_budgets)} must hold frame counts >= 1 "
-                "(ParaVT: [4, 8, 16, 32, 64])"
-            )
-        for name in ("max_prompt_tokens", "max_rows"):
-            if getattr(self, name) is not None:
-                _positive("data", **{name: getattr(self, name)})
-        _check_seed("data.seed", self.seed)
         for key, names in (("families", self.families), ("family", (self.family or "",))):
             for name in filter(None, names):
                 try:
@@ -284,7 +244,7 @@ class DataConfig:
 
 
 @dataclass(frozen=True)
-class FrameSearchConfig:
+class FrameSearchConfig(Checked, section="rollout.frame_search"):
     """TimeSearch-R's `seek_video_frames` tool (`rollout/tools/timesearch.py`): an embedding
     index of each video's frames, cached on disk under the run folder, and the completeness
     self-verification pass (GRPO-CSV, `rollout/verification.py`)."""
@@ -293,11 +253,11 @@ class FrameSearchConfig:
     """Frame and query embeddings: colors (a deterministic stand-in for the synthetic videos:
     the share of each named colour in a frame, and the colours a query names) or
     hf:<path or Hub id> of a CLIP/SigLIP model (TimeSearch-R: google/siglip-so400m-patch14-384)."""
-    fps: float = 2.0
+    fps: Annotated[float, Gt(0)] = 2.0
     """Frames per second of the index (TimeSearch-R's frame cache: 2)."""
-    max_frames: int = 768
+    max_frames: Annotated[int, Gt(0)] = 768
     """Most frames one video's index holds (TimeSearch-R: --max_frames 768)."""
-    cache_mb: float = 256.0
+    cache_mb: Annotated[float, Ge(0)] = 256.0
     """Disk the cached indexes may take under <trainer.output_dir>/frame_index; the oldest go first."""
     verify: bool = False
     """Completeness self-verification: after each multi-turn row, the same policy answers the
@@ -305,46 +265,45 @@ class FrameSearchConfig:
     answer reaches reward plug-ins as the row's last call (`rewards/calls.py`)."""
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if not (self.embedder == "colors" or self.embedder.startswith("hf:")):
             raise ConfigError(
                 f"rollout.frame_search.embedder={self.embedder!r}; use colors or "
                 "hf:<path or Hub id> of a CLIP/SigLIP model"
             )
-        _positive("rollout.frame_search", fps=self.fps, max_frames=self.max_frames)
-        _at_least_zero("rollout.frame_search", cache_mb=self.cache_mb)
 
 
 @dataclass(frozen=True)
-class RolloutConfig:
+class RolloutConfig(Checked, section="rollout"):
     """How n responses per prompt are sampled."""
 
     engine: Literal["hf", "vllm"] = "hf"
     """Generation engine: hf (transformers, any device) or vllm (GPU, or vLLM's CPU build)."""
-    n: int = 8
+    n: Annotated[int, Gt(0)] = 8
     """Responses sampled per prompt (the group size, > 0)."""
-    temperature: float = 1.0
+    temperature: Annotated[float, Gt(0)] = 1.0
     """Sampling temperature (> 0)."""
-    top_p: float = 1.0
+    top_p: Annotated[float, Between(0, 1, low_open=True)] = 1.0
     """Nucleus sampling mass, in (0, 1]; 1 = off."""
-    top_k: int = 0
+    top_k: Annotated[int, Ge(0)] = 0
     """Sample from the k most likely tokens (>= 0); 0 = off."""
-    max_new_tokens: int = 256
+    max_new_tokens: Annotated[int, Gt(0)] = 256
     """Response budget in tokens (> 0); longer responses are cut."""
-    gpu_memory_utilization: float = 0.5
+    gpu_memory_utilization: Annotated[float, Between(0, 1, low_open=True)] = 0.5
     """vLLM: fraction of GPU memory it may take, in (0, 1]."""
-    tensor_parallel_size: int = 1
+    tensor_parallel_size: Annotated[int, Gt(0)] = 1
     """vLLM: GPUs one engine shards the model over (> 0)."""
-    max_model_len: int = 8192
+    max_model_len: Annotated[int, Gt(0)] = 8192
     """vLLM: longest prompt + response"""
-    videos_per_prompt: int = 1
+    videos_per_prompt: Annotated[int, Gt(0)] = 1
     """vLLM's limit_mm_per_prompt"""
-    images_per_prompt: int = 1
+    images_per_prompt: Annotated[int, Ge(0)] = 1
     """vLLM's limit_mm_per_prompt for images (>= 0)."""
-    vllm_sleep_level: int = 0
+    vllm_sleep_level: Annotated[int, OneOf(0, 1, 2)] = 0
     """GPU: 1 offloads weights, 2 drops them, from rollout to sync"""
     vllm_enforce_eager: bool = False
     """vLLM: run without CUDA graphs (slower, less memory, faster start)."""
-    vllm_cpu_kv_cache_gb: float = 4.0
+    vllm_cpu_kv_cache_gb: Annotated[float, Gt(0)] = 4.0
     """KV cache size when vLLM runs on the CPU"""
     share_prefill: bool = True
     """HF engine: prefill each prompt once for its n samples"""
@@ -361,32 +320,32 @@ class RolloutConfig:
     calls are answered by the same policy reading the call's frames in a context of its own
     (ParaVT's summary prompt); its text, not the frames, is the result the main row sees.
     Empty = every tool's media go to the main row."""
-    subagent_max_new_tokens: int | None = None
+    subagent_max_new_tokens: Annotated[int | None, Gt(0)] = None
     """With rollout.subagents: most tokens a sub-agent writes (> 0); null = rollout.max_new_tokens,
     as ParaVT (the main row reads at most 512 of them either way)."""
     include_subagent_in_loss: bool = False
     """With rollout.subagents: train each sub-agent's output tokens with the advantage of the
     main row's turn that called it, its prompt masked; false (ParaVT's published trainer):
     sub-agent tokens are not trained."""
-    max_turns: int = 4
+    max_turns: Annotated[int, Gt(0)] = 4
     """With rollout.tools: most model turns per row (>= 1); the last may not call tools."""
-    max_total_tokens: int = 1024
+    max_total_tokens: Annotated[int, Gt(0)] = 1024
     """With rollout.tools: most tokens per row after the prompt, model and tool turns together
     (max_new_tokens bounds each model turn); the length terms' budget."""
-    max_calls_per_turn: int = 4
+    max_calls_per_turn: Annotated[int, Gt(0)] = 4
     """With rollout.tools: most calls run per model turn, concurrently (>= 1; ParaVT's parallel
     crops); further calls of that turn are errors shown to the model. 1 = one call a turn."""
     mode: Literal["sync", "async"] = "sync"
     """sync: generate, then train, in one process. async (docs/async.md): rollout worker
     processes generate while the trainer updates; a batch trains at most max_staleness policy
     versions after the weights that sampled it."""
-    max_staleness: int = 1
+    max_staleness: Annotated[int, Ge(0)] = 1
     """Async: most policy versions (optimizer steps) between the weights that sampled a batch
     and the update that trains on it (>= 0); 0 = the synchronous run, bit for bit."""
-    sync_every: int = 1
+    sync_every: Annotated[int, Gt(0)] = 1
     """Async: the trainer publishes its weights to the workers every this many steps (>= 1,
     <= max_staleness + 1)."""
-    oversample: int = 1
+    oversample: Annotated[int, Gt(0)] = 1
     """Async (docs/async.md#the-tail): a worker's round keeps this many times a step's groups
     in flight (>= 1) and stops once the step's number of groups has ended, the groups the
     previous round cut among them; the rest are cut and carried to the next round. 1 = every
@@ -397,15 +356,15 @@ class RolloutConfig:
     which the next round goes on from with its weights, each token's behaviour log-prob of the
     weights that sampled it (the workers then sample max_staleness - 1 steps ahead, so that
     no token trains more than max_staleness versions late)."""
-    workers: int = 1
+    workers: Annotated[int, Gt(0)] = 1
     """Async: rollout worker processes (>= 1), each with its own model copy."""
-    worker_threads: int = 0
+    worker_threads: Annotated[int, Ge(0)] = 0
     """Async, CPU: intra-op threads of each worker (0 = the available cores split between the
     trainer and the workers)."""
     devices: tuple[str, ...] = ()
     """Async: the devices of the workers, rollout.workers per local trainer rank in rank order
     (e.g. [cuda:2, cuda:3] for 2 ranks of 1 worker); empty = the trainer's device."""
-    queue_timeout_s: float = 600.0
+    queue_timeout_s: Annotated[float, Gt(0)] = 600.0
     """Async: the longest the trainer waits for a rollout (or a worker for new weights)
     before the run stops with an error naming the worker (> 0)."""
 
@@ -422,40 +381,8 @@ class RolloutConfig:
         return SamplingParams(**{**fields, **overrides})
 
     def __post_init__(self) -> None:
-        _positive(
-            "rollout", n=self.n, temperature=self.temperature, max_new_tokens=self.max_new_tokens
-        )
-        if not 0 < self.top_p <= 1:
-            raise ConfigError(f"rollout.top_p={self.top_p} must be in (0, 1]")
-        if not 0 < self.gpu_memory_utilization <= 1:
-            raise ConfigError(
-                f"rollout.gpu_memory_utilization={self.gpu_memory_utilization} must be in (0, 1]"
-            )
-        if self.vllm_sleep_level not in (0, 1, 2):
-            raise ConfigError(f"rollout.vllm_sleep_level={self.vllm_sleep_level} must be 0, 1 or 2")
-        _positive(
-            "rollout",
-            tensor_parallel_size=self.tensor_parallel_size,
-            max_model_len=self.max_model_len,
-            vllm_cpu_kv_cache_gb=self.vllm_cpu_kv_cache_gb,
-            videos_per_prompt=self.videos_per_prompt,
-        )
-        _at_least_zero("rollout", top_k=self.top_k, images_per_prompt=self.images_per_prompt)
-        _positive("rollout", max_turns=self.max_turns, max_total_tokens=self.max_total_tokens)
-        _positive("rollout", max_calls_per_turn=self.max_calls_per_turn)
+        super().__post_init__()
         self._check_subagents()
-        _at_least_zero(
-            "rollout",
-            max_staleness=self.max_staleness,
-            worker_threads=self.worker_threads,
-        )
-        _positive(
-            "rollout",
-            sync_every=self.sync_every,
-            workers=self.workers,
-            queue_timeout_s=self.queue_timeout_s,
-            oversample=self.oversample,
-        )
         if self.sync_every > self.max_staleness + 1:
             raise ConfigError(
                 f"rollout.sync_every={self.sync_every} with rollout.max_staleness="
@@ -470,8 +397,6 @@ class RolloutConfig:
             )
 
     def _check_subagents(self) -> None:
-        if self.subagent_max_new_tokens is not None:
-            _positive("rollout", subagent_max_new_tokens=self.subagent_max_new_tokens)
         if stray := [name for name in self.subagents if name not in self.tools]:
             raise ConfigError(
                 f"rollout.subagents names {stray}, which rollout.tools={list(self.tools)} does "
@@ -496,7 +421,7 @@ class RolloutConfig:
 
 
 @dataclass(frozen=True)
-class ConstructedConfig:
+class ConstructedConfig(Checked, section="algorithm.constructed"):
     """TaRO constructed reasoning prefixes and their curriculum
     (docs/methods.md#taro-constructed-rows)."""
 
@@ -513,7 +438,7 @@ class ConstructedConfig:
 
 
 @dataclass(frozen=True)
-class AlgorithmConfig:
+class AlgorithmConfig(Checked, section="algorithm"):
     """Advantage estimator (by registry name) and the stages a recipe turns on."""
 
     estimator: str = "grpo"
@@ -562,7 +487,7 @@ class AlgorithmConfig:
     when the ordered group beats the shuffled one (algorithms/tgrpo.py)."""
     dynamic_sampling: DynamicSamplingConfig = field(default_factory=DynamicSamplingConfig)
     """DAPO dynamic sampling: drop zero-variance groups, refill the step from the next prompts"""
-    behaviour_is_cap: float = 5.0
+    behaviour_is_cap: Annotated[float, Gt(1)] = 5.0
     """Async (docs/async.md#objective): cap C (> 1) of the importance weight
     w = pi_proximal / pi_behaviour of a stale token."""
     behaviour_is_mode: Literal["truncate", "mask"] = "truncate"
@@ -570,10 +495,7 @@ class AlgorithmConfig:
     the loss (AReaL's behav_imp_weight_cap)."""
 
     def __post_init__(self) -> None:
-        if not self.behaviour_is_cap > 1:
-            raise ConfigError(
-                f"algorithm.behaviour_is_cap={self.behaviour_is_cap} must be > 1 (5.0 is usual)"
-            )
+        super().__post_init__()
         if self.turn_rewards and self.estimator not in ("grpo", "dr_grpo"):
             raise ConfigError(
                 f"algorithm.turn_rewards=true credits turns against a group baseline; "
@@ -606,78 +528,67 @@ class AlgorithmConfig:
 
 
 @dataclass(frozen=True)
-class OptimConfig:
+class OptimConfig(Checked, section="optim"):
     """AdamW, schedule, clipping and how a step's rows are split for the update."""
 
-    lr: float = 1e-6
+    lr: Annotated[float, Gt(0)] = 1e-6
     """AdamW learning rate (> 0)."""
-    weight_decay: float = 0.0
+    weight_decay: Annotated[float, Ge(0)] = 0.0
     """AdamW decoupled weight decay (>= 0)."""
-    betas: tuple[float, float] = (0.9, 0.999)
+    betas: Annotated[tuple[float, float], Between(0.0, 1.0, high_open=True)] = (0.9, 0.999)
     """AdamW (beta1, beta2), each in [0, 1)."""
     schedule: Literal["constant", "cosine"] = "constant"
     """Learning-rate schedule after warm-up."""
     schedule_steps: int | None = None
     """The step at which the cosine reaches min_lr_ratio; None: trainer.steps. A published run
     stopped before its schedule ended (Video-R1: 1.2k of ~65k steps) sets it."""
-    warmup_steps: int = 0
+    warmup_steps: Annotated[int, Ge(0)] = 0
     """Optimizer steps of linear warm-up from 0 (>= 0)."""
-    min_lr_ratio: float = 0.0
+    min_lr_ratio: Annotated[float, Between(0.0, 1.0)] = 0.0
     """Cosine floor as a fraction of optim.lr, in [0, 1]."""
-    grad_clip: float = 1.0
+    grad_clip: Annotated[float, Gt(0)] = 1.0
     """Global gradient-norm clip (> 0)."""
-    mini_batches: int = 1
+    mini_batches: Annotated[int, Gt(0)] = 1
     """Optimizer steps per training step: the step's rows split into this many mini-batches (must
     divide them)."""
-    epochs: int = 1
+    epochs: Annotated[int, Gt(0)] = 1
     """Passes of the update over one step's rows (> 0)."""
-    micro_batch_tokens: int = 8192
+    micro_batch_tokens: Annotated[int, Gt(0)] = 8192
     """Token budget of one forward/backward micro-batch (> 0); gradients accumulate over micro-
     batches."""
 
     def __post_init__(self) -> None:
-        _positive(
-            "optim",
-            lr=self.lr,
-            mini_batches=self.mini_batches,
-            epochs=self.epochs,
-            micro_batch_tokens=self.micro_batch_tokens,
-            grad_clip=self.grad_clip,
-        )
-        _at_least_zero("optim", weight_decay=self.weight_decay, warmup_steps=self.warmup_steps)
+        super().__post_init__()
         if self.schedule_steps is not None and self.schedule_steps <= self.warmup_steps:
             raise ConfigError(
                 f"optim.schedule_steps={self.schedule_steps} must be > optim.warmup_steps="
                 f"{self.warmup_steps} (or null: trainer.steps)"
             )
-        _in_range("optim.min_lr_ratio", self.min_lr_ratio, 0.0, 1.0)
-        for index, beta in enumerate(self.betas):
-            _in_range(f"optim.betas[{index}]", beta, 0.0, 1.0, open_high=True)
 
 
 @dataclass(frozen=True)
-class TrainerConfig:
+class TrainerConfig(Checked, section="trainer"):
     """Loop length, output, checkpoints, validation and metric sinks."""
 
-    steps: int = 10
+    steps: Annotated[int, Gt(0)] = 10
     """Training steps (> 0); replaced by trainer.epochs when that is set."""
     output_dir: str = "runs/default"
     """Run folder: config, metrics, samples, checkpoints and the final model."""
-    seed: int = 0
+    seed: Annotated[int, SEED] = 0
     """Seed of torch, random and numpy for the run (sampling, dropout), in [0, 2**63 - 1]."""
     device: str = "auto"
     """auto, cpu, mps, cuda, cuda:N, xpu or xpu:N; auto = the accelerator if any, else cpu."""
-    save_every: int = 0
+    save_every: Annotated[int, Ge(0)] = 0
     """Steps between checkpoints (>= 0); 0 = only the final model."""
-    keep_last: int = 2
+    keep_last: Annotated[int, Gt(0)] = 2
     """Checkpoints kept on disk (> 0); older ones are removed."""
-    val_every: int = 0
+    val_every: Annotated[int, Ge(0)] = 0
     """Steps between validations (>= 0); 0 = none during training. Validation samples on random
     streams of its own, seeded by `trainer.seed` and the step, so training is the same with or
     without it."""
-    val_samples: int = 4
+    val_samples: Annotated[int, Gt(0)] = 4
     """Responses sampled per validation prompt (k of mean@k, > 0)."""
-    val_max_prompts: int | None = None
+    val_max_prompts: Annotated[int | None, Gt(0)] = None
     """The first N validation records; None: all of them (the published recipes validate their whole
     sets: TaRO 800 rows, OPDVR/GRPD 1,590 problems)."""
     val_before_train: bool = False
@@ -690,22 +601,22 @@ class TrainerConfig:
     """Log to this Weights & Biases project (needs the wandb extra); null = off."""
     bf16: bool = False
     """bf16 autocast of the policy's forwards on a CUDA GPU (and FSDP mixed precision)."""
-    nproc: int = 1
+    nproc: Annotated[int, Gt(0)] = 1
     """Processes (ranks) the run expects, one per device (> 0); must divide
     data.prompts_per_step."""
-    epochs: int | None = None
+    epochs: Annotated[int | None, Gt(0)] = None
     """Passes over the training data; when set, steps = epochs x batches per epoch (the published
     recipes count epochs: OraRL 1, TaRO 3, OPDVR/GRPD 3)."""
-    val_temperature: float | None = None
+    val_temperature: Annotated[float | None, Ge(0)] = None
     """Validation sampling; None = the rollout's value, val_temperature 0 = greedy."""
-    val_top_p: float | None = None
+    val_top_p: Annotated[float | None, Between(0, 1, low_open=True)] = None
     """Validation top-p in (0, 1]; null = rollout.top_p."""
     val_controls: tuple[Control, ...] = ()
     """Video controls validation also samples on (video/controls.py: frozen, reversed, shuffled,
     blank): logs val/control/NAME/mean_at_k and val/video_gain/NAME."""
-    log_every: int = 1
+    log_every: Annotated[int, Gt(0)] = 1
     """steps between log lines when stdout is not a terminal"""
-    cpu_threads: int = 0
+    cpu_threads: Annotated[int, Ge(0)] = 0
     """Intra-op torch threads on CPU; 0 = the process's cores / local ranks, unless OMP_NUM_THREADS
     is set (trainer/threads.py)."""
     check_inputs: bool = True
@@ -714,43 +625,17 @@ class TrainerConfig:
     forwards; a mismatch stops the step naming the row (docs/long_videos.md)."""
 
     def __post_init__(self) -> None:
-        _positive(
-            "trainer",
-            steps=self.steps,
-            keep_last=self.keep_last,
-            val_samples=self.val_samples,
-            nproc=self.nproc,
-            log_every=self.log_every,
-        )
-        if self.val_max_prompts is not None:
-            _positive("trainer", val_max_prompts=self.val_max_prompts)
-        _at_least_zero("trainer", save_every=self.save_every, val_every=self.val_every)
-        _check_seed("trainer.seed", self.seed)
+        super().__post_init__()
         check_device("trainer.device", self.device)
         if not self.output_dir.strip():
             raise ConfigError("trainer.output_dir is empty; set a folder such as runs/my-run")
-        if self.epochs is not None:
-            _positive("trainer", epochs=self.epochs)
-        if self.val_temperature is not None and self.val_temperature < 0:
-            raise ConfigError(
-                f"trainer.val_temperature={self.val_temperature} must be >= 0 (0 = greedy) "
-                "or null (the rollout temperature)"
-            )
-        if self.val_top_p is not None and not 0 < self.val_top_p <= 1:
-            raise ConfigError(
-                f"trainer.val_top_p={self.val_top_p} must be in (0, 1] or null (rollout.top_p)"
-            )
         check_controls(self.val_controls, "trainer.val_controls:")
         if self.wandb_project:
             _require_module("wandb", f"trainer.wandb_project={self.wandb_project!r}", "wandb")
-        if self.cpu_threads < 0:
-            raise ConfigError(
-                f"trainer.cpu_threads={self.cpu_threads} must be >= 0 (0 = automatic)"
-            )
 
 
 @dataclass(frozen=True)
-class SFTConfig:
+class SFTConfig(Checked, section="sft"):
     """`videorl sft`: supervised warm start. Each trainer step is one optimizer step over
     `data.prompts_per_step` records; the loss is the token-mean next-token NLL of the target
     response only (the prompt is context, never a label).
@@ -765,19 +650,12 @@ class SFTConfig:
     reasoning, then the answer) or tool_trajectory (a get_clip call over the whole video, the
     clip as context, then the answer; needs get_clip in rollout.tools; max_response_tokens
     bounds the whole trajectory)."""
-    max_response_tokens: int = 256
+    max_response_tokens: Annotated[int, Gt(0)] = 256
     """targets longer than this (EOS included) are cut"""
-    tool_call_fraction: float = 1.0
+    tool_call_fraction: Annotated[float, Between(0, 1)] = 1.0
     """tool_trajectory: the chance that a record's target calls get_clip (drawn per record
     and step); the others get the direct answer after the same prompt with the tool list, so
     the model learns to call in that share of its answers and RL can raise it"""
-
-    def __post_init__(self) -> None:
-        _positive("sft", max_response_tokens=self.max_response_tokens)
-        if not 0.0 <= self.tool_call_fraction <= 1.0:
-            raise ConfigError(
-                f"sft.tool_call_fraction={self.tool_call_fraction}: must be in [0, 1]"
-            )
 
 
 @dataclass(frozen=True)

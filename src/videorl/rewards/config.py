@@ -9,46 +9,45 @@ configuration error here, never a silent 0 during training.
 from __future__ import annotations
 
 import importlib.util
-import math
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
+from videorl.config.constraints import Between, Checked, Constraint, Ge, Gt, Range
 from videorl.config.loader import build
 from videorl.data.families import parse_family
 from videorl.errors import ConfigError
 from videorl.rewards.plugins import load_plugin
 
 TgShaping = Literal["iou", "iou_v2"]
-TG_SHAPINGS: tuple[str, ...] = get_args(TgShaping)
 PluginMode = Literal["replace", "extend"]
-PLUGIN_MODES: tuple[str, ...] = get_args(PluginMode)
 Composition = Literal["product", "sum"]
-COMPOSITIONS: tuple[str, ...] = get_args(Composition)
 TgParser = Literal["strict", "taro"]
-TG_PARSERS: tuple[str, ...] = get_args(TgParser)
 RewardMode = Literal["videorl", "orarl", "video_r1", "videoauto_r1"]
 JudgeStyle = Literal["videorl", "longvt"]
-JUDGE_STYLES: tuple[str, ...] = get_args(JudgeStyle)
-REWARD_MODES: tuple[str, ...] = get_args(RewardMode)
 BoundaryShuffle = Literal["videorl", "taro"]
 
 
-def _number(
-    key: str, value: Any, low: float, high: float = math.inf, *, open_low: bool = False
-) -> None:
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    ok = ok and (value > low if open_low else value >= low) and value <= high
-    if not ok:
-        bound = f"> {low}" if open_low else f">= {low}"
-        upper = f" and <= {high}" if high != math.inf else ""
-        raise ConfigError(f"{key}={value!r} is invalid; set a finite number {bound}{upper}")
+class _Section(Checked):
+    """A reward section: keys relative to it (the loader puts `reward.` and the section's
+    path in front), a refused value said as `key=value is invalid; set ...`."""
+
+    @classmethod
+    def refusal(cls, key: str, value: Any, constraint: Constraint) -> str:
+        return f"{key}={value!r} is invalid; set {constraint.wanted()}"
+
+
+def _check_flags(section: object, *names: str) -> None:
+    """Flags built in code (not loaded) must be booleans, not truthy values."""
+    for name in names:
+        if not isinstance(getattr(section, name), bool):
+            raise ConfigError(f"{name}={getattr(section, name)!r}; set true or false")
 
 
 @dataclass(frozen=True)
-class SensitivityConfig:
+class SensitivityConfig(_Section):
     """TaRO temporal-sensitivity reward (docs/methods.md#temporal-sensitivity-reward): bonus
     `alpha * 1[d_i > thr + margin]` for TG rows whose tIoU >= `gate`; `thr` is the group mean of
     d (`"group_mean"`) or a constant; frames within +-`radius` seconds of each ground-truth
@@ -57,13 +56,13 @@ class SensitivityConfig:
 
     enabled: bool = False
     """Add TaRO's temporal-sensitivity bonus (two extra log-prob passes per step)."""
-    alpha: float = 0.3
+    alpha: Annotated[float, Ge(0)] = 0.3
     """Bonus added to a qualifying row (>= 0)."""
-    margin: float = 0.0
+    margin: Annotated[float, Range()] = 0.0
     """A row qualifies when its d exceeds the threshold by more than this."""
-    gate: float = 0.7
+    gate: Annotated[float, Between(0, 1)] = 0.7
     """Only TG rows with tIoU >= gate can earn the bonus, in [0, 1]."""
-    radius: float = 3.0
+    radius: Annotated[float, Gt(0)] = 3.0
     """Frames within this many seconds of a ground-truth boundary are shuffled (> 0)."""
     threshold: Literal["group_mean"] | float = "group_mean"
     """group_mean (the group's mean d) or a constant threshold on d."""
@@ -73,49 +72,37 @@ class SensitivityConfig:
     sampled frame, overlapping sets shuffled one after the other by randperm)."""
 
     def __post_init__(self) -> None:
-        if not isinstance(self.enabled, bool):
-            raise ConfigError(f"enabled={self.enabled!r}; set true or false")
-        _number("alpha", self.alpha, 0.0)
-        _number("margin", self.margin, -math.inf)
-        _number("gate", self.gate, 0.0, 1.0)
-        _number("radius", self.radius, 0.0, open_low=True)
-        if self.shuffle not in ("videorl", "taro"):
-            raise ConfigError(f"shuffle={self.shuffle!r}; choose videorl or taro")
+        _check_flags(self, "enabled")
+        super().__post_init__()
         if self.threshold != "group_mean":
             if isinstance(self.threshold, str):  # built directly, not loaded
                 raise ConfigError(f"threshold={self.threshold!r}; set 'group_mean' or a number")
-            _number("threshold", self.threshold, -math.inf)
+            if not Range().admits(self.threshold):
+                raise ConfigError(self.refusal("threshold", self.threshold, Range()))
             object.__setattr__(self, "threshold", float(self.threshold))
 
 
-def _count(key: str, value: Any, low: int) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < low:
-        raise ConfigError(f"{key}={value!r} is invalid; set an integer >= {low}")
-
-
 @dataclass(frozen=True)
-class OverlongConfig:
+class OverlongConfig(_Section):
     """DAPO's overlong reward shaping (`rewards/length.py`): over the last `buffer_len`
     tokens of the `rollout.max_new_tokens` budget the penalty grows linearly from 0 to
     `-penalty_factor` (DAPO `recipe/dapo`: `overlong_buffer.len` 4096, `penalty_factor` 1.0)."""
 
     enabled: bool = False
     """Add DAPO's overlong penalty to the generated rows' rewards."""
-    buffer_len: int = 4096
+    buffer_len: Annotated[int, Ge(1)] = 4096
     """Tokens at the end of the rollout.max_new_tokens budget over which the penalty grows (>=
     1)."""
-    penalty_factor: float = 1.0
+    penalty_factor: Annotated[float, Ge(0)] = 1.0
     """Penalty at the full budget (>= 0); it grows linearly from 0 over the buffer."""
 
     def __post_init__(self) -> None:
-        if not isinstance(self.enabled, bool):
-            raise ConfigError(f"enabled={self.enabled!r}; set true or false")
-        _count("buffer_len", self.buffer_len, 1)
-        _number("penalty_factor", self.penalty_factor, 0.0)
+        _check_flags(self, "enabled")
+        super().__post_init__()
 
 
 @dataclass(frozen=True)
-class LengthBandConfig:
+class LengthBandConfig(_Section):
     """Video-R1's length reward (`rewards/length.py`): `+bonus` for a correct row (task
     component > `correct_threshold`) whose response has `min <= tokens <= max`, in a group
     with at least `min_correct` correct rows (Video-R1 `grpo_trainer.py`, `len_control`:
@@ -123,37 +110,32 @@ class LengthBandConfig:
 
     enabled: bool = False
     """Add Video-R1's length bonus to correct rows of a length within the band."""
-    min: int = 320
+    min: Annotated[int, Ge(0)] = 320
     """Shortest response in tokens that earns the bonus (>= 0)."""
-    max: int = 512
+    max: Annotated[int, Ge(0)] = 512
     """Longest response in tokens that earns the bonus (>= min)."""
-    bonus: float = 0.2
+    bonus: Annotated[float, Ge(0)] = 0.2
     """Reward added to a qualifying row (>= 0)."""
-    correct_threshold: float = 0.1
+    correct_threshold: Annotated[float, Between(0, 1)] = 0.1
     """A row is correct when its task component exceeds this, in [0, 1]."""
-    min_correct: int = 2
+    min_correct: Annotated[int, Ge(1)] = 2
     """Correct rows a group needs before any earns the bonus (>= 1)."""
 
     def __post_init__(self) -> None:
-        if not isinstance(self.enabled, bool):
-            raise ConfigError(f"enabled={self.enabled!r}; set true or false")
-        _count("min", self.min, 0)
-        _count("max", self.max, 0)
+        _check_flags(self, "enabled")
+        super().__post_init__()
         if self.max < self.min:
             raise ConfigError(
                 f"max={self.max} is below min={self.min}; set max >= min (Video-R1: 320 and "
                 "512 tokens)"
             )
-        _number("bonus", self.bonus, 0.0)
-        _number("correct_threshold", self.correct_threshold, 0.0, 1.0)
-        _count("min_correct", self.min_correct, 1)
 
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 @dataclass(frozen=True)
-class JudgeConfig:
+class JudgeConfig(_Section):
     """An LLM judge for open-ended answers (`rewards/judge.py`), as LongVT's
     `custom_rewards/vl_agent.py`: a chat model behind an OpenAI-compatible endpoint compares
     the answer with the reference and replies 1, 0.5 or 0. The LongVT plug-in
@@ -171,21 +153,22 @@ class JudgeConfig:
     api_key_env: str | None = None
     """The NAME of the environment variable that holds the API key (never the key itself);
     null = no key (the placeholder `EMPTY`, as LongVT sends to its vLLM server)."""
-    temperature: float = 0.3
+    temperature: Annotated[float, Between(0, 2)] = 0.3
     """Sampling temperature of the judge, in [0, 2] (LongVT: 0.3)."""
-    max_tokens: int | None = 16
+    max_tokens: Annotated[int | None, Ge(1)] = 16
     """Most tokens the judge may reply (>= 1); null = no limit (LongVT sends none)."""
     style: JudgeStyle = "videorl"
     """Prompt and reply reading: videorl (ours: six examples, a strict first-line verdict) or
     longvt (LongVT's vl_agent.py prompt, system turn, random seed and lenient reading)."""
-    timeout_s: float = 30.0
+    timeout_s: Annotated[float, Gt(0)] = 30.0
     """Seconds one request may take (> 0); each retry gets as long. The total, `timeout_s *
     (max_retries + 1)`, must stay below `reward.timeout_s`."""
-    max_retries: int = 2
+    max_retries: Annotated[int, Ge(0)] = 2
     """Retries of a request that failed to connect, timed out or got a 408/429/5xx (>= 0; the
     openai client's default, which LongVT uses)."""
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if self.url is not None:
             parts = urlsplit(self.url) if isinstance(self.url, str) else None
             if parts is None or parts.scheme not in ("http", "https") or not parts.netloc:
@@ -206,15 +189,6 @@ class JudgeConfig:
                 "api_key_env: not an environment variable name; set the NAME of the "
                 "variable that holds the key (e.g. JUDGE_API_KEY), never the key itself"
             )
-        _number("temperature", self.temperature, 0.0, 2.0)
-        if self.max_tokens is not None:
-            _count("max_tokens", self.max_tokens, 1)
-        if self.style not in JUDGE_STYLES:
-            raise ConfigError(
-                f"style={self.style!r} is unknown; set one of {', '.join(JUDGE_STYLES)}"
-            )
-        _number("timeout_s", self.timeout_s, 0.0, open_low=True)
-        _count("max_retries", self.max_retries, 0)
         if self.url is None:
             return
         if self.api_key_env is not None and not os.environ.get(self.api_key_env):
@@ -239,7 +213,7 @@ class JudgeConfig:
 
 
 @dataclass(frozen=True)
-class RewardConfig:
+class RewardConfig(_Section):
     """How responses are scored.
 
     - `think_required`: the `<think>` block is mandatory (format 0 without it).
@@ -290,15 +264,15 @@ class RewardConfig:
     tg_shaping: TgShaping = "iou"
     """Temporal-grounding task reward: iou (plain tIoU) or iou_v2 (TaRO's shaping; training
     only)."""
-    num_workers: int | None = None
+    num_workers: Annotated[int | None, Ge(0)] = None
     """Scoring processes (>= 0); null = all cores, 0 or 1 = in-process."""
-    timeout_s: float = 5.0
+    timeout_s: Annotated[float, Gt(0)] = 5.0
     """Per-sample scoring time limit in seconds (> 0); a sample over it scores 0."""
     plugins: dict[str, str] = field(default_factory=dict)
     """Family name -> `module:function` reward plug-in (imported when the config loads)."""
     plugin_mode: PluginMode = "replace"
     """replace (the plug-in's reward) or extend (blend it with the built-in by plugin_weight)."""
-    plugin_weight: float = 0.5
+    plugin_weight: Annotated[float, Between(0, 1)] = 0.5
     """extend mode: weight of the plug-in in overall, in [0, 1]."""
     sensitivity: SensitivityConfig = field(default_factory=SensitivityConfig)
     """TaRO temporal-sensitivity reward (docs/methods.md#temporal-sensitivity-reward): bonus `alpha
@@ -333,12 +307,54 @@ class RewardConfig:
     `reward/judge/failed_<reason>`. Needs the `judge` extra (`pip install 'videorl[judge]'`)."""
 
     def __post_init__(self) -> None:
-        if self.mode not in REWARD_MODES:
+        _check_flags(self, "think_required")
+        self._check_sections()
+        super().__post_init__()
+        self._check_mode()
+        judge = self.judge
+        if judge.enabled and judge.budget_s >= self.timeout_s:
             raise ConfigError(
-                f"mode={self.mode!r} is unknown; set one of {', '.join(REWARD_MODES)} "
-                "(orarl = OraRL's per-task reward adapters, video_r1 = Video-R1's, "
-                "videoauto_r1 = VideoAuto-R1's answer-twice reward)"
+                f"timeout_s={self.timeout_s:g} is not above the judge's "
+                f"judge.timeout_s * (judge.max_retries + 1) = {judge.budget_s:g} s (a sample "
+                "past timeout_s is killed and scores 0); raise reward.timeout_s or lower "
+                "reward.judge.timeout_s / max_retries"
             )
+        if not isinstance(self.plugins, dict):
+            raise ConfigError(
+                f"plugins={self.plugins!r}; give a mapping family -> 'module:function'"
+            )
+        # Canonical family names as keys, so that the router's lookup is exact.
+        plugins: dict[str, str] = {}
+        for name, spec in self.plugins.items():
+            try:
+                family = parse_family(name).value
+            except ConfigError as exc:
+                raise ConfigError(f"plugins: {exc}") from None
+            if family in plugins:
+                raise ConfigError(
+                    f"plugins: {name!r} names {family}, which already has a plug-in; "
+                    "keep one entry per family"
+                )
+            load_plugin(str(spec))  # imported now: a broken plug-in is a load-time error
+            plugins[family] = str(spec)
+        object.__setattr__(self, "plugins", plugins)
+
+    def _check_sections(self) -> None:
+        """Sections built in code must be given as sections (`from_dict` takes mappings)."""
+        for name, section in (
+            ("sensitivity", SensitivityConfig),
+            ("overlong", OverlongConfig),
+            ("length_band", LengthBandConfig),
+            ("judge", JudgeConfig),
+        ):
+            if not isinstance(getattr(self, name), section):
+                raise ConfigError(
+                    f"{name}={getattr(self, name)!r}; give a {section.__name__} "
+                    "(RewardConfig.from_dict accepts a mapping)"
+                )
+
+    def _check_mode(self) -> None:
+        """`mode=orarl` and `mode=video_r1` fix how the terms combine."""
         if self.mode == "orarl":
             clashes = [
                 f"{key}={getattr(self, key)!r}"
@@ -361,78 +377,6 @@ class RewardConfig:
                 f"mode=video_r1 sums Video-R1's accuracy and format rewards, but "
                 f"composition={self.composition!r}; set composition=sum or mode=videorl"
             )
-        if self.composition not in COMPOSITIONS:
-            raise ConfigError(
-                f"composition={self.composition!r} is unknown; set one of "
-                f"{', '.join(COMPOSITIONS)} (sum = TaRO's format + task)"
-            )
-        if self.tg_parser not in TG_PARSERS:
-            raise ConfigError(
-                f"tg_parser={self.tg_parser!r} is unknown; set one of {', '.join(TG_PARSERS)}"
-            )
-        if not isinstance(self.think_required, bool):
-            raise ConfigError(f"think_required={self.think_required!r}; set true or false")
-        if self.tg_shaping not in TG_SHAPINGS:
-            raise ConfigError(
-                f"tg_shaping={self.tg_shaping!r} is unknown; set one of {', '.join(TG_SHAPINGS)}"
-            )
-        if self.num_workers is not None and (
-            not isinstance(self.num_workers, int)
-            or isinstance(self.num_workers, bool)
-            or self.num_workers < 0
-        ):
-            raise ConfigError(
-                f"num_workers={self.num_workers!r}; set an integer >= 0 "
-                "(0 or 1 = in-process) or null for all cores"
-            )
-        _number("timeout_s", self.timeout_s, 0.0, open_low=True)
-        if self.plugin_mode not in PLUGIN_MODES:
-            raise ConfigError(
-                f"plugin_mode={self.plugin_mode!r} is unknown; set one of {', '.join(PLUGIN_MODES)}"
-            )
-        _number("plugin_weight", self.plugin_weight, 0.0, 1.0)
-        judge = self.judge
-        if isinstance(judge, JudgeConfig) and judge.enabled and judge.budget_s >= self.timeout_s:
-            raise ConfigError(
-                f"timeout_s={self.timeout_s:g} is not above the judge's "
-                f"judge.timeout_s * (judge.max_retries + 1) = {judge.budget_s:g} s (a sample "
-                "past timeout_s is killed and scores 0); raise reward.timeout_s or lower "
-                "reward.judge.timeout_s / max_retries"
-            )
-        if not isinstance(self.sensitivity, SensitivityConfig):
-            raise ConfigError(
-                f"sensitivity={self.sensitivity!r}; give a SensitivityConfig "
-                "(RewardConfig.from_dict accepts a mapping)"
-            )
-        for name, section in (
-            ("overlong", OverlongConfig),
-            ("length_band", LengthBandConfig),
-            ("judge", JudgeConfig),
-        ):
-            if not isinstance(getattr(self, name), section):
-                raise ConfigError(
-                    f"{name}={getattr(self, name)!r}; give a {section.__name__} "
-                    "(RewardConfig.from_dict accepts a mapping)"
-                )
-        if not isinstance(self.plugins, dict):
-            raise ConfigError(
-                f"plugins={self.plugins!r}; give a mapping family -> 'module:function'"
-            )
-        # Canonical family names as keys, so that the router's lookup is exact.
-        plugins: dict[str, str] = {}
-        for name, spec in self.plugins.items():
-            try:
-                family = parse_family(name).value
-            except ConfigError as exc:
-                raise ConfigError(f"plugins: {exc}") from None
-            if family in plugins:
-                raise ConfigError(
-                    f"plugins: {name!r} names {family}, which already has a plug-in; "
-                    "keep one entry per family"
-                )
-            load_plugin(str(spec))  # imported now: a broken plug-in is a load-time error
-            plugins[family] = str(spec)
-        object.__setattr__(self, "plugins", plugins)
 
     @property
     def workers(self) -> int:
