@@ -21,12 +21,13 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import Annotated, Any, Literal
 
 import torch
 from torch import Tensor
 
 from videorl.algorithms.groups import GroupStats, check_rows, group_stats
+from videorl.config.constraints import Checked, Gt
 from videorl.errors import ConfigError
 from videorl.registry import Registry
 
@@ -118,28 +119,17 @@ def get_estimator(name: str) -> Estimator:
 
 
 SingleRow = Literal["zero", "verl"]
-SINGLE_ROW: tuple[str, ...] = get_args(SingleRow)
 
 
 @dataclass(frozen=True)
-class GRPOConfig:
+class GRPOConfig(Checked):
     """`algorithm.grpo`, read by `grpo`, `dr_grpo` and `rloo` (docs/methods.md#advantage-estimators):
     `std_eps` (grpo only) and what a group with a single row gets (`single_row`)."""
 
-    std_eps: float = 1e-6
-    """Added to the group reward std before dividing (> 0); grpo only."""
+    std_eps: Annotated[float, Gt(0)] = 1e-6
+    """Added to the group reward std before dividing; grpo only."""
     single_row: SingleRow = "zero"
     """A one-row group: zero (A = 0, nothing to compare with) or verl (mean 0, std 1: grpo A = r / (1 + std_eps), dr_grpo and rloo A = r)."""
-
-    def __post_init__(self) -> None:
-        if not self.std_eps > 0:
-            raise ConfigError(
-                f"std_eps={self.std_eps} must be > 0 to keep zero-variance groups finite; use 1e-6"
-            )
-        if self.single_row not in SINGLE_ROW:
-            raise ConfigError(
-                f"single_row={self.single_row!r} must be one of {', '.join(SINGLE_ROW)}"
-            )
 
 
 def _outcome_metrics(name: str, advantages: Tensor, stats: GroupStats) -> dict[str, float]:

@@ -14,16 +14,16 @@ top-k ids at each position, the reward of id j is
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Annotated, Literal, get_args
 
 import torch
 from torch import Tensor
 
 from videorl.algorithms.advantages import AdvantageResult, register_advantage
 from videorl.algorithms.groups import check_rows, group_stats
+from videorl.config.constraints import Checked, Ge, Gt
 from videorl.errors import ConfigError
 
 GateMode = Literal["default", "inverse"]
@@ -31,7 +31,7 @@ GATE_MODES: tuple[str, ...] = get_args(GateMode)
 
 
 @dataclass(frozen=True)
-class DistillConfig:
+class DistillConfig(Checked):
     """`topk`: 0 = sampled token, k > 0 = top-k ids. `threshold`: a row is correct iff its
     verifier score > threshold. `gate_mode`: `default` or `inverse` (ablation: swapped
     gate). `group_std`: GRPD divides the group-relative advantage by the group std.
@@ -42,43 +42,27 @@ class DistillConfig:
     teacher (as OPDVR's verl reward-model worker does), `vllm` with a vLLM engine of it
     (prompt log-probs of prompt + response; temperature 1.0 only: vLLM applies none to them)."""
 
-    topk: int = 0
-    """Teacher distribution: 0 = the sampled token only (>= 0; the trainer supports 0 only)."""
+    topk: Annotated[int, Ge(0)] = 0
+    """Teacher distribution: 0 = the sampled token only (the trainer supports 0 only)."""
     threshold: float = 0.0
     """A row is correct when its verifier score exceeds this."""
     gate_mode: GateMode = "default"
     """default (verifier gating as published) or inverse (the swapped-gate ablation)."""
     group_std: bool = False
     """GRPD: divide the group-relative advantage by the group std."""
-    baseline: float = 0.0
-    """GRPD's u in `|a_i| + u` (>= 0)."""
-    std_eps: float = 1e-6
-    """Added to the group std before dividing (> 0)."""
-    teacher_temperature: float = 1.0
-    """Temperature of the teacher's log-probs (> 0), apart from rollout.temperature (the student's):
+    baseline: Annotated[float, Ge(0)] = 0.0
+    """GRPD's u in `|a_i| + u`."""
+    std_eps: Annotated[float, Gt(0)] = 1e-6
+    """Added to the group std before dividing."""
+    teacher_temperature: Annotated[float, Gt(0)] = 1.0
+    """Temperature of the teacher's log-probs, apart from rollout.temperature (the student's):
     OPDVR's TEACHER_TEMPERATURE, 1.0 in its scripts."""
     teacher_engine: Literal["hf", "vllm"] = "hf"
     """What scores the teacher's log-probs: hf (a forward of model.teacher_path) or vllm (a vLLM
     engine of it; falls back to hf with a warning where vLLM cannot run it)."""
 
     def __post_init__(self) -> None:
-        if self.topk < 0:
-            raise ConfigError(f"topk={self.topk} must be >= 0 (0 = sampled token)")
-        if self.gate_mode not in GATE_MODES:
-            raise ConfigError(
-                f"gate_mode={self.gate_mode!r} is not a gate mode; use one of {list(GATE_MODES)}"
-            )
-        if self.baseline < 0:
-            raise ConfigError(f"baseline={self.baseline} (GRPD u) must be >= 0")
-        if not self.std_eps > 0:
-            raise ConfigError(f"std_eps={self.std_eps} must be > 0; use 1e-6")
-        if not (math.isfinite(self.teacher_temperature) and self.teacher_temperature > 0):
-            raise ConfigError(
-                f"teacher_temperature={self.teacher_temperature} must be a positive number "
-                "(OPDVR's TEACHER_TEMPERATURE: 1.0)"
-            )
-        if self.teacher_engine not in ("hf", "vllm"):
-            raise ConfigError(f"teacher_engine={self.teacher_engine!r} must be hf or vllm")
+        super().__post_init__()
         if self.teacher_engine == "vllm" and self.teacher_temperature != 1.0:
             raise ConfigError(
                 f"teacher_temperature={self.teacher_temperature} with teacher_engine=vllm: "
@@ -137,7 +121,7 @@ def grpd_scale(
     group_ids: Tensor,
     *,
     group_std: bool = False,
-    baseline: float = 0.0,
+    baseline: Annotated[float, Ge(0)] = 0.0,
     eps: float = 1e-6,
 ) -> Tensor:
     """GRPD's row scale `|a_i| + u`, with `a_i = s_i - mean_g(s)` (divided by

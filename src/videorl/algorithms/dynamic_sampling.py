@@ -23,21 +23,21 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Annotated, Literal
 
 import torch
 from torch import Tensor
 
 from videorl.algorithms.groups import group_max, group_sum
+from videorl.config.constraints import Checked, Ge
 from videorl.errors import ConfigError
 
 OnCap = Literal["error", "train"]
-ON_CAP: tuple[str, ...] = get_args(OnCap)
 _METRIC = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 @dataclass(frozen=True)
-class DynamicSamplingConfig:
+class DynamicSamplingConfig(Checked):
     """`algorithm.dynamic_sampling` (DAPO's `algorithm.filter_groups` and gen batch size).
 
     metric: the per-row value that decides zero variance: `reward` (the row's whole reward,
@@ -56,25 +56,20 @@ class DynamicSamplingConfig:
     """Drop zero-variance groups and refill the step from further prompts (DAPO)."""
     metric: str = "reward"
     """Per-row value that decides zero variance: reward or a reward component (task)."""
-    max_draws: int = 10
-    """Prompt batches drawn per step at most, the first included (>= 0); 0 = no limit."""
-    batches_per_draw: int = 1
-    """Sampler batches of data.prompts_per_step prompts per draw (>= 1)."""
+    max_draws: Annotated[int, Ge(0)] = 10
+    """Prompt batches drawn per step at most, the first included; 0 = no limit."""
+    batches_per_draw: Annotated[int, Ge(1)] = 1
+    """Sampler batches of data.prompts_per_step prompts per draw."""
     on_cap: OnCap = "error"
     """At the draw cap with too few groups: error stops the run, train trains on what it kept."""
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if not _METRIC.match(self.metric):
             raise ConfigError(
                 f"metric={self.metric!r} is not a name; use reward or a reward component "
                 "such as task"
             )
-        if self.max_draws < 0:
-            raise ConfigError(f"max_draws={self.max_draws} must be >= 0 (0 = no limit)")
-        if self.batches_per_draw < 1:
-            raise ConfigError(f"batches_per_draw={self.batches_per_draw} must be >= 1")
-        if self.on_cap not in ON_CAP:
-            raise ConfigError(f"on_cap={self.on_cap!r} must be one of {', '.join(ON_CAP)}")
 
 
 def zero_variance_groups(

@@ -23,13 +23,14 @@ per-token loss sums over the k ids.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Annotated, Literal, get_args
 
 import torch
 from torch import Tensor
 
 from videorl.algorithms.behaviour import BehaviourCorrection, behaviour_weights
 from videorl.algorithms.policy_losses import PolicyTerms, get_policy_loss, register_policy_loss
+from videorl.config.constraints import Between, Checked, Ge, Gt
 from videorl.errors import ConfigError
 
 Aggregation = Literal[
@@ -44,7 +45,7 @@ VIDEO_R1_LOG_CLIP = 10.0  # Video-R1 clamps ref - logp to [-10, 10] and leaves k
 
 
 @dataclass(frozen=True)
-class PolicyLossConfig:
+class PolicyLossConfig(Checked):
     """`dual_clip` None disables the dual clip; `max_length` is the constant divisor of
     `seq-mean-token-sum-norm`; `kl_type` the KL estimator (`kl_penalty`); `name` the registered
     surrogate (`ppo`, `gspo`). `clip_low`, `clip_high` and `aggregation` left unset (null) take the
@@ -52,22 +53,22 @@ class PolicyLossConfig:
     `seq-mean-token-mean` (GSPO paper section 5.1; verl `compute_policy_loss_gspo`).
     `gspo` has no dual clip (verl's has none), so `dual_clip` applies to `ppo` only."""
 
-    clip_low: float | None = None
-    """Lower ratio clip epsilon, in [0, 1); null = the named loss's default."""
-    clip_high: float | None = None
-    """Upper ratio clip epsilon (>= 0); null = the named loss's default."""
-    dual_clip: float | None = 3.0
-    """Dual-clip constant c (> 1) for negative advantages (ppo only); null = off."""
+    clip_low: Annotated[float | None, Between(0, 1, high_open=True)] = None
+    """Lower ratio clip epsilon; null = the named loss's default."""
+    clip_high: Annotated[float | None, Ge(0)] = None
+    """Upper ratio clip epsilon; null = the named loss's default."""
+    dual_clip: Annotated[float | None, Gt(1)] = 3.0
+    """Dual-clip constant c for negative advantages (ppo only); null = off."""
     aggregation: Aggregation | None = None
     """How token losses reduce to a scalar; null = the named loss's default."""
-    max_length: int | None = None
-    """Constant divisor (tokens, >= 1) of seq-mean-token-sum-norm; null = none."""
-    kl_coef: float = 0.0
-    """Weight of the KL penalty to the reference model (>= 0); 0 = no reference pass."""
+    max_length: Annotated[int | None, Ge(1)] = None
+    """Constant divisor (tokens) of seq-mean-token-sum-norm; null = none."""
+    kl_coef: Annotated[float, Ge(0)] = 0.0
+    """Weight of the KL penalty to the reference model; 0 = no reference pass."""
     kl_type: KLType = "k3"
     """KL estimator (verl's kl_loss_type: kl/k1, mse/k2, abs, low_var_kl/k3, k1+, abs+, k3+; Video-R1: k3_unclipped)."""
-    entropy_coef: float = 0.0
-    """Weight of the entropy bonus (>= 0)."""
+    entropy_coef: Annotated[float, Ge(0)] = 0.0
+    """Weight of the entropy bonus."""
     name: str = "ppo"
     """Registered policy surrogate: ppo or gspo (or a registered plugin)."""
 
@@ -76,31 +77,11 @@ class PolicyLossConfig:
         for key in ("clip_low", "clip_high", "aggregation"):
             if getattr(self, key) is None:
                 object.__setattr__(self, key, getattr(registered, key))
-        low, high = self.clip
-        if not (0 <= low < 1 and high >= 0):
-            raise ConfigError(
-                f"clip_low={self.clip_low} must be in [0, 1) and clip_high={self.clip_high} "
-                ">= 0; the OraRL recipe uses 0.2 and 0.2"
-            )
-        if self.dual_clip is not None and not self.dual_clip > 1:
-            raise ConfigError(f"dual_clip={self.dual_clip} must be > 1 (3.0 is usual) or null")
-        if self.aggregation not in AGGREGATIONS:
-            raise ConfigError(
-                f"aggregation={self.aggregation!r} is not an aggregation; use one of "
-                f"{list(AGGREGATIONS)}"
-            )
+        super().__post_init__()  # the named loss's defaults filled in first
         if self.aggregation == "seq-mean-token-sum-norm" and not (self.max_length or 0) > 0:
             raise ConfigError(
                 f"aggregation='seq-mean-token-sum-norm' needs max_length > 0, got "
                 f"{self.max_length}; set it to the response length budget"
-            )
-        if self.max_length is not None and self.max_length < 1:
-            raise ConfigError(f"max_length={self.max_length} must be >= 1 (tokens) or null")
-        if self.kl_type not in KL_TYPES:
-            raise ConfigError(f"kl_type={self.kl_type!r}; use one of {list(KL_TYPES)}")
-        if self.kl_coef < 0 or self.entropy_coef < 0:
-            raise ConfigError(
-                f"kl_coef={self.kl_coef} and entropy_coef={self.entropy_coef} must be >= 0"
             )
 
     @property

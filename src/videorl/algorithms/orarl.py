@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Annotated
 
 import torch
 from torch import Tensor
@@ -35,6 +36,7 @@ from videorl.algorithms.selection import (
     select_rows,
     selection_reference,
 )
+from videorl.config.constraints import Checked, Ge, Gt
 from videorl.errors import ConfigError
 
 __all__ = [
@@ -58,60 +60,51 @@ __all__ = [
 
 
 @dataclass(frozen=True)
-class DirectionalGainConfig:
+class DirectionalGainConfig(Checked):
     """Stage B. `gamma = 0` turns the gain off (g = 1)."""
 
-    gamma: float = 0.25
-    """Strength of the directional gain (>= 0); 0 = off (gain 1)."""
-    min_gain: float = 1.0
-    """Lower clip of the gain (> 0, <= max_gain)."""
+    gamma: Annotated[float, Ge(0)] = 0.25
+    """Strength of the directional gain; 0 = off (gain 1)."""
+    min_gain: Annotated[float, Gt(0)] = 1.0
+    """Lower clip of the gain (<= max_gain)."""
     max_gain: float = 4.0
     """Upper clip of the gain (>= min_gain)."""
-    eps: float = 1e-6
-    """Numerical floor in the gain's denominator (> 0)."""
+    eps: Annotated[float, Gt(0)] = 1e-6
+    """Numerical floor in the gain's denominator."""
 
     def __post_init__(self) -> None:
-        if self.gamma < 0:
-            raise ConfigError(f"gamma={self.gamma} must be >= 0 (0 = off)")
-        if not 0 < self.min_gain <= self.max_gain:
+        super().__post_init__()
+        if self.min_gain > self.max_gain:
             raise ConfigError(
                 f"min_gain={self.min_gain} and max_gain={self.max_gain} need "
                 "0 < min_gain <= max_gain; defaults are 1 and 4"
             )
-        if not self.eps > 0:
-            raise ConfigError(f"eps={self.eps} must be > 0; use 1e-6")
 
 
 @dataclass(frozen=True)
-class AnchorConfig:
+class AnchorConfig(Checked):
     """Stage C: `A* = min(scale * w, clip(cap_factor * best, cap_min, cap_max))`."""
 
-    beta: float = 2.0
-    """Sharpness of the anchor weight w (>= 0)."""
-    scale: float = 2.0
-    """Multiplier of w in the anchor advantage A* (>= 0)."""
-    cap_factor: float = 1.2
-    """Cap on A* as a multiple of the best policy row's advantage (>= 0)."""
-    cap_min: float = 0.05
-    """Lower clip of the cap (>= 0, <= cap_max)."""
+    beta: Annotated[float, Ge(0)] = 2.0
+    """Sharpness of the anchor weight w."""
+    scale: Annotated[float, Ge(0)] = 2.0
+    """Multiplier of w in the anchor advantage A*."""
+    cap_factor: Annotated[float, Ge(0)] = 1.2
+    """Cap on A* as a multiple of the best policy row's advantage."""
+    cap_min: Annotated[float, Ge(0)] = 0.05
+    """Lower clip of the cap (<= cap_max)."""
     cap_max: float = 1.0
     """Upper clip of the cap (>= cap_min)."""
-    eps: float = 1e-6
-    """Numerical floor in the anchor's denominators (> 0)."""
+    eps: Annotated[float, Gt(0)] = 1e-6
+    """Numerical floor in the anchor's denominators."""
 
     def __post_init__(self) -> None:
-        if self.beta < 0 or self.scale < 0 or self.cap_factor < 0:
-            raise ConfigError(
-                f"beta={self.beta}, scale={self.scale} and cap_factor={self.cap_factor} must "
-                "be >= 0"
-            )
-        if not 0 <= self.cap_min <= self.cap_max:
+        super().__post_init__()
+        if self.cap_min > self.cap_max:
             raise ConfigError(
                 f"cap_min={self.cap_min} and cap_max={self.cap_max} need "
                 "0 <= cap_min <= cap_max; defaults are 0.05 and 1.0"
             )
-        if not self.eps > 0:
-            raise ConfigError(f"eps={self.eps} must be > 0; use 1e-6")
 
 
 @dataclass(frozen=True)

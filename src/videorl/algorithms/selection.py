@@ -13,12 +13,14 @@ from __future__ import annotations
 import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from typing import Annotated
 
 import torch
 from torch import Tensor
 
 from videorl.algorithms.advantages import AdvantageResult
 from videorl.algorithms.groups import check_rows, dense_group_index, group_stats, group_sum
+from videorl.config.constraints import Between, Checked, Ge
 from videorl.errors import ConfigError
 
 
@@ -141,12 +143,12 @@ def check_divisible(kept_total: int, world_size: int, *, allow_pad: bool = False
 
 
 @dataclass(frozen=True)
-class CorrectionConfig:
+class CorrectionConfig(Checked):
     """Stage E: the shrink factor is `clip(rms_ref / (rms + eps), min_scale, max_scale)`,
     applied only when the group's policy reward std is at least `min_reward_std`."""
 
-    min_scale: float = 0.25
-    """Lower clip of the shrink factor (>= 0, <= max_scale)."""
+    min_scale: Annotated[float, Ge(0)] = 0.25
+    """Lower clip of the shrink factor (<= max_scale)."""
     max_scale: float = 1.0
     """Upper clip of the shrink factor (>= min_scale)."""
     min_reward_std: float = 1e-3
@@ -155,11 +157,13 @@ class CorrectionConfig:
     """Numerical floor in the factor's denominator (> 0)."""
 
     def __post_init__(self) -> None:
-        if not 0 <= self.min_scale <= self.max_scale:
+        super().__post_init__()
+        if self.min_scale > self.max_scale:
             raise ConfigError(
                 f"min_scale={self.min_scale} and max_scale={self.max_scale} need "
                 "0 <= min_scale <= max_scale; defaults 0.25 and 1.0"
             )
+        # one line for both (tests/config/test_schema.py asserts it): not declared apart
         if self.min_reward_std < 0 or not self.eps > 0:
             raise ConfigError(
                 f"min_reward_std={self.min_reward_std} must be >= 0 and eps={self.eps} > 0"
@@ -167,7 +171,7 @@ class CorrectionConfig:
 
 
 @dataclass(frozen=True)
-class PruningConfig:
+class PruningConfig(Checked):
     """OraRL sign-balanced selection (stage D) and post-selection correction (stage E).
 
     Of each group of n policy rows (`rollout.n`) stage D keeps `kept_rows(n)` rows, the
@@ -176,22 +180,15 @@ class PruningConfig:
 
     enabled: bool = False
     """Turn on OraRL stages D and E (needs algorithm.annotation_rows)."""
-    prune_ratio: float = 0.5
-    """Fraction of each group's rows dropped before the update, in [0, 1)."""
-    pos_quota: int = 1
-    """Rows with a positive advantage that selection always keeps (>= 0)."""
-    neg_quota: int = 2
-    """Rows with a negative advantage that selection always keeps (>= 0)."""
+    prune_ratio: Annotated[float, Between(0.0, 1.0, high_open=True)] = 0.5
+    """Fraction of each group's rows dropped before the update."""
+    pos_quota: Annotated[int, Ge(0)] = 1
+    """Rows with a positive advantage that selection always keeps."""
+    neg_quota: Annotated[int, Ge(0)] = 2
+    """Rows with a negative advantage that selection always keeps."""
     correction: CorrectionConfig = field(default_factory=CorrectionConfig)
     """Stage E: the shrink factor is `clip(rms_ref / (rms + eps), min_scale, max_scale)`, applied
     only when the group's policy reward std is at least `min_reward_std`."""
-
-    def __post_init__(self) -> None:
-        if not 0 <= self.prune_ratio < 1:
-            raise ConfigError(f"prune_ratio={self.prune_ratio} must be in [0.0, 1.0)")
-        for name in ("pos_quota", "neg_quota"):
-            if getattr(self, name) < 0:
-                raise ConfigError(f"{name}={getattr(self, name)} must be >= 0")
 
     def kept_rows(self, n: int) -> int:
         """k: the rows kept per group of `n` policy rows, the annotation row included. The

@@ -19,47 +19,33 @@ no bonus (`if self.temporal and video_inputs`).
 
 from __future__ import annotations
 
-import math
 import random
 from dataclasses import dataclass
+from typing import Annotated
 
 import torch
 from torch import Tensor
 
 from videorl.algorithms.groups import check_rows, group_sum
-from videorl.errors import ConfigError
+from videorl.config.constraints import Between, Checked, Ge
 
 
 @dataclass(frozen=True)
-class TemporalContrastConfig:
+class TemporalContrastConfig(Checked):
     """`algorithm.temporal_contrast`: `margin` is mu, `bonus` is alpha; `n_shuffled` rollouts
     per video prompt (null: `rollout.n // 2`, Video-R1's count); a row is correct when its
     task accuracy (the reward's `task` component) is > `correct_threshold`."""
 
     enabled: bool = False
     """Turn on T-GRPO's shuffled-frame rollouts and temporal bonus."""
-    margin: float = 0.8
-    """mu: the ordered group's accuracy must reach mu x the shuffled group's (>= 0)."""
-    bonus: float = 0.3
-    """alpha: reward added to correct ordered rows when it does (>= 0)."""
-    n_shuffled: int | None = None
-    """Shuffled-frame rollouts per video prompt (>= 1); null = rollout.n // 2."""
-    correct_threshold: float = 0.1
-    """A row is correct when its task accuracy exceeds this, in [0, 1)."""
-
-    def __post_init__(self) -> None:
-        if not (math.isfinite(self.margin) and self.margin >= 0):
-            raise ConfigError(f"margin={self.margin} must be a finite number >= 0 (paper: 0.8)")
-        if not (math.isfinite(self.bonus) and self.bonus >= 0):
-            raise ConfigError(f"bonus={self.bonus} must be a finite number >= 0 (paper: 0.3)")
-        if self.n_shuffled is not None and self.n_shuffled < 1:
-            raise ConfigError(
-                f"n_shuffled={self.n_shuffled} must be >= 1, or null for rollout.n // 2"
-            )
-        if not 0 <= self.correct_threshold < 1:
-            raise ConfigError(
-                f"correct_threshold={self.correct_threshold} must be in [0, 1) (Video-R1: 0.1)"
-            )
+    margin: Annotated[float, Ge(0)] = 0.8
+    """mu: the ordered group's accuracy must reach mu x the shuffled group's."""
+    bonus: Annotated[float, Ge(0)] = 0.3
+    """alpha: reward added to correct ordered rows when it does."""
+    n_shuffled: Annotated[int | None, Ge(1)] = None
+    """Shuffled-frame rollouts per video prompt; null = rollout.n // 2."""
+    correct_threshold: Annotated[float, Between(0, 1, high_open=True)] = 0.1
+    """A row is correct when its task accuracy exceeds this."""
 
     def shuffled_rollouts(self, n: int) -> int:
         """Shuffled rollouts per video prompt: `n_shuffled`, else `max(1, n // 2)`."""

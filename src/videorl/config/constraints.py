@@ -18,7 +18,6 @@ import math
 import types
 import typing
 from dataclasses import dataclass, fields
-from functools import cache
 from typing import Any, ClassVar, Literal, Union
 
 from videorl.errors import ConfigError
@@ -53,8 +52,8 @@ class Range:
         """`> 0`, `>= 1`, `in [0, 1]`, `in (0, 1]` (`≥ 1` with `pretty`)."""
         if self.shown is not None:
             return self.shown
-        low = self.ge if self.ge is not None else self.gt
-        high = self.le if self.le is not None else self.lt
+        low = _bound(self.ge if self.ge is not None else self.gt, pretty)
+        high = _bound(self.le if self.le is not None else self.lt, pretty)
         if low is not None and high is not None:
             opening = "[" if self.ge is not None else "("
             closing = "]" if self.le is not None else ")"
@@ -72,19 +71,24 @@ class Range:
         return f"a number {self.rule()}" if bounded and self.shown is None else self.rule()
 
 
-def Ge(bound: float) -> Range:  # noqa: N802 (a constraint reads as a type: Annotated[int, Ge(1)])
+def _bound(value: float | None, pretty: bool) -> str | None:
+    """A bound as written (a message shows `0.0` for a float bound, the reference `0`)."""
+    if value is None:
+        return None
+    return f"{value:g}" if pretty and isinstance(value, float) else str(value)
+
+
+def Ge(bound: float) -> Range:
     """value >= bound."""
     return Range(ge=bound)
 
 
-def Gt(bound: float) -> Range:  # noqa: N802
+def Gt(bound: float) -> Range:
     """value > bound."""
     return Range(gt=bound)
 
 
-def Between(  # noqa: N802
-    low: float, high: float, *, low_open: bool = False, high_open: bool = False
-) -> Range:
+def Between(low: float, high: float, *, low_open: bool = False, high_open: bool = False) -> Range:
     """low <= value <= high; `low_open` / `high_open` make that end strict."""
     return Range(
         ge=None if low_open else low,
@@ -106,7 +110,7 @@ class OneOf:
     def admits(self, value: Any) -> bool:
         return any(value == c and type(value) is type(c) for c in self.choices)
 
-    def rule(self, pretty: bool = False) -> str:  # noqa: ARG002 (one signature with Range)
+    def rule(self, pretty: bool = False) -> str:
         """`hf or vllm`, `0, 1 or 2`."""
         names = [str(c) for c in self.choices]
         return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
@@ -134,12 +138,16 @@ def declared(hint: Any) -> list[Constraint]:
     return found + ([choices] if choices is not None else [])
 
 
-@cache
+_TABLES: dict[type, dict[str, list[Constraint]]] = {}
+
+
 def field_constraints(cls: type) -> dict[str, list[Constraint]]:
-    """Field name -> its constraints, for a dataclass `cls`."""
-    hints = typing.get_type_hints(cls, include_extras=True)
-    table = {f.name: declared(hints[f.name]) for f in fields(cls)}
-    return {name: found for name, found in table.items() if found}
+    """Field name -> its constraints, for a dataclass `cls` (read once per class)."""
+    if cls not in _TABLES:
+        hints = typing.get_type_hints(cls, include_extras=True)
+        table = {f.name: declared(hints[f.name]) for f in fields(cls)}
+        _TABLES[cls] = {name: found for name, found in table.items() if found}
+    return _TABLES[cls]
 
 
 def constraint_text(hint: Any, pretty: bool = True) -> str:

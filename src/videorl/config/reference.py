@@ -41,7 +41,7 @@ class FieldDoc:
     default: str  # rendered as YAML/JSON (`null`, `true`, `"sdpa"`); "" for a nested group
     choices: tuple[Any, ...]  # the values of a `Literal[...]` in the type, else ()
     other_types: tuple[str, ...]  # beside the choices, the union's other types (`bool`)
-    description: str  # one line; "" when the source has none
+    description: str  # one line: the docstring, then the declared range; "" when neither
     group: str | None = None  # the nested group's key when the field is a config section
     rule: str = ""  # the declared range (`≥ 1`, `in (0, 1]`), "" when none
 
@@ -204,6 +204,8 @@ def walk(cls: type = Config, prefix: str = "") -> Iterator[GroupDoc]:
             default = f"{default} = {expressions[f.name]}"
         choices, others = _choices(extras[f.name], hint), _other_types(hint)
         rule = constraint_text(extras[f.name])
+        if rule:
+            description = f"{description.rstrip('.')}. Range: {rule}.".lstrip(". ")
         rows.append(FieldDoc(key, annotation, default, choices, others, description, rule=rule))
     doc = _docstring(cls)
     yield GroupDoc(prefix.rstrip("."), cls, _one_line(doc.split("\n\n")[0]), doc, tuple(rows))
@@ -232,8 +234,6 @@ def meaning(row: FieldDoc, markdown: bool = True) -> str:
     """The description, then the choices and the section it opens (a link in Markdown)."""
     quote = "`" if markdown else ""
     text = row.description
-    if row.rule:
-        text = f"{text} Range: {row.rule}."
     if row.choices:
         values = ", ".join(f"{quote}{render_value(c).strip(chr(34))}{quote}" for c in row.choices)
         if row.other_types:

@@ -38,7 +38,6 @@ from videorl.rewards.config import RewardConfig
 from videorl.video.controls import Control, check_controls
 from videorl.video.decode import VideoConfig
 
-
 MAX_SEED = 2**63 - 1  # torch.manual_seed and numpy's SeedSequence accept 0..2**63-1 here
 SEED = Range(ge=0, le=MAX_SEED, shown="an integer in [0, 2**63 - 1]")
 DEVICE = re.compile(r"^(auto|cpu|mps|(cuda|xpu)(:\d+)?)$")
@@ -160,13 +159,13 @@ class DataConfig(Checked, section="data"):
     skip_invalid: bool = False
     """Skip (and count) records that fail to parse instead of stopping with an error."""
     prompts_per_step: Annotated[int, Gt(0)] = 4
-    """Prompts per training step (> 0); each gets rollout.n responses. Must divide evenly over
+    """Prompts per training step; each gets rollout.n responses. Must divide evenly over
     trainer.nproc ranks."""
     think: bool = True
     """Ask for a `<think>` reasoning block before the answer (and enable the template's thinking
     mode)."""
     seed: Annotated[int, SEED] = 0
-    """Seed of the prompt sampler's shuffling, in [0, 2**63 - 1]."""
+    """Seed of the prompt sampler's shuffling."""
     columns: ColumnsConfig = field(default_factory=ColumnsConfig)
     """Column names of verl/EasyR1/OraRL-style rows (data.columns.prompt=problem, ...)."""
     split: str = "train"
@@ -280,25 +279,25 @@ class RolloutConfig(Checked, section="rollout"):
     engine: Literal["hf", "vllm"] = "hf"
     """Generation engine: hf (transformers, any device) or vllm (GPU, or vLLM's CPU build)."""
     n: Annotated[int, Gt(0)] = 8
-    """Responses sampled per prompt (the group size, > 0)."""
+    """Responses sampled per prompt (the group size)."""
     temperature: Annotated[float, Gt(0)] = 1.0
-    """Sampling temperature (> 0)."""
+    """Sampling temperature."""
     top_p: Annotated[float, Between(0, 1, low_open=True)] = 1.0
-    """Nucleus sampling mass, in (0, 1]; 1 = off."""
+    """Nucleus sampling mass; 1 = off."""
     top_k: Annotated[int, Ge(0)] = 0
-    """Sample from the k most likely tokens (>= 0); 0 = off."""
+    """Sample from the k most likely tokens; 0 = off."""
     max_new_tokens: Annotated[int, Gt(0)] = 256
-    """Response budget in tokens (> 0); longer responses are cut."""
+    """Response budget in tokens; longer responses are cut."""
     gpu_memory_utilization: Annotated[float, Between(0, 1, low_open=True)] = 0.5
-    """vLLM: fraction of GPU memory it may take, in (0, 1]."""
+    """vLLM: fraction of GPU memory it may take."""
     tensor_parallel_size: Annotated[int, Gt(0)] = 1
-    """vLLM: GPUs one engine shards the model over (> 0)."""
+    """vLLM: GPUs one engine shards the model over."""
     max_model_len: Annotated[int, Gt(0)] = 8192
     """vLLM: longest prompt + response"""
     videos_per_prompt: Annotated[int, Gt(0)] = 1
     """vLLM's limit_mm_per_prompt"""
     images_per_prompt: Annotated[int, Ge(0)] = 1
-    """vLLM's limit_mm_per_prompt for images (>= 0)."""
+    """vLLM's limit_mm_per_prompt for images."""
     vllm_sleep_level: Annotated[int, OneOf(0, 1, 2)] = 0
     """GPU: 1 offloads weights, 2 drops them, from rollout to sync"""
     vllm_enforce_eager: bool = False
@@ -321,19 +320,19 @@ class RolloutConfig(Checked, section="rollout"):
     (ParaVT's summary prompt); its text, not the frames, is the result the main row sees.
     Empty = every tool's media go to the main row."""
     subagent_max_new_tokens: Annotated[int | None, Gt(0)] = None
-    """With rollout.subagents: most tokens a sub-agent writes (> 0); null = rollout.max_new_tokens,
+    """With rollout.subagents: most tokens a sub-agent writes; null = rollout.max_new_tokens,
     as ParaVT (the main row reads at most 512 of them either way)."""
     include_subagent_in_loss: bool = False
     """With rollout.subagents: train each sub-agent's output tokens with the advantage of the
     main row's turn that called it, its prompt masked; false (ParaVT's published trainer):
     sub-agent tokens are not trained."""
     max_turns: Annotated[int, Gt(0)] = 4
-    """With rollout.tools: most model turns per row (>= 1); the last may not call tools."""
+    """With rollout.tools: most model turns per row; the last may not call tools."""
     max_total_tokens: Annotated[int, Gt(0)] = 1024
     """With rollout.tools: most tokens per row after the prompt, model and tool turns together
     (max_new_tokens bounds each model turn); the length terms' budget."""
     max_calls_per_turn: Annotated[int, Gt(0)] = 4
-    """With rollout.tools: most calls run per model turn, concurrently (>= 1; ParaVT's parallel
+    """With rollout.tools: most calls run per model turn, concurrently (ParaVT's parallel
     crops); further calls of that turn are errors shown to the model. 1 = one call a turn."""
     mode: Literal["sync", "async"] = "sync"
     """sync: generate, then train, in one process. async (docs/async.md): rollout worker
@@ -341,13 +340,13 @@ class RolloutConfig(Checked, section="rollout"):
     versions after the weights that sampled it."""
     max_staleness: Annotated[int, Ge(0)] = 1
     """Async: most policy versions (optimizer steps) between the weights that sampled a batch
-    and the update that trains on it (>= 0); 0 = the synchronous run, bit for bit."""
+    and the update that trains on it; 0 = the synchronous run, bit for bit."""
     sync_every: Annotated[int, Gt(0)] = 1
     """Async: the trainer publishes its weights to the workers every this many steps (>= 1,
     <= max_staleness + 1)."""
     oversample: Annotated[int, Gt(0)] = 1
     """Async (docs/async.md#the-tail): a worker's round keeps this many times a step's groups
-    in flight (>= 1) and stops once the step's number of groups has ended, the groups the
+    in flight and stops once the step's number of groups has ended, the groups the
     previous round cut among them; the rest are cut and carried to the next round. 1 = every
     group runs to its end."""
     partial: Literal["restart", "continue"] = "restart"
@@ -357,7 +356,7 @@ class RolloutConfig(Checked, section="rollout"):
     weights that sampled it (the workers then sample max_staleness - 1 steps ahead, so that
     no token trains more than max_staleness versions late)."""
     workers: Annotated[int, Gt(0)] = 1
-    """Async: rollout worker processes (>= 1), each with its own model copy."""
+    """Async: rollout worker processes, each with its own model copy."""
     worker_threads: Annotated[int, Ge(0)] = 0
     """Async, CPU: intra-op threads of each worker (0 = the available cores split between the
     trainer and the workers)."""
@@ -366,7 +365,7 @@ class RolloutConfig(Checked, section="rollout"):
     (e.g. [cuda:2, cuda:3] for 2 ranks of 1 worker); empty = the trainer's device."""
     queue_timeout_s: Annotated[float, Gt(0)] = 600.0
     """Async: the longest the trainer waits for a rollout (or a worker for new weights)
-    before the run stops with an error naming the worker (> 0)."""
+    before the run stops with an error naming the worker."""
 
     def sampling(self, **overrides: Any) -> SamplingParams:
         """The rollout's sampling parameters (n, length, temperature, top-p/k); `overrides`
@@ -488,7 +487,7 @@ class AlgorithmConfig(Checked, section="algorithm"):
     dynamic_sampling: DynamicSamplingConfig = field(default_factory=DynamicSamplingConfig)
     """DAPO dynamic sampling: drop zero-variance groups, refill the step from the next prompts"""
     behaviour_is_cap: Annotated[float, Gt(1)] = 5.0
-    """Async (docs/async.md#objective): cap C (> 1) of the importance weight
+    """Async (docs/async.md#objective): cap C of the importance weight
     w = pi_proximal / pi_behaviour of a stale token."""
     behaviour_is_mode: Literal["truncate", "mask"] = "truncate"
     """Async: truncate uses min(w, C) (verl's truncated IS); mask drops tokens with w > C from
@@ -532,9 +531,9 @@ class OptimConfig(Checked, section="optim"):
     """AdamW, schedule, clipping and how a step's rows are split for the update."""
 
     lr: Annotated[float, Gt(0)] = 1e-6
-    """AdamW learning rate (> 0)."""
+    """AdamW learning rate."""
     weight_decay: Annotated[float, Ge(0)] = 0.0
-    """AdamW decoupled weight decay (>= 0)."""
+    """AdamW decoupled weight decay."""
     betas: Annotated[tuple[float, float], Between(0.0, 1.0, high_open=True)] = (0.9, 0.999)
     """AdamW (beta1, beta2), each in [0, 1)."""
     schedule: Literal["constant", "cosine"] = "constant"
@@ -543,18 +542,18 @@ class OptimConfig(Checked, section="optim"):
     """The step at which the cosine reaches min_lr_ratio; None: trainer.steps. A published run
     stopped before its schedule ended (Video-R1: 1.2k of ~65k steps) sets it."""
     warmup_steps: Annotated[int, Ge(0)] = 0
-    """Optimizer steps of linear warm-up from 0 (>= 0)."""
+    """Optimizer steps of linear warm-up from 0."""
     min_lr_ratio: Annotated[float, Between(0.0, 1.0)] = 0.0
-    """Cosine floor as a fraction of optim.lr, in [0, 1]."""
+    """Cosine floor as a fraction of optim.lr."""
     grad_clip: Annotated[float, Gt(0)] = 1.0
-    """Global gradient-norm clip (> 0)."""
+    """Global gradient-norm clip."""
     mini_batches: Annotated[int, Gt(0)] = 1
     """Optimizer steps per training step: the step's rows split into this many mini-batches (must
     divide them)."""
     epochs: Annotated[int, Gt(0)] = 1
-    """Passes of the update over one step's rows (> 0)."""
+    """Passes of the update over one step's rows."""
     micro_batch_tokens: Annotated[int, Gt(0)] = 8192
-    """Token budget of one forward/backward micro-batch (> 0); gradients accumulate over micro-
+    """Token budget of one forward/backward micro-batch; gradients accumulate over micro-
     batches."""
 
     def __post_init__(self) -> None:
@@ -571,23 +570,23 @@ class TrainerConfig(Checked, section="trainer"):
     """Loop length, output, checkpoints, validation and metric sinks."""
 
     steps: Annotated[int, Gt(0)] = 10
-    """Training steps (> 0); replaced by trainer.epochs when that is set."""
+    """Training steps; replaced by trainer.epochs when that is set."""
     output_dir: str = "runs/default"
     """Run folder: config, metrics, samples, checkpoints and the final model."""
     seed: Annotated[int, SEED] = 0
-    """Seed of torch, random and numpy for the run (sampling, dropout), in [0, 2**63 - 1]."""
+    """Seed of torch, random and numpy for the run (sampling, dropout)."""
     device: str = "auto"
     """auto, cpu, mps, cuda, cuda:N, xpu or xpu:N; auto = the accelerator if any, else cpu."""
     save_every: Annotated[int, Ge(0)] = 0
-    """Steps between checkpoints (>= 0); 0 = only the final model."""
+    """Steps between checkpoints; 0 = only the final model."""
     keep_last: Annotated[int, Gt(0)] = 2
-    """Checkpoints kept on disk (> 0); older ones are removed."""
+    """Checkpoints kept on disk; older ones are removed."""
     val_every: Annotated[int, Ge(0)] = 0
-    """Steps between validations (>= 0); 0 = none during training. Validation samples on random
+    """Steps between validations; 0 = none during training. Validation samples on random
     streams of its own, seeded by `trainer.seed` and the step, so training is the same with or
     without it."""
     val_samples: Annotated[int, Gt(0)] = 4
-    """Responses sampled per validation prompt (k of mean@k, > 0)."""
+    """Responses sampled per validation prompt (k of mean@k)."""
     val_max_prompts: Annotated[int | None, Gt(0)] = None
     """The first N validation records; None: all of them (the published recipes validate their whole
     sets: TaRO 800 rows, OPDVR/GRPD 1,590 problems)."""
@@ -602,7 +601,7 @@ class TrainerConfig(Checked, section="trainer"):
     bf16: bool = False
     """bf16 autocast of the policy's forwards on a CUDA GPU (and FSDP mixed precision)."""
     nproc: Annotated[int, Gt(0)] = 1
-    """Processes (ranks) the run expects, one per device (> 0); must divide
+    """Processes (ranks) the run expects, one per device; must divide
     data.prompts_per_step."""
     epochs: Annotated[int | None, Gt(0)] = None
     """Passes over the training data; when set, steps = epochs x batches per epoch (the published
@@ -610,7 +609,7 @@ class TrainerConfig(Checked, section="trainer"):
     val_temperature: Annotated[float | None, Ge(0)] = None
     """Validation sampling; None = the rollout's value, val_temperature 0 = greedy."""
     val_top_p: Annotated[float | None, Between(0, 1, low_open=True)] = None
-    """Validation top-p in (0, 1]; null = rollout.top_p."""
+    """Validation top-p; null = rollout.top_p."""
     val_controls: tuple[Control, ...] = ()
     """Video controls validation also samples on (video/controls.py: frozen, reversed, shuffled,
     blank): logs val/control/NAME/mean_at_k and val/video_gain/NAME."""

@@ -16,10 +16,11 @@ import dataclasses
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import torch
 
+from videorl.config.constraints import Between, Checked, Ge, Gt
 from videorl.errors import ConfigError
 
 ADAPTER_CONFIG = "adapter_config.json"
@@ -28,27 +29,22 @@ DEFAULT_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj
 
 
 @dataclass(frozen=True)
-class LoraSettings:
+class LoraSettings(Checked, section="model.lora"):
     """`model.lora.*`: rank 0 trains all (unfrozen) weights; rank > 0 trains LoRA adapters
     of `target_modules` (module-name suffixes) in the language model."""
 
-    rank: int = 0
-    """LoRA rank r (>= 0); 0 = no adapters, full fine-tuning."""
-    alpha: float = 16.0
-    """LoRA scaling alpha (> 0); adapters are scaled by alpha / rank."""
-    dropout: float = 0.0
-    """Dropout on the adapters' input, in [0, 1)."""
+    rank: Annotated[int, Ge(0)] = 0
+    """LoRA rank r; 0 = no adapters, full fine-tuning."""
+    alpha: Annotated[float, Gt(0)] = 16.0
+    """LoRA scaling alpha; adapters are scaled by alpha / rank."""
+    dropout: Annotated[float, Between(0, 1, high_open=True)] = 0.0
+    """Dropout on the adapters' input."""
     target_modules: tuple[str, ...] = DEFAULT_TARGETS
     """Module-name suffixes of the language-model layers that get adapters (non-empty when rank >
     0)."""
 
     def __post_init__(self) -> None:
-        if self.rank < 0:
-            raise ConfigError(f"model.lora.rank={self.rank} must be >= 0 (0 turns LoRA off)")
-        if self.alpha <= 0:
-            raise ConfigError(f"model.lora.alpha={self.alpha} must be > 0 (e.g. 2 x rank)")
-        if not 0 <= self.dropout < 1:
-            raise ConfigError(f"model.lora.dropout={self.dropout} must be in [0, 1)")
+        super().__post_init__()
         if self.rank and not self.target_modules:
             raise ConfigError(
                 "model.lora.target_modules is empty; name the layers to adapt, e.g. [q_proj, v_proj]"

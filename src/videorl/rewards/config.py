@@ -57,13 +57,13 @@ class SensitivityConfig(_Section):
     enabled: bool = False
     """Add TaRO's temporal-sensitivity bonus (two extra log-prob passes per step)."""
     alpha: Annotated[float, Ge(0)] = 0.3
-    """Bonus added to a qualifying row (>= 0)."""
+    """Bonus added to a qualifying row."""
     margin: Annotated[float, Range()] = 0.0
     """A row qualifies when its d exceeds the threshold by more than this."""
     gate: Annotated[float, Between(0, 1)] = 0.7
-    """Only TG rows with tIoU >= gate can earn the bonus, in [0, 1]."""
+    """Only TG rows with tIoU >= gate can earn the bonus."""
     radius: Annotated[float, Gt(0)] = 3.0
-    """Frames within this many seconds of a ground-truth boundary are shuffled (> 0)."""
+    """Frames within this many seconds of a ground-truth boundary are shuffled."""
     threshold: Literal["group_mean"] | float = "group_mean"
     """group_mean (the group's mean d) or a constant threshold on d."""
     shuffle: BoundaryShuffle = "videorl"
@@ -94,7 +94,7 @@ class OverlongConfig(_Section):
     """Tokens at the end of the rollout.max_new_tokens budget over which the penalty grows (>=
     1)."""
     penalty_factor: Annotated[float, Ge(0)] = 1.0
-    """Penalty at the full budget (>= 0); it grows linearly from 0 over the buffer."""
+    """Penalty at the full budget; it grows linearly from 0 over the buffer."""
 
     def __post_init__(self) -> None:
         _check_flags(self, "enabled")
@@ -111,15 +111,15 @@ class LengthBandConfig(_Section):
     enabled: bool = False
     """Add Video-R1's length bonus to correct rows of a length within the band."""
     min: Annotated[int, Ge(0)] = 320
-    """Shortest response in tokens that earns the bonus (>= 0)."""
+    """Shortest response in tokens that earns the bonus."""
     max: Annotated[int, Ge(0)] = 512
     """Longest response in tokens that earns the bonus (>= min)."""
     bonus: Annotated[float, Ge(0)] = 0.2
-    """Reward added to a qualifying row (>= 0)."""
+    """Reward added to a qualifying row."""
     correct_threshold: Annotated[float, Between(0, 1)] = 0.1
-    """A row is correct when its task component exceeds this, in [0, 1]."""
+    """A row is correct when its task component exceeds this."""
     min_correct: Annotated[int, Ge(1)] = 2
-    """Correct rows a group needs before any earns the bonus (>= 1)."""
+    """Correct rows a group needs before any earns the bonus."""
 
     def __post_init__(self) -> None:
         _check_flags(self, "enabled")
@@ -154,17 +154,17 @@ class JudgeConfig(_Section):
     """The NAME of the environment variable that holds the API key (never the key itself);
     null = no key (the placeholder `EMPTY`, as LongVT sends to its vLLM server)."""
     temperature: Annotated[float, Between(0, 2)] = 0.3
-    """Sampling temperature of the judge, in [0, 2] (LongVT: 0.3)."""
+    """Sampling temperature of the judge (LongVT: 0.3)."""
     max_tokens: Annotated[int | None, Ge(1)] = 16
-    """Most tokens the judge may reply (>= 1); null = no limit (LongVT sends none)."""
+    """Most tokens the judge may reply; null = no limit (LongVT sends none)."""
     style: JudgeStyle = "videorl"
     """Prompt and reply reading: videorl (ours: six examples, a strict first-line verdict) or
     longvt (LongVT's vl_agent.py prompt, system turn, random seed and lenient reading)."""
     timeout_s: Annotated[float, Gt(0)] = 30.0
-    """Seconds one request may take (> 0); each retry gets as long. The total, `timeout_s *
+    """Seconds one request may take; each retry gets as long. The total, `timeout_s *
     (max_retries + 1)`, must stay below `reward.timeout_s`."""
     max_retries: Annotated[int, Ge(0)] = 2
-    """Retries of a request that failed to connect, timed out or got a 408/429/5xx (>= 0; the
+    """Retries of a request that failed to connect, timed out or got a 408/429/5xx (the
     openai client's default, which LongVT uses)."""
 
     def __post_init__(self) -> None:
@@ -265,15 +265,15 @@ class RewardConfig(_Section):
     """Temporal-grounding task reward: iou (plain tIoU) or iou_v2 (TaRO's shaping; training
     only)."""
     num_workers: Annotated[int | None, Ge(0)] = None
-    """Scoring processes (>= 0); null = all cores, 0 or 1 = in-process."""
+    """Scoring processes; null = all cores, 0 or 1 = in-process."""
     timeout_s: Annotated[float, Gt(0)] = 5.0
-    """Per-sample scoring time limit in seconds (> 0); a sample over it scores 0."""
+    """Per-sample scoring time limit in seconds; a sample over it scores 0."""
     plugins: dict[str, str] = field(default_factory=dict)
     """Family name -> `module:function` reward plug-in (imported when the config loads)."""
     plugin_mode: PluginMode = "replace"
     """replace (the plug-in's reward) or extend (blend it with the built-in by plugin_weight)."""
     plugin_weight: Annotated[float, Between(0, 1)] = 0.5
-    """extend mode: weight of the plug-in in overall, in [0, 1]."""
+    """extend mode: weight of the plug-in in overall."""
     sensitivity: SensitivityConfig = field(default_factory=SensitivityConfig)
     """TaRO temporal-sensitivity reward (docs/methods.md#temporal-sensitivity-reward): bonus `alpha
     * 1[d_i > thr + margin]` for TG rows whose tIoU >= `gate`; `thr` is the group mean of d
