@@ -16,23 +16,23 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 import torch
 from torchvision.transforms import InterpolationMode
 from torchvision.transforms.v2 import functional as tvf
 
+from videorl.config.constraints import Checked, Constraint, Ge, OneOf, Range
 from videorl.errors import ConfigError, DataError, MediaError, fix
 from videorl.video.backends import (
-    BACKENDS,
     READERS,
     Backend,
     SourceInfo,
     as_chw,
     backend_available,
 )
-from videorl.video.meta import TIME_ENCODINGS, TimeEncoding, VideoMeta
+from videorl.video.meta import TimeEncoding, VideoMeta
 from videorl.video.sampling import (
     clip_bounds,
     fit_resolution,
@@ -46,7 +46,7 @@ _REENCODE = "ffmpeg -i IN -c:v libx264 -pix_fmt yuv420p OUT.mp4"
 
 
 @dataclass(frozen=True)
-class VideoConfig:
+class VideoConfig(Checked, section="video"):
     """How videos are decoded, sampled, resized and cached.
 
     Pixel defaults are those of the Qwen2.5-VL video processor (factor 28 = patch 14 x
@@ -72,69 +72,62 @@ class VideoConfig:
 
     backend: Backend = "pyav"
     """Video decoder: pyav, torchcodec or decord (the latter two must be installed)."""
-    fps: float = 2.0
-    """Frames sampled per second of video (> 0), within min_frames..max_frames."""
-    min_frames: int = 4
-    """Fewest frames sampled from a video (>= 1)."""
-    max_frames: int = 64
+    fps: Annotated[float, Range(gt=0, shown="a positive number of frames per second")] = 2.0
+    """Frames sampled per second of video, within min_frames..max_frames."""
+    min_frames: Annotated[int, Ge(1)] = 4
+    """Fewest frames sampled from a video."""
+    max_frames: Annotated[int, Ge(2)] = 64
     """Most frames sampled from a video (>= 2 and >= min_frames)."""
-    min_pixels: int = 128 * 28 * 28
-    """Smallest frame area in pixels after resizing (>= 1); smaller frames are upscaled."""
+    min_pixels: Annotated[int, Ge(1)] = 128 * 28 * 28
+    """Smallest frame area in pixels after resizing; smaller frames are upscaled."""
     max_pixels: int = 768 * 28 * 28
     """Largest frame area in pixels after resizing (>= min_pixels)."""
     image_max_pixels: int | None = None
     """Largest image (one-frame media) area in pixels after resizing, apart from video frames; null
     = max_pixels. OraRL: 1048576 (its frames: 786432)."""
-    image_min_pixels: int | None = None
+    image_min_pixels: Annotated[int | None, Ge(1)] = None
     """Smallest image area in pixels after resizing; null = min_pixels. Video-R1: 3136."""
-    total_pixels: int = int(128000 * 28 * 28 * 0.9)
-    """Pixel budget of the whole video (frames x area, >= 1); frames shrink to fit."""
-    factor: int = 28
+    total_pixels: Annotated[int, Ge(1)] = int(128000 * 28 * 28 * 0.9)
+    """Pixel budget of the whole video (frames x area); frames shrink to fit."""
+    factor: Annotated[int, Ge(1)] = 28
     """Frame sides are rounded to multiples of this (patch x merge: 28 Qwen2.5-VL, 32 Qwen3-VL)."""
-    cache_bytes: int = 4 * 1024**3
-    """Size of the in-memory decoded-video cache in bytes (>= 0); 0 = off."""
+    cache_bytes: Annotated[int, Ge(0)] = 4 * 1024**3
+    """Size of the in-memory decoded-video cache in bytes; 0 = off."""
     cache_dir: str | None = None
     """Folder of an on-disk decoded-video cache; null = none."""
-    tool_max_frames: int = 16
-    """Most frames one video-tool call (get_clip) returns (even, >= 2); a longer window is
+    tool_max_frames: Annotated[int, Ge(2)] = 16
+    """Most frames one video-tool call (get_clip) returns (even); a longer window is
     sampled more sparsely. Raise it to show clips at the prompt's frame rate."""
     time_encoding: TimeEncoding = "sampled"
     """What the model is told about frame times: sampled (true fps and timestamps) or
     processor_default (Video-R1's fixed 2 fps); details above."""
 
+    @classmethod
+    def refusal(cls, key: str, value: Any, constraint: Constraint) -> str:
+        """`video.fps=0 is invalid: ...`, the key as the running command spells it."""
+        if isinstance(constraint, OneOf):
+            return f"{fix(key)}={value!r} is invalid: choose one of {', '.join(constraint.choices)}"
+        return f"{fix(key)}={value!r} is invalid: must be {constraint.rule()}"
+
     def __post_init__(self) -> None:
+        super().__post_init__()
+
         def bad(key: str, remedy: str) -> ConfigError:  # the key as the command takes it
             return ConfigError(f"{fix(f'video.{key}')}={getattr(self, key)!r} is invalid: {remedy}")
 
-        if self.backend not in BACKENDS:
-            raise bad("backend", f"choose one of {', '.join(BACKENDS)}")
         if not backend_available(self.backend):
             raise bad("backend", f"{self.backend} is not installed; install it or use 'pyav'")
-        if not self.fps > 0:
-            raise bad("fps", "must be a positive number of frames per second")
-        if self.min_frames < 1:
-            raise bad("min_frames", "must be at least 1")
-        if self.max_frames < 2 or self.max_frames < self.min_frames:
+        if self.max_frames < self.min_frames:
             raise bad("max_frames", f"must be >= 2 and >= min_frames={self.min_frames}")
-        if self.tool_max_frames < 2 or self.tool_max_frames % 2:
+        if self.tool_max_frames % 2:
             raise bad("tool_max_frames", "must be an even number >= 2")
-        if self.factor < 1:
-            raise bad("factor", "must be a positive patch multiple (28 Qwen2.5-VL, 32 Qwen3-VL)")
-        if self.min_pixels < 1 or self.max_pixels < self.min_pixels:
+        if self.max_pixels < self.min_pixels:
             raise bad("max_pixels", f"must be >= min_pixels={self.min_pixels} >= 1")
         low, high = self.image_pixel_bounds()
-        if self.image_min_pixels is not None and low < 1:
-            raise bad("image_min_pixels", "must be >= 1 (null: min_pixels)")
         if self.image_max_pixels is not None and high < low:
             raise bad("image_max_pixels", f"must be >= the image minimum {low} (null: max_pixels)")
         if self.image_min_pixels is not None and high < low:
             raise bad("image_min_pixels", f"must be <= the image maximum {high}")
-        if self.total_pixels < 1:
-            raise bad("total_pixels", "must be a positive pixel budget")
-        if self.cache_bytes < 0:
-            raise bad("cache_bytes", "must be >= 0 (0 disables the in-memory cache)")
-        if self.time_encoding not in TIME_ENCODINGS:
-            raise bad("time_encoding", f"choose one of {', '.join(TIME_ENCODINGS)}")
 
     def image_pixel_bounds(self) -> tuple[int, int]:
         """(min, max) area of an image after resizing: `image_min_pixels` /
