@@ -2,8 +2,10 @@
 
     config = load_config("configs/quickstart.yaml", ["rollout.n=4", "trainer.steps=3"])
 
-- `schema`: the dataclass tree (`Config` and its sections; the sections that the lower
-  packages own, such as `rewards.config`, are composed in) and the cross-section checks;
+- `schema`: `Config`, the dataclass tree of the sections, the checks across sections and
+  `load_config`; `sections`: the job's own sections (model, data, rollout, algorithm,
+  optim, trainer, sft; those that lower packages own, such as `rewards.config`, are
+  composed in);
 - `constraints`: the ranges and choices declared beside each field (`Annotated[int, Gt(0)]`),
   checked when a section is built;
 - `loader`: YAML + dotted overrides into a dataclass, every key and value checked;
@@ -22,9 +24,9 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from videorl.config.schema import (
+    from videorl.config.schema import Config, check_world_size, load_config
+    from videorl.config.sections import (
         AlgorithmConfig,
-        Config,
         ConstructedConfig,
         DataConfig,
         FrameSearchConfig,
@@ -34,8 +36,6 @@ if TYPE_CHECKING:
         SFTConfig,
         TrainerConfig,
         check_device_available,
-        check_world_size,
-        load_config,
     )
 
 __all__ = [
@@ -53,9 +53,11 @@ __all__ = [
     "check_world_size",
     "load_config",
 ]
+_IN_SCHEMA = ("Config", "check_world_size", "load_config")  # the rest: config.sections
 
 
 def __getattr__(name: str) -> Any:
     if name in __all__:
-        return getattr(importlib.import_module("videorl.config.schema"), name)
+        home = "schema" if name in _IN_SCHEMA else "sections"
+        return getattr(importlib.import_module(f"videorl.config.{home}"), name)
     raise AttributeError(f"module 'videorl.config' has no attribute {name!r}")
