@@ -112,3 +112,20 @@ def test_videorl_keys_shows_the_declared_range(capsys, monkeypatch):
 
     result = run_cli(capsys, monkeypatch, "keys", "data.prompts_per_step")
     assert result.code == 0 and "Range: > 0." in " ".join(result.output.split())
+
+
+def test_the_plumbing_the_lower_layers_import_loads_no_schema():
+    """rewards, algorithms, data and video import config.constraints and config.loader: that
+    must not load the schema (which imports them back) nor torch."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "import videorl.config.constraints, videorl.config.loader, videorl.config.keys\n"
+        "print('videorl.config.schema' in sys.modules, 'torch' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], check=True, capture_output=True, text=True
+    )
+    assert done.stdout.split() == ["False", "False"]
