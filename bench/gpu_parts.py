@@ -238,7 +238,7 @@ def group_batch(loaded: Any, settings: Settings, policy_rows: int = 8, seed: int
 
 
 def recipe(name: str) -> Any:
-    from videorl.cli import resolve_config_path
+    from videorl.api import resolve_config_path
     from videorl.config import load_config
 
     return load_config(resolve_config_path(name), [])
@@ -624,7 +624,7 @@ def part_generation(settings: Settings, work: Path, rec: Recorder) -> None:
 
 
 def step_config(settings: Settings, work: Path, train: Path) -> Any:
-    from videorl.cli import resolve_config_path
+    from videorl.api import resolve_config_path
     from videorl.config import load_config
 
     pixels = settings.frame_px * settings.frame_px

@@ -23,7 +23,7 @@ def mechanisms():
 
 
 def _load(recipe: str, overrides: list[str]):
-    from videorl.cli import resolve_config_path
+    from videorl.api import resolve_config_path
     from videorl.config import load_config
 
     return load_config(resolve_config_path(recipe), overrides)

@@ -114,7 +114,7 @@ def test_batched_bf16_logprobs_equal_one_row_at_a_time(tiny_model_dir, device):
 
 
 def _train_config(tiny_model_dir, tg_records, device, output: Path, *extra: str):
-    from videorl.cli import resolve_config_path
+    from videorl.api import resolve_config_path
     from videorl.config import load_config
 
     return load_config(

@@ -1,17 +1,72 @@
-"""The command-line flags of `videorl eval`, as typer `Annotated` types.
+"""The flags of the `videorl` commands, as typer `Annotated` types, and the blocks of them
+that commands share: `TRAINING` (train, sft) and `VIDEO` (eval, serve).
 
-One declaration per flag; the flags `videorl serve` shares (video settings, device) are
-declared here once and mean the same in both (`serve.options` imports them).
+A command is the `videorl.api` function of its job with a flag per parameter:
+`@flags_of(api.evaluate, EVAL)` gives the command that function's parameters, in its order
+and with its defaults, each typed by its flag here, so the two cannot drift apart.
 """
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, TypeVar
 
 import typer
 
-from videorl.errors import ConfigError
+Command = TypeVar("Command", bound=Callable[..., Any])
+
+
+def flags_of(
+    template: Callable[..., Any], flags: Mapping[str, Any]
+) -> Callable[[Command], Command]:
+    """Give the decorated `command(**values)` the parameters of `template` (names, order,
+    defaults), each annotated with its typer flag `flags[name]` (a parameter without one is
+    a `KeyError` at import), as typer reads a command's signature."""
+
+    def decorate(command: Command) -> Command:
+        params = [
+            param.replace(
+                annotation=flags[param.name], kind=inspect.Parameter.POSITIONAL_OR_KEYWORD
+            )
+            for param in inspect.signature(template).parameters.values()
+        ]
+        command.__signature__ = inspect.Signature(params, return_annotation=None)  # type: ignore[attr-defined]
+        command.__annotations__ = {p.name: p.annotation for p in params} | {"return": None}
+        return command
+
+    return decorate
+
+
+# ----- train and sft -------------------------------------------------------------------------
+Overrides = Annotated[
+    list[str] | None,
+    typer.Argument(
+        help="Dotted overrides, e.g. rollout.n=4 trainer.steps=3 (`videorl keys` lists them)"
+    ),
+]
+DryRun = Annotated[
+    bool, typer.Option("--dry-run", help="Print the resolved config and the step plan, then exit.")
+]
+Resume = Annotated[
+    str | None,
+    typer.Option(help="auto (latest checkpoint in the output dir) or a checkpoint path."),
+]
+Nproc = Annotated[
+    int, typer.Option(help="Run data-parallel on this many local processes (torchrun shortcut).")
+]
+Overwrite = Annotated[
+    bool,
+    typer.Option("--overwrite", help="Replace the run in trainer.output_dir (its files only)."),
+]
+TRAINING = {
+    "overrides": Overrides,
+    "dry_run": DryRun,
+    "resume": Resume,
+    "nproc": Nproc,
+    "overwrite": Overwrite,
+}
 
 # ----- video settings and device (eval and serve) ------------------------------------------
 Fps = Annotated[float | None, typer.Option("--fps", help="Frame sampling rate (video.fps).")]
@@ -25,6 +80,13 @@ MaxPixels = Annotated[
     int | None, typer.Option("--max-pixels", help="Pixels per frame at most (video.max_pixels).")
 ]
 Device = Annotated[str, typer.Option("--device", help="auto | cpu | cuda | cuda:N.")]
+VIDEO = {
+    "fps": Fps,
+    "max_frames": MaxFrames,
+    "min_pixels": MinPixels,
+    "max_pixels": MaxPixels,
+    "device": Device,
+}
 
 # ----- eval ---------------------------------------------------------------------------------
 EvalModel = Annotated[
@@ -197,24 +259,101 @@ EarlyExitConfidence = Annotated[
         "again. Off by default.",
     ),
 ]
+EVAL = {
+    "model": EvalModel,
+    "benchmark": Benchmark,
+    "video_root": VideoRoot,
+    "benchmark_root": BenchmarkRoot,
+    "out": Out,
+    "max_samples": MaxSamples,
+    "controls": Controls,
+    "predictions": Predictions,
+    "compare": Compare,
+    "endpoint": Endpoint,
+    "served_model": EvalServedModel,
+    "checkpoint": EndpointCheckpoint,
+    "model_type": EndpointModelType,
+    "concurrency": Concurrency,
+    "api_key": EndpointKey,
+    "think": Think,
+    "prompt_style": PromptStyle,
+    "tools": EvalTools,
+    "tool_modules": EvalToolModules,
+    "max_turns": MaxTurns,
+    "max_total_tokens": MaxTotalTokens,
+    "batch_size": BatchSize,
+    "max_new_tokens": ResponseBudget,
+    "early_exit_confidence": EarlyExitConfidence,
+    **VIDEO,
+    "skip_invalid": SkipInvalid,
+    "overwrite": OverwriteEval,
+    "resume": ResumeEval,
+}
 
-
-def check_early_exit(
-    confidence: float | None, *, model: str | None = None, tools: str | None = None
-) -> None:
-    """`--early-exit-confidence` is a probability, and needs the in-process engine (the gate
-    reads each step's scores) answering in one turn."""
-    if confidence is None:
-        return
-    if not 0.0 <= confidence <= 1.0:
-        raise ConfigError(
-            f"--early-exit-confidence={confidence:g} is not a probability; give a value in "
-            "[0, 1] (VideoAuto-R1: 0.97)"
-        )
-    if model is None:
-        raise ConfigError(
-            "--early-exit-confidence needs --model: the in-process engine reads each step's "
-            "token probabilities (an endpoint does not return them)"
-        )
-    if tools:
-        raise ConfigError("--early-exit-confidence answers in one turn; drop --tools")
+# ----- serve ----------------------------------------------------------------------------------
+ServeModel = Annotated[
+    str,
+    typer.Option(
+        "--model", help="Checkpoint folder or Hugging Face Hub id (org/name[@rev]) to serve."
+    ),
+]
+Host = Annotated[
+    str, typer.Option("--host", help="Address to bind (127.0.0.1: this machine only).")
+]
+Port = Annotated[int, typer.Option("--port", help="Port (0: any free port).")]
+ServedModel = Annotated[
+    str | None,
+    typer.Option("--served-model", help="Model id clients send (default: run/checkpoint name)."),
+]
+ServeKey = Annotated[
+    str | None,
+    typer.Option(
+        "--api-key", envvar="VIDEORL_API_KEY", help="Require 'Authorization: Bearer KEY'."
+    ),
+]
+MediaRoot = Annotated[
+    Path | None,
+    typer.Option("--media-root", help="Allow video_url/image_url paths inside this folder only."),
+]
+MaxNewTokens = Annotated[
+    int, typer.Option("--max-new-tokens", help="Largest max_tokens a request may ask for.")
+]
+MaxN = Annotated[int, typer.Option("--max-n", help="Most choices (n) per request.")]
+MaxBodyMb = Annotated[float, typer.Option("--max-body-mb", help="Largest request body, MiB.")]
+MaxRequestFrames = Annotated[
+    int, typer.Option("--max-frames-per-request", help="Most per-frame images in one video_url.")
+]
+MaxFramePixels = Annotated[
+    int, typer.Option("--max-frame-pixels", help="Largest image/frame (width x height).")
+]
+MaxRequestPixels = Annotated[
+    int, typer.Option("--max-request-pixels", help="Source pixels one request may decode.")
+]
+MaxBatch = Annotated[int, typer.Option("--max-batch", help="Requests generated together.")]
+MaxQueue = Annotated[int, typer.Option("--max-queue", help="Requests in flight (more: 503).")]
+BodyTimeout = Annotated[
+    float,
+    typer.Option(
+        "--body-timeout",
+        help="Seconds a client may take to send its headers (then closed) or body (then 408).",
+    ),
+]
+SERVE = {
+    "model": ServeModel,
+    "host": Host,
+    "port": Port,
+    "served_model": ServedModel,
+    "api_key": ServeKey,
+    "media_root": MediaRoot,
+    "max_new_tokens": MaxNewTokens,
+    "max_n": MaxN,
+    "max_body_mb": MaxBodyMb,
+    "max_request_frames": MaxRequestFrames,
+    "max_frame_pixels": MaxFramePixels,
+    "max_request_pixels": MaxRequestPixels,
+    "max_batch": MaxBatch,
+    "max_queue": MaxQueue,
+    "body_timeout": BodyTimeout,
+    **VIDEO,
+    "early_exit_confidence": EarlyExitConfidence,
+}
