@@ -674,7 +674,8 @@ def part_step(settings: Settings, work: Path, rec: Recorder) -> None:
     cfg = step_config(settings, work, train)
     state = build_state(cfg, None)
     rec.set(
-        "model", {**model_facts(state.policy), "recipe": "orarl (scripts/gpu/gpu_parts.py overrides)"}
+        "model",
+        {**model_facts(state.policy), "recipe": "orarl (scripts/gpu/gpu_parts.py overrides)"},
     )
     indices = next(iter(state.sampler))
     for _ in range(2 if settings.step_warmup else 1):  # the last step is the one reported

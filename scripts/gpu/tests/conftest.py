@@ -8,7 +8,6 @@ import os
 
 import pytest
 import torch
-
 from tests.conftest import tiny_model_dir  # noqa: F401  (the tiny models of tests/)
 
 ENV = "VIDEORL_TEST_DEVICE"

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 import torch
-
 from tests.models.test_tiny import fake_video
+
 from videorl.models.inputs import collate, encode_prompt
 from videorl.models.loading import load_model
 from videorl.models.logprobs import packed_logprobs, response_logprobs
