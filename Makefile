@@ -17,19 +17,22 @@ $(VENV)/.installed: pyproject.toml
 
 setup: $(VENV)/.installed
 
-# ruff (check + format), mypy over the [tool.mypy] packages, and the docs site with --strict
-# (a broken link or anchor, or a page left out, fails).
+# ruff (check + format), codespell over the tracked text ([tool.codespell]), mypy over the
+# [tool.mypy] packages, and the docs site with --strict (a broken link or anchor, or a page
+# left out, fails).
 lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	git ls-files -z | xargs -0 $(VENV)/bin/codespell
 	$(VENV)/bin/mypy
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet --site-dir $(VENV)/site
 
 docs-serve: setup
 	$(VENV)/bin/mkdocs serve
 
+# --durations=15: the slowest tests, so a test that grew slow shows in every CI log.
 test: lint
-	$(PY) -m pytest
+	$(PY) -m pytest --durations=15
 
 # The edit loop: everything but the tests marked slow (multi-process, whole runs, browser,
 # wheel build, benches). `make test` (what CI runs) is the full suite.
