@@ -122,3 +122,13 @@ def test_import_videorl_stays_light():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "True"]
+
+
+def test_the_register_names_are_the_registries_own_functions():
+    from videorl.algorithms.advantages import register_advantage
+    from videorl.rollout.tools.registry import register_tool
+
+    assert api.register_tool is register_tool
+    assert api.register_advantage_estimator is register_advantage
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        api.nothing  # noqa: B018

@@ -22,17 +22,32 @@ from typing import TYPE_CHECKING, Any
 from videorl.errors import ConfigError
 
 if TYPE_CHECKING:
-    from videorl.algorithms.advantages import AdvantageResult, EstimatorKind
-    from videorl.algorithms.policy_losses import PolicyTerms
+    from videorl.algorithms.advantages import register_advantage as register_advantage_estimator
+    from videorl.algorithms.policy_losses import register_policy_loss
     from videorl.config import Config
-    from videorl.data.families import Family, TaskFamily
+    from videorl.data.families import register_family as register_task_family
     from videorl.eval.runner import EvalOutputs
     from videorl.models.tiny import BuiltModel
     from videorl.rewards.config import PluginMode
-    from videorl.rollout.tools.registry import ToolFn
+    from videorl.rollout.tools.registry import register_tool
 
-    Estimator = Callable[..., AdvantageResult]
-    Loss = Callable[..., PolicyTerms]
+__all__ = [
+    "CONFIG_DIR",
+    "evaluate",
+    "load_config",
+    "make_tiny",
+    "packaged_recipes",
+    "register_advantage_estimator",
+    "register_policy_loss",
+    "register_task_family",
+    "register_tool",
+    "resolve_config_path",
+    "serve",
+    "sft",
+    "synth",
+    "train",
+    "with_reward_plugin",
+]
 
 CONFIG_DIR = Path(__file__).resolve().parent / "recipes"  # configs/ in the repo links here
 """The recipes shipped in the package (`videorl recipes` lists them)."""
@@ -386,47 +401,22 @@ def with_reward_plugin(
     return dataclasses.replace(config, reward=reward)
 
 
-def register_tool(
-    name: str | None = None,
-    *,
-    description: str,
-    parameters: dict[str, Any],
-    timeout_s: float = 10.0,
-    replace: bool = False,
-) -> Callable[[ToolFn], ToolFn]:
-    """Decorator: register `fn(ctx, **arguments)` as the multi-turn tool `name` (default:
-    the function's name) that `rollout.tools` and `videorl eval --tools` name;
-    `parameters` is its arguments' JSON schema (type object)."""
-    from videorl.rollout.tools.registry import register_tool as add
-
-    return add(
-        name, description=description, parameters=parameters, timeout_s=timeout_s, replace=replace
-    )
+# The registries' decorators, imported on first use: `api.register_tool` is
+# `videorl.rollout.tools.registry.register_tool`, and so on (docs/api.md shows each).
+REGISTRIES = {
+    "register_tool": ("videorl.rollout.tools.registry", "register_tool"),
+    "register_advantage_estimator": ("videorl.algorithms.advantages", "register_advantage"),
+    "register_policy_loss": ("videorl.algorithms.policy_losses", "register_policy_loss"),
+    "register_task_family": ("videorl.data.families", "register_family"),
+}
 
 
-def register_advantage_estimator(
-    name: str, *, kind: EstimatorKind, config_cls: type | None = None
-) -> Callable[[Estimator], Estimator]:
-    """Decorator: register an advantage estimator under `name` (`algorithm.estimator`);
-    `kind` says what it reads (see `videorl.algorithms.advantages`)."""
-    from videorl.algorithms.advantages import register_advantage
+def __getattr__(name: str) -> Any:
+    """`register_tool`, `register_advantage_estimator`, `register_policy_loss` and
+    `register_task_family`: the registries' own functions (`REGISTRIES`)."""
+    if name not in REGISTRIES:
+        raise AttributeError(f"module 'videorl.api' has no attribute {name!r}")
+    import importlib
 
-    return register_advantage(name, kind=kind, config_cls=config_cls)
-
-
-def register_policy_loss(
-    name: str, *, clip_low: float, clip_high: float, aggregation: str
-) -> Callable[[Loss], Loss]:
-    """Decorator: register a policy surrogate under `name` (`algorithm.loss.name`) with its
-    default clip range and token aggregation."""
-    from videorl.algorithms.policy_losses import register_policy_loss as add
-
-    return add(name, clip_low=clip_low, clip_high=clip_high, aggregation=aggregation)
-
-
-def register_task_family(task: TaskFamily) -> Family:
-    """Add the task family `task` (its answer type, prompts, reward, scoring: docs/tasks.md)
-    to the registry that `data.families` names; returns its `Family`."""
-    from videorl.data.families import register_family
-
-    return register_family(task)
+    module, attribute = REGISTRIES[name]
+    return getattr(importlib.import_module(module), attribute)
