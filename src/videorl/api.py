@@ -6,10 +6,13 @@ run the same code. Nothing heavy is imported until a function is called.
 
     from videorl import api
 
-    api.make_tiny("runs/demo/model")
+    model = api.make_tiny("runs/demo/model").path
     api.synth("runs/demo/data", ["temporal_grounding"], n=8, val=2)
-    cfg = api.load_config("sft_quickstart", ["trainer.steps=2", "trainer.output_dir=runs/demo/sft"])
-    final = api.sft(cfg)
+    data = ["data.train=runs/demo/data/train.jsonl", "data.val=runs/demo/data/val.jsonl"]
+    cfg = api.load_config(
+        "sft_quickstart", [f"model.path={model}", *data, "trainer.output_dir=runs/demo/sft"]
+    )
+    final = api.sft(cfg)  # runs/demo/sft/final
 """
 
 from __future__ import annotations
