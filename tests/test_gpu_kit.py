@@ -46,7 +46,7 @@ def test_every_part_runs_and_reports(report):
     tests = result["parts"]["tests"]["result"]
     assert tests["counts"]["passed"] >= 1 and tests["counts"]["failed"] == 0
     markdown = (out / "gpu_check.md").read_text()
-    assert "| pruning: OraRL pruning" in markdown and "Travel: tree" in markdown
+    assert "| pruning: OraRL pruning" in markdown and "\ntotal " in markdown
     assert result["doctor"]["packages"]
 
 

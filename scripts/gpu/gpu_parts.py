@@ -35,7 +35,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import harness
 import torch
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -245,7 +244,11 @@ def recipe(name: str) -> Any:
 
 
 def pruning_variants(group: Any) -> dict[str, Any]:
-    """The OraRL recipe's selection (4 of 9), the same group unpruned (9 of 9), GRPO (8)."""
+    """The OraRL recipe's selection (4 of 9), the same group unpruned (9 of 9), GRPO (8), as
+    bench/harness.py builds them for bench/pruning.py."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    import harness
+
     return harness.selection_variants(group, recipe("orarl"))
 
 
