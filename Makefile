@@ -17,19 +17,22 @@ $(VENV)/.installed: pyproject.toml
 
 setup: $(VENV)/.installed
 
-# ruff (check + format), mypy over the [tool.mypy] packages, and the docs site with --strict
-# (a broken link or anchor, or a page left out, fails).
+# ruff (check + format), codespell over the tracked text ([tool.codespell]), mypy over the
+# [tool.mypy] packages, and the docs site with --strict (a broken link or anchor, or a page
+# left out, fails).
 lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	git ls-files -z | xargs -0 $(VENV)/bin/codespell
 	$(VENV)/bin/mypy
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet --site-dir $(VENV)/site
 
 docs-serve: setup
 	$(VENV)/bin/mkdocs serve
 
+# --durations=15: the slowest tests, so a test that grew slow shows in every CI log.
 test: lint
-	$(PY) -m pytest
+	$(PY) -m pytest --durations=15
 
 # The edit loop: everything but the tests marked slow (multi-process, whole runs, browser,
 # wheel build, benches). `make test` (what CI runs) is the full suite.
@@ -103,23 +106,22 @@ test-vllm: $(VLLM_VENV)/.installed
 clean:
 	rm -rf runs .pytest_cache
 
-# The GPU proof kit (README "Running on GPUs"). Here: `make gpu-wheels` puts the wheels the GPU
-# image lacks into .whl/ (git-ignored; name it in the device call's carry) and prints what
-# would travel. There: `make gpu-check` (python3 is the image's torch). `make gpu-check-cpu`
+# The GPU proof kit (scripts/gpu/, docs/gpus.md). Here: `make gpu-wheels` puts the wheels the
+# GPU image lacks into .whl/ (git-ignored; copy it to the GPU machine with the checkout).
+# There: `make gpu-check` (python3 is the image's torch). `make gpu-check-cpu`
 # runs the same script on this CPU with tiny models.
 .PHONY: gpu-wheels gpu-check gpu-check-cpu
 GPU_WHEELS := .whl
 GPU_OUT ?= runs/gpu_check
 GPU_PLATFORMS := $(foreach p,manylinux_2_28_x86_64 manylinux_2_27_x86_64 manylinux_2_17_x86_64 manylinux2014_x86_64 manylinux1_x86_64,--platform $(p))
 
-gpu-wheels: scripts/gpu_wheels.txt setup
+gpu-wheels: scripts/gpu/wheels.txt setup
 	rm -rf $(GPU_WHEELS) && mkdir -p $(GPU_WHEELS)
 	$(PY) -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
-		$(GPU_PLATFORMS) -d $(GPU_WHEELS) -r scripts/gpu_wheels.txt
-	PYTHONPATH=src:bench $(PY) -c "import gpu_check; print(gpu_check.travel_report())"
+		$(GPU_PLATFORMS) -d $(GPU_WHEELS) -r scripts/gpu/wheels.txt
 
 gpu-check:
-	bash scripts/gpu_check.sh $(GPU_OUT)
+	bash scripts/gpu/check.sh $(GPU_OUT)
 
 gpu-check-cpu: setup
-	PYTHON=$(PY) bash scripts/gpu_check.sh runs/gpu_check_cpu --cpu --tiny
+	PYTHON=$(PY) bash scripts/gpu/check.sh runs/gpu_check_cpu --cpu --tiny

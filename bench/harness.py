@@ -224,11 +224,35 @@ def write_marked(page: Path, script: str, text: str) -> None:
     page.write_text(f"{before}{start}\n{text}\n{end}{rest.split(end, 1)[1]}")
 
 
+# True: `videorl` runs each command in this interpreter (`in_process`), as the smoke runs that
+# the tests make do (no interpreter start-up and torch import per command).
+IN_PROCESS = False
+
+
 def videorl(*args: object) -> float:
     """One `videorl` command, as a user types it (this interpreter, the working directory);
     returns its wall seconds."""
+    if IN_PROCESS:
+        return in_process(*args)
     start = time.perf_counter()
     subprocess.run([sys.executable, "-m", "videorl", *map(str, args)], check=True)
+    return time.perf_counter() - start
+
+
+def in_process(*args: object) -> float:
+    """`videorl *args` in this interpreter; a non-zero exit is an error naming the command."""
+    from videorl.cli import main
+
+    start, argv = time.perf_counter(), sys.argv
+    sys.argv = ["videorl", *map(str, args)]
+    try:
+        main()
+    except SystemExit as exit_:
+        if exit_.code not in (0, None):
+            line = " ".join(map(str, args))
+            raise RuntimeError(f"videorl {line} exited with {exit_.code}") from None
+    finally:
+        sys.argv = argv
     return time.perf_counter() - start
 
 

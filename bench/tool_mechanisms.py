@@ -22,14 +22,12 @@ each control, and the gain over the frozen control.
 from __future__ import annotations
 
 import json
-import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from harness import videorl
+from harness import in_process, videorl
 
 from videorl.data.families import Family
 from videorl.data.loaders import write_records
@@ -109,24 +107,6 @@ def write_two_events(out: Path, n: int, val: int, seed: int) -> dict[str, str]:
         write_records(train, records[:n])
         write_records(valid, records[n:])
     return {"train": str(train), "val": str(valid)}
-
-
-def in_process(*args: object) -> float:
-    """`videorl *args` in this interpreter (the quick run: no interpreter start-up per
-    command); a non-zero exit is an error naming the command."""
-    from videorl.cli import main
-
-    start, argv = time.perf_counter(), sys.argv
-    sys.argv = ["videorl", *map(str, args)]
-    try:
-        main()
-    except SystemExit as exit_:
-        if exit_.code not in (0, None):
-            line = " ".join(map(str, args))
-            raise RuntimeError(f"videorl {line} exited with {exit_.code}") from None
-    finally:
-        sys.argv = argv
-    return time.perf_counter() - start
 
 
 def run_once(command: Command, out: Path, *args: object) -> float:

@@ -42,6 +42,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import harness
 from harness import RESULTS, ROOT, run_once, videorl, write_marked
 from learning import CONTROLS
 from learning import evaluate as evaluate_plain
@@ -248,7 +249,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--work", type=Path, default=Path("runs/bench-tools"))
     parser.add_argument("--out", type=Path, default=None, help="results file")
-    parser.add_argument("--quick", action="store_true", help="a smoke run: 2+2 SFT, 2 RL steps")
+    parser.add_argument(
+        "--quick", action="store_true", help="a smoke run in this process: 1+1 SFT, 1 RL step"
+    )
     parser.add_argument("--table", action="store_true", help="print the saved results' table")
     parser.add_argument("--write", action="store_true", help="write it into docs/tools.md")
     parser.add_argument(
@@ -272,11 +275,12 @@ def main(argv: list[str] | None = None) -> None:
             write_marked(PAGE, "bench/tools.py", text)
         print(text)
         return
-    if args.quick:
-        args.read_steps, args.mix_steps, args.rl_steps, args.window, args.max_turns = 2, 2, 2, 1, 2
+    if args.quick:  # every command in this process: no interpreter start-up per command
+        harness.IN_PROCESS = True
+        args.read_steps, args.mix_steps, args.rl_steps, args.window, args.max_turns = 1, 1, 1, 1, 2
     started = time.perf_counter()
-    if args.quick:  # a tiny start: 8 + 4 videos, no tower warm-up, 4 SFT steps
-        start = seeing_start(args.work, args.seed, 4, n=8, val=4, warmup=0)
+    if args.quick:  # a tiny start: 4 + 2 videos, no tower warm-up, 2 SFT steps
+        start = seeing_start(args.work, args.seed, 2, n=4, val=2, warmup=0)
     else:
         start = seeing_start(SEEING_WORK, args.seed, 800)
     steps = {

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from videorl.cli import resolve_config_path
+from videorl.api import resolve_config_path
 from videorl.config import load_config
 from videorl.rollout.tools.runner import resolve_tools
 

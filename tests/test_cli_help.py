@@ -10,7 +10,9 @@ import pytest
 
 from tests.cli_runner import run_cli
 from videorl import __version__, cli
-from videorl.cli_help import EXAMPLES, unwrap
+from videorl.api import packaged_recipes
+from videorl.cli.help import EXAMPLES, unwrap
+from videorl.cli.info import recipe_summary
 
 COMMANDS = sorted(EXAMPLES)
 
@@ -63,11 +65,11 @@ def test_recipes_shows_whole_summaries_without_tracker_numbers(capsys, monkeypat
     monkeypatch.setattr(cli.console, "width", 1000)
     result = run_cli(capsys, monkeypatch, "recipes")
     assert result.code == 0
-    for name, path in cli.packaged_recipes().items():
-        summary = cli.recipe_summary(path)
+    for name, path in packaged_recipes().items():
+        summary = recipe_summary(path)
         assert summary.endswith("."), (name, summary)
         assert not re.search(r"\b(issue|tracker) \d+|#\d+", summary), summary
         assert summary in result.output
-    assert cli.recipe_summary(cli.packaged_recipes()["taro"]).endswith(
+    assert recipe_summary(packaged_recipes()["taro"]).endswith(
         "temporal-sensitivity reward) as published: Qwen2.5-VL-7B, 8 GPUs."
     )

@@ -142,3 +142,15 @@ def test_a_citation_of_ours_must_resolve():
     assert not _cites_ours("`algorithms/loss.py: no_such_function`")
     assert not _cites_ours("`algorithms/loss.py:100000`")
     assert not _cites_ours("`algorithms/nowhere.py`")
+
+
+# ----- docs/design.md: the layer table is LAYERS of tests/test_layers.py ------------------
+
+
+def test_the_design_layer_table_is_generated_from_the_layer_test():
+    from tests.layer_table import DESIGN, rewritten
+
+    page = DESIGN.read_text(encoding="utf-8")
+    assert rewritten(page) == page, (
+        "docs/design.md's layer table is stale; regenerate it: python -m tests.layer_table --write"
+    )

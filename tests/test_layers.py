@@ -20,7 +20,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "videorl"
 # prompts, rewards, evaluation and demo of the layers below; those reach a family only
 # through `data.families.TASKS`, the registry that imports the family modules on first lookup.
 LAYERS: list[set[str]] = [
-    {"cli", "cli_help", "__main__", "doctor", "config.reference"},
+    {"cli", "__main__", "doctor", "config.reference"},
+    {"api"},
     {"tasks"},
     {"trainer", "eval", "demo", "serve"},
     {"inference"},
@@ -133,7 +134,7 @@ def test_no_import_circles():
 
 def test_test_model_builder_is_used_only_by_make_tiny():
     users = [src for src, targets in _graph().items() if "videorl.models.tiny" in targets]
-    assert set(users) <= {"videorl.cli"}, f"only `videorl make-tiny` may build test models: {users}"
+    assert set(users) <= {"videorl.api"}, f"only `videorl make-tiny` may build test models: {users}"
 
 
 def test_trainer_functions_fit_one_screen():

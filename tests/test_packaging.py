@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from videorl.cli import CONFIG_DIR, app, packaged_recipes
+from videorl.api import CONFIG_DIR, packaged_recipes
+from videorl.cli import app
 
 pytestmark = pytest.mark.slow  # multi-process or whole-run: `make test`, not `make test-fast`
 

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from tests.cli_runner import run_cli
-from videorl.cli import resolve_config_path
+from videorl.api import resolve_config_path
 from videorl.data.synth import synthesize, write_dataset
 from videorl.quickstart import STEPS, TOOLS_STEPS, made_by, next_command
 

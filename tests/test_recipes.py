@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from videorl.cli import CONFIG_DIR, app, resolve_config_path
+from videorl.api import CONFIG_DIR, resolve_config_path
+from videorl.cli import app
 from videorl.config import Config, load_config
 from videorl.rollout.vllm_support import rollout_engine
 from videorl.trainer.build import steps_from_epochs

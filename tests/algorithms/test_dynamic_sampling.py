@@ -120,7 +120,7 @@ def test_concat_offsets_group_ids_and_merges_metrics():
 
 
 def test_epochs_count_draws_of_several_batches():
-    from videorl.cli import resolve_config_path
+    from videorl.api import resolve_config_path
     from videorl.trainer.build import steps_from_epochs
 
     dapo = load_config(resolve_config_path("dapo"))  # 1 epoch, 3 sampler batches per draw

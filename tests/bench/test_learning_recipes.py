@@ -18,7 +18,7 @@ def learning():
 @pytest.fixture(scope="module")
 def configs(learning):
     """Each row as `videorl train quickstart ROW...` loads it."""
-    from videorl.cli import resolve_config_path
+    from videorl.api import resolve_config_path
     from videorl.config import load_config
 
     quickstart = resolve_config_path("quickstart")

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from videorl.cli import resolve_config_path
+from videorl.api import resolve_config_path
 from videorl.config import load_config
 from videorl.config.keys import KEYS_FILE, check_recipe_keys
 from videorl.config.reference import key_table

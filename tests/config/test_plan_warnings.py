@@ -4,7 +4,7 @@ command that makes it), a warm-up longer than the run, validation past the last 
 from __future__ import annotations
 
 from tests.cli_runner import run_cli
-from videorl.cli import resolve_config_path
+from videorl.api import resolve_config_path
 from videorl.config import load_config
 from videorl.config.plan import run_warnings
 

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from videorl.cli import resolve_config_path
+from videorl.api import resolve_config_path
 from videorl.config import load_config
 from videorl.errors import ConfigError
 

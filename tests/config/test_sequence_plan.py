@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from videorl.cli import resolve_config_path
+from videorl.api import resolve_config_path
 from videorl.config import load_config
 from videorl.config.plan import plan_step, plan_table
 from videorl.config.sequence_plan import TextShape, activation_bytes, sequence_parallel_summary

@@ -130,7 +130,7 @@ def test_the_loader_keeps_the_rows_problem_type(tmp_path):
 
 
 def test_config_and_recipes():
-    from videorl.cli import resolve_config_path
+    from videorl.api import resolve_config_path
 
     for recipe in ("orarl", "orarl_9b"):
         data = load_config(resolve_config_path(recipe)).data

@@ -8,7 +8,7 @@ import shutil
 import pytest
 import torch
 
-from videorl.cli import resolve_config_path
+from videorl.api import resolve_config_path
 from videorl.config import load_config
 from videorl.config.run import run_model_name, save_run_config
 from videorl.demo.inference import Settings, ask, prepare

@@ -10,7 +10,7 @@ import torch
 from tests.cli_runner import run_cli
 from videorl.errors import ConfigError
 from videorl.eval import parsing
-from videorl.eval.options import check_early_exit
+from videorl.eval.commands import check_early_exit
 from videorl.models.generate import SamplingParams, generate
 from videorl.models.inputs import encode_prompt
 from videorl.models.loading import load_model

@@ -150,8 +150,9 @@ def test_every_training_fix_has_an_eval_spelling_that_eval_accepts():
     from pathlib import Path
 
     import videorl
+    from videorl.cli.evaluate import eval_command
     from videorl.errors import fix, spelled_fixes
-    from videorl.eval.commands import EVAL_FIXES, eval_command
+    from videorl.eval.commands import EVAL_FIXES
 
     used = set()
     for path in Path(videorl.__file__).parent.rglob("*.py"):

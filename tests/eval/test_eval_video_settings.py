@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from videorl.cli import resolve_config_path
+from videorl.api import resolve_config_path
 from videorl.config import load_config
 from videorl.config.run import find_run_config, save_run_config
 from videorl.errors import ConfigError

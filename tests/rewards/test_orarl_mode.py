@@ -12,7 +12,7 @@ import math
 
 import pytest
 
-from videorl.cli import resolve_config_path
+from videorl.api import resolve_config_path
 from videorl.config import load_config
 from videorl.data.records import record_from_dict
 from videorl.errors import ConfigError, DataError

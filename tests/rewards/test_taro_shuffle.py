@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from videorl.cli import resolve_config_path
+from videorl.api import resolve_config_path
 from videorl.config import load_config
 from videorl.errors import ConfigError
 from videorl.rewards import RewardConfig, SensitivityConfig

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests.cli_runner import run_cli
-from videorl.cli import resolve_config_path
+from videorl.api import resolve_config_path
 from videorl.config import load_config
 from videorl.data.families import TASKS, Family, TaskFamily, register_family
 from videorl.data.records import TaskRecord, finite_number, require

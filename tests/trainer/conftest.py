@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from videorl.cli import resolve_config_path
+from videorl.api import resolve_config_path
 from videorl.config import load_config
 
 SMALL = [

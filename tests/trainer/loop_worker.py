@@ -12,7 +12,7 @@ import zlib
 import torch
 
 from tests.trainer import pause
-from videorl.cli import resolve_config_path
+from videorl.api import resolve_config_path
 from videorl.config import load_config
 from videorl.models.generate import generate
 from videorl.rollout.engine import HFEngine

@@ -20,7 +20,7 @@ import torch
 
 import videorl.models.sequence_parallel as sp
 from tests.trainer.loop_worker import seeded_generate
-from videorl.cli import resolve_config_path
+from videorl.api import resolve_config_path
 from videorl.config import load_config
 from videorl.models.generate import Generation
 from videorl.models.visual_cache import cached_encoder_outputs

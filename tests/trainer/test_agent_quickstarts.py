@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from tests.cli_runner import run_cli
-from videorl.cli import resolve_config_path
+from videorl.api import resolve_config_path
 from videorl.config import load_config
 from videorl.data.records import ChoiceAnswer
 from videorl.models.generate import Generation

@@ -16,7 +16,8 @@ import torch
 from typer.testing import CliRunner
 
 from tests.hub_cache import COMMIT, add_to_hub_cache, environment, offline_hub
-from videorl.cli import app, resolve_config_path
+from videorl.api import resolve_config_path
+from videorl.cli import app
 from videorl.config import load_config
 from videorl.config.plan import model_sources
 from videorl.errors import ConfigError

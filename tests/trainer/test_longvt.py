@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from tests.cli_runner import run_cli
-from videorl.cli import resolve_config_path
+from videorl.api import resolve_config_path
 from videorl.config import load_config
 from videorl.models.generate import Generation
 from videorl.rollout.engine import HFEngine

@@ -59,7 +59,7 @@ def test_quota_waits_for_the_needed_groups_and_every_carried_one():
     ],
 )
 def test_refusals_name_the_key(overrides, message):
-    from videorl.cli import resolve_config_path
+    from videorl.api import resolve_config_path
 
     with pytest.raises(ConfigError, match=message):
         load_config(resolve_config_path("quickstart"), overrides)

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from tests.cli_runner import run_cli
-from videorl.cli import resolve_config_path
+from videorl.api import resolve_config_path
 from videorl.config import load_config
 from videorl.config.loader import to_dict
 from videorl.config.run import save_run_config

@@ -12,7 +12,7 @@ import pytest
 
 from tests.cli_runner import run_cli
 from tests.trainer.conftest import SMALL
-from videorl.cli import resolve_config_path
+from videorl.api import resolve_config_path
 from videorl.config import load_config
 from videorl.trainer.checkpoint import list_checkpoints
 from videorl.trainer.loop import run_training

@@ -20,7 +20,7 @@ from safetensors.torch import load_file
 from tests.trainer.runs import metrics_by_step
 from tests.trainer.sp_worker import GENERATORS, JOBS, encoded_patches
 from tests.trainer.test_distributed import TORCHRUN, _env
-from videorl.cli import resolve_config_path
+from videorl.api import resolve_config_path
 from videorl.config import check_world_size, load_config
 from videorl.distributed import DistInfo, shard_indices
 from videorl.errors import ConfigError

@@ -12,7 +12,8 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from videorl.cli import app, resolve_config_path
+from videorl.api import resolve_config_path
+from videorl.cli import app
 from videorl.config import load_config
 from videorl.data.loaders import load_records
 from videorl.errors import ConfigError

@@ -13,7 +13,7 @@ import torch
 
 from tests.trainer.teacher_batch import TeacherBatch
 from videorl.algorithms.distill import DistillConfig
-from videorl.cli import resolve_config_path
+from videorl.api import resolve_config_path
 from videorl.config import load_config
 from videorl.errors import ConfigError
 from videorl.trainer import stages

@@ -11,7 +11,7 @@ from functools import reduce
 import pytest
 import torch
 
-from videorl.cli import resolve_config_path
+from videorl.api import resolve_config_path
 from videorl.config import load_config
 from videorl.models.generate import Generation
 from videorl.rewards.calls import verification_answer

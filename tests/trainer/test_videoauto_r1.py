@@ -10,7 +10,7 @@ from functools import reduce
 import pytest
 import torch
 
-from videorl.cli import resolve_config_path
+from videorl.api import resolve_config_path
 from videorl.config import load_config
 from videorl.data.published_prompts import VIDEOAUTO_SYSTEM
 from videorl.models.generate import Generation

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from videorl.cli import resolve_config_path
+from videorl.api import resolve_config_path
 from videorl.config import load_config
 from videorl.errors import ConfigError
 from videorl.video.decode import VideoConfig, frames_from_array, load_image

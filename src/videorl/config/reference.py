@@ -11,7 +11,7 @@ field is documented. Regenerate the page with
 and `videorl keys [SECTION]` prints the same descriptions in a terminal.
 
 `tests/config/test_reference.py` fails when a field has no docstring or the page is stale.
-The docs tooling and `videorl keys` (cli.py) import this module; the config and the
+The docs tooling and `videorl keys` (cli/info.py) import this module; the config and the
 runtime never do.
 """
 

@@ -1,6 +1,7 @@
-"""The `videorl eval` command (registered in `videorl.cli`).
+"""The parts of `videorl eval` (`videorl.api.evaluate` runs them in order): its modes, its
+output folder, its backends and its one-line checks.
 
-Only typer is imported here; models, torch and matplotlib load inside the commands, so
+Nothing heavy is imported here; models, torch and matplotlib load inside the functions, so
 `videorl --help` stays fast.
 """
 
@@ -11,89 +12,9 @@ from pathlib import Path
 from typing import Any, cast
 
 from videorl.config.loader import to_dict
-from videorl.errors import ConfigError, spelled_fixes
-from videorl.eval.options import (
-    BatchSize,
-    Benchmark,
-    BenchmarkRoot,
-    Compare,
-    Concurrency,
-    Controls,
-    Device,
-    EarlyExitConfidence,
-    Endpoint,
-    EndpointCheckpoint,
-    EndpointKey,
-    EndpointModelType,
-    EvalModel,
-    EvalServedModel,
-    EvalToolModules,
-    EvalTools,
-    Fps,
-    MaxFrames,
-    MaxPixels,
-    MaxSamples,
-    MaxTotalTokens,
-    MaxTurns,
-    MinPixels,
-    Out,
-    OverwriteEval,
-    Predictions,
-    PromptStyle,
-    ResponseBudget,
-    ResumeEval,
-    SkipInvalid,
-    Think,
-    VideoRoot,
-    check_early_exit,
-)
-from videorl.hub import refuse_missing_local
+from videorl.errors import ConfigError
 
 _DEFAULT_OUT = Path("runs/eval")
-
-
-def _print_summary(metrics: dict, out_dir: Path) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    from videorl.eval.controls import gain_rows
-    from videorl.eval.tools import tool_rows
-
-    console = Console()
-    for family, summary in metrics["families"].items():
-        table = Table(title=f"{family} (n={summary['n']}, %)")
-        for name in summary["metrics"]:
-            table.add_column(name, justify="right")
-        table.add_row(*(f"{v:.1f}" for v in summary["metrics"].values()))
-        console.print(table)
-    rows = gain_rows(metrics)
-    if rows:
-        table = Table(title="video controls (%): gain = real - control")
-        for name in ("control", "family", "metric", "real", "on control", "gain"):
-            table.add_column(name, justify="left" if name in ("family", "metric") else "right")
-        for control, family, metric, real, value, gain in rows:
-            table.add_row(control, family, metric, f"{real:.1f}", f"{value:.1f}", f"{gain:+.1f}")
-        console.print(table)
-    tools = metrics.get("tools")
-    if tools:
-        use = tools["use"]
-        calls = (
-            f"calls/answer {use['calls_per_answer']:.2f}, errors/answer "
-            f"{use['errors_per_answer']:.2f}, turns {use['turns_mean']:.2f} (max {use['turns_max']})"
-            if use.get("answers")
-            else "no answers"
-        )
-        table = Table(title=f"tools {', '.join(tools['tools'])} (%): {calls}")
-        for name in ("family", "metric", "with tools", "without tools", "gain"):
-            table.add_column(name, justify="left" if name in ("family", "metric") else "right")
-        for family, metric, on, off, gain in tool_rows(metrics):
-            table.add_row(family, metric, f"{on:.1f}", f"{off:.1f}", f"{gain:+.1f}")
-        console.print(table)
-    counts = ", ".join(f"{k} {v}" for k, v in metrics["counts"].items() if v)
-    console.print(f"records: {counts}")
-    console.print(
-        f"wrote {out_dir}/predictions.jsonl, metrics.json, report.md, samples.jsonl, plots/"
-    )
 
 
 VIDEO_FLAGS = ("fps", "max_frames", "min_pixels", "max_pixels")  # eval's --fps ... flags
@@ -116,110 +37,73 @@ EVAL_FIXES = {
 }
 
 
-def eval_command(
-    model: EvalModel = None,
-    benchmark: Benchmark = None,
-    video_root: VideoRoot = None,
-    benchmark_root: BenchmarkRoot = None,
-    out: Out = None,
-    max_samples: MaxSamples = None,
-    controls: Controls = None,
-    predictions: Predictions = None,
-    compare: Compare = None,
-    endpoint: Endpoint = None,
-    served_model: EvalServedModel = None,
-    checkpoint: EndpointCheckpoint = None,
-    model_type: EndpointModelType = None,
-    concurrency: Concurrency = 8,
-    api_key: EndpointKey = None,
-    think: Think = None,
-    prompt_style: PromptStyle = None,
-    tools: EvalTools = None,
-    tool_modules: EvalToolModules = None,
-    max_turns: MaxTurns = 3,
-    max_total_tokens: MaxTotalTokens = 2048,
-    batch_size: BatchSize = 8,
-    max_new_tokens: ResponseBudget = 256,
-    early_exit_confidence: EarlyExitConfidence = None,
-    fps: Fps = None,
-    max_frames: MaxFrames = None,
-    min_pixels: MinPixels = None,
-    max_pixels: MaxPixels = None,
-    device: Device = "auto",
-    skip_invalid: SkipInvalid = False,
-    overwrite: OverwriteEval = False,
-    resume: ResumeEval = False,
+def one_mode(**given: Any) -> str:
+    """The one flag of --model, --endpoint, --predictions and --compare that is given."""
+    modes = [f"--{name}" for name, value in given.items() if value]
+    if len(modes) != 1:
+        raise ConfigError(
+            "videorl eval needs exactly one of --model PATH, --endpoint URL --served-model NAME, "
+            f"--predictions FILE or --compare A B (got {', '.join(modes) or 'none'})"
+        )
+    return modes[0]
+
+
+def check_early_exit(
+    confidence: float | None, *, model: str | None = None, tools: str | None = None
 ) -> None:
-    """Evaluate a checkpoint, an endpoint or a predictions file on a benchmark, or compare runs.
-
-    A checkpoint written by `videorl train` (--model, or --checkpoint for the one behind
-    --endpoint) is evaluated with its run's settings (`config.yaml` of the run: video
-    sampling, think mode, prompt style, template variables, coordinates), so eval prompts
-    it as training did; flags override. With --tools, the model answers with tools in the
-    trainer's multi-turn loop and again without them (docs/tools.md).
-    """
-    with spelled_fixes(EVAL_FIXES):  # its messages name eval's flags, not training keys
-        mode = _one_mode(model=model, endpoint=endpoint, predictions=predictions, compare=compare)
-        if compare and benchmark is None:  # two finished evals: read, no model or video stack
-            _compare(compare, None, out, overwrite)
-            return
-        for key, path in (("--model", model), ("--checkpoint", checkpoint)):
-            if path is not None:
-                refuse_missing_local(path, key)  # a typo is not sent to the Hub
-        from videorl.eval.runner import evaluate
-        from videorl.video.controls import parse_controls
-
-        # checked before any load
-        check_early_exit(early_exit_confidence, model=model, tools=tools)
-        runner = eval_tools(tools, mode, max_turns, max_total_tokens, modules=tool_modules)
-        model_type = endpoint_model_type(endpoint, served_model, checkpoint, model_type)
-        run = eval_run_settings(
-            model or checkpoint,
-            think=think,
-            prompt_style=prompt_style,
-            fps=fps,
-            max_frames=max_frames,
-            min_pixels=min_pixels,
-            max_pixels=max_pixels,
+    """`--early-exit-confidence` is a probability, and needs the in-process engine (the gate
+    reads each step's scores) answering in one turn."""
+    if confidence is None:
+        return
+    if not 0.0 <= confidence <= 1.0:
+        raise ConfigError(
+            f"--early-exit-confidence={confidence:g} is not a probability; give a value in "
+            "[0, 1] (VideoAuto-R1: 0.97)"
         )
-        batch = max(batch_size, concurrency) if endpoint else batch_size
-        settings = _eval_settings(
-            benchmark, out, video_root, benchmark_root, max_samples, batch, run.video
+    if model is None:
+        raise ConfigError(
+            "--early-exit-confidence needs --model: the in-process engine reads each step's "
+            "token probabilities (an endpoint does not return them)"
         )
-        if settings is not None:
-            settings = dataclasses.replace(
-                settings, controls=parse_controls(controls), skip_invalid=skip_invalid
-            )
-        if compare:
-            _compare(compare, settings, out, overwrite)
-            return
-        if settings is None:
-            raise ConfigError(f"videorl eval {mode} needs --benchmark NAME|FILE")
-        _claim_eval_out(settings, model, overwrite=overwrite, resume=resume, keep=predictions)
-        if predictions is not None:
-            source: dict = {"predictions": str(predictions)}
-            outputs = evaluate(settings, predictions=predictions, source=source)
-        else:
-            backend = eval_backend(
-                model,
-                run,
-                max_new_tokens,
-                device,
-                endpoint=endpoint,
-                served_model=served_model,
-                model_type=model_type,
-                concurrency=concurrency,
-                api_key=api_key,
-                tools=runner,
-                early_exit=early_exit_confidence,
-            )
-            source = _model_source(backend, run, max_new_tokens, model is not None)
-            if early_exit_confidence is not None:
-                source["early_exit_confidence"] = early_exit_confidence
-            if runner is not None and tool_modules:
-                source["tool_modules"] = _comma_list(tool_modules)
-            outputs = evaluate(settings, backend=backend, source=source)
-        _print_summary(outputs.metrics, outputs.out_dir)
+    if tools:
+        raise ConfigError("--early-exit-confidence answers in one turn; drop --tools")
+
+
+def with_controls(settings: Any, controls: str | None, skip_invalid: bool) -> Any:
+    """`settings` (None stays None) with the video controls of `--controls` and `--skip-invalid`."""
+    from videorl.video.controls import parse_controls
+
+    if settings is None:
+        return None
+    return dataclasses.replace(
+        settings, controls=parse_controls(controls), skip_invalid=skip_invalid
+    )
+
+
+def evaluate_predictions(settings: Any, predictions: Path) -> Any:
+    """Score the predictions file `predictions` (`--predictions`)."""
+    from videorl.eval.runner import evaluate
+
+    source: dict = {"predictions": str(predictions)}
+    return evaluate(settings, predictions=predictions, source=source)
+
+
+def evaluate_backend(
+    settings: Any,
+    backend: Any,
+    source: dict[str, Any],
+    early_exit: float | None,
+    tool_modules: str | None,
+) -> Any:
+    """Answer and score with `backend`; `source` (what metrics.json records) gains the
+    early-exit threshold and the modules of the tools that answer, when given."""
+    from videorl.eval.runner import evaluate
+
+    if early_exit is not None:
+        source["early_exit_confidence"] = early_exit
+    if tool_modules:
+        source["tool_modules"] = _comma_list(tool_modules)
+    return evaluate(settings, backend=backend, source=source)
 
 
 def eval_tools(
@@ -279,7 +163,7 @@ def eval_run_settings(
     return settings
 
 
-def _claim_eval_out(
+def claim_eval_out(
     settings: Any, model: str | None, *, overwrite: bool, resume: bool, keep: Path | None
 ) -> None:
     """Claim the eval's output folder (refusing to overwrite another eval's outputs)."""
@@ -295,7 +179,7 @@ def _claim_eval_out(
     )
 
 
-def _eval_settings(
+def eval_settings(
     benchmark: str | None,
     out: Path | None,
     video_root: str | None,
@@ -320,18 +204,7 @@ def _eval_settings(
     )
 
 
-def _one_mode(**given: Any) -> str:
-    """The one flag of --model, --endpoint, --predictions and --compare that is given."""
-    modes = [f"--{name}" for name, value in given.items() if value]
-    if len(modes) != 1:
-        raise ConfigError(
-            "videorl eval needs exactly one of --model PATH, --endpoint URL --served-model NAME, "
-            f"--predictions FILE or --compare A B (got {', '.join(modes) or 'none'})"
-        )
-    return modes[0]
-
-
-def _model_source(backend: Any, run: Any, max_new_tokens: int, local: bool) -> dict[str, Any]:
+def model_source(backend: Any, run: Any, max_new_tokens: int, local: bool) -> dict[str, Any]:
     """What metrics.json records as the answers' source."""
     tools = getattr(backend, "tools", None)
     used = {"tools": list(tools.specs)} if tools is not None else {}
@@ -407,7 +280,7 @@ def eval_backend(
         )
     from videorl.eval.openai_backend import EndpointBackend
 
-    # --endpoint mode: eval_command's _one_mode and endpoint_model_type require both
+    # --endpoint mode: api.evaluate's one_mode and endpoint_model_type require both
     return EndpointBackend(
         cast(str, endpoint),
         cast(str, served_model),
@@ -419,7 +292,7 @@ def eval_backend(
     )
 
 
-def _compare(paths: tuple[Path, Path], settings: Any, out: Path | None, overwrite: bool) -> None:
+def compare(paths: tuple[Path, Path], settings: Any, out: Path | None, overwrite: bool) -> None:
     """Print the delta table (and write OUT/compare.md with --out)."""
     from rich.console import Console
     from rich.markdown import Markdown

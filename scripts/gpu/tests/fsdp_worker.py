@@ -3,7 +3,7 @@ world of size 1 (NCCL on a GPU, gloo on the CPU), one `update_policy` step on a 
 a DCP checkpoint saved, loaded into a fresh sharded model, and merged into a Hugging Face
 folder. Writes what it found to OUT as JSON. Used by test_cuda.py.
 
-    python tests/gpu/fsdp_worker.py MODEL DEVICE OUT
+    python scripts/gpu/tests/fsdp_worker.py MODEL DEVICE OUT
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """GPU proof kit: one command on a bare GPU machine proves the GPU path and measures real-scale
-speed and memory, in under 8 minutes on one H200 (issue 17). `scripts/gpu_check.sh OUT`
-installs the carried wheels and runs this.
+speed and memory, in under 8 minutes on one H200. `scripts/gpu/check.sh OUT` installs the
+wheels in .whl/ (`make gpu-wheels`) and runs this.
 
 Parts, in order of value, each in its own process with its own time limit (a part that
 fails or runs out of time is recorded, and the next one runs):
-1. tests     the CUDA test subset (tests/gpu): bf16 models, packed = padded, log-probs,
+1. tests     the CUDA test subset (scripts/gpu/tests): bf16 models, packed = padded, log-probs,
              a train step, a one-GPU NCCL FSDP2 step with checkpoint save/load/merge;
 2. pruning   OraRL's headline: update time and peak memory, 4 of 9 rows vs 9 of 9 vs GRPO 8,
              Qwen3.5-4B preset, bf16, gradient checkpointing, frozen vision, ~3.1k visual
@@ -21,8 +21,8 @@ fails or runs out of time is recorded, and the next one runs):
 Writes OUT/gpu_check.json, OUT/gpu_check.md and OUT/gpu_check.log (rewritten after every
 part); the models and data go to --work (default: a temporary folder), not OUT.
 
-    python bench/gpu_check.py OUT                    # GPU, real-scale presets, < 8 min
-    python bench/gpu_check.py OUT --cpu --tiny       # the same script on a CPU, < 2 min
+    python scripts/gpu/gpu_check.py OUT              # GPU, real-scale presets, < 8 min
+    python scripts/gpu/gpu_check.py OUT --cpu --tiny # the same script on a CPU, < 2 min
 """
 
 from __future__ import annotations
@@ -42,8 +42,7 @@ from typing import Any
 
 import gpu_parts
 
-ROOT = Path(__file__).resolve().parents[1]
-TRAVEL_LIMIT_MB = 64
+ROOT = Path(__file__).resolve().parents[2]
 # seconds per part: (GPU, CPU --tiny); the whole run stops at --budget-s
 LIMITS = {
     "prepare": (60, 60),
@@ -55,12 +54,12 @@ LIMITS = {
     "long_video": (180, 90),
 }
 # What the GPU image already holds (the device notes' package list, read 2026-11-17; versions
-# where they give one). Every core requirement of videorl not in it travels as a wheel listed
-# in scripts/gpu_wheels.txt (tests/bench/test_gpu_check.py checks that nothing is left out).
+# where they give one). Every core requirement of videorl not in it is installed from a wheel
+# listed in scripts/gpu/wheels.txt (tests/test_gpu_kit.py checks that nothing is left out).
 GPU_IMAGE = {
     "torch": "2.11.0",
     "torchvision": "0.26.0",
-    # transformers 5.17 is there too, under videorl's floor: 5.24 travels as a wheel
+    # transformers 5.17 is there too, under videorl's floor: 5.24 comes as a wheel
     "tokenizers": "0.23.2",
     "huggingface-hub": "1.33.0",
     "safetensors": "0.8.0",
@@ -89,10 +88,10 @@ GPU_IMAGE = {
     "opencv-python-headless": None,
     "regex": None,
 }
-WHEELS_FILE = ROOT / "scripts" / "gpu_wheels.txt"
+WHEELS_FILE = ROOT / "scripts" / "gpu" / "wheels.txt"
 TITLES = {
     "prepare": "build the preset model (make-tiny --device)",
-    "tests": "CUDA test subset (tests/gpu)",
+    "tests": "CUDA test subset (scripts/gpu/tests)",
     "pruning": "OraRL pruning: 4 of 9 vs 9 of 9 vs GRPO 8",
     "mfu": "update MFU over micro-batch budgets",
     "generation": "HF engine generation, shared vs unshared prefill",
@@ -103,47 +102,10 @@ TITLES = {
 NEEDS_PREPARED = ("pruning", "generation", "step")
 
 
-def travel_size() -> dict[str, Any]:
-    """MiB that travel to the device machine: the working tree git would send (tracked and
-    untracked-not-ignored files) plus the carried wheels folder `.whl`."""
-    try:
-        listed = subprocess.run(
-            ["git", "ls-files", "-co", "--exclude-standard", "-z"],
-            cwd=ROOT,
-            capture_output=True,
-            check=True,
-        )
-        files = [ROOT / f for f in listed.stdout.decode().split("\0") if f]
-    except (OSError, subprocess.CalledProcessError):  # no git here: every file but the usual
-        skip = {".git", ".whl", ".venv", "runs", "__pycache__", ".pytest_cache", ".ruff_cache"}
-        files = [f for f in ROOT.rglob("*") if not skip & set(f.relative_to(ROOT).parts)]
-    tree = sum(f.stat().st_size for f in files if f.is_file())
-    wheels = sorted((ROOT / ".whl").glob("*.whl"))
-    wheel_bytes = sum(w.stat().st_size for w in wheels)
-    total_mb = (tree + wheel_bytes) / 2**20
-    return {
-        "tree_mb": round(tree / 2**20, 2),
-        "wheels_mb": round(wheel_bytes / 2**20, 2),
-        "wheels": [w.name for w in wheels],
-        "total_mb": round(total_mb, 2),
-        "limit_mb": TRAVEL_LIMIT_MB,
-        "fits": total_mb <= TRAVEL_LIMIT_MB,
-    }
-
-
 def wheel_requirements() -> list[str]:
-    """`name==version` lines of scripts/gpu_wheels.txt."""
+    """`name==version` lines of scripts/gpu/wheels.txt."""
     lines = (line.split("#")[0].strip() for line in WHEELS_FILE.read_text().splitlines())
     return [line for line in lines if line]
-
-
-def travel_report() -> str:
-    t = travel_size()
-    verdict = "fits" if t["fits"] else "DOES NOT FIT"
-    return (
-        f"travel: tree {t['tree_mb']} MiB + {len(t['wheels'])} wheels {t['wheels_mb']} MiB = "
-        f"{t['total_mb']} MiB of {t['limit_mb']} MiB ({verdict})"
-    )
 
 
 def run_limited(
@@ -268,15 +230,7 @@ def write_report(out: Path, report: dict[str, Any]) -> None:
             f"| {name}: {TITLES[name]} | {part['status']} | {part['seconds']:.0f} ({part['limit_s']:.0f}) "
             f"| {headline(name, part.get('result', {}))} |"
         )
-    travel = report["travel"]
-    lines += [
-        "",
-        (
-            f"total {report['seconds']:.0f} s. Travel: tree {travel['tree_mb']} MiB + wheels "
-            f"{travel['wheels_mb']} MiB = {travel['total_mb']} MiB (limit {travel['limit_mb']} MiB)."
-        ),
-        "",
-    ]
+    lines += ["", f"total {report['seconds']:.0f} s.", ""]
     (out / "gpu_check.md").write_text("\n".join(lines))
 
 
@@ -295,15 +249,12 @@ def orchestrate(args: argparse.Namespace, settings: gpu_parts.Settings) -> int:
     out.mkdir(parents=True, exist_ok=True)
     log = out / "gpu_check.log"
     log.write_text("")
-    travel = travel_size()
-    print(travel_report(), flush=True)
     report: dict[str, Any] = {
         "started": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "mode": "cpu --tiny" if args.cpu else "gpu, real-scale presets",
         "settings": asdict(settings),
         "machine": machine(),
         "doctor": collect(),
-        "travel": travel,
         "parts": {},
     }
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false"}

@@ -1,5 +1,5 @@
 """The device the GPU tests run on: `VIDEORL_TEST_DEVICE` (cuda, cuda:N or cpu), else the
-GPU when there is one; on a machine without one they skip. `scripts/gpu_check.sh --cpu`
+GPU when there is one; on a machine without one they skip. `scripts/gpu/check.sh --cpu`
 runs them on the CPU (VIDEORL_TEST_DEVICE=cpu) so that they cannot rot in CI."""
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ import os
 
 import pytest
 import torch
+from tests.conftest import tiny_model_dir  # noqa: F401  (the tiny models of tests/)
 
 ENV = "VIDEORL_TEST_DEVICE"
 

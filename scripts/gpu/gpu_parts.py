@@ -1,4 +1,4 @@
-"""The parts of the GPU check (`bench/gpu_check.py` runs each in its own process).
+"""The parts of the GPU check (`scripts/gpu/gpu_check.py` runs each in its own process).
 
 Every part takes the `Settings` of the mode (real scale on a GPU, or `--cpu --tiny`) and a
 `Recorder`, which rewrites the part's JSON after each measurement, so a part stopped at its
@@ -35,10 +35,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import harness
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 H200_BF16_PEAK = 790e12
 H200_BF16_SPEC = 989e12  # the datasheet's dense bf16 peak (H100 / H200 SXM), verl's divisor
 VERL_CONVENTION = (
@@ -238,14 +237,18 @@ def group_batch(loaded: Any, settings: Settings, policy_rows: int = 8, seed: int
 
 
 def recipe(name: str) -> Any:
-    from videorl.cli import resolve_config_path
+    from videorl.api import resolve_config_path
     from videorl.config import load_config
 
     return load_config(resolve_config_path(name), [])
 
 
 def pruning_variants(group: Any) -> dict[str, Any]:
-    """The OraRL recipe's selection (4 of 9), the same group unpruned (9 of 9), GRPO (8)."""
+    """The OraRL recipe's selection (4 of 9), the same group unpruned (9 of 9), GRPO (8), as
+    bench/harness.py builds them for bench/pruning.py."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    import harness
+
     return harness.selection_variants(group, recipe("orarl"))
 
 
@@ -624,7 +627,7 @@ def part_generation(settings: Settings, work: Path, rec: Recorder) -> None:
 
 
 def step_config(settings: Settings, work: Path, train: Path) -> Any:
-    from videorl.cli import resolve_config_path
+    from videorl.api import resolve_config_path
     from videorl.config import load_config
 
     pixels = settings.frame_px * settings.frame_px
@@ -674,7 +677,8 @@ def part_step(settings: Settings, work: Path, rec: Recorder) -> None:
     cfg = step_config(settings, work, train)
     state = build_state(cfg, None)
     rec.set(
-        "model", {**model_facts(state.policy), "recipe": "orarl (bench/gpu_parts.py overrides)"}
+        "model",
+        {**model_facts(state.policy), "recipe": "orarl (scripts/gpu/gpu_parts.py overrides)"},
     )
     indices = next(iter(state.sampler))
     for _ in range(2 if settings.step_warmup else 1):  # the last step is the one reported
@@ -691,9 +695,9 @@ def part_step(settings: Settings, work: Path, rec: Recorder) -> None:
 
 
 def tests_command(settings: Settings, work: Path, select: str | None = None) -> list[str]:
-    """Part 1: pytest over tests/gpu on the device (`VIDEORL_TEST_DEVICE`, see `tests_env`),
+    """Part 1: pytest over scripts/gpu/tests on the device (`VIDEORL_TEST_DEVICE`, see `tests_env`),
     its results in `work/tests.xml` (junit)."""
-    command = [sys.executable, "-m", "pytest", str(ROOT / "tests" / "gpu"), "-q"]
+    command = [sys.executable, "-m", "pytest", str(ROOT / "scripts" / "gpu" / "tests"), "-q"]
     command += ["-p", "no:cacheprovider", f"--junitxml={work / 'tests.xml'}", "-W", "ignore"]
     return command + (["-k", select] if select else [])
 

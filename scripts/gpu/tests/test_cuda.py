@@ -1,7 +1,7 @@
 """The GPU path in bf16: model forwards and generation, packed rows (sdpa_varlen) equal to
 padded rows within bf16 tolerance, batched log-probs, a training step with gradient
 checkpointing, and a one-process FSDP2 step (NCCL on a GPU) with a sharded checkpoint saved,
-loaded and merged. Run on the GPU by `scripts/gpu_check.sh`; skipped without one (see
+loaded and merged. Run on the GPU by `scripts/gpu/check.sh`; skipped without one (see
 conftest.py for running them on the CPU)."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 import torch
-
 from tests.models.test_tiny import fake_video
+
 from videorl.models.inputs import collate, encode_prompt
 from videorl.models.loading import load_model
 from videorl.models.logprobs import packed_logprobs, response_logprobs
@@ -114,7 +114,7 @@ def test_batched_bf16_logprobs_equal_one_row_at_a_time(tiny_model_dir, device):
 
 
 def _train_config(tiny_model_dir, tg_records, device, output: Path, *extra: str):
-    from videorl.cli import resolve_config_path
+    from videorl.api import resolve_config_path
     from videorl.config import load_config
 
     return load_config(
@@ -159,7 +159,7 @@ def test_fsdp2_one_process_step_checkpoint_and_merge(tiny_model_dir, device, tmp
     """World size 1 through the sharded code path (NCCL on a GPU, gloo on the CPU): one
     update, a DCP checkpoint restored into a fresh sharded model and merged to HF format."""
     worker = Path(__file__).with_name("fsdp_worker.py")
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root / "src"), str(root)])}
     out = tmp_path / "result.json"
     done = subprocess.run(
