@@ -10,8 +10,8 @@ from __future__ import annotations
 import contextlib
 import random
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from videorl.algorithms.taro import constructed_probability, draw_constructed
 from videorl.config import Config
@@ -19,7 +19,8 @@ from videorl.data.records import TaskRecord
 from videorl.distributed import DistInfo
 from videorl.models.chat_template import template_kwargs
 from videorl.models.loading import LoadedModel
-from videorl.reduction import Summed
+from videorl.models.visual_cache import VisualCaches
+from videorl.reduction import summed
 from videorl.rewards.config import RewardConfig
 from videorl.rewards.pool import ScoringPool
 from videorl.rollout.batch import RolloutBatch
@@ -42,7 +43,8 @@ ScoreStage = Callable[[RolloutBatch, RewardConfig, ScoringPool | None], RolloutB
 @dataclass
 class Producer:
     """What a draw touches: the run's config, the generating policy and its engine, the
-    model of the rewards' no-grad passes, the decode cache, tools and scoring pool."""
+    model of the rewards' no-grad passes, the decode cache, tools and scoring pool, and the
+    vision models' embedding caches (which the draw's owner clears)."""
 
     cfg: Config
     policy: LoadedModel
@@ -52,11 +54,28 @@ class Producer:
     tools: ToolRunner | None = None
     pool: ScoringPool | None = None
     info: DistInfo | None = None
+    visual_caches: VisualCaches = field(default_factory=VisualCaches)
 
     def split_forwards(self) -> contextlib.AbstractContextManager[None]:
         """The scoring forwards split over the rank's sequence-parallel group, if it has one."""
         group = None if self.info is None else self.info.sequence_group
         return split_forwards(group, self.policy, self.logprob_model)
+
+
+class DrawStage(Protocol):
+    """`scored_draw`'s signature: a draw of `records` decoded, rolled out and rewarded."""
+
+    def __call__(
+        self,
+        producer: Producer,
+        timer: StageTimer,
+        score_stage: ScoreStage,
+        records: Sequence[TaskRecord],
+        *,
+        step: int,
+        epoch: int,
+        draw: int,
+    ) -> RolloutBatch: ...
 
 
 def scored_draw(
@@ -91,9 +110,9 @@ def scored_draw(
     producer.engine.sleep()  # free the engine's KV cache (and weights) until the weight sync
     batch = batch.with_metrics(
         **{
-            "data/skipped_media": Summed(decoded.skipped_media),
-            "data/skipped_long_prompts": Summed(decoded.skipped_long),
-            "data/trimmed_long_prompts": Summed(decoded.trimmed_long),
+            "data/skipped_media": summed(decoded.skipped_media, "draw"),
+            "data/skipped_long_prompts": summed(decoded.skipped_long, "draw"),
+            "data/trimmed_long_prompts": summed(decoded.trimmed_long, "draw"),
         }
     )
     if not decoded.records:

@@ -31,7 +31,7 @@ from videorl.config import Config
 from videorl.data.records import TaskRecord
 from videorl.models.loading import LoadedModel
 from videorl.models.logprobs import logprobs_in_microbatches
-from videorl.models.visual_cache import ExportedEmbeddings, clear_visual_caches, tower_trainable
+from videorl.models.visual_cache import ExportedEmbeddings, tower_trainable
 from videorl.rollout.batch import RolloutBatch
 from videorl.rollout.mailbox import Mailbox, remove_mailbox
 from videorl.rollout.shared_weights import SharedWeights
@@ -201,7 +201,7 @@ def _draw(
                 batch = with_behaviour_logp(batch, producer)
         batch = replace(batch, versions=torch.full((batch.num_rows,), version, dtype=torch.long))
     embeddings = frozen_embeddings(producer.policy, batch)
-    clear_visual_caches(producer.policy)
+    producer.visual_caches.clear()
     return DrawResult(
         request.step,
         request.draw,
