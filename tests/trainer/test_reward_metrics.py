@@ -11,8 +11,7 @@ import torch
 from videorl.data.records import record_from_dict
 from videorl.rewards import RewardConfig, serialize_annotation
 from videorl.rollout.batch import RolloutBatch
-from videorl.trainer.loop import rollout_metrics
-from videorl.trainer.metrics import plot_reward_curves
+from videorl.trainer.metrics import plot_reward_curves, rollout_metrics
 from videorl.trainer.stages import score
 
 
