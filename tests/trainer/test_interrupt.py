@@ -16,7 +16,8 @@ from tests.trainer.runs import assert_same_checkpoint, metrics_by_step, with_out
 from videorl.trainer import draw, loop
 from videorl.trainer.checkpoint import Checkpointer
 from videorl.trainer.interrupt import StopRequest
-from videorl.trainer.loop import STAGES, LoopHooks, run_training, train_step
+from videorl.trainer.loop import LoopHooks, run_training
+from videorl.trainer.step import STAGES, train_step
 from videorl.trainer.validation import validate
 
 pytestmark = pytest.mark.slow  # multi-process or whole-run: `make test`, not `make test-fast`

@@ -24,7 +24,7 @@ from videorl.rollout.engine import HFEngine
 from videorl.rollout.multiturn import loss_inputs
 from videorl.trainer import update as update_module
 from videorl.trainer.build import build_state, tool_runner
-from videorl.trainer.loop import STAGES, train_step
+from videorl.trainer.step import STAGES, train_step
 
 CALL = '<tool_call>{"name": "get_clip", "arguments": {"start": 1, "end": 3, "fps": 4}}</tool_call>'
 ANSWER = "<answer>1 to 3</answer>"
