@@ -20,6 +20,7 @@ from videorl.errors import ConfigError
 from videorl.models.generate import Generation
 from videorl.models.inputs import collate
 from videorl.models.logprobs import response_logprobs
+from videorl.reduction import logged
 from videorl.rollout.engine import HFEngine
 from videorl.rollout.multiturn import loss_inputs
 from videorl.trainer import update as update_module
@@ -98,9 +99,10 @@ def step_with_spies(config):
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(update_module, "rows_logprobs", spy_forward)
         try:
-            metrics = train_step(
+            result = train_step(
                 state, state.sampler.next_batch(), replace(STAGES, update=spy_update)
             )
+            metrics = logged(result.metrics)  # as the loop logs them
         finally:
             state.tools.close()
     return state, engine, seen, metrics
