@@ -12,7 +12,7 @@ from videorl.rollout.batch import RolloutBatch
 
 
 def make_batch(
-    rewards: Sequence[float] = (),
+    rewards: Sequence[float] | None = (),
     groups: Sequence[int] = (),
     *,
     records: Sequence[Any] | None = None,
@@ -20,11 +20,11 @@ def make_batch(
     annotation: Sequence[bool] | None = None,
     **fields: Any,
 ) -> RolloutBatch:
-    """A batch of `len(rewards)` rows in `groups` (row i in group `groups[i]`), row i's
-    response `lengths[i]` tokens long (2 by default); `records` one per group (None each by
-    default, as prompts and videos); `fields` set any other `RolloutBatch` field. No rows:
-    the batch of a rank whose samples were all skipped."""
-    count, num_groups = len(rewards), max(groups, default=-1) + 1
+    """A batch of `len(groups)` rows (row i in group `groups[i]`) with `rewards` (None: not
+    scored yet), row i's response `lengths[i]` tokens long (2 by default); `records` one per
+    group (None each by default, as prompts and videos); `fields` set any other
+    `RolloutBatch` field. No rows: the batch of a rank whose samples were all skipped."""
+    count, num_groups = len(groups), max(groups, default=-1) + 1
     none = torch.zeros(count, dtype=torch.bool)
     values: dict[str, Any] = {
         "records": list(records) if records is not None else [None] * num_groups,
@@ -36,6 +36,6 @@ def make_batch(
         "is_annotation": none if annotation is None else torch.tensor(list(annotation)),
         "off_policy": none,
         "truncated": none,
-        "rewards": torch.tensor(list(rewards), dtype=torch.float32),
+        "rewards": None if rewards is None else torch.tensor(list(rewards), dtype=torch.float32),
     }
     return RolloutBatch(**(values | fields))
