@@ -32,12 +32,27 @@ from videorl.rollout.prompting import DecodedPrompts, decode_prompts, record_enc
 from videorl.rollout.tools import ToolDecodes, ToolRunner
 from videorl.trainer.metrics import StageTimer
 from videorl.trainer.sequence_parallel import split_forwards
-from videorl.trainer.stages import add_length_rewards, add_sensitivity_bonus
+from videorl.trainer.stages import add_length_rewards, add_sensitivity_bonus, score
 from videorl.trainer.subagents import subagents_of
 from videorl.trainer.tgrpo import add_shuffled_rollouts, add_temporal_contrast_bonus
 from videorl.video.cache import VideoCache
 
 ScoreStage = Callable[[RolloutBatch, RewardConfig, ScoringPool | None], RolloutBatch]
+
+
+@dataclass(frozen=True)
+class RewardStages:
+    """A draw's reward stages, in order (`rewards`), called through this table so that a
+    caller can substitute one (the step's `Stages` extends it): the family rewards, T-GRPO's
+    temporal contrast bonus, the length terms, TaRO's sensitivity bonus."""
+
+    score: ScoreStage = score
+    temporal_contrast: Callable[..., RolloutBatch] = add_temporal_contrast_bonus
+    length_rewards: Callable[..., RolloutBatch] = add_length_rewards
+    sensitivity: Callable[..., RolloutBatch] = add_sensitivity_bonus
+
+
+REWARD_STAGES = RewardStages()
 
 
 @dataclass
@@ -69,7 +84,7 @@ class DrawStage(Protocol):
         self,
         producer: Producer,
         timer: StageTimer,
-        score_stage: ScoreStage,
+        reward_stages: RewardStages,
         records: Sequence[TaskRecord],
         *,
         step: int,
@@ -81,7 +96,7 @@ class DrawStage(Protocol):
 def scored_draw(
     producer: Producer,
     timer: StageTimer,
-    score_stage: ScoreStage,
+    reward_stages: RewardStages,
     records: Sequence[TaskRecord],
     *,
     step: int,
@@ -118,7 +133,7 @@ def scored_draw(
     if not decoded.records:
         return batch
     with timer("reward"), producer.split_forwards():
-        batch = rewards(batch, cfg, score_stage, producer.pool, producer.logprob_model, step=step)
+        batch = rewards(batch, cfg, reward_stages, producer.pool, producer.logprob_model, step=step)
     return batch
 
 
@@ -190,20 +205,21 @@ def with_annotation_rows(batch: RolloutBatch, producer: Producer) -> RolloutBatc
 def rewards(
     batch: RolloutBatch,
     cfg: Config,
-    score_stage: ScoreStage,
+    stages: RewardStages,
     pool: ScoringPool | None,
     logprob_model: LoadedModel,
     *,
     step: int,
 ) -> RolloutBatch:
     """score -> T-GRPO temporal contrast bonus -> length terms -> TaRO sensitivity bonus."""
-    batch = score_stage(batch, cfg.reward, pool)
+    batch = stages.score(batch, cfg.reward, pool)
     tgrpo = cfg.algorithm.temporal_contrast
-    batch = add_temporal_contrast_bonus(batch, cfg.reward, tgrpo, pool)  # needs `shuffled`
-    batch = add_length_rewards(batch, cfg.reward, max_new_tokens=cfg.rollout.response_budget)
+    batch = stages.temporal_contrast(batch, cfg.reward, tgrpo, pool)  # needs `shuffled`
+    budget = cfg.rollout.response_budget
+    batch = stages.length_rewards(batch, cfg.reward, max_new_tokens=budget)
     if cfg.reward.sensitivity.enabled:
         encode = record_encoder(logprob_model, cfg.data)
-        batch = add_sensitivity_bonus(
+        batch = stages.sensitivity(
             batch, logprob_model, encode, cfg.reward, step=step, **no_grad_settings(cfg)
         )
     return batch

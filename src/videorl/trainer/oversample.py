@@ -36,7 +36,7 @@ from videorl.rollout.fingerprints import with_fingerprints
 from videorl.rollout.prompting import decode_prompts
 from videorl.trainer.draw import (
     Producer,
-    ScoreStage,
+    RewardStages,
     no_grad_settings,
     rewards,
     with_annotation_rows,
@@ -91,7 +91,7 @@ class RoundGroup:
 def oversampled_draw(
     producer: Producer,
     timer: StageTimer,
-    score_stage: ScoreStage,
+    reward_stages: RewardStages,
     carry: Sequence[CarriedGroup],
     records: Sequence[TaskRecord],
     *,
@@ -125,7 +125,7 @@ def oversampled_draw(
     if taken:
         with timer("reward"), producer.split_forwards():
             batch = rewards(
-                batch, cfg, score_stage, producer.pool, producer.logprob_model, step=step
+                batch, cfg, reward_stages, producer.pool, producer.logprob_model, step=step
             )
         with timer("behaviour"):
             batch = _with_behaviour(producer, batch, taken, version)

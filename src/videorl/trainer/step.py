@@ -14,14 +14,13 @@ from videorl.config import AlgorithmConfig
 from videorl.distributed import shard_indices
 from videorl.reduction import MetricValue, draw_metrics
 from videorl.rollout.batch import RolloutBatch
-from videorl.trainer.draw import DrawStage, ScoreStage, no_grad_settings, scored_draw
+from videorl.trainer.draw import DrawStage, RewardStages, no_grad_settings, scored_draw
 from videorl.trainer.dynamic_sampling import collect_groups
 from videorl.trainer.metrics import StageTimer, rollout_metrics, step_metrics
 from videorl.trainer.sequence_parallel import split_forwards
 from videorl.trainer.stages import (
     add_teacher_logprobs,
     compute_advantages,
-    score,
     select,
 )
 from videorl.trainer.state import TrainState
@@ -48,16 +47,17 @@ class StepResult(Mapping[str, Any]):
 
 
 @dataclass(frozen=True)
-class Stages:
+class Stages(RewardStages):
     """Every stage `train_step` calls, through this table, so that a caller can substitute
     one (a fixed reward, a spy around the update, a rollout that stops the run) and still
     run the whole step, alone or in the loop:
     `LoopHooks(step=functools.partial(train_step, stages=replace(STAGES, score=...)))`.
-    `draw` decodes, rolls out and rewards a draw of prompts (`trainer/draw.py`: `score` is
-    its reward stage); in `rollout.mode: async` the rollout workers draw instead."""
+    `draw` decodes, rolls out and rewards a draw of prompts (`trainer/draw.py`) through the
+    reward stages this table extends (`RewardStages`: `score`, `temporal_contrast`,
+    `length_rewards`, `sensitivity`); in `rollout.mode: async` the rollout workers draw
+    instead, with the default reward stages."""
 
     draw: DrawStage = scored_draw
-    score: ScoreStage = score
     teacher_logprobs: Callable[..., RolloutBatch] = add_teacher_logprobs
     advantages: Callable[[RolloutBatch, AlgorithmConfig], RolloutBatch] = compute_advantages
     select: Callable[[RolloutBatch, PruningConfig, int], RolloutBatch] = select
@@ -137,7 +137,7 @@ def _scored_draw(
     return stages.draw(
         state.producer(),
         timer,
-        stages.score,
+        stages,
         mine,
         step=state.step,
         epoch=state.sampler.epoch,
