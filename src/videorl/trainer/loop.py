@@ -165,7 +165,8 @@ def _train(
             if state.rollouts is not None:
                 metrics.update(state.rollouts.step_metrics(seconds))
             # the logged row: the metrics, and every rank's batch ids (lists concatenate)
-            metrics = reduce_metrics({**metrics, "batch_ids": result.batch_ids}, state.info)
+            ids = {} if result.batch_ids is None else {"batch_ids": result.batch_ids}
+            metrics = reduce_metrics({**metrics, **ids}, state.info)
             metrics = with_running_totals(metrics, totals)
             state.step += 1
             if validator.should_validate(state.step):

@@ -31,10 +31,11 @@ from videorl.trainer.update import UpdateContext, update_policy
 @dataclass(frozen=True)
 class StepResult(Mapping[str, Any]):
     """What a step returns: its metrics (each value by its declared reduction,
-    `videorl.reduction`), read as a mapping, and the ids of the records it trained on."""
+    `videorl.reduction`; the result reads as their mapping, `result["actor/loss"]`) and the
+    ids of the records it trained on (None: a step left without rows trained on none)."""
 
     metrics: dict[str, Any]
-    batch_ids: list[str]
+    batch_ids: list[str] | None
 
     def __getitem__(self, key: str) -> Any:
         return self.metrics[key]
@@ -158,7 +159,7 @@ def _empty_step(state: TrainState, batch: RolloutBatch, stages: Stages) -> StepR
     with _split_forwards(state):
         stages.update(_update_context(state), batch)
     _end_step(state)
-    return StepResult({**draw_metrics(batch.metrics), "step/skipped": 1.0}, [])
+    return StepResult({**draw_metrics(batch.metrics), "step/skipped": 1.0}, None)
 
 
 def _end_step(state: TrainState) -> None:
