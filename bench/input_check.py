@@ -80,7 +80,8 @@ def measure_prompts(repeats: int, sizes: dict[str, tuple[int, int, int]]) -> dic
 
 def measure_steps(args: argparse.Namespace) -> dict[str, Any]:
     from videorl.rollout import fingerprints
-    from videorl.trainer.loop import build_state, train_step
+    from videorl.trainer.build import build_state
+    from videorl.trainer.step import train_step
 
     size = "tiny" if args.quick else "bench"
     train = harness.synth_data(args.work, "temporal_grounding", n=16, seed=args.seed)

@@ -88,7 +88,8 @@ def trends(samples: list[dict[str, float]]) -> dict[str, dict[str, float]]:
 
 def soak(args: argparse.Namespace) -> dict[str, Any]:
     from videorl.data.synth import write_dataset
-    from videorl.trainer.loop import LoopHooks, run_training, train_step
+    from videorl.trainer.loop import LoopHooks, run_training
+    from videorl.trainer.step import train_step
 
     data = args.work / "soak-data"
     if not (data / "train.jsonl").is_file():

@@ -121,20 +121,21 @@ def instrumented(state: Any, watch: Stopwatch) -> Iterator[Any]:
     """Wrap the step's calls with timers; yields the stages table for `train_step`. Undone
     on exit."""
     from videorl.rollout import prompting
-    from videorl.trainer import loop, update
+    from videorl.trainer import update
+    from videorl.trainer.step import STAGES
 
     stages = dataclasses.replace(
-        loop.STAGES,
-        score=watch.wrap("reward", loop.STAGES.score),
-        update=watch.wrap("update_total", loop.STAGES.update),
+        STAGES,
+        score=watch.wrap("reward", STAGES.score),
+        advantages=watch.wrap("advantage", STAGES.advantages),
+        select=watch.wrap("selection", STAGES.select),
+        update=watch.wrap("update_total", STAGES.update),
     )
     patches = {
         "decode": (state.videos, "get"),
         "generate": (state.engine, "generate"),
         "encode": (prompting, "encode_record"),
         "old_logprobs": (update, "logprobs_in_microbatches"),
-        "advantage": (loop, "compute_advantages"),
-        "selection": (loop, "select"),
     }
     originals = {name: getattr(obj, attr) for name, (obj, attr) in patches.items()}
     for name, (obj, attr) in patches.items():
@@ -204,7 +205,7 @@ def measured_step(state: Any, indices: list[int], seed: int) -> tuple[dict, dict
 
     import torch
 
-    from videorl.trainer.loop import train_step
+    from videorl.trainer.step import train_step
 
     torch.manual_seed(seed)
     random.seed(seed)
@@ -313,7 +314,7 @@ def main(argv: list[str] | None = None) -> None:
     args = harness.parse_args(parser, "step", argv)
     if args.quick:
         args.steps, args.prompts, args.response_tokens = 1, 2, 8
-    from videorl.trainer.loop import build_state
+    from videorl.trainer.build import build_state
 
     run = harness.RunFacts()
     size = "tiny" if args.quick else "bench"

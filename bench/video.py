@@ -106,7 +106,8 @@ def one_step(state: Any, indices: list[int]) -> dict[str, Any]:
     import videorl.models.logprobs as logprobs_module
     import videorl.rollout.engine as engine_module
     from videorl.rollout import prompting
-    from videorl.trainer import loop, stages, update
+    from videorl.trainer import stages, update
+    from videorl.trainer.step import STAGES, train_step
     from videorl.video.decode import decode_video
 
     ledger, decode_s = PassLedger(), [0.0]
@@ -137,9 +138,9 @@ def one_step(state: Any, indices: list[int]) -> dict[str, Any]:
     decodes_before = state.videos.decode_count
     state.videos.get = timed_get
     try:
-        stages = replace(loop.STAGES, update=ledger.wrap_pass(loop.STAGES.update))
+        table = replace(STAGES, update=ledger.wrap_pass(STAGES.update))
         with patched(targets):
-            loop.train_step(state, indices, stages)
+            train_step(state, indices, table)
     finally:
         del state.videos.get
     state.step += 1
@@ -159,7 +160,7 @@ def one_step(state: Any, indices: list[int]) -> dict[str, Any]:
 
 
 def decode_once(args: argparse.Namespace, recipe: str, train: Path, model: Path) -> dict[str, Any]:
-    from videorl.trainer.loop import build_state
+    from videorl.trainer.build import build_state
     from videorl.video.decode import decode_video
 
     label, extra = RECIPES[recipe]

@@ -236,7 +236,8 @@ def run_trl(
 
 
 def run_videorl(cfg: Any, steps: int) -> dict[str, Any]:
-    from videorl.trainer.loop import build_state, train_step
+    from videorl.trainer.build import build_state
+    from videorl.trainer.step import train_step
 
     state = build_state(cfg, None)
     batches = harness.endless(state.sampler)
@@ -380,7 +381,8 @@ class ForwardLog:
 
 def video_check(args: argparse.Namespace, model: Path, have_trl: bool) -> dict[str, Any]:
     from videorl.data.loaders import load_records
-    from videorl.trainer.loop import build_state, train_step
+    from videorl.trainer.build import build_state
+    from videorl.trainer.step import train_step
 
     train = harness.synth_data(args.work, "temporal_grounding", n=16, seed=args.seed)
     cfg = videorl_config(args, model, train, "temporal_grounding", prompts=2, n=4, tokens=8)

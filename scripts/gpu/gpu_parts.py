@@ -663,7 +663,8 @@ def part_step(settings: Settings, work: Path, rec: Recorder) -> None:
     import step as step_bench
 
     from videorl.data.synth import synthesize
-    from videorl.trainer.loop import build_state, train_step
+    from videorl.trainer.build import build_state
+    from videorl.trainer.step import train_step
 
     class SyncedStopwatch(step_bench.Stopwatch):
         @staticmethod

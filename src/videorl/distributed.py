@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field, replace
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 import torch
 import torch.distributed as dist
 
-from videorl.reduction import combine
+from videorl.reduction import Metric, combine, logged
 
 
 @dataclass(frozen=True)
@@ -87,8 +87,9 @@ def with_sequence_groups(info: DistInfo, size: int) -> DistInfo:
     return replace(info, sequence_parallel=size, sequence_group=group)
 
 
-def all_reduce(value: float, op: str = "sum", info: DistInfo | None = None) -> float:
-    """Sum or max of a float over ranks (identity when running alone)."""
+def all_reduce(value: float, op: Literal["sum", "max"] = "sum") -> float:
+    """Sum or max of a float over the ranks of the default group (identity when running
+    alone)."""
     if not dist.is_initialized() or dist.get_world_size() == 1:
         return value
     tensor = torch.tensor([value], dtype=torch.float64)
@@ -157,19 +158,20 @@ def shard_indices(indices: list[int], info: DistInfo) -> list[int]:
 
 def reduce_metrics(metrics: dict[str, Any], info: DistInfo) -> dict[str, Any]:
     """Every rank gets each numeric metric combined over the ranks by its declared reduction
-    (`videorl.reduction.combine`: a `Summed` one adds up, any other is the mean over the
-    ranks that report it); lists are concatenated. A sequence-parallel group's ranks hold the
-    same rows, so only its first rank's metrics count."""
+    (`videorl.reduction.combine`: a summed one adds up, a plain number is the mean over the
+    ranks that report it), as the float the sinks log (`logged`); lists are concatenated. A
+    sequence-parallel group's ranks hold the same rows, so only its first rank's metrics
+    count."""
     if not info.enabled:
-        return metrics
+        return logged(metrics)
     gathered: list[dict[str, Any]] = [{} for _ in range(info.world_size)]
     dist.all_gather_object(gathered, metrics)
     gathered = gathered[:: info.sequence_parallel]
     merged: dict[str, Any] = {}
     for key in {k for m in gathered for k in m}:
         values = [m[key] for m in gathered if key in m and m[key] is not None]
-        if values and all(isinstance(v, (int, float)) for v in values):
+        if values and all(isinstance(v, (int, float, Metric)) for v in values):
             merged[key] = combine([(value, 1.0) for value in values])
         elif values and all(isinstance(v, list) for v in values):
             merged[key] = [item for v in values for item in v]
-    return merged
+    return logged(merged)

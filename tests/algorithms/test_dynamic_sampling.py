@@ -10,7 +10,7 @@ import torch
 from videorl.algorithms.dynamic_sampling import DynamicSamplingConfig, zero_variance_groups
 from videorl.config import load_config
 from videorl.errors import ConfigError
-from videorl.reduction import Summed
+from videorl.reduction import summed
 from videorl.rollout.batch import RolloutBatch, concat_batches, merge_metrics
 
 
@@ -88,7 +88,7 @@ def _batch(records: list[str], rows_per_group: int, rewards: list[float]) -> Rol
         rewards=torch.tensor(rewards),
         components=[{"task": r} for r in rewards],
         advantages=torch.ones(n, max(lengths)),
-        metrics={"reward/mean": sum(rewards) / n, "reward/seconds": Summed(1.0)},
+        metrics={"reward/mean": sum(rewards) / n, "reward/seconds": summed(1.0)},
     )
 
 
@@ -111,8 +111,8 @@ def test_concat_offsets_group_ids_and_merges_metrics():
     assert merged.rewards.tolist() == [0, 1, 1, 1, 0, 0]
     assert [c["task"] for c in merged.components] == [0, 1, 1, 1, 0, 0]
     assert merged.advantages.shape == (6, 3)
-    # reward/mean over all 6 rows: (0.5 * 2 + 0.5 * 4) / 6; seconds (declared Summed) add up
-    assert merged.metrics == {"reward/mean": pytest.approx(0.5), "reward/seconds": 2.0}
+    # reward/mean over all 6 rows: (0.5 * 2 + 0.5 * 4) / 6; seconds (declared summed) add up
+    assert merged.metrics == {"reward/mean": pytest.approx(0.5), "reward/seconds": summed(2.0)}
     assert merge_metrics([({"a/mean": 1.0}, 1), ({"a/mean": 0.0, "b": 2.0}, 3)]) == {
         "a/mean": 0.25,
         "b": 2.0,

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from videorl.data.records import MediaRef
+from videorl.reduction import logged
 from videorl.rewards import RewardConfig, ScoringPool, score_batch, serialize_annotation
 from videorl.rewards.pool import strip_frames
 
@@ -25,12 +26,13 @@ def rows():
 def test_in_process_order_and_metrics():
     records, responses = rows()
     batch = score_batch(records, responses, RewardConfig(num_workers=1))
+    metrics = logged(batch.metrics)
     assert batch.overall == [1.0, 0.0] * len(RECORDS)
-    assert batch.metrics["reward/mean"] == pytest.approx(0.5)
-    assert batch.metrics["reward/samples"] == len(records)
-    assert batch.metrics["reward/failed_timeout"] == 0.0
-    assert batch.metrics["reward/qa/mean"] == pytest.approx(0.5)
-    assert batch.metrics["reward/math/mean"] == pytest.approx(0.5)
+    assert metrics["reward/mean"] == pytest.approx(0.5)
+    assert metrics["reward/samples"] == len(records)
+    assert metrics["reward/failed_timeout"] == 0.0
+    assert metrics["reward/qa/mean"] == pytest.approx(0.5)
+    assert metrics["reward/math/mean"] == pytest.approx(0.5)
 
 
 def test_pool_matches_in_process():
@@ -60,9 +62,10 @@ def test_failures_are_scored_zero_with_their_reason(plugin_module):
         assert batch.overall == [1.0, 1.0, 0.0, 0.0, 1.0, 0.0, 1.0]
         reasons = [r.failure_reason for r in batch.results]
         assert reasons == [None, None, "timeout", "crash", None, "exception", None]
-        assert batch.metrics["reward/failed_timeout"] == 1.0
-        assert batch.metrics["reward/failed_crash"] == 1.0
-        assert batch.metrics["reward/failed_exception"] == 1.0
+        metrics = logged(batch.metrics)
+        assert metrics["reward/failed_timeout"] == 1.0
+        assert metrics["reward/failed_crash"] == 1.0
+        assert metrics["reward/failed_exception"] == 1.0
         # the pool replaced its killed workers and keeps working
         again = score_batch(records[:2], responses[:2], config, pool=pool)
         assert again.overall == [1.0, 1.0]

@@ -16,6 +16,7 @@ import pytest
 
 from tests.rewards.factories import make
 from videorl.errors import ConfigError
+from videorl.reduction import logged, summed
 from videorl.rewards import RewardConfig, longvt_judge, score_response
 from videorl.rewards.batch import score_batch
 from videorl.rewards.calls import ToolCallMade
@@ -121,8 +122,8 @@ def closed_port_url() -> str:
 def test_the_judge_s_verdict_is_the_score(server, answer, expected):
     verdict = judge(config(server.url), QUESTION, REFERENCE, answer)
     assert (verdict.score, verdict.failure) == (expected, None)
-    assert verdict.components() == {
-        "judge/called": 1.0,
+    assert verdict.counters() == {
+        "judge/calls": 1.0,
         **{f"judge/failed_{reason}": 0.0 for reason in JUDGE_FAILURES},
     }
 
@@ -156,8 +157,8 @@ def test_without_a_model_the_first_model_the_server_lists_is_asked(server):
 def test_a_failed_judgement_scores_zero_with_its_reason(server, answer, reason):
     verdict = judge(config(server.url, timeout_s=0.5), QUESTION, REFERENCE, answer)
     assert (verdict.score, verdict.failure) == (0.0, reason)
-    assert verdict.components()[f"judge/failed_{reason}"] == 1.0
-    assert sum(verdict.components().values()) == 2.0  # called, and this one failure
+    assert verdict.counters()[f"judge/failed_{reason}"] == 1.0
+    assert sum(verdict.counters().values()) == 2.0  # called, and this one failure
 
 
 def test_an_unreachable_judge_scores_zero():
@@ -311,7 +312,7 @@ def test_the_longvt_plug_in_takes_accuracy_from_the_judge(server):
     assert half["task"] == 0.5 and half["format"] == 1.0
     assert half["time_iou"] == pytest.approx(8 / 12)
     assert half["overall"] == pytest.approx((0.5 + 1.0 + 8 / 12) / 3)
-    assert half["judge/called"] == 1.0
+    assert half["counters"]["judge/calls"] == 1.0
     full = score(open_record(), FINAL.format("red"), cfg)
     assert (full["task"], full["overall"]) == (1.0, pytest.approx(2 / 3))
 
@@ -320,13 +321,13 @@ def test_a_judge_failure_costs_accuracy_only_and_is_counted(server):
     cfg = reward_config(server.url)
     parts = score(open_record(), FINAL.format("hang"), cfg)
     assert (parts["task"], parts["format"]) == (0.0, 1.0)
-    assert parts["judge/failed_timeout"] == 1.0
+    assert parts["counters"]["judge/failed_timeout"] == 1.0
     records = [open_record()] * 4
     responses = [FINAL.format(a) for a in ("red", "maybe", "error", "")]
     batch = score_batch(records, responses, cfg)
     assert [r.components["task"] for r in batch.results] == [1.0, 0.0, 0.0, 0.0]
     assert all(r.error is None for r in batch.results)  # no sample failed: format still counts
-    metrics = batch.metrics
+    metrics = logged(batch.metrics)
     assert metrics["reward/judge/calls"] == 3.0  # the empty answer is not sent
     assert metrics["reward/judge/failed_unparsed"] == 1.0
     assert metrics["reward/judge/failed_http_error"] == 1.0
@@ -339,13 +340,14 @@ def test_an_unreachable_judge_never_fails_the_step():
     result = score_response(open_record(), FINAL.format("red"), cfg, (crop(10, 20),))
     assert result.error is None
     assert result.components["task"] == 0.0 and result.components["time_iou"] == 1.0
-    assert result.components["judge/failed_unreachable"] == 1.0
+    assert result.counters["judge/failed_unreachable"] == 1.0
+    assert not any(key.startswith("judge/") for key in result.components)  # not reward terms
 
 
 def test_choice_records_and_runs_without_a_judge_score_as_before(server):
     choice = make("video_qa", {"letter": "B"}, extra={"video_segment": SEGMENT})
     with_judge = score(choice, FINAL.format("B"), reward_config(server.url))
-    assert with_judge["task"] == 1.0 and with_judge["judge/called"] == 0.0
+    assert with_judge["task"] == 1.0 and with_judge["counters"]["judge/calls"] == 0.0
     plain = score(choice, FINAL.format("B"), RewardConfig(num_workers=1))
     assert set(plain) == {"format", "task", "time_iou", "overall"}
     # open-ended without a judge: the normalised exact text
@@ -371,7 +373,7 @@ def test_the_judge_is_asked_from_the_scoring_pool_s_workers(server):
     responses = [FINAL.format(a) for a in ("red", "the red one", "blue")]
     batch = score_batch(records, responses, cfg)
     assert [r.components["task"] for r in batch.results] == [1.0, 0.5, 0.0]
-    assert batch.metrics["reward/judge/calls"] == 3.0
+    assert batch.metrics["reward/judge/calls"] == summed(3.0)
 
 
 # ----- configuration -----------------------------------------------------------------------

@@ -99,7 +99,8 @@ def toy():
 
 
 def test_a_toy_family_runs_synth_train_and_eval(toy, tiny_model_dir, tmp_path, capsys, monkeypatch):
-    from videorl.trainer.loop import build_state, train_step
+    from videorl.trainer.build import build_state
+    from videorl.trainer.step import train_step
 
     records = synthesize(tmp_path / "data", ["toy"], n=4, seed=0)
     rows = [json.loads(line) for line in records.read_text().splitlines()]

@@ -17,7 +17,8 @@ import pytest
 import torch
 
 from videorl.models.logprobs import logprobs_in_microbatches
-from videorl.trainer.loop import STAGES, build_state, train_step
+from videorl.trainer.build import build_state
+from videorl.trainer.step import STAGES, train_step
 
 DIRECTION = ["optim.lr=1e-4", "rollout.n=4", "data.prompts_per_step=2"]
 

@@ -23,9 +23,11 @@ from videorl.algorithms.dynamic_sampling import DynamicSamplingConfig
 from videorl.data.loaders import load_records
 from videorl.data.sampler import TaskGroupedSampler
 from videorl.errors import DataError
+from videorl.reduction import logged
 from videorl.trainer.build import build_state
-from videorl.trainer.loop import STAGES, LoopHooks, run_training, train_step
+from videorl.trainer.loop import LoopHooks, run_training
 from videorl.trainer.stages import add_length_rewards
+from videorl.trainer.step import STAGES, train_step
 
 # the DAPO shape of tests/trainer/test_dapo_gspo.py (clip-higher, token-mean, overlong
 # shaping in a 16-token budget) with dynamic sampling on DAPO's `acc` (our `task`)
@@ -77,11 +79,12 @@ def state(build_config, tmp_path_factory):
 
 def _step(state, flat: set[str], score=None, **sampling):
     """One step with `sampling` replacing DAPO's dynamic sampling settings, scored by
-    `flat_for(flat)` (or `score`)."""
+    `flat_for(flat)` (or `score`); its metrics as the loop logs them, with its batch ids."""
     ds = replace(DynamicSamplingConfig(enabled=True, metric="task"), **sampling)
     state.cfg = replace(state.cfg, algorithm=replace(state.cfg.algorithm, dynamic_sampling=ds))
     stages = replace(STAGES, score=score or flat_for(flat))
-    return train_step(state, state.sampler.next_batch(), stages)
+    result = train_step(state, state.sampler.next_batch(), stages)
+    return {**logged(result.metrics), "batch_ids": result.batch_ids}
 
 
 def test_a_flat_first_draw_is_refilled_from_the_next_batch(state):

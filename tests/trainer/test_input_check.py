@@ -14,8 +14,8 @@ from videorl.models.fingerprint import fingerprint
 from videorl.models.inputs import with_prefix
 from videorl.rollout.fingerprints import checked_prompts, row_media
 from videorl.trainer.build import build_state
-from videorl.trainer.loop import STAGES, train_step
 from videorl.trainer.stages import score
+from videorl.trainer.step import STAGES, train_step
 
 
 @pytest.fixture(scope="module")

@@ -13,10 +13,11 @@ from dataclasses import replace
 import pytest
 
 from tests.trainer.runs import assert_same_checkpoint, metrics_by_step, with_output
-from videorl.trainer import draw, loop
+from videorl.trainer import loop
 from videorl.trainer.checkpoint import Checkpointer
 from videorl.trainer.interrupt import StopRequest
-from videorl.trainer.loop import STAGES, LoopHooks, run_training, train_step
+from videorl.trainer.loop import LoopHooks, run_training
+from videorl.trainer.step import STAGES, train_step
 from videorl.trainer.validation import validate
 
 pytestmark = pytest.mark.slow  # multi-process or whole-run: `make test`, not `make test-fast`
@@ -65,8 +66,8 @@ def _interrupting(real, *, call: int, times: int = 1, after: bool = False):
 
 
 def _interrupt_at(monkeypatch, name: str, *, owner, **when):
-    """`_interrupting` in place of `<owner>.<name>`, a function deep inside the step or the
-    loop that no hook reaches (the rollout's `generate_groups`, `Checkpointer.save`)."""
+    """`_interrupting` in place of `<owner>.<name>`, a function of the loop that no hook
+    reaches (`Checkpointer.save`)."""
     wrapped, calls = _interrupting(getattr(owner, name), **when)
     monkeypatch.setattr(owner, name, wrapped)
     return calls
@@ -93,14 +94,14 @@ def test_ctrl_c_at_five_points_then_resume_equals_the_uninterrupted_run(
     monkeypatch.setattr(loop, "StopRequest", functools.partial(StopRequest, grace_s=0.0))
 
     def resume(name, *, call, times=1, after=False, first=False, owner=loop):
-        """Run until the interruption at `name`: the update and the validation are
-        interrupted through the step's stages and the loop's hooks, deeper points by
-        patching their `owner`."""
+        """Run until the interruption at `name`: the step's draw and update are interrupted
+        through its stages, the validation through the loop's hooks, the loop's own points
+        by patching their `owner`."""
         when = {"call": call, "times": times, "after": after}
         with monkeypatch.context() as m:
-            if name == "update":
-                update, calls = _interrupting(STAGES.update, **when)
-                step = functools.partial(train_step, stages=replace(STAGES, update=update))
+            if name in ("draw", "update"):
+                stage, calls = _interrupting(getattr(STAGES, name), **when)
+                step = functools.partial(train_step, stages=replace(STAGES, **{name: stage}))
                 hooks = LoopHooks(step=step)
             elif name == "validate":
                 checked, calls = _interrupting(validate, **when)
@@ -111,7 +112,7 @@ def test_ctrl_c_at_five_points_then_resume_equals_the_uninterrupted_run(
         assert calls["n"] >= call, f"{name} was not reached"
         return path
 
-    path = resume("generate_groups", call=1, first=True, owner=draw)
+    path = resume("draw", call=1, first=True)
     assert path == out / "step-000001" and _steps(out) == [1]
     assert_same_checkpoint(path, reference_out / "step-000001")
 

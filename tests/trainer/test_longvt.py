@@ -15,7 +15,7 @@ from videorl.config import load_config
 from videorl.models.generate import Generation
 from videorl.rollout.engine import HFEngine
 from videorl.trainer.build import build_state
-from videorl.trainer.loop import STAGES, train_step
+from videorl.trainer.step import STAGES, train_step
 
 CALL = (
     "<think>look closer</think><tool_call>"

@@ -18,7 +18,8 @@ from tests.trainer.pause import PausePoint
 from tests.trainer.runs import assert_same_checkpoint, metrics_by_step
 from tests.trainer.test_distributed import _env
 from videorl.trainer.checkpoint import list_checkpoints
-from videorl.trainer.loop import LoopHooks, run_training, train_step
+from videorl.trainer.loop import LoopHooks, run_training
+from videorl.trainer.step import train_step
 
 pytestmark = pytest.mark.slow  # multi-process or whole-run: `make test`, not `make test-fast`
 

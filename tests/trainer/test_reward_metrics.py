@@ -8,11 +8,12 @@ import json
 import pytest
 import torch
 
+from tests.factories import make_batch
 from videorl.data.records import record_from_dict
+from videorl.reduction import logged
 from videorl.rewards import RewardConfig, serialize_annotation
 from videorl.rollout.batch import RolloutBatch
-from videorl.trainer.loop import rollout_metrics
-from videorl.trainer.metrics import plot_reward_curves
+from videorl.trainer.metrics import plot_reward_curves, rollout_metrics
 from videorl.trainer.stages import score
 
 
@@ -23,22 +24,20 @@ def math_batch() -> RolloutBatch:
     )
     right = serialize_annotation(record)
     texts = ["\\boxed{7}", "no answer", right, right]
-    return RolloutBatch(
+    return make_batch(
+        None,
+        [0] * 4,
         records=[record],
-        prompts=[None],
-        videos=[None],
-        group_ids=torch.zeros(4, dtype=torch.long),
-        responses=[torch.ones(3, dtype=torch.long)] * 4,
+        lengths=[3] * 4,
+        annotation=[False, False, False, True],
         texts=texts,
-        is_annotation=torch.tensor([False, False, False, True]),
         off_policy=torch.tensor([False, False, True, False]),
-        truncated=torch.zeros(4, dtype=torch.bool),
     )
 
 
 def test_policy_metrics_exclude_annotation_and_constructed_rows():
     batch = score(math_batch(), RewardConfig(num_workers=1))
-    metrics = {**batch.metrics, **rollout_metrics(batch, max_new_tokens=8)}
+    metrics = logged({**batch.metrics, **rollout_metrics(batch, max_new_tokens=8)})
     assert batch.rewards.tolist() == [0.0, 0.0, 1.0, 1.0]
     assert metrics["reward/mean"] == 0.0
     assert metrics["reward/math/mean"] == 0.0

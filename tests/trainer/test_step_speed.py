@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from videorl.trainer.loop import build_state, train_step
+from videorl.trainer.build import build_state
+from videorl.trainer.step import train_step
 
 COMPARED = ("actor/loss", "reward/mean", "sensitivity/d_mean", "response/length_mean")
 

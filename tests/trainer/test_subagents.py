@@ -19,8 +19,8 @@ from videorl.errors import ConfigError
 from videorl.models.generate import Generation
 from videorl.rollout.engine import HFEngine
 from videorl.trainer.build import build_state
-from videorl.trainer.loop import STAGES, train_step
 from videorl.trainer.metrics import read_metrics
+from videorl.trainer.step import STAGES, train_step
 
 pytestmark = pytest.mark.slow  # tiny-model train steps, ~10 s each on one thread
 

@@ -19,7 +19,7 @@ from videorl.rewards.timesearch import check_score
 from videorl.rollout.engine import HFEngine
 from videorl.rollout.verification import NO_FRAMES
 from videorl.trainer.build import build_state
-from videorl.trainer.loop import STAGES, train_step
+from videorl.trainer.step import STAGES, train_step
 
 SCRIPT = "TimeSearch-R scripts/train.sh"
 PUBLISHED = [

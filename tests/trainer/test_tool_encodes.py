@@ -15,7 +15,7 @@ from videorl.models import visual_cache
 from videorl.models.logprobs import logprobs_in_microbatches
 from videorl.models.split_vision import vision_tower
 from videorl.trainer.build import build_state
-from videorl.trainer.loop import STAGES, train_step
+from videorl.trainer.step import STAGES, train_step
 
 
 class EncodingEngine(ScriptedEngine):

@@ -20,11 +20,12 @@ from videorl.errors import ConfigError
 from videorl.models.generate import Generation
 from videorl.models.inputs import collate
 from videorl.models.logprobs import response_logprobs
+from videorl.reduction import logged
 from videorl.rollout.engine import HFEngine
 from videorl.rollout.multiturn import loss_inputs
 from videorl.trainer import update as update_module
 from videorl.trainer.build import build_state, tool_runner
-from videorl.trainer.loop import STAGES, train_step
+from videorl.trainer.step import STAGES, train_step
 
 CALL = '<tool_call>{"name": "get_clip", "arguments": {"start": 1, "end": 3, "fps": 4}}</tool_call>'
 ANSWER = "<answer>1 to 3</answer>"
@@ -98,9 +99,10 @@ def step_with_spies(config):
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(update_module, "rows_logprobs", spy_forward)
         try:
-            metrics = train_step(
+            result = train_step(
                 state, state.sampler.next_batch(), replace(STAGES, update=spy_update)
             )
+            metrics = logged(result.metrics)  # as the loop logs them
         finally:
             state.tools.close()
     return state, engine, seen, metrics

@@ -9,6 +9,7 @@ import types
 import pytest
 import torch
 
+from tests.factories import make_batch
 from tests.trainer.dist_update_worker import fixed_batch
 from videorl import distributed
 from videorl.algorithms.loss import PolicyLossConfig
@@ -19,7 +20,8 @@ from videorl.data.records import DenseCaption, TaskRecord, TemporalAnswer
 from videorl.distributed import DistInfo, reduce_metrics, shard_indices
 from videorl.models.generate import Generation, SamplingParams
 from videorl.models.loading import load_model
-from videorl.rollout.batch import RolloutBatch, empty_batch, pad_rows
+from videorl.reduction import summed
+from videorl.rollout.batch import RolloutBatch, pad_rows
 from videorl.rollout.groups import add_annotation_rows, constructed_prefix, generate_groups
 from videorl.trainer import stages
 from videorl.trainer import update as update_module
@@ -39,21 +41,8 @@ def _record(i: int = 0, captions=()) -> TaskRecord:
 
 
 def _batch(rewards, groups, lengths=None, annotation=None) -> RolloutBatch:
-    lengths = lengths or [2] * len(rewards)
-    count = len(rewards)
-    none = torch.zeros(count, dtype=torch.bool)
-    return RolloutBatch(
-        records=[_record(g) for g in range(max(groups) + 1)],
-        prompts=[None] * (max(groups) + 1),
-        videos=[None] * (max(groups) + 1),
-        group_ids=torch.tensor(groups),
-        responses=[torch.arange(n) for n in lengths],
-        texts=[""] * count,
-        is_annotation=none if annotation is None else torch.tensor(annotation),
-        off_policy=none,
-        truncated=none,
-        rewards=torch.tensor(rewards, dtype=torch.float32),
-    )
+    records = [_record(g) for g in range(max(groups) + 1)]
+    return make_batch(rewards, groups, records=records, lengths=lengths, annotation=annotation)
 
 
 # ----- stages ---------------------------------------------------------------------------
@@ -90,13 +79,14 @@ def test_score_turns_non_finite_rewards_into_zero(monkeypatch):
     scores = types.SimpleNamespace(
         overall=overall,
         results=[RewardResult(o, {"task": 0.5}, e) for o, e in zip(overall, errors, strict=True)],
-        metrics={"reward/seconds": 0.1},
+        metrics={"reward/seconds": summed(0.1)},
+        seconds=0.1,
     )
     monkeypatch.setattr(stages, "score_batch", lambda *a, **k: scores)
     out = stages.score(_batch([0.0] * 3, [0, 0, 0]), config=None)
     assert out.rewards.tolist() == [0.0, 0.5, 0.0]
     assert out.components == [{"task": 0.5}] * 3
-    assert out.metrics["reward/failed_crash"] == 1.0
+    assert out.metrics["reward/failed_crash"] == summed(1.0)
 
 
 def test_select_keeps_every_row_without_pruning_and_drops_rows_with_it():
@@ -211,7 +201,7 @@ def test_rollout_batch_subset_masks_and_padding():
         [1, 1, -1],
         [1, 1, 1],
     ]
-    empty = empty_batch()
+    empty = make_batch()
     assert empty.num_rows == 0 and empty.max_response_len == 0
 
 

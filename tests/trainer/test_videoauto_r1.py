@@ -16,7 +16,7 @@ from videorl.data.published_prompts import VIDEOAUTO_SYSTEM
 from videorl.models.generate import Generation
 from videorl.rollout.engine import HFEngine
 from videorl.trainer.build import build_state
-from videorl.trainer.loop import STAGES, train_step
+from videorl.trainer.step import STAGES, train_step
 
 SCRIPT = "VideoAuto-R1 train_qwen2.5vl_grpo_auto_text_image_video.sh"
 PUBLISHED = [

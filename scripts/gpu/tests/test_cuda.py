@@ -140,7 +140,8 @@ def _train_config(tiny_model_dir, tg_records, device, output: Path, *extra: str)
 
 
 def test_bf16_train_step_with_gradient_checkpointing(tiny_model_dir, tg_records, device, tmp_path):
-    from videorl.trainer.loop import build_state, train_step
+    from videorl.trainer.build import build_state
+    from videorl.trainer.step import train_step
 
     cfg = _train_config(
         tiny_model_dir, tg_records, device, tmp_path / "run", "optim.mini_batches=2"

@@ -27,7 +27,7 @@ from typing import Literal
 import torch
 from torch import Tensor
 
-from videorl.reduction import Maxed
+from videorl.reduction import MetricValue, maxed
 
 _MAX_LOG_RATIO = 20.0  # exp(20) is finite in float32
 
@@ -48,7 +48,7 @@ class BehaviourCorrection:
 @torch.no_grad()
 def behaviour_weights(
     prox_logp: Tensor, correction: BehaviourCorrection, mask: Tensor
-) -> tuple[Tensor, dict[str, float]]:
+) -> tuple[Tensor, dict[str, MetricValue]]:
     """The weights w [b, T] (module docstring; 1 on current rows and padding) and their
     metrics over the stale response tokens: `async/is_weight_mean`, `async/is_weight_max`
     (before the cap) and `async/is_truncated_frac` (tokens whose w exceeded the cap)."""
@@ -61,9 +61,9 @@ def behaviour_weights(
     stale = correction.stale.to(prox_logp.device).bool()[:, None] & mask.bool()
     weights = torch.where(stale, capped, torch.ones_like(raw))
     count = int(stale.sum())
-    metrics: dict[str, float] = {"async/stale_tokens": float(count)}
+    metrics: dict[str, MetricValue] = {"async/stale_tokens": float(count)}
     if count:
         metrics["async/is_weight_mean"] = float(raw[stale].double().mean())
-        metrics["async/is_weight_max"] = Maxed(float(raw[stale].max()))
+        metrics["async/is_weight_max"] = maxed(float(raw[stale].max()))
         metrics["async/is_truncated_frac"] = float(over[stale].double().mean())
     return weights, metrics

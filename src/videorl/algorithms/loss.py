@@ -32,6 +32,7 @@ from videorl.algorithms.behaviour import BehaviourCorrection, behaviour_weights
 from videorl.algorithms.policy_losses import PolicyTerms, get_policy_loss, register_policy_loss
 from videorl.config.constraints import Between, Checked, Ge, Gt
 from videorl.errors import ConfigError
+from videorl.reduction import MetricValue
 
 Aggregation = Literal[
     "token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "seq-mean-token-sum-norm"
@@ -98,7 +99,7 @@ class LossResult:
     (token means over this micro-batch; `actor/tokens` is its token count, for weighting)."""
 
     loss: Tensor
-    metrics: dict[str, float]
+    metrics: dict[str, MetricValue]
 
 
 def kl_penalty(logp: Tensor, ref_logp: Tensor, kind: str = "k3") -> Tensor:
@@ -224,7 +225,7 @@ def policy_loss(
     if entropy is not None:
         entropy = torch.where(mask.bool(), entropy, 0.0)
     terms = get_policy_loss(config.name)(logp, old_logp, advantages, mask, config)
-    surrogate, behaviour_metrics = terms.loss, dict[str, float]()
+    surrogate, behaviour_metrics = terms.loss, dict[str, MetricValue]()
     if behaviour is not None:
         weights, behaviour_metrics = behaviour_weights(old_logp, behaviour, mask)
         surrogate = surrogate * (weights if surrogate.dim() == 2 else weights.unsqueeze(-1))

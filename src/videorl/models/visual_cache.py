@@ -290,32 +290,39 @@ def with_encoder_outputs(inputs: dict[str, Any], outputs: dict[str, Any] | None)
     return kept
 
 
-def share_visual_cache(policy: LoadedModel, *others: LoadedModel | None) -> None:
+@dataclass(frozen=True)
+class VisualCaches:
+    """The caches of a step's vision models, which the step holds: it clears them at its
+    start and end, and dynamic sampling keeps only the kept groups' entries (`retain`). The
+    models hold them too, for their forwards' lookups (`cached_encoder_outputs`)."""
+
+    caches: tuple[VisualEmbeddingCache, ...] = ()
+
+    def retain(self, prompts: Sequence[PromptEncoding]) -> None:
+        """`VisualEmbeddingCache.retain(prompts)` on each cache."""
+        for cache in self.caches:
+            cache.retain(prompts)
+
+    def clear(self) -> None:
+        """Drop the stored embeddings (at the start and the end of a step)."""
+        for cache in self.caches:
+            cache.clear()
+
+
+def share_visual_cache(policy: LoadedModel, *others: LoadedModel | None) -> VisualCaches:
     """Give vision models a cache: the policy and its rollout copy share one (encoded by the
-    copy, which under FSDP is the unsharded one); a reference or teacher gets its own."""
+    copy, which under FSDP is the unsharded one); a reference or teacher gets its own.
+    Returns the caches, for their owner to clear and prune."""
     if not policy.is_vision:
-        return
+        return VisualCaches()
     rollout = others[0] if others else None
     encoder = rollout.model if rollout is not None else policy.model
     policy.visual_cache = VisualEmbeddingCache(encoder)
     if rollout is not None:
         rollout.visual_cache = policy.visual_cache
+    caches = [policy.visual_cache]
     for other in others[1:]:
         if other is not None and other.is_vision:
             other.visual_cache = VisualEmbeddingCache(other.model)
-
-
-def retain_visual_caches(prompts: Sequence[PromptEncoding], *models: LoadedModel | None) -> None:
-    """`VisualEmbeddingCache.retain(prompts)` on each model's cache."""
-    for loaded in models:
-        cache = getattr(loaded, "visual_cache", None)
-        if cache is not None:
-            cache.retain(prompts)
-
-
-def clear_visual_caches(*models: LoadedModel | None) -> None:
-    """Drop the stored embeddings (at the start and the end of a step)."""
-    for loaded in models:
-        cache = getattr(loaded, "visual_cache", None)
-        if cache is not None:
-            cache.clear()
+            caches.append(other.visual_cache)
+    return VisualCaches(tuple(caches))

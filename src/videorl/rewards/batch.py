@@ -9,10 +9,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from videorl.data.records import TaskRecord
-from videorl.reduction import Summed
+from videorl.reduction import MetricValue, summed
 from videorl.rewards.calls import ToolCallMade
 from videorl.rewards.config import RewardConfig
-from videorl.rewards.judge import CALLED, COMPONENT_PREFIX, JUDGE_FAILURES
 from videorl.rewards.pool import ScoringPool
 from videorl.rewards.result import FAILURE_REASONS, RewardResult
 from videorl.rewards.router import score_response
@@ -25,10 +24,11 @@ CONSTRUCTED_PREFIX = "reward/constructed/"
 
 @dataclass(frozen=True)
 class BatchScores:
-    """Per-row results in batch order and the batch's metrics."""
+    """Per-row results in batch order, the batch's metrics and the seconds scoring took."""
 
     results: list[RewardResult]
-    metrics: dict[str, float]
+    metrics: dict[str, MetricValue]
+    seconds: float
 
     @property
     def overall(self) -> list[float]:
@@ -38,28 +38,28 @@ class BatchScores:
 def batch_metrics(
     records: Sequence[TaskRecord],
     results: Sequence[RewardResult],
-    seconds: float,
+    seconds: float | None,
     prefix: str = POLICY_PREFIX,
-) -> dict[str, float]:
-    """`reward/mean`, `reward/format_mean`, `reward/<family>/mean`, `reward/failed_<reason>`
-    (counts, every reason always present), `reward/judge/*` (`judge_metrics`: only when an
-    LLM judge scored the rows), `reward/samples`, `reward/seconds` (`prefix`
-    replaces `reward/`, e.g. `reward/annotation/` for the annotation rows). The counts and
-    the seconds are `Summed` over draws and ranks; the rest are means."""
+) -> dict[str, MetricValue]:
+    """`reward/samples`, `reward/seconds` (when `seconds` is given), `reward/mean`,
+    `reward/format_mean`, `reward/failed_<reason>` (counts, every reason always present),
+    `reward/<counter>` (`counter_metrics`: e.g. the LLM judge's, when the rows carry
+    counters), `reward/<family>/mean` (`prefix` replaces `reward/`, e.g.
+    `reward/annotation/` for the annotation rows). The counts and the seconds are summed over
+    draws and ranks; the rest are means."""
     count = len(results)
-    metrics: dict[str, float] = {
-        f"{prefix}samples": Summed(count),
-        f"{prefix}seconds": Summed(seconds),
-        f"{prefix}mean": sum(r.overall for r in results) / count if count else 0.0,
-        f"{prefix}format_mean": sum(r.components.get("format", 0.0) for r in results) / count
-        if count
-        else 0.0,
-    }
+    metrics: dict[str, MetricValue] = {f"{prefix}samples": summed(count)}
+    if seconds is not None:
+        metrics[f"{prefix}seconds"] = summed(seconds)
+    metrics[f"{prefix}mean"] = sum(r.overall for r in results) / count if count else 0.0
+    metrics[f"{prefix}format_mean"] = (
+        sum(r.components.get("format", 0.0) for r in results) / count if count else 0.0
+    )
     for reason in FAILURE_REASONS:
-        metrics[f"{prefix}failed_{reason}"] = Summed(
+        metrics[f"{prefix}failed_{reason}"] = summed(
             sum(r.failure_reason == reason for r in results)
         )
-    metrics.update(judge_metrics(results, prefix))
+    metrics.update(counter_metrics(results, prefix))
     by_family: dict[str, list[float]] = defaultdict(list)
     for record, result in zip(records, results, strict=True):
         by_family[record.family.short].append(result.overall)
@@ -68,26 +68,16 @@ def batch_metrics(
     return metrics
 
 
-def _judge_value(result: RewardResult, key: str) -> float:
-    """A judge component of the plug-in (`plugin/<key>` when it extends a built-in)."""
-    return result.components.get(key, result.components.get(f"plugin/{key}", 0.0))
-
-
-def judge_metrics(results: Sequence[RewardResult], prefix: str = POLICY_PREFIX) -> dict[str, float]:
-    """`reward/judge/calls` and `reward/judge/failed_<reason>` (every reason), `Summed`, when
-    a row carries the LLM judge's components (`rewards/judge.py`: `reward.judge.url` set and
-    a plug-in that asks it); else nothing."""
-    if not any(CALLED in r.components or f"plugin/{CALLED}" in r.components for r in results):
-        return {}
-    metrics: dict[str, float] = {
-        f"{prefix}judge/calls": Summed(sum(_judge_value(r, CALLED) for r in results))
+def counter_metrics(
+    results: Sequence[RewardResult], prefix: str = POLICY_PREFIX
+) -> dict[str, MetricValue]:
+    """`reward/<counter>` for each counter a row carries (`RewardResult.counters`, e.g. the
+    LLM judge's `judge/calls` and `judge/failed_<reason>`): its sum over the rows (0 where a
+    row lacks it), summed over draws and ranks; nothing when no row carries counters."""
+    names = dict.fromkeys(name for r in results for name in r.counters)
+    return {
+        f"{prefix}{name}": summed(sum(r.counters.get(name, 0.0) for r in results)) for name in names
     }
-    for reason in JUDGE_FAILURES:
-        key = f"{COMPONENT_PREFIX}{reason}"
-        metrics[f"{prefix}judge/failed_{reason}"] = Summed(
-            sum(_judge_value(r, key) for r in results)
-        )
-    return metrics
 
 
 def score_batch(
@@ -119,4 +109,5 @@ def score_batch(
             score_response(record, response, config, made)
             for record, response, made in zip(records, responses, row_calls, strict=True)
         ]
-    return BatchScores(results, batch_metrics(records, results, time.perf_counter() - start))
+    seconds = time.perf_counter() - start
+    return BatchScores(results, batch_metrics(records, results, seconds), seconds)

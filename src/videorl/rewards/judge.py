@@ -15,8 +15,8 @@ At most `max_tokens` are asked for (null: no limit).
 
 A judge never fails a step: a server that cannot be reached, a request that times out, an
 HTTP error or a reply that is not a verdict scores 0 with its reason (`JUDGE_FAILURES`),
-which the plug-in puts in its components (`judge/failed_<reason>`) and the step counts as
-`reward/judge/failed_<reason>` (`rewards/batch.py`). One client per process (the scoring
+which the plug-in puts in its result's counters (`judge/failed_<reason>`, beside
+`judge/calls`) and the step sums as `reward/judge/failed_<reason>` (`rewards/batch.py`). One client per process (the scoring
 pool's workers each build theirs), made on first use.
 """
 
@@ -36,8 +36,8 @@ from videorl.rewards.config import JudgeConfig
 # Why a judged answer scored 0 without a verdict; each is counted as
 # `reward/judge/failed_<reason>`.
 JUDGE_FAILURES = ("unreachable", "timeout", "http_error", "unparsed")
-COMPONENT_PREFIX = "judge/failed_"
-CALLED = "judge/called"
+FAILED_PREFIX = "judge/failed_"  # counter keys: `judge/calls`, `judge/failed_<reason>`
+CALLS = "judge/calls"
 REPLY_CHARS = 200  # the most of a reply read (and quoted in a failure's detail)
 NO_KEY = "EMPTY"  # the key sent without api_key_env (what LongVT sends to its vLLM server)
 
@@ -122,17 +122,16 @@ class Verdict:
     failure: str | None = None
     detail: str = ""
 
-    def components(self) -> dict[str, float]:
-        """`judge/called` and `judge/failed_<reason>` (1 for this verdict's failure, else 0)."""
-        return {CALLED: 1.0} | {
-            f"{COMPONENT_PREFIX}{reason}": float(reason == self.failure)
-            for reason in JUDGE_FAILURES
+    def counters(self) -> dict[str, float]:
+        """`judge/calls` 1 and `judge/failed_<reason>` (1 for this verdict's failure, else 0)."""
+        return {CALLS: 1.0} | {
+            f"{FAILED_PREFIX}{reason}": float(reason == self.failure) for reason in JUDGE_FAILURES
         }
 
 
 def not_called() -> dict[str, float]:
-    """The judge's components of a row it did not score (an empty answer, a choice record)."""
-    return {CALLED: 0.0} | {f"{COMPONENT_PREFIX}{reason}": 0.0 for reason in JUDGE_FAILURES}
+    """The judge's counters of a row it did not score (an empty answer, a choice record)."""
+    return {CALLS: 0.0} | {f"{FAILED_PREFIX}{reason}": 0.0 for reason in JUDGE_FAILURES}
 
 
 def _failed(reason: str, detail: str) -> Verdict:

@@ -8,7 +8,7 @@ trajectory as the sum of three terms (`custom_rewards/vl_agent.py: compute_score
 - **accuracy**: the text of the answer block, judged against the ground truth: for an
   open-ended record (`TextAnswer`) with `reward.judge.url` set, the LLM judge's 1 / 0.5 / 0
   on the question (`extra.question`, LongVT's `extra_info.question`, else the record's
-  problem) (`rewards/judge.py`; a judge failure scores 0 and is counted, components
+  problem) (`rewards/judge.py`; a judge failure scores 0 and is counted, counters
   `judge/failed_<reason>`); otherwise the record's family scorer (the exact option letter for
   video QA, the normalised exact text of an open-ended answer); an empty answer scores 0;
 - **format**: `<think>` blocks balanced and present, `<tool_call>` tags balanced, exactly one
@@ -39,6 +39,7 @@ from videorl.data.records import TaskRecord, TextAnswer
 from videorl.rewards.calls import ToolCallMade
 from videorl.rewards.config import RewardConfig
 from videorl.rewards.judge import judge, not_called
+from videorl.rewards.plugins import COUNTERS
 from videorl.rewards.registry import FAMILY_REWARDS
 
 CROP_TOOL = "crop_video"
@@ -107,8 +108,8 @@ def score(
     calls: Sequence[ToolCallMade] = (),
 ) -> Mapping[str, Any]:
     """`format`, `task` (accuracy), `time_iou` and `overall` = their mean; with
-    `reward.judge.url` set, also the judge's `judge/called` and `judge/failed_<reason>` (every
-    row, 0 where the judge was not asked)."""
+    `reward.judge.url` set, also `counters`: the judge's `judge/calls` and
+    `judge/failed_<reason>` (every row, 0 where the judge was not asked)."""
     answer = answer_text(response)
     fmt = 1.0 if format_ok(response, calls) else 0.0
     accuracy = 0.0
@@ -118,7 +119,7 @@ def score(
     elif answer and config.judge.enabled and isinstance(record.answer, TextAnswer):
         question = str(record.extra.get("question") or record.problem)
         verdict = judge(config.judge, question, record.answer.text, answer)
-        accuracy, judged = verdict.score, verdict.components()
+        accuracy, judged = verdict.score, verdict.counters()
     elif answer:
         accuracy = float(FAMILY_REWARDS[record.family].score(record, answer, config)["task"])
     time_iou = crop_iou(record, calls)
@@ -127,5 +128,5 @@ def score(
         "task": accuracy,
         "time_iou": time_iou,
         "overall": (accuracy + fmt + time_iou) / 3,
-        **judged,
+        **({COUNTERS: judged} if judged else {}),
     }

@@ -2,7 +2,9 @@
 
 A plug-in is called as `function(record, response, config)` (plus `calls=`, the row's tool
 calls, when it declares that parameter: `rewards/calls.py`) and returns a mapping with at
-least `format`, `task` and `overall` (numbers in [0, 1]; extra keys are kept as components).
+least `format`, `task` and `overall` (numbers in [0, 1]; extra keys are kept as components),
+and optionally `counters`: a mapping of counts of what scoring did (the LLM judge's calls and
+failures), not reward terms, which the step sums over its rows as `reward/<name>`.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 from videorl.errors import ConfigError
 
 REQUIRED_COMPONENTS = ("format", "task", "overall")
+COUNTERS = "counters"  # the plug-in's optional mapping of counts, kept apart from its terms
 
 
 @functools.cache

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 # Why a sample could not be scored; each is counted as `reward/failed_<reason>`.
 FAILURE_REASONS = ("exception", "timeout", "crash")
@@ -11,13 +11,17 @@ FAILURE_REASONS = ("exception", "timeout", "crash")
 
 @dataclass(frozen=True)
 class RewardResult:
-    """`overall` is the scalar reward; `components` always holds `format`, `task` and
-    `overall`, plus family extras (`iou`, `coverage`, ...); `error` is `"<reason>: <detail>"`
-    when the sample could not be scored (and then every component is 0)."""
+    """`overall` is the scalar reward; `components` are reward terms in [0, 1] and always
+    hold `format`, `task` and `overall`, plus family extras (`iou`, `coverage`, ...);
+    `error` is `"<reason>: <detail>"` when the sample could not be scored (and then every
+    component is 0). `counters` are counts of what scoring the row did, not reward terms
+    (the LLM judge's `judge/calls`, `judge/failed_<reason>`): the step sums each over its
+    rows as `reward/<counter>` (`rewards/batch.py`)."""
 
     overall: float
     components: dict[str, float]
     error: str | None = None
+    counters: dict[str, float] = field(default_factory=dict)
 
     @property
     def failure_reason(self) -> str | None:

@@ -16,7 +16,7 @@ from videorl.data.records import TaskRecord
 from videorl.rewards import answer_twice, video_r1
 from videorl.rewards.calls import ToolCallMade, takes_calls
 from videorl.rewards.config import RewardConfig
-from videorl.rewards.plugins import load_plugin, plugin_components
+from videorl.rewards.plugins import COUNTERS, load_plugin, plugin_components
 from videorl.rewards.registry import FAMILY_REWARDS
 from videorl.rewards.result import RewardResult, failed, unit
 
@@ -56,11 +56,14 @@ def _plugin_result(
     response: str,
     config: RewardConfig,
     calls: Sequence[ToolCallMade],
-) -> dict[str, float]:
+) -> RewardResult:
     plugin = load_plugin(spec)
     kwargs = {"calls": tuple(calls)} if takes_calls(plugin) else {}
     output: Any = plugin(record, response, config, **kwargs)
-    return {name: unit(value) for name, value in plugin_components(spec, output).items()}
+    parts = plugin_components(spec, output)
+    counters = {name: float(value) for name, value in parts.pop(COUNTERS, {}).items()}
+    components = {name: unit(value) for name, value in parts.items()}
+    return RewardResult(components["overall"], components, counters=counters)
 
 
 def _score(
@@ -68,20 +71,19 @@ def _score(
 ) -> RewardResult:
     spec = config.plugins.get(record.family.value)
     if spec is not None and config.plugin_mode == "replace":
-        parts = _plugin_result(spec, record, response, config, calls)
-        return RewardResult(parts["overall"], parts)
+        return _plugin_result(spec, record, response, config, calls)
     result = builtin_score(record, response, config)
     if spec is None:
         return result
     extra = _plugin_result(spec, record, response, config, calls)
     weight = config.plugin_weight
-    overall = unit((1 - weight) * result.overall + weight * extra["overall"])
+    overall = unit((1 - weight) * result.overall + weight * extra.overall)
     components = {
         **result.components,
-        **{f"plugin/{k}": v for k, v in extra.items()},
+        **{f"plugin/{k}": v for k, v in extra.components.items()},
         "overall": overall,
     }
-    return RewardResult(overall, components)
+    return RewardResult(overall, components, counters={**result.counters, **extra.counters})
 
 
 def score_response(

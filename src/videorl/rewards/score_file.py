@@ -15,6 +15,7 @@ from typing import Any
 
 from videorl.data.records import TaskRecord, record_from_dict
 from videorl.errors import DataError
+from videorl.reduction import logged
 from videorl.rewards.batch import score_batch
 from videorl.rewards.config import RewardConfig
 
@@ -105,7 +106,7 @@ def score_file(
         },
         "failed": {
             k.removeprefix("reward/failed_"): int(v)
-            for k, v in batch.metrics.items()
+            for k, v in logged(batch.metrics).items()
             if k.startswith("reward/failed_")
         },
         "out": None if out_path is None else str(out_path),

@@ -21,7 +21,7 @@ import torch
 
 from videorl.data.records import TaskRecord
 from videorl.models.inputs import PromptEncoding
-from videorl.reduction import combine
+from videorl.reduction import MetricValue, combine
 from videorl.video.decode import DecodedVideo
 
 if TYPE_CHECKING:
@@ -83,7 +83,7 @@ class RolloutBatch:
     # [B] what each row's model saw at rollout (`rollout/fingerprints.py`), which the later
     # forwards check; None: `trainer.check_inputs: false`
     fingerprints: list[InputFingerprint] | None = None
-    metrics: dict[str, float] = field(default_factory=dict)
+    metrics: dict[str, MetricValue] = field(default_factory=dict)  # by declared reduction
 
     def scored_rewards(self) -> torch.Tensor:
         """`rewards`, which the score stage sets (an error before it ran)."""
@@ -168,7 +168,7 @@ class RolloutBatch:
             return None
         return [() if t is None else t.calls_made() for t in self.trajectories]
 
-    def with_metrics(self, **metrics: float) -> RolloutBatch:
+    def with_metrics(self, **metrics: MetricValue) -> RolloutBatch:
         return replace(self, metrics={**self.metrics, **metrics})
 
     def subset(self, rows: torch.Tensor) -> RolloutBatch:
@@ -297,11 +297,14 @@ def _concat_trajectories(batches: Sequence[RolloutBatch]) -> list[MultiTurnRow |
     return [t for b in batches for t in (b.trajectories or [None] * b.num_rows)]
 
 
-def merge_metrics(parts: list[tuple[dict[str, float], int]]) -> dict[str, float]:
+def merge_metrics(
+    parts: list[tuple[dict[str, MetricValue], int]],
+) -> dict[str, MetricValue]:
     """The metrics of several batches as one, each by its declared reduction
-    (`videorl.reduction.combine`): a `Summed` count or time adds up, any other value is the
-    mean weighted by each batch's rows (over the batches that report it)."""
-    merged: dict[str, float] = {}
+    (`videorl.reduction.combine`): a summed count or time adds up, a maximum is the largest,
+    a plain number is the mean weighted by each batch's rows (over the batches that report
+    it)."""
+    merged: dict[str, MetricValue] = {}
     for key in dict.fromkeys(k for metrics, _ in parts for k in metrics):
         merged[key] = combine([(m[key], rows) for m, rows in parts if key in m])
     return merged
@@ -313,21 +316,3 @@ def pad_rows(rows: list[torch.Tensor], length: int, value: float = 0.0) -> torch
     for i, row in enumerate(rows):
         out[i, : row.numel()] = row[:length]
     return out
-
-
-def empty_batch() -> RolloutBatch:
-    """A batch without rows (a rank whose samples were all skipped still joins collectives)."""
-    none = torch.zeros(0, dtype=torch.bool)
-    return RolloutBatch(
-        records=[],
-        prompts=[],
-        videos=[],
-        group_ids=torch.zeros(0, dtype=torch.long),
-        responses=[],
-        texts=[],
-        is_annotation=none,
-        off_policy=none,
-        truncated=none,
-        rewards=torch.zeros(0),
-        advantages=torch.zeros(0, 0),
-    )

@@ -29,7 +29,7 @@ from videorl.models.generate import Generation, SamplingParams, generate
 from videorl.models.inputs import PromptEncoding, collate
 from videorl.models.loaded import LoadedModel
 from videorl.models.visual_cache import note_merges
-from videorl.reduction import Maxed
+from videorl.reduction import MetricValue, maxed
 from videorl.rewards.calls import ToolCallMade, verification_call
 from videorl.rollout.subagents import SubagentRow, Subagents, run_subagents
 from videorl.rollout.tools.chat import encode_tool_turn, tool_turn_text
@@ -495,18 +495,18 @@ def tool_use_summary(uses: Sequence[ToolUse]) -> dict[str, float]:
     }
 
 
-def trajectory_metrics(rows: Sequence[MultiTurnRow]) -> dict[str, float]:
+def trajectory_metrics(rows: Sequence[MultiTurnRow]) -> dict[str, MetricValue]:
     """`tools/calls_per_row`, `tools/errors_per_row`, `tools/turns_mean`, `tools/turns_max`
-    (the largest over draws and ranks too: `Maxed`), and mean seconds per call of each tool
+    (the largest over draws and ranks too: `maxed`), and mean seconds per call of each tool
     (`tools/seconds/<name>`)."""
     if not rows:
         return {}
     count = len(rows)
-    out = {
+    out: dict[str, MetricValue] = {
         "tools/calls_per_row": sum(r.calls for r in rows) / count,
         "tools/errors_per_row": sum(r.errors for r in rows) / count,
         "tools/turns_mean": sum(r.turns for r in rows) / count,
-        "tools/turns_max": Maxed(max(r.turns for r in rows)),
+        "tools/turns_max": maxed(max(r.turns for r in rows)),
     }
     seconds: dict[str, list[float]] = {}
     for outcome in (o for r in rows for o in r.outcomes):

@@ -35,7 +35,7 @@ from videorl.data.records import TaskRecord
 from videorl.distributed import shard_indices
 from videorl.errors import ConfigError, RolloutWorkerError
 from videorl.models.loading import LoadedModel
-from videorl.reduction import Maxed
+from videorl.reduction import MetricValue, maxed
 from videorl.rollout.batch import RolloutBatch
 from videorl.rollout.mailbox import Mailbox, mailbox_folder, remove_mailbox
 from videorl.rollout.shared_weights import SharedWeights
@@ -295,9 +295,9 @@ class AsyncRollouts:
         staleness = step - _row_versions(result)
         self.worker_busy_s += result.busy_s
         self.worker_idle_s += result.idle_s
-        metrics = {
+        metrics: dict[str, MetricValue] = {
             "async/staleness_mean": float(staleness.mean()),
-            "async/staleness_max": Maxed(float(staleness.max())),
+            "async/staleness_max": maxed(float(staleness.max())),
             "async/queue_depth": float(depth + self.results.qsize()),
             **{f"async/worker_{k}_s": v for k, v in result.stages.items()},
         }

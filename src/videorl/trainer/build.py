@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 import random
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +20,7 @@ from videorl.distributed import DistInfo, apply_fsdp
 from videorl.models.loading import LoadedModel, check_same_tokenizer, load_model
 from videorl.models.lora import reference_view
 from videorl.models.shared_prompt import enable_shared_prompts
-from videorl.models.visual_cache import share_visual_cache
+from videorl.models.visual_cache import VisualCaches, share_visual_cache
 from videorl.rewards.pool import ScoringPool
 from videorl.rollout.engine import HFEngine, RolloutEngine
 from videorl.rollout.vllm_engine import VLLMEngine, build_vllm_engine, build_vllm_teacher
@@ -103,6 +103,7 @@ def build_state(cfg: Config, resume: str | None, info: DistInfo | None = None) -
         reference=models.reference,
         teacher=models.teacher,
         teacher_engine=_teacher_engine(cfg, models.teacher, info),
+        visual_caches=models.visual_caches,
         info=info,
         pool=ScoringPool(cfg.reward) if cfg.reward.workers > 1 else None,
         tools=tools,
@@ -147,6 +148,7 @@ class _Models:
     rollout: LoadedModel
     teacher: LoadedModel | None = None
     reference: LoadedModel | None = None
+    visual_caches: VisualCaches = field(default_factory=VisualCaches)
 
     @classmethod
     def load(cls, cfg: Config, info: DistInfo) -> _Models:
@@ -177,7 +179,7 @@ class _Models:
             models.reference.model.eval()
         frozen = (models.rollout, models.teacher, models.reference)
         if cfg.model.reuse_visual_embeddings:
-            share_visual_cache(policy, *frozen)
+            models.visual_caches = share_visual_cache(policy, *frozen)
         # a split forward keeps no KV cache, so sequence parallelism runs every row whole
         share = cfg.model.share_prompt_forward and info.sequence_parallel == 1
         enable_shared_prompts(share, *frozen)

@@ -10,8 +10,8 @@ from __future__ import annotations
 import contextlib
 import random
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from videorl.algorithms.taro import constructed_probability, draw_constructed
 from videorl.config import Config
@@ -19,7 +19,8 @@ from videorl.data.records import TaskRecord
 from videorl.distributed import DistInfo
 from videorl.models.chat_template import template_kwargs
 from videorl.models.loading import LoadedModel
-from videorl.reduction import Summed
+from videorl.models.visual_cache import VisualCaches
+from videorl.reduction import summed
 from videorl.rewards.config import RewardConfig
 from videorl.rewards.pool import ScoringPool
 from videorl.rollout.batch import RolloutBatch
@@ -31,7 +32,7 @@ from videorl.rollout.prompting import DecodedPrompts, decode_prompts, record_enc
 from videorl.rollout.tools import ToolDecodes, ToolRunner
 from videorl.trainer.metrics import StageTimer
 from videorl.trainer.sequence_parallel import split_forwards
-from videorl.trainer.stages import add_length_rewards, add_sensitivity_bonus
+from videorl.trainer.stages import add_length_rewards, add_sensitivity_bonus, score
 from videorl.trainer.subagents import subagents_of
 from videorl.trainer.tgrpo import add_shuffled_rollouts, add_temporal_contrast_bonus
 from videorl.video.cache import VideoCache
@@ -39,10 +40,26 @@ from videorl.video.cache import VideoCache
 ScoreStage = Callable[[RolloutBatch, RewardConfig, ScoringPool | None], RolloutBatch]
 
 
+@dataclass(frozen=True)
+class RewardStages:
+    """A draw's reward stages, in order (`rewards`), called through this table so that a
+    caller can substitute one (the step's `Stages` extends it): the family rewards, T-GRPO's
+    temporal contrast bonus, the length terms, TaRO's sensitivity bonus."""
+
+    score: ScoreStage = score
+    temporal_contrast: Callable[..., RolloutBatch] = add_temporal_contrast_bonus
+    length_rewards: Callable[..., RolloutBatch] = add_length_rewards
+    sensitivity: Callable[..., RolloutBatch] = add_sensitivity_bonus
+
+
+REWARD_STAGES = RewardStages()
+
+
 @dataclass
 class Producer:
     """What a draw touches: the run's config, the generating policy and its engine, the
-    model of the rewards' no-grad passes, the decode cache, tools and scoring pool."""
+    model of the rewards' no-grad passes, the decode cache, tools and scoring pool, and the
+    vision models' embedding caches (which the draw's owner clears)."""
 
     cfg: Config
     policy: LoadedModel
@@ -52,6 +69,7 @@ class Producer:
     tools: ToolRunner | None = None
     pool: ScoringPool | None = None
     info: DistInfo | None = None
+    visual_caches: VisualCaches = field(default_factory=VisualCaches)
 
     def split_forwards(self) -> contextlib.AbstractContextManager[None]:
         """The scoring forwards split over the rank's sequence-parallel group, if it has one."""
@@ -59,10 +77,26 @@ class Producer:
         return split_forwards(group, self.policy, self.logprob_model)
 
 
+class DrawStage(Protocol):
+    """`scored_draw`'s signature: a draw of `records` decoded, rolled out and rewarded."""
+
+    def __call__(
+        self,
+        producer: Producer,
+        timer: StageTimer,
+        reward_stages: RewardStages,
+        records: Sequence[TaskRecord],
+        *,
+        step: int,
+        epoch: int,
+        draw: int,
+    ) -> RolloutBatch: ...
+
+
 def scored_draw(
     producer: Producer,
     timer: StageTimer,
-    score_stage: ScoreStage,
+    reward_stages: RewardStages,
     records: Sequence[TaskRecord],
     *,
     step: int,
@@ -91,15 +125,15 @@ def scored_draw(
     producer.engine.sleep()  # free the engine's KV cache (and weights) until the weight sync
     batch = batch.with_metrics(
         **{
-            "data/skipped_media": Summed(decoded.skipped_media),
-            "data/skipped_long_prompts": Summed(decoded.skipped_long),
-            "data/trimmed_long_prompts": Summed(decoded.trimmed_long),
+            "data/skipped_media": summed(decoded.skipped_media, "draw"),
+            "data/skipped_long_prompts": summed(decoded.skipped_long, "draw"),
+            "data/trimmed_long_prompts": summed(decoded.trimmed_long, "draw"),
         }
     )
     if not decoded.records:
         return batch
     with timer("reward"), producer.split_forwards():
-        batch = rewards(batch, cfg, score_stage, producer.pool, producer.logprob_model, step=step)
+        batch = rewards(batch, cfg, reward_stages, producer.pool, producer.logprob_model, step=step)
     return batch
 
 
@@ -171,20 +205,21 @@ def with_annotation_rows(batch: RolloutBatch, producer: Producer) -> RolloutBatc
 def rewards(
     batch: RolloutBatch,
     cfg: Config,
-    score_stage: ScoreStage,
+    stages: RewardStages,
     pool: ScoringPool | None,
     logprob_model: LoadedModel,
     *,
     step: int,
 ) -> RolloutBatch:
     """score -> T-GRPO temporal contrast bonus -> length terms -> TaRO sensitivity bonus."""
-    batch = score_stage(batch, cfg.reward, pool)
+    batch = stages.score(batch, cfg.reward, pool)
     tgrpo = cfg.algorithm.temporal_contrast
-    batch = add_temporal_contrast_bonus(batch, cfg.reward, tgrpo, pool)  # needs `shuffled`
-    batch = add_length_rewards(batch, cfg.reward, max_new_tokens=cfg.rollout.response_budget)
+    batch = stages.temporal_contrast(batch, cfg.reward, tgrpo, pool)  # needs `shuffled`
+    budget = cfg.rollout.response_budget
+    batch = stages.length_rewards(batch, cfg.reward, max_new_tokens=budget)
     if cfg.reward.sensitivity.enabled:
         encode = record_encoder(logprob_model, cfg.data)
-        batch = add_sensitivity_bonus(
+        batch = stages.sensitivity(
             batch, logprob_model, encode, cfg.reward, step=step, **no_grad_settings(cfg)
         )
     return batch

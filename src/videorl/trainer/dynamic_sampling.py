@@ -24,16 +24,16 @@ dynamic sampling). The reward stages' metrics are combined over every row drawn
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 import torch
 
 from videorl.algorithms.dynamic_sampling import DynamicSamplingConfig, zero_variance_groups
 from videorl.data.sampler import TaskGroupedSampler
-from videorl.distributed import DistInfo, all_reduce
+from videorl.distributed import all_reduce
 from videorl.errors import DataError
-from videorl.models.loading import LoadedModel
-from videorl.models.visual_cache import retain_visual_caches
+from videorl.models.visual_cache import VisualCaches
+from videorl.reduction import Metric
 from videorl.rollout.batch import RolloutBatch, concat_batches
 
 # draw(indices, draw_number) -> the scored rows of those prompts (this rank's share)
@@ -73,13 +73,13 @@ def collect_groups(
     *,
     want: int,
     sampler: TaskGroupedSampler,
-    models: Sequence[LoadedModel | None],
-    info: DistInfo,
+    visual_caches: VisualCaches,
 ) -> RolloutBatch:
     """Draw until this rank keeps `want` non-zero-variance groups (its share of
     `data.prompts_per_step`) or the cap, then cut to exactly that many. `indices` is the
     loop's batch; a draw of `batches_per_draw` > 1 adds the next `sampler` batches to it.
-    The vision caches of `models` keep only the kept groups' videos."""
+    The step's `visual_caches` keep only the kept groups' videos. The `dynamic_sampling/*`
+    metrics describe the draws (`scope="draw"`): a step left without rows reports them."""
     kept: list[RolloutBatch] = []
     dropped, draws, have, drawn = 0, 0, 0, []
     while True:
@@ -89,13 +89,13 @@ def collect_groups(
         batch, gone = keep_varied_groups(scored, config.metric)
         kept.append(batch)
         kept_prompts = [p for b in kept for p in b.prompts]  # dropped videos leave the cache
-        retain_visual_caches(kept_prompts, *models)
+        visual_caches.retain(kept_prompts)
         draws, dropped, have = draws + 1, dropped + gone, have + batch.num_groups
         short = have < want
         can_draw = config.max_draws == 0 or draws < config.max_draws
-        if not all_reduce(float(short and can_draw), "max", info):
+        if not all_reduce(float(short and can_draw), "max"):
             break
-    capped = all_reduce(float(short), "max", info) > 0
+    capped = all_reduce(float(short), "max") > 0
     if capped and config.on_cap == "error":
         raise DataError(
             f"dynamic sampling kept {have} of {want} groups after "
@@ -105,14 +105,15 @@ def collect_groups(
         )
     merged = concat_batches(kept)
     batch = merged.take_groups(list(range(min(have, want))))
+    figures = {
+        "draws": float(draws),
+        "kept_groups": float(batch.num_groups),
+        "dropped_groups": float(dropped),
+        "capped": float(capped),
+        "drawn_reward_mean": _mean(drawn),
+    }
     return batch.with_metrics(
-        **{
-            "dynamic_sampling/draws": float(draws),
-            "dynamic_sampling/kept_groups": float(batch.num_groups),
-            "dynamic_sampling/dropped_groups": float(dropped),
-            "dynamic_sampling/capped": float(capped),
-            "dynamic_sampling/drawn_reward_mean": _mean(drawn),
-        }
+        **{f"dynamic_sampling/{k}": Metric(v, scope="draw") for k, v in figures.items()}
     )
 
 

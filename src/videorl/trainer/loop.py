@@ -1,10 +1,8 @@
-"""`videorl train`: the loop. One screen holds the whole step (`train_step`), in the order of
-docs/design.md#one-training-step; each stage is a function from `RolloutBatch` to `RolloutBatch`."""
+"""`videorl train`: the run loop around the step (`trainer/step.py: train_step`): data,
+models, metric sinks, validation, checkpoints, resume, best/ and final/."""
 
 from __future__ import annotations
 
-import contextlib
-import functools
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -24,171 +22,19 @@ from videorl.distributed import (
     with_sequence_groups,
 )
 from videorl.errors import RolloutWorkerError
-from videorl.models.visual_cache import clear_visual_caches
-from videorl.rollout.batch import RolloutBatch
 from videorl.trainer import checkpoint as ckpt
 from videorl.trainer.async_rollout import AsyncRollouts
 from videorl.trainer.build import build_state
 from videorl.trainer.checkpoint import Checkpointer
-from videorl.trainer.draw import ScoreStage, no_grad_settings, scored_draw
-from videorl.trainer.dynamic_sampling import collect_groups
 from videorl.trainer.interrupt import StepGuard, StopRequest
-from videorl.trainer.metrics import (
-    MetricsWriter,
-    StageTimer,
-    plot_reward_curves,
-    rollout_metrics,
-    step_metrics,
-)
+from videorl.trainer.metrics import MetricsWriter, plot_reward_curves
 from videorl.trainer.progress import StepProgress
 from videorl.trainer.run_dir import claim_run_dir, run_inputs
-from videorl.trainer.sequence_parallel import split_forwards
-from videorl.trainer.stages import add_teacher_logprobs, compute_advantages, score, select
 from videorl.trainer.state import TrainState
-from videorl.trainer.subagents import with_subagent_rows
-from videorl.trainer.update import UpdateContext, update_policy
+from videorl.trainer.step import StepResult, train_step
 from videorl.trainer.validation import Validator, validate
 
 console = Console()
-
-
-@dataclass(frozen=True)
-class Stages:
-    """Stages `train_step` calls through this table, so that a caller can substitute one (a
-    fixed reward, a spy around the update) and still run the whole step, alone or in the
-    loop: `LoopHooks(step=functools.partial(train_step, stages=replace(STAGES, score=...)))`."""
-
-    score: ScoreStage = score
-    teacher_logprobs: Callable[..., RolloutBatch] = add_teacher_logprobs
-    update: Callable[[UpdateContext, RolloutBatch], dict[str, float]] = update_policy
-
-
-STAGES = Stages()
-
-
-def train_step(state: TrainState, indices: list[int], stages: Stages = STAGES) -> dict[str, Any]:
-    """decode -> rollout (+ constructed, + annotation, + T-GRPO shuffled responses) -> rewards
-    (+ temporal contrast, length terms, sensitivity) [-> dynamic sampling: drop
-    zero-variance groups, refill] -> teacher log-probs -> advantages -> selection -> update
-    -> weight sync. Every stage takes a batch and returns one; the step reads its metrics
-    (skipped prompts included) from the batch it ends with."""
-    cfg, timer = state.cfg, StageTimer()
-    clear_visual_caches(state.policy, state.reference, state.teacher)  # e.g. validation's videos
-    draw = functools.partial(_scored_draw, state, timer, stages)
-    if cfg.algorithm.dynamic_sampling.enabled:
-        batch = collect_groups(
-            indices,
-            draw,
-            cfg.algorithm.dynamic_sampling,
-            want=cfg.data.prompts_per_step // state.info.data_parallel_size,
-            sampler=state.sampler,
-            models=(state.policy, state.reference, state.teacher),
-            info=state.info,
-        )
-    else:
-        batch = draw(indices, 0)
-    if not batch.num_rows:  # every sample of this rank was bad (or no group had variance)
-        return _empty_step(state, batch, stages)
-    batch_ids = [r.id for r in batch.records]
-    rollout_stats = rollout_metrics(batch, cfg.rollout.max_new_tokens)
-    with timer("teacher"), _split_forwards(state):
-        if cfg.algorithm.is_distillation:
-            teacher = state.teacher
-            assert teacher is not None, "build loads the teacher for distillation"
-            batch = stages.teacher_logprobs(
-                batch,
-                state.logprob_model,
-                teacher,
-                teacher_temperature=cfg.algorithm.distill.teacher_temperature,
-                teacher_engine=state.teacher_engine,
-                **no_grad_settings(cfg),
-            )
-    with timer("advantage"):
-        batch = compute_advantages(batch, cfg.algorithm)
-        rows_before = batch.num_rows
-        batch = select(batch, cfg.algorithm.pruning, cfg.rollout.n)
-        if cfg.rollout.include_subagent_in_loss:
-            batch = with_subagent_rows(batch)
-    with timer("update"), _split_forwards(state):
-        update_stats = stages.update(_update_context(state), batch)
-    lr = state.scheduler.get_last_lr()[0]  # the rate this step's update used
-    _end_step(state)
-    return {
-        **batch.metrics,
-        **rollout_stats,
-        **update_stats,
-        **step_metrics(batch, rows_before, timer),
-        "lr": lr,
-        "batch_ids": batch_ids,
-    }
-
-
-def _scored_draw(
-    state: TrainState, timer: StageTimer, stages: Stages, indices: list[int], draw: int
-) -> RolloutBatch:
-    """This rank's share of `indices`, decoded, rolled out and rewarded (`trainer/draw.py`):
-    by the trainer itself, or, in `rollout.mode: async`, taken from the rollout workers."""
-    mine = [state.records[i] for i in shard_indices(indices, state.info)]
-    if state.rollouts is not None:
-        with timer("wait"):
-            return state.rollouts.take(
-                state.step, draw, epoch=state.sampler.epoch, records=mine, policy=state.policy
-            )
-    return scored_draw(
-        state.producer(),
-        timer,
-        stages.score,
-        mine,
-        step=state.step,
-        epoch=state.sampler.epoch,
-        draw=draw,
-    )
-
-
-def _split_forwards(state: TrainState) -> contextlib.AbstractContextManager[None]:
-    """The scoring forwards split over the rank's sequence-parallel group, if it has one."""
-    models = (state.policy, state.logprob_model, state.reference, state.teacher)
-    return split_forwards(state.info.sequence_group, *models)
-
-
-def _empty_step(state: TrainState, batch: RolloutBatch, stages: Stages) -> dict[str, Any]:
-    """A rank with no usable sample still joins the rollout's and the update's collectives."""
-    with _split_forwards(state):
-        stages.update(_update_context(state), batch)
-    _end_step(state)
-    counts = {
-        k: v for k, v in batch.metrics.items() if k.startswith(("dynamic_sampling/", "data/"))
-    }
-    return {**counts, "step/skipped": 1.0}
-
-
-def _end_step(state: TrainState) -> None:
-    """Drop this step's cached vision outputs, advance the LR, push the new weights (to the
-    async workers: as version step + 1)."""
-    clear_visual_caches(state.policy, state.reference, state.teacher)
-    state.scheduler.step()
-    state.engine.sync_weights(state.policy.model)
-    if state.rollouts is not None:
-        state.rollouts.publish(state.logprob_model.model, state.step + 1)
-
-
-def _update_context(state: TrainState) -> UpdateContext:
-    cfg = state.cfg
-    return UpdateContext(
-        policy=state.policy,
-        optimizer=state.optimizer,
-        optim=cfg.optim,
-        loss=cfg.algorithm.loss,
-        temperature=cfg.rollout.temperature,
-        reference=state.reference,
-        logprob_model=state.logprob_model,
-        world_size=state.info.world_size,
-        sequence_parallel=state.info.sequence_parallel,
-        autocast_dtype=state.autocast_dtype,
-        policy_version=state.step,
-        behaviour_is_cap=cfg.algorithm.behaviour_is_cap,
-        behaviour_is_mode=cfg.algorithm.behaviour_is_mode,
-    )
 
 
 @dataclass(frozen=True)
@@ -197,7 +43,7 @@ class LoopHooks:
     validation and what the progress shows. Data, models, checkpoints, resume, metric
     sinks, best/ and final/ are the loop's."""
 
-    step: Callable[[TrainState, list[int]], dict[str, Any]] = train_step
+    step: Callable[[TrainState, list[int]], StepResult] = train_step
     validate: Callable[[TrainState], dict[str, Any]] = validate
     reward_key: str = "reward/mean"  # the progress bar's and log line's reward and loss
     loss_key: str = "actor/loss"
@@ -310,14 +156,17 @@ def _train(
             if state.prefetch is not None:  # data.prefetch_workers: the next step's media
                 ahead = shard_indices(state.sampler.peek_batch(), state.info)
                 state.prefetch.ahead(state.records[i].media for i in ahead)
-            metrics = hooks.step(state, indices)
+            result = hooks.step(state, indices)
             # the step itself (not validation or saving): wall time, and this process's CPU
             # time, which other processes on the machine do not inflate
-            metrics["time/step"] = time.perf_counter() - started
+            seconds = time.perf_counter() - started
+            metrics = {**result.metrics, "time/step": seconds}
             metrics["time/step_cpu"] = time.process_time() - cpu_started
             if state.rollouts is not None:
-                metrics.update(state.rollouts.step_metrics(metrics["time/step"]))
-            metrics = reduce_metrics(metrics, state.info)
+                metrics.update(state.rollouts.step_metrics(seconds))
+            # the logged row: the metrics, and every rank's batch ids (lists concatenate)
+            ids = {} if result.batch_ids is None else {"batch_ids": result.batch_ids}
+            metrics = reduce_metrics({**metrics, **ids}, state.info)
             metrics = with_running_totals(metrics, totals)
             state.step += 1
             if validator.should_validate(state.step):

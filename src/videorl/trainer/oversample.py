@@ -30,13 +30,13 @@ from videorl.data.records import TaskRecord
 from videorl.models.generate import RoundQuota, generate_rows, trim_response
 from videorl.models.inputs import PromptEncoding, with_prefix
 from videorl.models.logprobs import logprobs_in_microbatches
-from videorl.reduction import Summed
+from videorl.reduction import MetricValue, summed
 from videorl.rollout.batch import RolloutBatch
 from videorl.rollout.fingerprints import with_fingerprints
 from videorl.rollout.prompting import decode_prompts
 from videorl.trainer.draw import (
     Producer,
-    ScoreStage,
+    RewardStages,
     no_grad_settings,
     rewards,
     with_annotation_rows,
@@ -91,7 +91,7 @@ class RoundGroup:
 def oversampled_draw(
     producer: Producer,
     timer: StageTimer,
-    score_stage: ScoreStage,
+    reward_stages: RewardStages,
     carry: Sequence[CarriedGroup],
     records: Sequence[TaskRecord],
     *,
@@ -112,11 +112,11 @@ def oversampled_draw(
     taken = ([g for g in done if g.carried] + [g for g in done if not g.carried])[:need]
     left = [g for g in groups if not any(g is t for t in taken)]
     batch = _batch(producer, taken).with_metrics(
+        **skipped,
         **{
-            **skipped,
-            "async/cut_groups": Summed(len(left)),
-            "async/carried_taken": Summed(sum(g.carried for g in taken)),
-        }
+            "async/cut_groups": summed(len(left)),
+            "async/carried_taken": summed(sum(g.carried for g in taken)),
+        },
     )
     if cfg.algorithm.annotation_rows and batch.num_rows:
         batch = with_annotation_rows(batch, producer)
@@ -125,7 +125,7 @@ def oversampled_draw(
     if taken:
         with timer("reward"), producer.split_forwards():
             batch = rewards(
-                batch, cfg, score_stage, producer.pool, producer.logprob_model, step=step
+                batch, cfg, reward_stages, producer.pool, producer.logprob_model, step=step
             )
         with timer("behaviour"):
             batch = _with_behaviour(producer, batch, taken, version)
@@ -135,7 +135,7 @@ def oversampled_draw(
 
 def _decoded(
     producer: Producer, carry: Sequence[CarriedGroup], records: Sequence[TaskRecord]
-) -> tuple[list[RoundGroup], dict[str, float]]:
+) -> tuple[list[RoundGroup], dict[str, MetricValue]]:
     """The round's groups, carried first; those whose media fail now drop out (counted)."""
     cfg, n = producer.cfg, producer.cfg.rollout.n
     wanted = [*carry, *(CarriedGroup(r) for r in records)]
@@ -162,10 +162,10 @@ def _decoded(
             )
         )
         d += 1
-    skipped: dict[str, float] = {
-        "data/skipped_media": Summed(decoded.skipped_media),
-        "data/skipped_long_prompts": Summed(decoded.skipped_long),
-        "data/trimmed_long_prompts": Summed(decoded.trimmed_long),
+    skipped: dict[str, MetricValue] = {
+        "data/skipped_media": summed(decoded.skipped_media, "draw"),
+        "data/skipped_long_prompts": summed(decoded.skipped_long, "draw"),
+        "data/trimmed_long_prompts": summed(decoded.trimmed_long, "draw"),
     }
     return groups, skipped
 

@@ -16,7 +16,7 @@ from videorl.errors import ConfigError
 from videorl.models.loading import LoadedModel, load_model
 from videorl.models.lora import apply_lora
 from videorl.models.shared_prompt import enable_shared_prompts
-from videorl.models.visual_cache import share_visual_cache
+from videorl.models.visual_cache import VisualCaches, share_visual_cache
 from videorl.rewards.pool import ScoringPool
 from videorl.rollout.engine import HFEngine
 from videorl.rollout.tools import ToolRunner, ToolSpec, resolve_tools
@@ -39,8 +39,9 @@ def load_producer(cfg: Config, device: str) -> Producer:
     )
     policy = setup_policy(cfg, info, loaded)
     policy.model.requires_grad_(False)
-    if cfg.model.reuse_visual_embeddings:
-        share_visual_cache(policy, policy)
+    caches = (
+        share_visual_cache(policy, policy) if cfg.model.reuse_visual_embeddings else VisualCaches()
+    )
     enable_shared_prompts(cfg.model.share_prompt_forward, policy)
     return Producer(
         cfg,
@@ -51,6 +52,7 @@ def load_producer(cfg: Config, device: str) -> Producer:
         tools=tool_runner(cfg),
         pool=ScoringPool(cfg.reward) if cfg.reward.workers > 1 else None,
         info=info,
+        visual_caches=caches,
     )
 
 

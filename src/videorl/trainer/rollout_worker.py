@@ -31,16 +31,15 @@ from videorl.config import Config
 from videorl.data.records import TaskRecord
 from videorl.models.loading import LoadedModel
 from videorl.models.logprobs import logprobs_in_microbatches
-from videorl.models.visual_cache import ExportedEmbeddings, clear_visual_caches, tower_trainable
+from videorl.models.visual_cache import ExportedEmbeddings, tower_trainable
 from videorl.rollout.batch import RolloutBatch
 from videorl.rollout.mailbox import Mailbox, remove_mailbox
 from videorl.rollout.shared_weights import SharedWeights
-from videorl.trainer.draw import Producer, no_grad_settings, scored_draw
+from videorl.trainer.draw import REWARD_STAGES, Producer, no_grad_settings, scored_draw
 from videorl.trainer.metrics import StageTimer
 from videorl.trainer.oversample import CarriedGroup, oversampled_draw
 from videorl.trainer.policy_setup import load_producer
 from videorl.trainer.rng import derived_seed, isolated, rng_state, set_rng_state
-from videorl.trainer.stages import score
 
 
 @dataclass(frozen=True)
@@ -201,7 +200,7 @@ def _draw(
                 batch = with_behaviour_logp(batch, producer)
         batch = replace(batch, versions=torch.full((batch.num_rows,), version, dtype=torch.long))
     embeddings = frozen_embeddings(producer.policy, batch)
-    clear_visual_caches(producer.policy)
+    producer.visual_caches.clear()
     return DrawResult(
         request.step,
         request.draw,
@@ -238,7 +237,7 @@ def _scored(
         batch = scored_draw(
             producer,
             timer,
-            score,
+            REWARD_STAGES,
             request.records,
             step=request.step,
             epoch=request.epoch,
@@ -249,7 +248,7 @@ def _scored(
     return oversampled_draw(
         producer,
         timer,
-        score,
+        REWARD_STAGES,
         carry,
         request.records,
         need=need,

@@ -43,7 +43,7 @@ from videorl.models.generate import SamplingParams
 from videorl.models.inputs import PromptEncoding
 from videorl.models.loading import LoadedModel
 from videorl.models.logprobs import rows_logprobs
-from videorl.reduction import Summed
+from videorl.reduction import summed
 from videorl.rewards.annotation import serialize_annotation
 from videorl.rewards.protocol import THINK_CLOSE
 from videorl.rewards.registry import FAMILY_REWARDS
@@ -55,6 +55,7 @@ from videorl.rollout.tools.gold import gold_turns
 from videorl.trainer.loop import LoopHooks, run_training
 from videorl.trainer.sequence_parallel import split_forwards
 from videorl.trainer.state import TrainState
+from videorl.trainer.step import StepResult
 from videorl.trainer.update import MicroBatch
 from videorl.trainer.validation import control_metrics, family_rows, sampled_rewards
 
@@ -164,7 +165,7 @@ def response_nll(
     return all_reduce(loss_sum) / state.info.sequence_parallel  # each group counted once
 
 
-def sft_step(state: TrainState, indices: list[int]) -> dict[str, Any]:
+def sft_step(state: TrainState, indices: list[int]) -> StepResult:
     """decode -> targets -> response-only NLL over micro-batches -> one clipped AdamW step."""
     cfg, start = state.cfg, time.perf_counter()
     mine = [state.records[i] for i in shard_indices(indices, state.info)]
@@ -209,19 +210,19 @@ def sft_step(state: TrainState, indices: list[int]) -> dict[str, Any]:
     state.scheduler.step()
     state.engine.sync_weights(state.policy.model)
     seconds = time.perf_counter() - start
-    return {
+    metrics = {
         "sft/loss": loss,
         "sft/target_tokens": tokens,
         "sft/truncated_targets": float(truncated),
-        "sft/tool_call_targets": Summed(float(calling)),
+        "sft/tool_call_targets": summed(float(calling)),
         "sft/grad_norm": norm,
         "sft/skipped_nonfinite_steps": float(not finite),
-        "data/skipped_media": Summed(skipped),
+        "data/skipped_media": summed(skipped),
         "lr": state.scheduler.get_last_lr()[0],
         "perf/step_s": seconds,
         "perf/tokens_per_s": tokens / max(seconds, 1e-9),
-        "batch_ids": [r.id for r in records],
     }
+    return StepResult(metrics, [r.id for r in records])
 
 
 @torch.no_grad()
@@ -239,11 +240,11 @@ def greedy_validate(state: TrainState) -> dict[str, Any]:
     )
     sampled = measure(state.videos)
     if not sampled.records:
-        return {"val/skipped_media": Summed(sampled.skipped)}
+        return {"val/skipped_media": float(sampled.skipped)}
     mean = float(sampled.rewards.mean())
     metrics: dict[str, Any] = {
         "val/reward_mean_at_k": mean,
-        "val/skipped_media": Summed(sampled.skipped),
+        "val/skipped_media": float(sampled.skipped),
         **sampled.tool_metrics,
     }
     for family, index in family_rows(sampled.records).items():

@@ -24,6 +24,7 @@ from videorl.data.records import TemporalAnswer
 from videorl.models.inputs import PromptEncoding
 from videorl.models.loading import LoadedModel
 from videorl.models.logprobs import logprobs_in_microbatches
+from videorl.reduction import MetricValue
 from videorl.rewards.batch import (
     ANNOTATION_PREFIX,
     CONSTRUCTED_PREFIX,
@@ -67,20 +68,20 @@ def score(
 
     `reward/*` metrics describe the policy rows only; annotation and constructed rows get
     `reward/annotation/*` and `reward/constructed/*` (present when the batch has such rows).
+    `reward/seconds` is the whole batch's scoring time, under the policy rows' prefix only.
     """
     records = batch.row_records()
     scores = score_batch(records, batch.texts, config, pool=pool, calls=batch.row_calls())
     rewards = torch.tensor(scores.overall, dtype=torch.float32)
     rewards = torch.nan_to_num(rewards, nan=0.0, posinf=0.0, neginf=0.0)
     components = [dict(r.components) for r in scores.results]
-    seconds = scores.metrics["reward/seconds"]
-    metrics: dict[str, float] = {}
+    metrics: dict[str, MetricValue] = {}
     for prefix, mask in row_kinds(batch).items():
         rows = mask.nonzero().flatten().tolist()
         if rows or prefix == POLICY_PREFIX:
             picked = ([records[i] for i in rows], [scores.results[i] for i in rows])
+            seconds = scores.seconds if prefix == POLICY_PREFIX else None
             metrics.update(batch_metrics(*picked, seconds, prefix=prefix))
-    metrics = {k: v for k, v in metrics.items() if k == "reward/seconds" or "/seconds" not in k}
     return replace(batch, rewards=rewards, components=components).with_metrics(**metrics)
 
 

@@ -12,6 +12,7 @@ from videorl.data.records import TaskRecord
 from videorl.data.sampler import TaskGroupedSampler
 from videorl.distributed import DistInfo
 from videorl.models.loading import LoadedModel
+from videorl.models.visual_cache import VisualCaches
 from videorl.rewards.pool import ScoringPool
 from videorl.rollout.engine import RolloutEngine, TokenScorer
 from videorl.rollout.tools import ToolRunner
@@ -65,6 +66,8 @@ class TrainState:
     teacher: LoadedModel | None = None
     # algorithm.distill.teacher_engine=vllm: the teacher's vLLM engine (None: HF forwards)
     teacher_engine: TokenScorer | None = None
+    # the vision models' per-step embedding caches, which the step clears and prunes
+    visual_caches: VisualCaches = field(default_factory=VisualCaches)
     pool: ScoringPool | None = None
     # rollout.tools: the tools multi-turn rollouts call (None: single-turn rollouts)
     tools: ToolRunner | None = None
@@ -91,6 +94,7 @@ class TrainState:
             tools=self.tools,
             pool=self.pool,
             info=self.info,
+            visual_caches=self.visual_caches,
         )
 
     def sampler_state(self) -> dict[str, Any]:

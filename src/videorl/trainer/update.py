@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import torch
@@ -19,7 +20,7 @@ from videorl.models.batching import plan_rank_microbatches
 from videorl.models.inputs import PromptEncoding
 from videorl.models.loading import LoadedModel
 from videorl.models.logprobs import logprobs_in_microbatches, rows_logprobs
-from videorl.reduction import Maxed
+from videorl.reduction import Metric, MetricValue, combine
 from videorl.rollout.batch import RolloutBatch
 from videorl.rollout.fingerprints import checked_prompts
 
@@ -83,20 +84,21 @@ class _Averages:
 
     sums: dict[str, float] = field(default_factory=lambda: defaultdict(float))
     weights: dict[str, float] = field(default_factory=lambda: defaultdict(float))
-    maxima: dict[str, Maxed] = field(default_factory=dict)
+    declared: dict[str, MetricValue] = field(default_factory=dict)  # by their own reduction
     skipped: int = 0
 
-    def add(self, metrics: dict[str, float], weight: float = 1.0) -> None:
+    def add(self, metrics: Mapping[str, MetricValue], weight: float = 1.0) -> None:
         for key, value in metrics.items():
-            if isinstance(value, Maxed):  # declared a maximum by its producer
-                self.maxima[key] = Maxed(max(value, self.maxima.get(key, value)))
+            if isinstance(value, Metric):  # e.g. a maximum, declared so by its producer
+                seen = self.declared.get(key)
+                self.declared[key] = value if seen is None else combine([(seen, 1), (value, 1)])
                 continue
             self.sums[key] += value * weight
             self.weights[key] += weight
 
-    def result(self) -> dict[str, float]:
+    def result(self) -> dict[str, MetricValue]:
         means = {k: self.sums[k] / self.weights[k] for k in self.sums if self.weights[k] > 0}
-        return {**means, **self.maxima}
+        return {**means, **self.declared}
 
 
 def _split(rows: list[int], parts: int) -> list[list[int]]:
@@ -231,7 +233,7 @@ def optimizer_step(ctx: UpdateContext, step_loss: float) -> float | None:
     return norm
 
 
-def update_policy(ctx: UpdateContext, batch: RolloutBatch) -> dict[str, float]:
+def update_policy(ctx: UpdateContext, batch: RolloutBatch) -> dict[str, MetricValue]:
     """PPO-style update over the rows of `batch`; returns averaged metrics.
 
     The token-mean loss divides by the response-token count of the whole mini-batch

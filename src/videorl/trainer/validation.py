@@ -22,7 +22,7 @@ import torch
 
 from videorl.distributed import barrier
 from videorl.models.chat_template import template_kwargs
-from videorl.reduction import Summed
+from videorl.reduction import logged
 from videorl.rewards.batch import score_batch
 from videorl.rollout.engine import HFEngine, RolloutEngine
 from videorl.rollout.groups import engine_generate
@@ -80,12 +80,12 @@ def validate(state: TrainState) -> dict[str, Any]:
     )
     sampled = measure(state.videos)
     if not sampled.records:
-        return {"val/skipped_media": Summed(sampled.skipped)}
+        return {"val/skipped_media": float(sampled.skipped)}
     mean_k, best_k = mean_and_best_at_k(sampled.rewards)
     metrics: dict[str, Any] = {
         "val/reward_mean_at_k": mean_k,
         "val/reward_best_at_k": best_k,
-        "val/skipped_media": Summed(sampled.skipped),
+        "val/skipped_media": float(sampled.skipped),
         **sampled.tool_metrics,
     }
     for family, index in family_rows(sampled.records).items():
@@ -233,7 +233,7 @@ class Validator:
         metrics: dict[str, Any] = {}
         if state.info.is_main:
             with isolated(derived_seed(state.cfg.trainer.seed, state.step)):
-                metrics = self.run(state)
+                metrics = logged(self.run(state))  # rank 0's alone: nothing to reduce
             if self._improved(state, metrics):
                 metrics["val/best_step"] = state.step
                 write_atomically(
