@@ -155,7 +155,7 @@ def grpo(
     rewards: Tensor,
     group_ids: Tensor,
     *,
-    is_annotation: Tensor | None = None,
+    is_annotation: Tensor | None = None,  # noqa: ARG001 - estimators are called with is_annotation=
     config: GRPOConfig | None = None,
 ) -> AdvantageResult:
     """GRPO (docs/methods.md#advantage-estimators): `A_i = (r_i - mean_g) / (std_g + eps)`,
@@ -179,7 +179,7 @@ def dr_grpo(
     rewards: Tensor,
     group_ids: Tensor,
     *,
-    is_annotation: Tensor | None = None,
+    is_annotation: Tensor | None = None,  # noqa: ARG001 - estimators are called with is_annotation=
     config: GRPOConfig | None = None,
 ) -> AdvantageResult:
     """Dr.GRPO (docs/methods.md#advantage-estimators): `A_i = r_i - mean_g`, no std division;
@@ -198,7 +198,7 @@ def rloo(
     rewards: Tensor,
     group_ids: Tensor,
     *,
-    is_annotation: Tensor | None = None,
+    is_annotation: Tensor | None = None,  # noqa: ARG001 - estimators are called with is_annotation=
     config: GRPOConfig | None = None,
 ) -> AdvantageResult:
     """RLOO (docs/methods.md#advantage-estimators): `A_i = r_i - mean_{j != i} r_j

@@ -169,7 +169,11 @@ def _aggregate(
 
 @register_policy_loss("ppo", clip_low=0.2, clip_high=0.2, aggregation="token-mean")
 def ppo_terms(
-    logp: Tensor, old_logp: Tensor, advantages: Tensor, mask: Tensor, config: PolicyLossConfig
+    logp: Tensor,
+    old_logp: Tensor,
+    advantages: Tensor,
+    mask: Tensor,  # noqa: ARG001 - policy losses are called with mask=
+    config: PolicyLossConfig,
 ) -> PolicyTerms:
     """PPO's token-level clipped surrogate with dual clip (module docstring); `mask` is
     unused (every token is its own sample)."""

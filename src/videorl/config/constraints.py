@@ -110,7 +110,7 @@ class OneOf:
     def admits(self, value: Any) -> bool:
         return any(value == c and type(value) is type(c) for c in self.choices)
 
-    def rule(self, pretty: bool = False) -> str:
+    def rule(self, pretty: bool = False) -> str:  # noqa: ARG002 - Constraint.rule's signature
         """`hf or vllm`, `0, 1 or 2`."""
         names = [str(c) for c in self.choices]
         return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"

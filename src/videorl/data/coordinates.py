@@ -18,9 +18,9 @@ a mask, whose pixels are the source frame's) are returned unchanged.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 from videorl.data.records import (
     BoxAnswer,
@@ -81,13 +81,13 @@ def _mapper(record: TaskRecord, target: str, size: tuple[int, int]) -> Callable 
     return lambda x, y: (round(x * sx, 2), round(y * sy, 2))
 
 
-def _box(move: Callable, box) -> tuple[float, float, float, float]:
+def _box(move: Callable, box: Sequence[float]) -> tuple[float, float, float, float]:
     x1, y1 = move(box[0], box[1])
     x2, y2 = move(box[2], box[3])
     return (x1, y1, x2, y2)
 
 
-def _answer(answer, move: Callable):
+def _answer(answer: Any, move: Callable) -> Any:
     if isinstance(answer, BoxAnswer):
         return BoxAnswer(_box(move, answer.box))
     if isinstance(answer, SegmentationAnswer):
@@ -132,7 +132,7 @@ def to_model_coordinates(
     )
 
 
-def frame_size(media) -> tuple[int, int] | None:
+def frame_size(media: object) -> tuple[int, int] | None:
     """(width, height) of decoded frames `T x C x H x W`, else None."""
     frames = getattr(media, "frames", None)
     if frames is None or frames.dim() != 4:

@@ -272,14 +272,16 @@ def build_app(
 
     by_label = {e.label: e for e in examples}
 
-    def pick(label: str | None):
+    def pick(label: str | None) -> tuple[Any, ...]:
         example = by_label.get(label or "")
         if example is None:
             return gr.update(), gr.update(), gr.update(), gr.update()
         record = example.record
         return example.video_path, record.family.value, record.problem, "\n".join(record.options)
 
-    def run(video, family, query, options, label, *knobs):
+    def run(
+        video: str | None, family: str, query: str, options: str, label: str, *knobs: Any
+    ) -> tuple[Any, ...]:
         settings = knob_settings(defaults, knobs)
         option_lines = tuple(line.strip() for line in (options or "").splitlines() if line.strip())
         question = Question(Family(family), query or "", option_lines)
@@ -349,7 +351,7 @@ def running_demo(
                 blocks.close()
 
 
-def stop_on_signal(signum: int, frame: Any) -> None:
+def stop_on_signal(_signum: int, _frame: Any) -> None:
     """Turn a termination signal into Ctrl+C, so that the temporary folder is removed."""
     raise KeyboardInterrupt
 

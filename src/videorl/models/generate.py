@@ -68,7 +68,7 @@ class QuotaCriterion:
         self.budgets = torch.tensor(quota.row_budgets)
         self.must = torch.tensor(quota.must, dtype=torch.long)
 
-    def __call__(self, input_ids: torch.Tensor, scores: Any, **kwargs: Any) -> torch.Tensor:
+    def __call__(self, input_ids: torch.Tensor, _scores: Any, **_kwargs: Any) -> torch.Tensor:
         new = input_ids[:, self.prompt_len :].cpu()
         ended = torch.isin(new, self.eos).any(dim=1) | (new.shape[1] >= self.budgets)
         # a group (of those with rows here) has ended when none of its rows is still going

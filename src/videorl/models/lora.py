@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -111,7 +112,9 @@ class AdaptersOff(torch.nn.Module):
         with torch.no_grad(), self.peft_model.disable_adapter():
             return self.peft_model(*args, **kwargs)
 
-    def parameters(self, recurse: bool = True):  # the device / dtype of the shared weights
+    def parameters(
+        self, recurse: bool = True
+    ) -> Iterator[torch.nn.Parameter]:  # the device / dtype of the shared weights
         return self.peft_model.parameters(recurse)
 
     def __getattr__(self, name: str) -> Any:

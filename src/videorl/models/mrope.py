@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import itertools
 import types
+from typing import Any
 
 import torch
 
@@ -36,7 +37,14 @@ def reference_positions(position_ids: torch.Tensor, token_types: torch.Tensor) -
     return out
 
 
-def _get_rope_index(self, input_ids, mm_token_type_ids=None, *args, attention_mask=None, **kwargs):
+def _get_rope_index(
+    self: Any,
+    input_ids: torch.Tensor,
+    mm_token_type_ids: torch.Tensor | None = None,
+    *args: Any,
+    attention_mask: torch.Tensor | None = None,
+    **kwargs: Any,
+) -> tuple[torch.Tensor, torch.Tensor]:
     position_ids, deltas = type(self).get_rope_index(
         self, input_ids, mm_token_type_ids, *args, attention_mask=attention_mask, **kwargs
     )

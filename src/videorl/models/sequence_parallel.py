@@ -219,7 +219,7 @@ def ulysses_attention(
     return heads_to_seq(out, group).transpose(1, 2).contiguous(), None
 
 
-def _no_mask(**kwargs: Any) -> None:
+def _no_mask(**_kwargs: Any) -> None:
     """The sharded forward builds its masks from the full sequence inside the attention."""
     return
 

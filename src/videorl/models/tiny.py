@@ -124,7 +124,7 @@ def train_tokenizer(vocab_size: int, think_tokens: bool) -> Tokenizer:
     return tokenizer
 
 
-def _hf_tokenizer(arch: str, spec: TinySpec):
+def _hf_tokenizer(arch: str, spec: TinySpec) -> Any:
     import json
 
     from transformers import Qwen2Tokenizer
@@ -186,7 +186,7 @@ def _derived_rope(arch: str, head_dim: int) -> dict:
     return {"rope_type": "default", "rope_theta": 1e6}
 
 
-def _config(arch: str, spec: TinySpec, tokenizer):
+def _config(arch: str, spec: TinySpec, tokenizer: Any) -> Any:
     from transformers import Qwen2_5_VLConfig, Qwen3_5Config, Qwen3Config, Qwen3VLConfig
 
     head_dim = spec.head_size
@@ -248,7 +248,7 @@ def _config(arch: str, spec: TinySpec, tokenizer):
     return Qwen3_5Config(text_config=text, vision_config=vision, **tokens)
 
 
-def _processor(arch: str, tokenizer, published: bool = False):
+def _processor(arch: str, tokenizer: Any, published: bool = False) -> Any:
     from transformers import (
         Qwen2_5_VLProcessor,
         Qwen2VLImageProcessor,
@@ -315,7 +315,7 @@ class BuiltModel:
     vision_warmup: WarmupReport | None = None
 
 
-def _model_class(arch: str):
+def _model_class(arch: str) -> type[Any]:
     from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
 
     return AutoModelForCausalLM if arch == "qwen3" else AutoModelForImageTextToText

@@ -129,7 +129,9 @@ class FirstAnswerGate(StoppingCriteria):
             self.decisions = [None] * input_ids.shape[0]
         self._step = torch.log_softmax(scores.float(), dim=-1)
 
-    def __call__(self, input_ids: torch.LongTensor, scores: Any, **kwargs: Any) -> torch.BoolTensor:
+    def __call__(
+        self, input_ids: torch.LongTensor, _scores: Any, **_kwargs: Any
+    ) -> torch.BoolTensor:
         return self._decide(input_ids)  # type: ignore[return-value]
 
     def _decide(self, input_ids: torch.Tensor) -> torch.Tensor:

@@ -139,7 +139,9 @@ def generate_tool_groups(
         )
     calls: list[int] = []
 
-    def generate(loaded: Any, contexts: Sequence[PromptEncoding], step: SamplingParams):
+    def generate(
+        _loaded: Any, contexts: Sequence[PromptEncoding], step: SamplingParams
+    ) -> list[Generation]:
         calls.append(len(contexts))
         return engine.generate(contexts, step)
 

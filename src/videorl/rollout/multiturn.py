@@ -338,7 +338,9 @@ def forced_trajectory(
     eos = loaded.eos_token_ids[0]
     scripted = iter(turns)
 
-    def write(_: LoadedModel, contexts: Sequence[PromptEncoding], __: SamplingParams):
+    def write(
+        _: LoadedModel, contexts: Sequence[PromptEncoding], __: SamplingParams
+    ) -> list[Generation]:
         text = next(scripted, None)
         if text is None:
             raise ValueError(f"the trajectory calls tools after its last turn: {list(turns)}")

@@ -127,7 +127,7 @@ class VLLMEngine:
 
     # --- generation -------------------------------------------------------------------------
 
-    def _sampling(self, params: SamplingParams, max_tokens: int, n: int):
+    def _sampling(self, params: SamplingParams, max_tokens: int, n: int) -> Any:
         from vllm import SamplingParams as VSamplingParams
 
         return VSamplingParams(

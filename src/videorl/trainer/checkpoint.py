@@ -16,7 +16,7 @@ import os
 import re
 import shutil
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -42,7 +42,7 @@ _STEP_DIR = re.compile(r"^step-(\d+)$")
 
 
 @contextmanager
-def _single_process_ok():
+def _single_process_ok() -> Iterator[None]:
     """DCP warns when no process group exists; one process is a supported case here."""
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="torch.distributed is disabled")

@@ -40,7 +40,7 @@ class StopRequest:
     def requested(self) -> bool:
         return self.first is not None
 
-    def handle(self, signum: int, frame: Any) -> None:
+    def handle(self, _signum: int, _frame: Any) -> None:
         now = time.monotonic()
         if self.first is None:
             self.first = now
@@ -76,7 +76,7 @@ class StepGuard:
         self.stepped = False
         self._hook = state.optimizer.register_step_pre_hook(self._mark)
 
-    def _mark(self, *args: Any) -> None:
+    def _mark(self, *_args: Any) -> None:
         self.stepped = True
 
     @property

@@ -130,7 +130,7 @@ def oversampled_draw(
         with timer("behaviour"):
             batch = _with_behaviour(producer, batch, taken, version)
     with timer("behaviour"):
-        return batch, _carried(producer, left, version)
+        return batch, _carried(producer, left)
 
 
 def _decoded(
@@ -267,7 +267,7 @@ def _with_behaviour(
     return replace(batch, behaviour_logp=logp, versions=versions)
 
 
-def _carried(producer: Producer, left: list[RoundGroup], version: int) -> list[CarriedGroup]:
+def _carried(producer: Producer, left: list[RoundGroup]) -> list[CarriedGroup]:
     """The cut groups for the next round: `continue` keeps their rows, each new token's
     behaviour log-prob from this round's weights."""
     if producer.cfg.rollout.partial == "restart":

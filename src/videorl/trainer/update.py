@@ -113,7 +113,7 @@ def _logprobs(
     batch: RolloutBatch,
     rows: list[int],
     where: str = "old-policy forward",
-):
+) -> torch.Tensor:
     """[B, R] no-grad log-probs of `rows` under `model` (zeros elsewhere); multi-turn rows
     over their whole trajectory, with every turn's media. The rows' inputs are checked
     against their rollout's first (`where` names the forward)."""

@@ -53,7 +53,10 @@ RESULT_TEXT = "The tool executed successfully. Here are the processed result"
     timeout_s=120.0,  # mcp_tool_config.yaml: timeout 120
 )
 def crop_video(
-    ctx: ToolContext, start_time: float, end_time: float, video_path: str | None = None
+    ctx: ToolContext,
+    start_time: float,
+    end_time: float,
+    video_path: str | None = None,  # noqa: ARG001 - LongVT's published tool schema names it
 ) -> ToolResult:
     lo, hi = video_span(ctx)
     if start_time < lo:  # lo is 0 unless the record is a clip of a longer file

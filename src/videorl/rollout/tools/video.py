@@ -19,6 +19,7 @@ like a frame or a crop, is the source frame the control shows at that time.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from videorl.errors import MediaError
 from videorl.rollout.tools.registry import ToolContext, ToolError, ToolResult, register_tool
@@ -32,6 +33,9 @@ from videorl.video.decode import (
     is_image_path,
 )
 from videorl.video.media import MediaRef
+
+if TYPE_CHECKING:
+    import torch
 
 _EPS = 1e-6
 _NATIVE_PIXELS = 4096 * 4096
@@ -130,7 +134,7 @@ def _controlled_clip(ctx: ToolContext, clip: DecodedVideo) -> DecodedVideo:
     return ctx.decodes.get(key, run)
 
 
-def _as_image(frame_chw, ctx: ToolContext) -> DecodedVideo:
+def _as_image(frame_chw: torch.Tensor, ctx: ToolContext) -> DecodedVideo:
     """A `C x H x W` frame as an image under the run's image pixel bounds."""
     return frames_from_array(frame_chw.permute(1, 2, 0)[None].numpy(), None, ctx.config)
 

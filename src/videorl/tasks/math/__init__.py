@@ -18,7 +18,7 @@ from videorl.data.records import MathAnswer
 from videorl.tasks.math.prompts import math as prompt
 
 
-def cell_answer(raw: Any, options: tuple[str, ...], column: str) -> MathAnswer:
+def cell_answer(raw: Any, _options: tuple[str, ...], _column: str) -> MathAnswer:
     """The final answer of a solution (`\\boxed{...}`, GSM8K `#### x` or the text)."""
     text = str(raw[0] if isinstance(raw, (list, tuple)) and raw else raw)
     return MathAnswer(final_answer(text))

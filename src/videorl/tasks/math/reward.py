@@ -55,7 +55,7 @@ def is_equivalent(reference: str, answer: str) -> bool:
     return bool(gold) and bool(pred) and bool(verify(gold, pred, timeout_seconds=timeout))
 
 
-def score(record: TaskRecord, payload: str, config: RewardConfig) -> dict[str, float]:
+def score(record: TaskRecord, payload: str, _config: RewardConfig) -> dict[str, float]:
     """`task` = 1 if the boxed answer is equivalent to the reference, else 0."""
     return {"task": float(is_equivalent(reference_answer(record), payload))}
 

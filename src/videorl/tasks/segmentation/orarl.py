@@ -109,7 +109,9 @@ def _decoded(rle: Any) -> np.ndarray | None:
         return None
 
 
-def _mask_of(record: TaskRecord, answer: SegmentationAnswer, video: bool, time: float | None):
+def _mask_of(
+    record: TaskRecord, answer: SegmentationAnswer, video: bool, time: float | None
+) -> tuple[bool, np.ndarray | None]:
     """(True, pixels or None) for the mask OraRL scores against, (False, None) without one:
     a video's frame at the predicted time (a single `mask_rle` is its only frame), an image's
     mask."""

@@ -146,7 +146,7 @@ def _mask_terms(
     return terms, inside
 
 
-def score(record: TaskRecord, payload: str, config: RewardConfig) -> dict[str, float]:
+def score(record: TaskRecord, payload: str, _config: RewardConfig) -> dict[str, float]:
     """`task` and its terms `iou`, `pos`, `neg` (and `time` for video)."""
     answer = record.answer
     assert isinstance(answer, SegmentationAnswer), f"record {record.id}: not a segmentation answer"

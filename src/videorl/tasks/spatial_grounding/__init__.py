@@ -17,7 +17,7 @@ from videorl.data.records import BoxAnswer
 from videorl.tasks.spatial_grounding.prompts import orarl_spatial, spatial
 
 
-def cell_answer(raw: Any, options: tuple[str, ...], column: str) -> BoxAnswer:
+def cell_answer(raw: Any, _options: tuple[str, ...], column: str) -> BoxAnswer:
     """A box object or a bare `[x1, y1, x2, y2]`."""
     raw = json_cell(raw)
     if isinstance(raw, (list, tuple)):

@@ -32,11 +32,11 @@ def spatial_view(result: Result) -> tuple[str, str, Pictures]:
     )
 
 
-def _blank(options: tuple[str, ...], meta: VideoMeta) -> tuple[Answer, dict[str, Any]]:
+def _blank(_options: tuple[str, ...], _meta: VideoMeta) -> tuple[Answer, dict[str, Any]]:
     return (BoxAnswer(NO_BOX), {})
 
 
-def _prediction(text: str, options: tuple[str, ...]) -> dict[str, Any]:
+def _prediction(text: str, _options: tuple[str, ...]) -> dict[str, Any]:
     return {"box": parsing.parse_box(text)}
 
 

@@ -41,7 +41,7 @@ def parse(payload: str) -> Box | None:
     return as_box(data)
 
 
-def score(record: TaskRecord, payload: str, config: RewardConfig) -> dict[str, float]:
+def score(record: TaskRecord, payload: str, _config: RewardConfig) -> dict[str, float]:
     """`task` = `iou` = IoU(predicted box, ground-truth box)."""
     answer = record.answer
     assert isinstance(answer, BoxAnswer), f"record {record.id}: not a box answer"

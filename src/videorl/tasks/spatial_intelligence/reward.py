@@ -14,7 +14,7 @@ from videorl.rewards.protocol import TAGGED
 from videorl.rewards.registry import FAMILY_REWARDS, FamilyReward
 
 
-def score(record: TaskRecord, payload: str, config: RewardConfig) -> dict[str, float]:
+def score(record: TaskRecord, payload: str, _config: RewardConfig) -> dict[str, float]:
     """Numeric: `task` = `mra` = MRA(prediction, target); choice: `task` = letter match."""
     answer = record.answer
     if isinstance(answer, ChoiceAnswer):

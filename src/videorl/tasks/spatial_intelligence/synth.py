@@ -25,7 +25,9 @@ def shuffled_options(
     return tuple(options), ChoiceAnswer(LETTERS[options.index(correct)])
 
 
-def _si_numeric(rng: np.random.Generator, subtype: str, width: int, height: int):
+def _si_numeric(
+    rng: np.random.Generator, subtype: str, width: int, height: int
+) -> tuple[str, float, list[Placed]]:
     """(question, value, shapes) of one numeric subtype; distances in pixels."""
     if subtype == "object_counting":
         count = int(rng.integers(1, 5))
@@ -59,7 +61,9 @@ def _si_numeric(rng: np.random.Generator, subtype: str, width: int, height: int)
     return question, float(rows * cols), tiles
 
 
-def _si_choice(rng: np.random.Generator, subtype: str, width: int, height: int):
+def _si_choice(
+    rng: np.random.Generator, subtype: str, width: int, height: int
+) -> tuple[str, str, list[str], list[Placed]]:
     """(question, correct option, wrong options, shapes) of one choice subtype."""
     if subtype == "rel_distance":
         while True:

@@ -17,7 +17,7 @@ PLACEHOLDER = "the object to find in time and space"
 EXPECTED = '<answer>{"time": [t0, t1], "boxes": {...}}</answer>'
 
 
-def _prediction(text: str, options: tuple[str, ...]) -> dict[str, Any]:
+def _prediction(text: str, _options: tuple[str, ...]) -> dict[str, Any]:
     found = parse_spatio_temporal(text)
     return {} if found is None else {"window": found.window, "boxes": found.boxes}
 
@@ -45,7 +45,7 @@ def spatio_temporal_view(result: Result) -> tuple[str, str, Pictures]:
     return ", ".join(found), truth_text, pictures
 
 
-def _blank(options: tuple[str, ...], meta: VideoMeta) -> tuple[Answer, dict[str, Any]]:
+def _blank(_options: tuple[str, ...], _meta: VideoMeta) -> tuple[Answer, dict[str, Any]]:
     return (SpatioTemporalAnswer(time=(0.0, 0.0), boxes={"0": NO_BOX}), {})
 
 

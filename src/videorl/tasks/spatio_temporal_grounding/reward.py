@@ -20,7 +20,7 @@ from videorl.rewards.registry import FAMILY_REWARDS, FamilyReward
 TIME_WEIGHT, SPACE_WEIGHT = 0.2, 0.8
 
 
-def score(record: TaskRecord, payload: str, config: RewardConfig) -> dict[str, float]:
+def score(record: TaskRecord, payload: str, _config: RewardConfig) -> dict[str, float]:
     """`task`, `tiou`, `siou` (mean box IoU over ground-truth seconds) and `coverage`."""
     answer = record.answer
     assert isinstance(answer, SpatioTemporalAnswer), (

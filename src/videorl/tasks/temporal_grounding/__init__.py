@@ -23,7 +23,7 @@ from videorl.tasks.temporal_grounding.prompts import orarl_temporal, taro_tempor
 _SPAN = re.compile(r"([-+]?\d*\.?\d+)\s*(?:s\b|seconds?\b)?\s*(?:to|and|-|–)\s*([-+]?\d*\.?\d+)")
 
 
-def cell_answer(raw: Any, options: tuple[str, ...], column: str) -> TemporalAnswer:
+def cell_answer(raw: Any, _options: tuple[str, ...], column: str) -> TemporalAnswer:
     """A window object, `{"time": [S, E]}` / `{"start", "end"}`, `[S, E]` or `"S to E"`."""
     raw = json_cell(raw)
     if isinstance(raw, dict):

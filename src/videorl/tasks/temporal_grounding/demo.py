@@ -16,7 +16,7 @@ PLACEHOLDER = "the moment to find, e.g. the red circle is visible"
 EXPECTED = "<answer>S to E</answer>"
 
 
-def _blank(options: tuple[str, ...], meta: VideoMeta) -> tuple[TemporalAnswer, dict[str, Any]]:
+def _blank(_options: tuple[str, ...], _meta: VideoMeta) -> tuple[TemporalAnswer, dict[str, Any]]:
     return TemporalAnswer(((0.0, 0.0),)), {}
 
 
@@ -42,7 +42,7 @@ def temporal_view(result: Result) -> tuple[str, str, Pictures]:
     return text, truth_text, pictures
 
 
-def _prediction(text: str, options: tuple[str, ...]) -> dict[str, Any]:
+def _prediction(text: str, _options: tuple[str, ...]) -> dict[str, Any]:
     return {"window": parsing.parse_window(text)}
 
 

@@ -17,13 +17,13 @@ PLACEHOLDER = "the object to track, e.g. the green circle"
 EXPECTED = '<answer>{"boxes": {"<frame>": [x1, y1, x2, y2]}}</answer>'
 
 
-def _blank(options: tuple[str, ...], meta: VideoMeta) -> tuple[TrackingAnswer, dict[str, Any]]:
+def _blank(_options: tuple[str, ...], meta: VideoMeta) -> tuple[TrackingAnswer, dict[str, Any]]:
     """Boxes asked for in the demo's tracked frames of the uploaded video."""
     boxes = {str(f): NO_BOX for f in tracked_frames(meta)}
     return TrackingAnswer(boxes), {"extra": {"source_fps": meta.source_fps}}
 
 
-def _prediction(text: str, options: tuple[str, ...]) -> dict[str, Any]:
+def _prediction(text: str, _options: tuple[str, ...]) -> dict[str, Any]:
     tracked = parse_tracking(text) or {}
     return {"boxes": {k: b for k, b in tracked.items() if isinstance(k, float)}}
 

@@ -16,7 +16,7 @@ from videorl.rewards.protocol import TAGGED
 from videorl.rewards.registry import FAMILY_REWARDS, FamilyReward
 
 
-def score(record: TaskRecord, payload: str, config: RewardConfig) -> dict[str, float]:
+def score(record: TaskRecord, payload: str, _config: RewardConfig) -> dict[str, float]:
     """`task` = `iou` = mean frame IoU; `coverage` = fraction of ground-truth frames predicted."""
     answer = record.answer
     assert isinstance(answer, TrackingAnswer), f"record {record.id}: not a tracking answer"

@@ -17,7 +17,7 @@ PLACEHOLDER = "the question, e.g. What colour is the square?"
 EXPECTED = "<answer>X</answer> with an option letter"
 
 
-def _blank(options: tuple[str, ...], meta: VideoMeta) -> tuple[ChoiceAnswer, dict[str, Any]]:
+def _blank(options: tuple[str, ...], _meta: VideoMeta) -> tuple[ChoiceAnswer, dict[str, Any]]:
     given = tuple(o.strip() for o in options if o.strip())
     if not 2 <= len(given) <= len(LETTERS):
         raise DataError(

@@ -13,7 +13,7 @@ from videorl.rewards.registry import FAMILY_REWARDS, FamilyReward
 from videorl.tasks.video_qa.text import text_match
 
 
-def score(record: TaskRecord, payload: str, config: RewardConfig) -> dict[str, float]:
+def score(record: TaskRecord, payload: str, _config: RewardConfig) -> dict[str, float]:
     """`task` = 1 if the letter matches (open-ended: the normalised text), else 0."""
     answer = record.answer
     if isinstance(answer, TextAnswer):
