@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
+from os import PathLike
 
 
 @dataclass(frozen=True)
@@ -17,7 +18,7 @@ class CliResult:
         return [line for line in self.output.splitlines() if line.strip()]
 
 
-def run_cli(capsys, monkeypatch, *args: str) -> CliResult:
+def run_cli(capsys, monkeypatch, *args: str | PathLike[str]) -> CliResult:
     from videorl.cli import main
 
     capsys.readouterr()

@@ -60,7 +60,7 @@ def _numeric_keys(cls: type = Config, prefix: str = "") -> list[tuple[str, type]
     for f in dataclasses.fields(cls):
         hint = hints[f.name]
         options = [a for a in typing.get_args(hint) if a is not type(None)] or [hint]
-        if dataclasses.is_dataclass(hint):
+        if isinstance(hint, type) and dataclasses.is_dataclass(hint):
             keys += _numeric_keys(hint, f"{prefix}{f.name}.")
         elif float in options:
             keys.append((f"{prefix}{f.name}", float))
@@ -99,7 +99,7 @@ def _write(path, data: bytes | str):
     return path
 
 
-CONFIG_FILES = {
+CONFIG_FILES: dict[str, bytes | str] = {
     "list.yaml": "- model\n- data\n",
     "syntax.yaml": "model:\n  path: x\n data: [1,\n",
     "latin1.yaml": b"model:\n  path: caf\xe9\n",
@@ -143,7 +143,7 @@ def test_bad_override_syntax_is_one_line(override, name, capsys, monkeypatch):
     _assert_one_line_naming(result, name)
 
 
-DATA_FILES = {
+DATA_FILES: dict[str, bytes | str] = {
     "latin1.jsonl": b'{"id": "a", "problem": "caf\xe9"}\n',
     "garbage.parquet": b"not parquet at all",
     "object.json": '{"id": 1}',
@@ -185,7 +185,7 @@ def test_train_resume_and_output_dir_errors(tmp_path, capsys, monkeypatch):
         _assert_one_line_naming(result, name)
 
 
-SOURCES_FILES = {
+SOURCES_FILES: dict[str, bytes | str] = {
     "latin1.yaml": b"sources:\n  - name: caf\xe9\n",
     "syntax.yaml": "sources:\n  - name: a\n   path: [\n",
     "list.yaml": "- name: a\n",

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import shutil
+from typing import Any
 
 import pytest
 import torch
@@ -29,8 +30,8 @@ from videorl.models.tiny import ARCHS
 # Run settings per style: the published recipes' think modes, template variables the test
 # template reads, both coordinate modes and both time encodings (tgrpo: processor_default).
 # A style added later is checked with `OTHER_RUN`.
-OTHER_RUN = {"think": True, "kwargs": {"answer_hint": "ok"}, "coordinates": "auto"}
-RUNS = {
+OTHER_RUN: dict[str, Any] = {"think": True, "kwargs": {"answer_hint": "ok"}, "coordinates": "auto"}
+RUNS: dict[str, dict[str, Any]] = {
     "videorl": {"think": True, "kwargs": {"answer_hint": "ok"}, "coordinates": "auto"},
     "orarl": {"think": False, "kwargs": {"enable_thinking": False}, "coordinates": "auto"},
     "taro": {"think": True, "kwargs": {"answer_hint": "ok"}, "coordinates": "record"},

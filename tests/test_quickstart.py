@@ -94,7 +94,7 @@ def test_videorl_quickstart_runs_the_steps_in_order_and_stops_at_a_failure(capsy
     assert [step[0] for step in ran] == ["make-tiny", "synth", "sft", "train"]
     assert ran[2] == ["sft", "sft_quickstart", "--overwrite"]
     ran.clear()
-    monkeypatch.setattr(subprocess, "call", lambda argv, env: ran.append(argv[3:]) or 0)
+    monkeypatch.setattr(subprocess, "call", lambda argv, env: ran.append(argv[3:]) or 0)  # type: ignore[func-returns-value]  # records the call, then returns the stub's value
     done = run_cli(capsys, monkeypatch, "quickstart")
     assert done.code == 0 and ran == [list(step.argv) for step in STEPS]
     assert "curves: runs/quickstart/train/reward_curves.png" in done.output
@@ -156,7 +156,7 @@ def test_train_tools_quickstart_after_synth_names_the_tool_sft_stage(tmp_path, c
 
 def test_videorl_quickstart_tools_runs_the_tools_steps(capsys, monkeypatch):
     ran: list[list[str]] = []
-    monkeypatch.setattr(subprocess, "call", lambda argv, env: ran.append(argv[3:]) or 0)
+    monkeypatch.setattr(subprocess, "call", lambda argv, env: ran.append(argv[3:]) or 0)  # type: ignore[func-returns-value]  # records the call, then returns the stub's value
     done = run_cli(capsys, monkeypatch, "quickstart", "--tools", "--overwrite")
     assert done.code == 0 and ran == [[*step.argv, "--overwrite"] for step in TOOLS_STEPS]
     assert [step[0] for step in ran] == ["make-tiny", "synth", "sft", "sft", "sft", "train", "eval"]

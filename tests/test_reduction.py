@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import pickle
+from typing import Any
 
 import pytest
 
@@ -15,13 +16,13 @@ from videorl import distributed
 from videorl.data.families import Family
 from videorl.data.records import TaskRecord, TemporalAnswer
 from videorl.distributed import DistInfo, reduce_metrics
-from videorl.reduction import Metric, combine, logged, maxed, summed
+from videorl.reduction import Metric, MetricValue, combine, logged, maxed, summed
 from videorl.rewards.batch import batch_metrics
 from videorl.rewards.result import RewardResult
 from videorl.rollout.batch import merge_metrics
 
 
-def _part(rows: int, overall: float, failed: int = 0) -> dict[str, float]:
+def _part(rows: int, overall: float, failed: int = 0) -> dict[str, MetricValue]:
     """The reward metrics of one draw (or one rank) of `rows` rows, `failed` of them timed out."""
     record = TaskRecord(
         id="r",
@@ -39,7 +40,7 @@ def _part(rows: int, overall: float, failed: int = 0) -> dict[str, float]:
     return batch_metrics([record] * rows, results, seconds=0.5)
 
 
-def _over_ranks(monkeypatch, per_rank: list[dict[str, float]]) -> dict[str, float]:
+def _over_ranks(monkeypatch, per_rank: list[dict[str, Any]]) -> dict[str, Any]:
     def gather(out, _):
         out[:] = per_rank
 
@@ -59,13 +60,13 @@ def test_combine_sums_what_is_declared_summed_and_averages_the_rest():
 
 def test_arithmetic_keeps_the_declared_reduction_or_is_refused():
     assert summed(2) + summed(3) == summed(5)  # was a plain float: the tag is kept
-    for refused in (lambda: summed(2) + 3.0, lambda: 1 + summed(2), lambda: summed(2) * 2):
+    for refused in (lambda: summed(2) + 3.0, lambda: 1 + summed(2), lambda: summed(2) * 2):  # type: ignore[operator]  # refused on purpose
         with pytest.raises(TypeError):
             refused()
     with pytest.raises(TypeError, match="no meaning"):
         maxed(2) + maxed(3)
     with pytest.raises(TypeError):
-        sum([summed(1), summed(2)])  # sum() starts from 0, a plain number
+        sum([summed(1), summed(2)])  # type: ignore[list-item]  # refused on purpose; sum() starts from 0, a plain number
 
 
 def test_a_metric_is_its_float_in_logs_and_keeps_its_reduction_across_processes():

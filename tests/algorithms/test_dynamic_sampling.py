@@ -76,9 +76,9 @@ def _batch(records: list[str], rows_per_group: int, rewards: list[float]) -> Rol
     n = len(records) * rows_per_group
     lengths = [1 + i % 3 for i in range(n)]
     return RolloutBatch(
-        records=list(records),
-        prompts=[f"prompt-{r}" for r in records],
-        videos=[f"video-{r}" for r in records],
+        records=list(records),  # type: ignore[arg-type]  # strings stand in: the helpers only index them
+        prompts=[f"prompt-{r}" for r in records],  # type: ignore[misc]  # strings stand in
+        videos=[f"video-{r}" for r in records],  # type: ignore[misc]  # strings stand in
         group_ids=torch.arange(len(records)).repeat_interleave(rows_per_group),
         responses=[torch.full((k,), i) for i, k in enumerate(lengths)],
         texts=[f"{records[i // rows_per_group]}:{i}" for i in range(n)],
@@ -95,7 +95,7 @@ def _batch(records: list[str], rows_per_group: int, rewards: list[float]) -> Rol
 def test_take_groups_compacts_the_prompts_and_renumbers_the_rows():
     batch = _batch(["a", "b", "c"], 2, [0, 1, 2, 3, 4, 5])
     picked = batch.take_groups([2, 0])
-    assert picked.records == ["c", "a"] and picked.videos == ["video-c", "video-a"]
+    assert picked.records == ["c", "a"] and picked.videos == ["video-c", "video-a"]  # type: ignore[comparison-overlap]  # strings stand in
     assert picked.group_ids.tolist() == [0, 0, 1, 1]
     assert picked.texts == ["c:4", "c:5", "a:0", "a:1"]
     assert picked.rewards.tolist() == [4, 5, 0, 1]
@@ -106,7 +106,7 @@ def test_take_groups_compacts_the_prompts_and_renumbers_the_rows():
 def test_concat_offsets_group_ids_and_merges_metrics():
     first, second = _batch(["a"], 2, [0, 1]), _batch(["b", "c"], 2, [1, 1, 0, 0])
     merged = concat_batches([first, second])
-    assert merged.records == ["a", "b", "c"]
+    assert merged.records == ["a", "b", "c"]  # type: ignore[comparison-overlap]  # strings stand in
     assert merged.group_ids.tolist() == [0, 0, 1, 1, 2, 2]
     assert merged.rewards.tolist() == [0, 1, 1, 1, 0, 0]
     assert [c["task"] for c in merged.components] == [0, 1, 1, 1, 0, 0]

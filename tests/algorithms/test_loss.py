@@ -226,12 +226,12 @@ def test_kl_and_entropy_terms():
         logp, logp, zero, mask, config=config(kl_coef=0.1, kl_type="k1"), ref_logp=ref
     )
     assert abs(float(with_kl.loss) - 0.1 * 0.5 / 2) < 1e-12
-    assert abs(with_kl.metrics["actor/kl"] - 0.25) < 1e-12
+    assert abs(with_kl.metrics["actor/kl"] - 0.25) < 1e-12  # type: ignore[operator]  # a mean: a plain float
     with_entropy = policy_loss(
         logp, logp, zero, mask, config=config(entropy_coef=0.2), entropy=entropy
     )
     assert abs(float(with_entropy.loss) - (-0.2 * 0.5)) < 1e-12
-    assert abs(with_entropy.metrics["actor/entropy"] - 0.5) < 1e-12
+    assert abs(with_entropy.metrics["actor/entropy"] - 0.5) < 1e-12  # type: ignore[operator]  # a mean: a plain float
 
 
 def test_row_advantages_broadcast_to_tokens():
@@ -280,7 +280,7 @@ def test_empty_masks_and_bad_padding_give_no_nan(mode):
     )
     result.loss.backward()
     assert math.isfinite(result.loss.item()) and torch.isfinite(logp.grad).all()
-    assert all(math.isfinite(v) for v in result.metrics.values())
+    assert all(math.isfinite(v) for v in result.metrics.values())  # type: ignore[arg-type]  # every loss metric is a mean: a plain float
     empty = policy_loss(
         logp,
         old,

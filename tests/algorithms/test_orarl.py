@@ -142,8 +142,8 @@ def test_registered_as_orarl():
         (lambda: DirectionalGainConfig(min_gain=2, max_gain=1), "min_gain=2"),
         (lambda: AnchorConfig(cap_min=0.5, cap_max=0.1), "cap_min=0.5"),
         (lambda: AnchorConfig(beta=-2), "beta=-2"),
-        (lambda: OraRLConfig(gain=3), "gain must be a mapping"),
-        (lambda: OraRLConfig(anchor={"scale": -1}), "scale=-1"),
+        (lambda: OraRLConfig(gain=3), "gain must be a mapping"),  # type: ignore[arg-type]  # a bad value on purpose
+        (lambda: OraRLConfig(anchor={"scale": -1}), "scale=-1"),  # type: ignore[arg-type]  # a mapping, as a YAML file gives
     ],
 )
 def test_config_validation(make, match):

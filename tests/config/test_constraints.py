@@ -57,7 +57,7 @@ class _Relative(Checked):
 )
 def test_a_violated_constraint_is_one_line_naming_the_key(kwargs, message):
     with pytest.raises(ConfigError) as err:
-        _Toy(**kwargs)  # type: ignore[arg-type]
+        _Toy(**kwargs)
     assert str(err.value) == message
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -51,7 +52,7 @@ def media(tmp_path) -> Path:
 
 
 def test_easyr1_parquet_keeps_videos_and_images(tmp_path, media):
-    rows = [
+    rows: list[dict[str, Any]] = [
         {
             "problem": "<video>When does the cat jump?",
             "answer": "2.5 to 4.0",
@@ -87,7 +88,7 @@ def test_easyr1_parquet_keeps_videos_and_images(tmp_path, media):
 
 
 def test_verl_chat_prompts_reward_model_and_video_dicts(tmp_path, media):
-    rows = [
+    rows: list[dict[str, Any]] = [
         {
             "data_source": "nextqa",
             "prompt": [
@@ -119,7 +120,7 @@ def test_verl_chat_prompts_reward_model_and_video_dicts(tmp_path, media):
 
 
 def test_orarl_layout_families_from_problem_type(tmp_path, media):
-    rows = [
+    rows: list[dict[str, Any]] = [
         {
             "problem": "How many chairs are in the room?",
             "answer": "3",
@@ -215,7 +216,7 @@ def test_folder_of_files_takes_the_requested_split(tmp_path, media):
     parquet(tmp_path / "data" / "val.parquet", [row])
     assert len(load_records(tmp_path / "data").records) == 2
     val = load_records(tmp_path / "data", split="validation").records
-    assert len(val) == 1 and Path(val[0].video.path).resolve() == media / "clip.mp4"
+    assert len(val) == 1 and Path(val[0].video.path).resolve() == media / "clip.mp4"  # type: ignore[arg-type]  # synthesised records carry it
     with pytest.raises(DataError, match="no files of split 'test'"):
         load_records(tmp_path / "data", split="test")
     assert len(load_records(tmp_path / "data", max_rows=1).records) == 1

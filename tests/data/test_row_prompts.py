@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import random
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -129,7 +130,7 @@ def test_taro_train_row_query_captions_and_clip(tmp_path):
 
 
 def test_verl_chat_is_used_as_given_with_the_video_where_it_stands(tmp_path):
-    row = {
+    row: dict[str, Any] = {
         "data_source": "nextqa",
         "prompt": [
             {"role": "system", "content": "You are a careful video analyst."},

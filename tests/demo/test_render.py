@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 import pytest
 from PIL import Image
@@ -30,7 +32,8 @@ def lane_middle(index: int) -> int:
 
 
 def at(image: Image.Image, t: float, lane: int, duration: float) -> tuple[int, int, int]:
-    return image.getpixel((round(timeline_x(t, duration, image.width)), lane_middle(lane)))
+    pixel = image.getpixel((round(timeline_x(t, duration, image.width)), lane_middle(lane)))
+    return cast(tuple[int, int, int], pixel)  # an RGB image
 
 
 def test_timeline_draws_answer_and_truth_in_their_lanes():

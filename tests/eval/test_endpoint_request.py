@@ -64,9 +64,9 @@ def test_server_rebuilds_the_own_prompt_text(synth_tg):
     record = own_prompt_record(synth_tg)
     video = VideoCache(SMALL_VIDEO).get(record.video)
     request = parsed(chat_request(record, video, model="m", max_tokens=8))
-    assert user_text(list(request.messages[-1].content)) == OWN_PROMPT
+    assert user_text(list(request.messages[-1].content)) == OWN_PROMPT  # type: ignore[arg-type]  # a user message with parts
     media_first = parsed(chat_request(records_of(synth_tg)[0], video, model="m", max_tokens=8))
-    text = user_text(list(media_first.messages[-1].content))
+    text = user_text(list(media_first.messages[-1].content))  # type: ignore[arg-type]  # a user message with parts
     assert "<video>" not in text and "Find the start and end" in text
 
 
@@ -107,7 +107,7 @@ def test_processor_default_sends_frame_i_at_i_over_2(synth_tg):
         )
         request = parsed(body)
         part = next(p for p in request.messages[-1].content if p.type == "video_url")
-        seen = hf_video_metadata(video_of(part, request, policy).meta, count)
+        seen = hf_video_metadata(video_of(part, request, policy).meta, count)  # type: ignore[arg-type]  # the part of type video_url is a VideoPart
         for key in ("fps", "frames_indices", "total_num_frames", "duration"):
             assert getattr(seen, key) == pytest.approx(getattr(expected, key)), (encoding, key)
 

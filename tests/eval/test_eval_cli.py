@@ -164,7 +164,7 @@ def test_every_training_fix_has_an_eval_spelling_that_eval_accepts():
                 else:  # f"video.{key}": the config's video keys
                     used.update(k for k in EVAL_FIXES if k.startswith("video."))
     assert used - set(EVAL_FIXES) == set()
-    flags = set()
+    flags: set[str] = set()
     for hint in typing.get_type_hints(eval_command, include_extras=True).values():
         for meta in getattr(hint, "__metadata__", ()):
             names = [getattr(meta, "default", None), *(getattr(meta, "param_decls", ()) or ())]

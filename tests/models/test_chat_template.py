@@ -108,7 +108,7 @@ def test_endpoint_requests_carry_enable_thinking():
 
     body = chat_request(RECORD, None, model="m", max_tokens=8)
     assert body["chat_template_kwargs"] == {"enable_thinking": False}
-    service = ChatService(None, "m", None, template_defaults={"enable_thinking": True, "x": 1})
+    service = ChatService(None, "m", None, template_defaults={"enable_thinking": True, "x": 1})  # type: ignore[arg-type]  # no media policy: the test sends text only
     assert service.template_kwargs(ChatRequest.model_validate(body)) == {
         "enable_thinking": False,
         "x": 1,

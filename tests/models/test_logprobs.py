@@ -64,7 +64,7 @@ def test_chunked_logprobs_gradients_match_unchunked(tiny_model_dir):
         loaded.model.zero_grad()
         logp, _ = response_logprobs(loaded.model, inputs, response[None], chunk=chunk)
         logp.sum().backward()
-        grads.append(loaded.model.get_output_embeddings().weight.grad.clone())
+        grads.append(loaded.model.get_output_embeddings().weight.grad.clone())  # type: ignore[operator]  # nn.Module types attributes as Tensor | Module
     torch.testing.assert_close(grads[0], grads[1], atol=1e-5, rtol=1e-4)
 
 

@@ -39,8 +39,8 @@ def mixed(request, tiny_model_dir):
 
 
 def _logprobs(loaded, prompts, responses, *, packing: bool, cache: bool = False, share=False):
-    cache = VisualEmbeddingCache(loaded.model) if cache else None
-    loaded = replace(loaded, packing=packing, share_prompts=share, visual_cache=cache)
+    visual = VisualEmbeddingCache(loaded.model) if cache else None
+    loaded = replace(loaded, packing=packing, share_prompts=share, visual_cache=visual)
     with torch.no_grad():
         logp, _, mask = rows_logprobs(loaded, prompts, responses, temperature=1.0)
     return logp * mask

@@ -74,7 +74,7 @@ def test_packed_positions_restart_per_row_with_multimodal_rope(tiny_model_dir):
     types = torch.zeros_like(row, dtype=torch.int32)
     types[: prompts[1].length] = prompts[1].mm_token_type_ids
     grids = {k: v for k, v in prompts[1].vision.items() if not k.startswith("pixel")}
-    want, _ = loaded.model.model.get_rope_index(row[None], types[None], **grids)
+    want, _ = loaded.model.model.get_rope_index(row[None], types[None], **grids)  # type: ignore[operator]  # nn.Module types attributes as Tensor | Module
     assert torch.equal(positions[1:, 0, starts[1] : starts[2]], want[:, 0])
     assert packed.targets.tolist() == torch.cat(responses).tolist()
     assert (

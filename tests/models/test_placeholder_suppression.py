@@ -25,7 +25,7 @@ def orarl_logit_bias(processor) -> dict[int, float] | None:
     """OraRL's `_get_logit_bias` (lines 51-64), restated."""
     if processor is None:
         return None
-    bias = {}
+    bias: dict[int, float] = {}
     for name in ("image_token", "video_token"):
         if hasattr(processor, name):
             bias[processor.tokenizer.convert_tokens_to_ids(getattr(processor, name))] = -100

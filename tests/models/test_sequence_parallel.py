@@ -35,7 +35,7 @@ def _rows(loaded: LoadedModel) -> tuple[list[PromptEncoding], list[torch.Tensor]
             source_fps=4.0, fps=2.0, timestamps=[i / 2 for i in range(8)], width=112, height=112
         )
         video = types.SimpleNamespace(frames=frames, meta=meta)
-        prompts.append(encode_prompt(loaded, question, video=video))
+        prompts.append(encode_prompt(loaded, question, video=video))  # type: ignore[arg-type]  # a stand-in with only what is read
     responses = [torch.randint(20, 200, (n,), generator=generator) for n in (9, 5)]
     return prompts, responses
 
@@ -68,7 +68,7 @@ def _step(loaded: LoadedModel, packed: bool) -> dict[str, Any]:
     """Log-probs and the gradients of a weighted sum of them."""
     loaded.model.zero_grad(set_to_none=True)
     seen: list[int] = []  # the sequence length that the decoder layers run on
-    layer = loaded.model.model.language_model.layers[0]
+    layer = loaded.model.model.language_model.layers[0]  # type: ignore[index]  # nn.Module types attributes as Tensor | Module
     hook = layer.register_forward_pre_hook(lambda _, args: seen.append(args[0].shape[1]))
     logp, mask = _logprobs(loaded, packed)
     hook.remove()

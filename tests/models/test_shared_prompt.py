@@ -67,9 +67,9 @@ def test_shared_prompt_forward_equals_rows(tiny_model_dir, arch, packing, cache)
 
 def test_unsupported_models_take_the_plain_path(tiny_model_dir):
     hybrid = load_model(tiny_model_dir("qwen3_5"))
-    assert "linear-attention" in share_prompt_unsupported_reason(hybrid.model)
+    assert "linear-attention" in share_prompt_unsupported_reason(hybrid.model)  # type: ignore[operator]  # set here: a None fails the test too
     plain = load_model(tiny_model_dir("qwen3"))
     assert share_prompt_unsupported_reason(plain.model) is None
-    plain.model.gradient_checkpointing_enable()
+    plain.model.gradient_checkpointing_enable()  # type: ignore[operator]  # nn.Module types attributes as Tensor | Module
     enable_shared_prompts(True, hybrid, plain, None)
     assert not hybrid.share_prompts and not plain.share_prompts

@@ -52,7 +52,7 @@ def _prompts(loaded: LoadedModel) -> list[PromptEncoding]:
             height=224,
         )
         video = types.SimpleNamespace(frames=pixels, meta=meta)
-        prompts.append(encode_prompt(loaded, question, video=video))
+        prompts.append(encode_prompt(loaded, question, video=video))  # type: ignore[arg-type]  # a stand-in with only what is read
     return prompts
 
 
@@ -95,7 +95,7 @@ def _cached(loaded: LoadedModel) -> dict[str, Any]:
         if dist.get_rank() == 0:
             cache.encoder_outputs(prompts[1:])  # unsplit: this rank alone
         seen, hook = _record_patches(loaded)
-        with cache.split_over(dist.group.WORLD):
+        with cache.split_over(dist.group.WORLD):  # type: ignore[arg-type]  # the group is initialised here
             first = cache.encoder_outputs(prompts)["video"]
             cache.encoder_outputs(prompts)
         hook.remove()

@@ -41,7 +41,7 @@ def test_qwen2_5_vl_gets_second_per_grid_from_actual_fps(tiny_model_dir, twenty_
     loaded = load_model(tiny_model_dir("qwen2_5_vl"))
     prompt = encode_prompt(loaded, "When?", video=twenty_seconds)
     assert prompt.vision["second_per_grid_ts"].tolist() == pytest.approx([2.5])
-    naive = loaded.processor(
+    naive = loaded.processor(  # type: ignore[misc]  # a VL model has a processor
         text=["<|vision_start|><|video_pad|><|vision_end|>When?"],
         videos=[twenty_seconds.frames],
         video_metadata=[

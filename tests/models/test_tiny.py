@@ -35,8 +35,8 @@ def test_tiny_model_loads_and_generates(tiny_model_dir, arch):
     params = count_parameters(loaded.model)
     assert 0.2e6 <= params <= 2e6
     assert (
-        loaded.model.config.get_text_config().hidden_size
-        // loaded.model.config.get_text_config().num_attention_heads
+        loaded.model.config.get_text_config().hidden_size  # type: ignore[operator]  # nn.Module types attributes as Tensor | Module
+        // loaded.model.config.get_text_config().num_attention_heads  # type: ignore[operator]  # nn.Module types attributes as Tensor | Module
         >= 32
     )
     video = fake_video() if arch != "qwen3" else None
@@ -60,9 +60,9 @@ def test_vision_tokens_are_never_generated(tiny_model_dir, arch):
     video = fake_video() if arch != "qwen3" else None
     prompt = encode_prompt(loaded, "Describe the video.", video=video)
     inputs, _ = collate([prompt], None, loaded.pad_token_id)
-    head = loaded.model.get_output_embeddings().weight
+    head = loaded.model.get_output_embeddings().weight  # type: ignore[operator]  # nn.Module types attributes as Tensor | Module
     with torch.no_grad():  # make a vision placeholder the model's overwhelming favourite
-        hidden = loaded.model.model(**inputs).last_hidden_state[0, -1]
+        hidden = loaded.model.model(**inputs).last_hidden_state[0, -1]  # type: ignore[operator]  # nn.Module types attributes as Tensor | Module
         head[banned[3]] = 100.0 * hidden / hidden.norm() ** 2
         favourite = loaded.model(**inputs).logits[0, -1].argmax().item()
     assert favourite == banned[3]  # without the ban this token would be chosen

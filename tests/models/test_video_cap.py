@@ -22,7 +22,7 @@ def test_capped_encoding_equals_uncapped(tiny_model_dir, tmp_path, arch):
     prompt = loaded.processor.apply_chat_template(
         chat_messages("when?", video=True), add_generation_prompt=True, tokenize=False
     )
-    uncapped = loaded.processor(
+    uncapped = loaded.processor(  # type: ignore[misc]  # a VL model has a processor
         text=[prompt],
         videos=[video.frames],
         video_metadata=[hf_video_metadata(video.meta, int(video.frames.shape[0]))],

@@ -42,13 +42,13 @@ def mask_rle(
     for value in flat:
         if value != current:
             counts.append(run)
-            current, run = value, 0
+            current, run = int(value), 0
         run += 1
     counts.append(run)
     return {"size": [height, width], "counts": counts}
 
 
-SEG_POINTS = {
+SEG_POINTS: dict[str, list[list[float]]] = {
     "positive_points": [[25, 12], [30, 15], [38.5, 18]],
     "negative_points": [[5, 5], [50, 30], [10, 35]],
 }

@@ -63,7 +63,7 @@ def test_parsing_matches_the_published_regexes(response):
 
 def qa(letter: str = "B"):
     record = all_records()["qa"]
-    assert record.answer.letter == letter  # type: ignore[union-attr]
+    assert record.answer.letter == letter
     return record
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import threading
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -26,7 +27,10 @@ from videorl.rewards.longvt import score
 
 pytest.importorskip("openai")
 fastapi = pytest.importorskip("fastapi")
-Request = fastapi.Request
+if TYPE_CHECKING:
+    from fastapi import Request
+else:  # FastAPI reads the annotation at run time
+    Request = fastapi.Request
 
 HANG = object()
 # candidate answer -> the judge's reply: content text, an HTTP status, or HANG
@@ -271,7 +275,7 @@ def test_scripted_judge_replies_score_by_style(server, answer, longvt, videorl):
 
 def test_judge_style_and_token_limit_are_checked():
     with pytest.raises(ConfigError, match="style='gpt'"):
-        JudgeConfig(style="gpt")
+        JudgeConfig(style="gpt")  # type: ignore[arg-type]  # a bad value on purpose
     with pytest.raises(ConfigError, match="max_tokens"):
         JudgeConfig(max_tokens=0)
     assert JudgeConfig(max_tokens=None).max_tokens is None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Any
 
 import pytest
 
@@ -140,10 +141,10 @@ def test_tracking_malformed_boxes_give_format_zero():
     # readable box (`len(boxes) == len(raw_boxes)`); the IoU still counts the readable ones.
     record = RECORDS["trk"]  # frames 0, 5, 10
     lost = '<answer>{"boxes": {"0": [1,2,30,40], "5": [3,4,33,44], "10": "lost"}}</answer>'
-    assert both(record, lost) == (pytest.approx(2 / 3), 0.0)
+    assert both(record, lost) == (pytest.approx(2 / 3), 0.0)  # type: ignore[comparison-overlap]  # pytest.approx inside a tuple
     assert orarl_components(record, lost)["task"] == pytest.approx(2 / 3)
     half = '<answer>{"boxes": {"0": [1,2,30,40], "5": [3,4,33,44], "7.5": [1,1,2,2]}}</answer>'
-    assert both(record, half) == (pytest.approx(2 / 3), 0.0)
+    assert both(record, half) == (pytest.approx(2 / 3), 0.0)  # type: ignore[comparison-overlap]  # pytest.approx inside a tuple
     # keys are numbers: "10.0" is frame 10 in both
     full = '<answer>{"boxes": {"0": [1,2,30,40], "5": [3,4,33,44], "10.0": [5.5,6,35,46]}}</answer>'
     assert both(record, full) == (1.0, 1.0)
@@ -166,7 +167,7 @@ def test_stg_malformed_boxes_give_format_zero():
     near = '<answer>{"time": [2, 6], "boxes": {"2.4": [0,0,10,10], "3": [10,0,20,10]}}</answer>'
     assert both(record, near) == (1.0, 0.0)
     swapped = '<answer>{"time": [6, 2], "boxes": {"2": [0,0,10,10], "3": [10,0,20,10]}}</answer>'
-    assert both(record, swapped) == (pytest.approx(0.8), 0.0)  # ours: 0.2 * 0 + 0.8 * 1
+    assert both(record, swapped) == (pytest.approx(0.8), 0.0)  # type: ignore[comparison-overlap]  # pytest.approx inside a tuple; ours: 0.2 * 0 + 0.8 * 1
 
 
 def test_stg_without_ground_truth_boxes_keeps_the_weights():
@@ -205,7 +206,7 @@ def test_segmentation_malformed_structure_gives_format_zero():
     video = RECORDS["seg_video"]  # time 3.5
     no_time = seg_answer(boxes=SEG_BOX, **SEG_POINTS)
     # ours: 0.35 + 0.40 + 0.15 (time term 0); OraRL: format 0 and accuracy 0 (:595-596)
-    assert both(video, no_time) == (pytest.approx(0.9), 0.0)
+    assert both(video, no_time) == (pytest.approx(0.9), 0.0)  # type: ignore[comparison-overlap]  # pytest.approx inside a tuple
 
 
 def test_segmentation_points_in_raw_units():
@@ -213,7 +214,7 @@ def test_segmentation_points_in_raw_units():
     # (sigma 50); :588-594 image weights 0.50 / 0.25 / 0.25. Positive points 60 units off in
     # x: OraRL exp(-60^2 / (2 * 50^2)); ours converts 0..1000 to the 2000 px wide frame first,
     # 120 px: exp(-120^2 / (2 * 50^2)).
-    answer = {
+    answer: dict[str, Any] = {
         "box": [100, 100, 400, 300],
         "positive_points": [[150, 150], [250, 200], [350, 250]],
         "negative_points": [[50, 50], [450, 50], [50, 350]],
@@ -274,7 +275,7 @@ def test_video_segmentation_scores_the_mask_at_the_predicted_time():
     assert orarl_components(record, on_c_on_time)["task"] == pytest.approx(0.10)
     # ours scores the record's mask (B) with time term exp(-|dt| / 2): box and positives
     # miss, 0.10 * exp(-0.5) + 0.15 = 0.21, capped at 0.10
-    assert both(record, on_c_late) == (pytest.approx(0.10), pytest.approx(1.0))
+    assert both(record, on_c_late) == (pytest.approx(0.10), pytest.approx(1.0))  # type: ignore[comparison-overlap]  # pytest.approx inside a tuple
 
 
 def test_video_segmentation_time_term_is_constant():
@@ -286,7 +287,7 @@ def test_video_segmentation_time_term_is_constant():
     assert theirs == pytest.approx(1.0)
     assert ours == pytest.approx(0.35 + 0.10 * math.exp(-0.4 / 2) + 0.40 + 0.15)  # 0.9819
     with_frames = video_masks_record()  # 1.4 s x 8 = 11.2: nearest key 8, mask B
-    assert both(with_frames, on_b_late) == (pytest.approx(ours), pytest.approx(1.0))
+    assert both(with_frames, on_b_late) == (pytest.approx(ours), pytest.approx(1.0))  # type: ignore[comparison-overlap]  # pytest.approx inside a tuple
 
 
 def test_mask_points_use_a_square_tolerance_for_negatives_too():

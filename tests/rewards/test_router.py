@@ -43,7 +43,7 @@ def test_scorer_exception_costs_one_sample():
     result = score_response(record, "<answer>1 to 2</answer>", CONFIG)
     assert result.overall == 0.0
     assert result.failure_reason == "exception"
-    assert "record bad" in result.error
+    assert "record bad" in result.error  # type: ignore[operator]  # set here: a None fails the test too
 
 
 def test_non_string_response_scores_zero():
@@ -85,7 +85,7 @@ def test_plugin_failures_cost_one_sample(plugin_module, name, reason_text):
     assert (
         result.overall == 0.0
         and result.failure_reason == "exception"
-        and reason_text in result.error
+        and reason_text in result.error  # type: ignore[operator]  # set here: a None fails the test too
     )
 
 

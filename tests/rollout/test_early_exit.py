@@ -10,6 +10,7 @@ script's probabilities, known in advance.
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 
 import pytest
 import torch
@@ -30,7 +31,7 @@ FULL = "\\boxed{B}<think>the dog runs to the left of the frame, so B</think>\\bo
 class Script(LogitsProcessor):
     """Force `ids` one per step; the step that writes `weak` (a token index) gets prob `p`."""
 
-    def __init__(self, ids: list[int], weak: set[int] = frozenset(), p: float = 1.0) -> None:
+    def __init__(self, ids: list[int], weak: Collection[int] = frozenset(), p: float = 1.0) -> None:
         self.ids, self.weak, self.p, self.steps, self.start = ids, weak, p, 0, None
 
     def __call__(self, input_ids, scores):

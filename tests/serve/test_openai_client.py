@@ -7,6 +7,7 @@ import base64
 import openai
 import pytest
 import torch
+from openai.types.chat import ChatCompletionMessageParam
 
 from videorl.models.generate import SamplingParams, generate
 from videorl.models.inputs import encode_prompt
@@ -134,7 +135,7 @@ def test_client_errors_name_the_problem(client):
 def test_api_key_is_required_when_set(loaded, media_root):
     handle, queue = start_server(loaded, media_root, api_key="s3cret")
     with handle:
-        messages = [{"role": "user", "content": "hi"}]
+        messages: list[ChatCompletionMessageParam] = [{"role": "user", "content": "hi"}]
         wrong = openai.OpenAI(base_url=handle.url, api_key="guess", max_retries=0)
         with pytest.raises(openai.AuthenticationError, match="API key"):
             wrong.chat.completions.create(model="tiny", messages=messages, max_tokens=2)

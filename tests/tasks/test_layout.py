@@ -59,8 +59,9 @@ def _offences(path: Path, words: set[str], names: set[str]) -> list[str]:
     tree = ast.parse(path.read_text(encoding="utf-8"))
     found = []
     for node in ast.walk(tree):
-        named = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-        if named and any(word in node.name.lower() for word in words):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+            word in node.name.lower() for word in words
+        ):
             found.append(f"def {node.name}")
         if isinstance(node, ast.Compare):
             constants = [

@@ -68,7 +68,7 @@ def teacher_dir(tmp_path_factory):
     """A second tiny Qwen2.5-VL (other init seed, same tokenizer) to distill from."""
     from videorl.models.tiny import build_tiny_model
 
-    path = []
+    path: list[str] = []
 
     def get() -> str:
         if not path:

@@ -33,7 +33,7 @@ def main(argv: list[str]) -> None:
     if "--resume" in argv:
         at = argv.index("--resume")
         resume, argv = argv[at + 1], argv[:at] + argv[at + 2 :]
-    HFEngine.generate = seeded_generate
+    HFEngine.generate = seeded_generate  # type: ignore[method-assign]  # patched on purpose in this worker
     pause.install_from_env()
     run_training(load_config(resolve_config_path("quickstart"), argv), resume=resume)
 

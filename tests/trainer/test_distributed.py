@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -55,7 +56,7 @@ def test_two_ranks_equal_one_process(tiny_model_dir, tmp_path, packing):
     assert any(not torch.equal(before[k], one["weights"][k]) for k in before)
 
 
-def _train(overrides: list[str], *, ranks: int, extra: list[str] = ()) -> None:
+def _train(overrides: list[str], *, ranks: int, extra: Sequence[str] = ()) -> None:
     launcher = TORCHRUN if ranks == 2 else [sys.executable]
     command = [*launcher, "-m", "videorl", "train", "quickstart", *overrides, *extra]
     subprocess.run(command, check=True, env=_env(), timeout=600, capture_output=True)

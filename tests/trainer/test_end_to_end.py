@@ -4,6 +4,7 @@ checkpoint are written; the loss forward sees the rollout's video tensors."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 import torch
@@ -66,7 +67,7 @@ def test_loss_forward_receives_the_rollout_video(make_config, monkeypatch, tmp_p
     """The pixel values in the update's forward are exactly those the rollout generated from."""
     from videorl.models import generate as generate_module
 
-    seen = {"rollout": [], "update": []}
+    seen: dict[str, list[Any]] = {"rollout": [], "update": []}
     real_generate = generate_module.generate
 
     def spy_generate(loaded, prompts, params, **kwargs):

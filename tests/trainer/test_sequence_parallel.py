@@ -97,8 +97,8 @@ def _assert_same_run(one: Path, two: Path, ranks: list[dict], whole: list[int]) 
             assert got[key] == pytest.approx(value, rel=1e-4, abs=1e-5), f"step {step} {key}"
     single = load_file(one / "final" / "model.safetensors")
     split = load_file(two / "final" / "model.safetensors")
-    for key, value in single.items():
-        torch.testing.assert_close(split[key], value, atol=1e-5, rtol=0, msg=key)
+    for key, tensor in single.items():
+        torch.testing.assert_close(split[key], tensor, atol=1e-5, rtol=0, msg=key)
     return a
 
 

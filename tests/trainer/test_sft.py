@@ -104,7 +104,7 @@ def test_prompt_tokens_get_no_loss(tiny_model_dir, tg_data):
     loaded = load_model(cfg.model.path, packing=False)
     records = load_records(tg_data / "train.jsonl").records[:2]
     videos = VideoCache(cfg.video)
-    prompts = [encode_record(loaded, r, videos.get(r.media), think=False) for r in records]
+    prompts = [encode_record(loaded, r, videos.get(r.media), think=False) for r in records]  # type: ignore[arg-type]  # video records
     eos = loaded.eos_token_ids[0]
     responses = [
         target_tokens(r, loaded.tokenizer, eos, 64, "annotation", False, random.Random(0))

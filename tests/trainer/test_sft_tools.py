@@ -31,8 +31,8 @@ TOOL_SFT = [
 
 def _video(duration: float, clip_start: float = 0.0) -> DecodedVideo:
     meta = VideoMeta(
-        frame_indices=[0, 1],
-        timestamps=[0.0, 1.0],
+        frame_indices=[0, 1],  # type: ignore[arg-type]  # lists, as JSON gives
+        timestamps=[0.0, 1.0],  # type: ignore[arg-type]  # lists, as JSON gives
         source_fps=25.0,
         duration=duration,
         fps=2 / duration,
@@ -69,7 +69,7 @@ def test_a_gold_trajectory_is_the_call_the_clip_and_the_answer_with_the_clip_uns
     loaded = load_model(cfg.model.path, packing=False)
     runner = ToolRunner(resolve_tools(["get_clip"]))
     record = load_records(tg_data / "train.jsonl").records[0]
-    video = VideoCache(cfg.video).get(record.media)
+    video = VideoCache(cfg.video).get(record.media)  # type: ignore[arg-type]  # a video record
     prompt = encode_record(loaded, record, video, think=False, tools=runner.schemas())
     context = ToolContext(media=record.media, video=video, config=cfg.video)
     turns = gold_turns(record, video, False, context.limits)

@@ -7,6 +7,9 @@ the HF teacher in tests/vllm/test_parity.py), `hf` (the default) with an HF forw
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import pytest
 import torch
 
@@ -15,6 +18,9 @@ from videorl.algorithms.distill import DistillConfig
 from videorl.config import load_config
 from videorl.errors import ConfigError
 from videorl.trainer import build, stages
+
+# Called on stand-ins: a TeacherBatch for the batch, names for the models (the scorer is faked).
+add_teacher_logprobs: Callable[..., Any] = stages.add_teacher_logprobs
 
 
 def test_default_is_hf_and_vllm_is_a_value():
@@ -62,7 +68,7 @@ def test_teacher_engine_scores_the_rows_and_pads_them(monkeypatch):
     responses = [torch.tensor([4, 5, 6]), torch.tensor([7]), torch.tensor([], dtype=torch.long)]
     scorer = _Scorer()
     batch = TeacherBatch(responses=responses, prompts=["a", "b", "c"])
-    out = stages.add_teacher_logprobs(
+    out = add_teacher_logprobs(
         batch, "student", "teacher", temperature=1.0, token_budget=64, teacher_engine=scorer
     )
     assert seen == ["student"]
@@ -86,4 +92,4 @@ def test_teacher_engine_is_built_only_for_vllm(monkeypatch):
     )
     build._teacher_engine(vllm, "teacher", None)  # type: ignore[arg-type]
     assert built == [1]
-    assert build._teacher_engine(vllm, None, None) is None  # no teacher, no engine
+    assert build._teacher_engine(vllm, None, None) is None  # type: ignore[arg-type]  # returns before reading dist; no teacher, no engine

@@ -8,6 +8,9 @@ its verl fork as `+actor_rollout_ref.rollout.teacher_temperature` (line 130); `g
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import pytest
 import torch
 
@@ -17,6 +20,9 @@ from videorl.api import resolve_config_path
 from videorl.config import load_config
 from videorl.errors import ConfigError
 from videorl.trainer import stages
+
+# Called on stand-ins: a TeacherBatch for the batch, names for the models (the scorer is faked).
+add_teacher_logprobs: Callable[..., Any] = stages.add_teacher_logprobs
 
 
 def test_default_is_opdvrs_teacher_temperature():
@@ -45,12 +51,10 @@ def test_teacher_scores_at_its_temperature_the_student_at_the_rollouts(monkeypat
 
     monkeypatch.setattr(stages, "logprobs_in_microbatches", fake_logprobs)
     batch = TeacherBatch(responses=[torch.tensor([0])], prompts=["p"])
-    out = stages.add_teacher_logprobs(
+    out = add_teacher_logprobs(
         batch, "student", "teacher", temperature=1.0, token_budget=64, teacher_temperature=2.0
     )
     assert float(out.student_logp[0, 0]) == pytest.approx(-0.126928, abs=1e-6)
     assert float(out.teacher_logp[0, 0]) == pytest.approx(-0.313262, abs=1e-6)
-    same = stages.add_teacher_logprobs(
-        batch, "student", "teacher", temperature=1.0, token_budget=64
-    )
+    same = add_teacher_logprobs(batch, "student", "teacher", temperature=1.0, token_budget=64)
     assert float(same.teacher_logp[0, 0]) == pytest.approx(-0.126928, abs=1e-6)  # default 1.0

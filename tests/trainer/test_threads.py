@@ -74,7 +74,7 @@ def test_available_cores_follow_affinity_and_cgroup_quota(tmp_path):
 def test_set_cpu_threads_applies_on_cpu_only(restore_threads):
     auto = resolve_cpu_threads(0, {})
     torch.set_num_threads(available_cores() + 3)  # oversubscribed: lowered to the fair share
-    assert set_cpu_threads(0, "cpu", env={}) <= max(auto, resolve_cpu_threads(0, {}))
+    assert set_cpu_threads(0, "cpu", env={}) <= max(auto, resolve_cpu_threads(0, {}))  # type: ignore[operator, type-var]  # on the CPU both are counts
     torch.set_num_threads(1)  # a program's own lower choice is kept
     assert set_cpu_threads(0, "cpu", env={}) == 1
     torch.set_num_threads(5)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 import types
+from typing import cast
 
 import pytest
 import torch
@@ -67,7 +68,7 @@ def test_compute_advantages_masks_constructed_rows_negative_advantages():
     out = stages.compute_advantages(batch, config)
     a = 0.8660254
     torch.testing.assert_close(
-        out.advantages[:, 0], torch.tensor([a, 0.0, -a, a]), atol=1e-5, rtol=0
+        cast(torch.Tensor, out.advantages)[:, 0], torch.tensor([a, 0.0, -a, a]), atol=1e-5, rtol=0
     )
 
 
@@ -83,7 +84,7 @@ def test_score_turns_non_finite_rewards_into_zero(monkeypatch):
         seconds=0.1,
     )
     monkeypatch.setattr(stages, "score_batch", lambda *a, **k: scores)
-    out = stages.score(_batch([0.0] * 3, [0, 0, 0]), config=None)
+    out = stages.score(_batch([0.0] * 3, [0, 0, 0]), config=None)  # type: ignore[arg-type]  # the stub stage reads no config
     assert out.rewards.tolist() == [0.0, 0.5, 0.0]
     assert out.components == [{"task": 0.5}] * 3
     assert out.metrics["reward/failed_crash"] == summed(1.0)
@@ -105,8 +106,8 @@ def test_select_keeps_every_row_without_pruning_and_drops_rows_with_it():
     assert pruned.num_rows == 3
     assert pruned.is_annotation.tolist() == [False, False, True]
     assert pruned.rewards.tolist() == [1.0, 0.0, 1.0]
-    assert pruned.advantages[0, 0] > 0 > pruned.advantages[1, 0]
-    assert pruned.advantages[2, 0] > 0  # the annotation row
+    assert pruned.advantages[0, 0] > 0 > pruned.advantages[1, 0]  # type: ignore[index]  # set by compute_advantages
+    assert pruned.advantages[2, 0] > 0  # type: ignore[index]  # set by compute_advantages; the annotation row
 
 
 # ----- group building -------------------------------------------------------------------
@@ -154,9 +155,9 @@ def test_generate_groups_replaces_constructed_rows_and_flags_them():
     records = [_record(0, captions), _record(1, captions)]
     constructed = torch.tensor([[False, True, False], [True, False, False]])
     batch = generate_groups(
-        _FakeEngine(),
+        _FakeEngine(),  # type: ignore[arg-type]  # a stand-in engine
         records,
-        ["p0", "p1"],
+        ["p0", "p1"],  # type: ignore[list-item]  # strings stand in: the fake engine echoes them
         [None, None],
         SamplingParams(n=3),
         _FakeTokenizer(),
@@ -237,7 +238,7 @@ def _update(model_dir, **ctx_kwargs):
     torch.manual_seed(0)
     loaded = load_model(model_dir)
     if ctx_kwargs.pop("checkpointing", False):
-        loaded.model.gradient_checkpointing_enable()
+        loaded.model.gradient_checkpointing_enable()  # type: ignore[operator]  # nn.Module types attributes as Tensor | Module
         assert loaded.model.is_gradient_checkpointing
     ctx = UpdateContext(
         policy=loaded,

@@ -110,7 +110,7 @@ def test_cpu_variant_trains_on_the_answer_twice_reward(tiny_model_dir, qa_train,
     config = load_config(resolve_config_path("videoauto_r1_quickstart"), overrides)
     state = build_state(config, None)
     # each record's question text (its problem) tells the script which letter is right
-    letters = {r.problem: r.answer.letter for r in records}  # type: ignore[union-attr]
+    letters = {r.problem: r.answer.letter for r in records}
     state.engine = engine = ScriptedEngine(state.engine.loaded, letters)
     seen = {}
 

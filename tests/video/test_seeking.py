@@ -207,13 +207,13 @@ def test_the_container_index_stands_for_the_packets_only_without_b_frames(files)
     def indices(path):
         with av.open(str(path)) as container:
             stream = container.streams.video[0]
-            fps = float(stream.average_rate)
+            fps = float(stream.average_rate)  # type: ignore[arg-type]  # the test clip's stream has a rate
             entries = backends._index_entries(stream, stream.start_time or 0)
             fast = backends._pyav_index(container, stream, fps)
             pts, keys = zip(
                 *((p.pts, p.is_keyframe) for p in container.demux(stream) if p.size), strict=True
             )
-            start, base = stream.start_time or 0, float(stream.time_base)
+            start, base = stream.start_time or 0, float(stream.time_base)  # type: ignore[arg-type]  # the test clip's stream has a time base
             slow = FrameIndex.from_packets(pts, keys, start, base, fps)
         return entries, fast, slow
 

@@ -142,7 +142,7 @@ def test_config_validation_names_key_and_fix():
     with pytest.raises(ConfigError, match=r"video\.max_frames"):
         VideoConfig(min_frames=8, max_frames=4)
     with pytest.raises(ConfigError, match="choose one of"):
-        VideoConfig(backend="opencv")
+        VideoConfig(backend="opencv")  # type: ignore[arg-type]  # a bad value on purpose
     for name in ("decord", "torchcodec"):
         if not backends.backend_available(name):
             with pytest.raises(ConfigError, match="not installed"):

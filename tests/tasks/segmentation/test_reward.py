@@ -20,10 +20,10 @@ def answer(payload: dict) -> str:
 
 
 def test_point_similarity_uses_best_matching():
-    gt = [(0, 0), (100, 0), (0, 100)]
+    gt: list[tuple[float, float]] = [(0, 0), (100, 0), (0, 100)]
     assert point_similarity([(0, 100), (0, 0), (100, 0)], gt) == 1.0
     # every point 30 px off: d = 30, sim = exp(-900 / 5000)
-    shifted = [(30, 0), (130, 0), (30, 100)]
+    shifted: list[tuple[float, float]] = [(30, 0), (130, 0), (30, 100)]
     assert point_similarity(shifted, gt) == pytest.approx(math.exp(-900 / 5000))
     assert point_similarity(shifted[:2], gt) == 0.0
 

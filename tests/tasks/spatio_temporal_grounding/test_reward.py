@@ -25,7 +25,7 @@ def test_weighted_sum_with_missing_seconds():
 
 
 def test_nearest_within_half_second():
-    pred = {1.0: (0, 0, 1, 1), 2.0: (0, 0, 2, 2)}
+    pred: dict[float, tuple[float, float, float, float]] = {1.0: (0, 0, 1, 1), 2.0: (0, 0, 2, 2)}
     assert nearest_box(pred, 1.4) == (0, 0, 1, 1)
     assert nearest_box(pred, 1.5) == (0, 0, 1, 1)  # tie -> earlier
     assert nearest_box(pred, 2.5) == (0, 0, 2, 2)

@@ -42,7 +42,7 @@ def test_each_command_help_has_examples_and_unwrapped_prose(command, capsys, mon
     examples = lines[lines.index("Examples:") + 1 :]
     assert examples == list(EXAMPLES[command])
     (info,) = [i for i in cli.app.registered_commands if i.name == command]
-    for paragraph in unwrap(inspect.getdoc(info.callback)).split("\n\n"):
+    for paragraph in unwrap(inspect.getdoc(info.callback) or "").split("\n\n"):
         assert paragraph in lines
 
 

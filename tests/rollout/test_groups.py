@@ -108,7 +108,7 @@ def test_record_without_captions_gets_normal_rollouts():
     without = make("temporal_grounding", {"windows": [[2, 6]]}, id="tg-2")
     engine = RecordingEngine()
     batch = generate_groups(
-        engine,
+        engine,  # type: ignore[arg-type]  # a recording stand-in engine
         [with_captions, without],
         [PromptEncoding(input_ids=torch.tensor([1]))] * 2,
         [None, None],
