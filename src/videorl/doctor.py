@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import platform
+from collections.abc import Sequence
 from typing import Any
 
 from videorl.versions import check, declared_requirements
@@ -266,7 +267,7 @@ def render_vllm(engine: dict[str, Any], console: Any) -> None:
     console.print(_table("vLLM rollout engine per architecture", columns, rows))
 
 
-def _table(title: str, columns: tuple[str, ...], rows: list[tuple[str, ...]]) -> Any:
+def _table(title: str, columns: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> Any:
     """A rich table titled `title` (left-justified) of `columns` and `rows`."""
     from rich.table import Table
 
