@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import platform
+from collections.abc import Sequence
 from typing import Any
 
 from videorl.versions import check, declared_requirements
@@ -199,20 +200,16 @@ def collect() -> dict[str, Any]:
 
 def render(report: dict[str, Any], console: Any) -> None:
     """Print the report as rich tables."""
-    from rich.table import Table
-
-    table = Table(title="packages", title_justify="left")
-    for column in ("package", "installed", "supported range", "status"):
-        table.add_column(column)
+    rows = []
     for p in report["packages"]:
         declared = (p["declared"] or "any") + (f" [extra {p['extra']}]" if p["extra"] else "")
         status = p["status"]
         if status == "missing" and (p["extra"] or not p["declared"]):
             status = "not installed (optional)"
-        table.add_row(
-            p["package"], p["installed"] or "-", declared if p["declared"] else "-", status
+        rows.append(
+            (p["package"], p["installed"] or "-", declared if p["declared"] else "-", status)
         )
-    console.print(table)
+    console.print(_table("packages", ("package", "installed", "supported range", "status"), rows))
     summary = report["requirements"]
     console.print(
         f"core requirements: {len(summary['ok'])} ok"
@@ -228,17 +225,12 @@ def render(report: dict[str, Any], console: Any) -> None:
             f"  cuda:{d['index']} {d['name']}: {d['memory_gib']} GiB, capability {d['capability']}, "
             f"{d['multiprocessors']} SMs"
         )
-    attention = Table(title="attention (model.attn_implementation)", title_justify="left")
-    for column in ("kernel", "available", "model.packing=auto", "needs"):
-        attention.add_column(column)
-    for a in report["attention"]:
-        attention.add_row(
-            a["attn_implementation"],
-            "yes" if a["available"] else "no",
-            a["packing_auto"],
-            a["needs"],
-        )
-    console.print(attention)
+    attention = [
+        (a["attn_implementation"], "yes" if a["available"] else "no", a["packing_auto"], a["needs"])
+        for a in report["attention"]
+    ]
+    columns = ("kernel", "available", "model.packing=auto", "needs")
+    console.print(_table("attention (model.attn_implementation)", columns, attention))
     kernels = report["linear_attention_kernels"]
     console.print(
         "Qwen3.5 linear attention: "
@@ -256,8 +248,6 @@ def render(report: dict[str, Any], console: Any) -> None:
 
 def render_vllm(engine: dict[str, Any], console: Any) -> None:
     """The vLLM lines of the report."""
-    from rich.table import Table
-
     if engine["installed"] is None:
         console.print("vLLM: not installed (rollout.engine=vllm falls back to hf)")
         return
@@ -269,9 +259,21 @@ def render_vllm(engine: dict[str, Any], console: Any) -> None:
         f"vLLM {engine['installed']} ({engine['platform']}): weight sync by {sync}, "
         f"{'paused generation' if engine['pause'] else 'no pause API'}"
     )
-    table = Table(title="vLLM rollout engine per architecture", title_justify="left")
-    for column in ("model type", "architecture", "runs", "note"):
+    rows = [
+        (a["model_type"], a["architecture"], "yes" if a["runs"] else "no", a["note"])
+        for a in engine["architectures"]
+    ]
+    columns = ("model type", "architecture", "runs", "note")
+    console.print(_table("vLLM rollout engine per architecture", columns, rows))
+
+
+def _table(title: str, columns: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> Any:
+    """A rich table titled `title` (left-justified) of `columns` and `rows`."""
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left")
+    for column in columns:
         table.add_column(column)
-    for a in engine["architectures"]:
-        table.add_row(a["model_type"], a["architecture"], "yes" if a["runs"] else "no", a["note"])
-    console.print(table)
+    for row in rows:
+        table.add_row(*row)
+    return table

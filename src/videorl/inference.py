@@ -132,18 +132,9 @@ class RunSettings:
     ) -> PromptEncoding:
         """The prompt of `record` (already in the model's frame) with its decoded media,
         listing `tools` (function schemas) when given, as training does."""
-        from videorl.rollout.prompting import encode_record
+        from videorl.rollout.prompting import record_encoder
 
-        return encode_record(
-            loaded,
-            record,
-            media,
-            self.think,
-            self.chat_template_kwargs,
-            style=self.prompt_style,
-            tools=tools,
-            video_as_images=self.video_as_images,
-        )
+        return record_encoder(loaded, self, tools)(record, media)
 
     def summary(self) -> str:
         """One line: what these settings prompt and sample with, and where they come from."""

@@ -36,7 +36,7 @@ from videorl.algorithms.selection import (
     select_rows,
     selection_reference,
 )
-from videorl.config.constraints import Checked, Ge, Gt
+from videorl.config.constraints import Checked, Ge, Gt, check_order
 from videorl.errors import ConfigError
 
 __all__ = [
@@ -74,11 +74,7 @@ class DirectionalGainConfig(Checked):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.min_gain > self.max_gain:
-            raise ConfigError(
-                f"min_gain={self.min_gain} and max_gain={self.max_gain} need "
-                "0 < min_gain <= max_gain; defaults are 1 and 4"
-            )
+        check_order(self, "min_gain", "max_gain", "0 < min_gain <= max_gain; defaults are 1 and 4")
 
 
 @dataclass(frozen=True)
@@ -100,11 +96,9 @@ class AnchorConfig(Checked):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.cap_min > self.cap_max:
-            raise ConfigError(
-                f"cap_min={self.cap_min} and cap_max={self.cap_max} need "
-                "0 <= cap_min <= cap_max; defaults are 0.05 and 1.0"
-            )
+        check_order(
+            self, "cap_min", "cap_max", "0 <= cap_min <= cap_max; defaults are 0.05 and 1.0"
+        )
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from torch import Tensor
 
 from videorl.algorithms.advantages import AdvantageResult
 from videorl.algorithms.groups import check_rows, dense_group_index, group_stats, group_sum
-from videorl.config.constraints import Between, Checked, Ge
+from videorl.config.constraints import Between, Checked, Ge, check_order
 from videorl.errors import ConfigError
 
 
@@ -158,11 +158,9 @@ class CorrectionConfig(Checked):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.min_scale > self.max_scale:
-            raise ConfigError(
-                f"min_scale={self.min_scale} and max_scale={self.max_scale} need "
-                "0 <= min_scale <= max_scale; defaults 0.25 and 1.0"
-            )
+        check_order(
+            self, "min_scale", "max_scale", "0 <= min_scale <= max_scale; defaults 0.25 and 1.0"
+        )
         # one line for both (tests/config/test_schema.py asserts it): not declared apart
         if self.min_reward_std < 0 or not self.eps > 0:
             raise ConfigError(

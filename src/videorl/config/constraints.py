@@ -192,3 +192,11 @@ def check_constraints(section: Checked) -> None:
                 if not constraint.admits(item):
                     key = f"{prefix}{name}" + ("" if index is None else f"[{index}]")
                     raise ConfigError(cls.refusal(key, item, constraint))
+
+
+def check_order(section: object, low: str, high: str, rule: str) -> None:
+    """Raise `ConfigError` when field `low` of `section` is above field `high`; `rule` ends the
+    message (the bounds both must keep, the defaults)."""
+    lo, hi = getattr(section, low), getattr(section, high)
+    if lo > hi:
+        raise ConfigError(f"{low}={lo} and {high}={hi} need {rule}")

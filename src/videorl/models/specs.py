@@ -9,8 +9,9 @@ test compares with the count of the model these dimensions build.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import TypedDict
+from typing import Any, TypedDict
 
 from videorl.errors import ConfigError
 
@@ -61,7 +62,7 @@ SPECS = {
 }
 
 
-# The keyword groups the presets share, typed so that TinySpec(**group) is checked.
+# The keyword groups the presets share, typed (their keys and value types).
 class _Qwen2_5VLVision(TypedDict):
     vision_hidden: int
     vision_depth: int
@@ -145,80 +146,61 @@ _QWEN3_5_TEXT: _Qwen3_5Text = {
 }
 _PRESET: _Preset = {"vocab": 2048, "max_positions": 32768, "published": True}
 
+
+def _sized(
+    arch: str,
+    source: str,
+    columns: str,
+    rows: dict[str, tuple[Any, ...]],
+    *shared: Mapping[str, Any],
+) -> dict[tuple[str, str], TinySpec]:
+    """One preset per row of `rows` (size -> values of the TinySpec fields `columns`, where
+    a `vision` column holds a vision tower group), over the `shared` keyword groups."""
+    common = {key: value for group in shared for key, value in group.items()}
+    specs = {}
+    for size, row in rows.items():
+        fields = dict(zip(columns.split(), row, strict=True))
+        vision = fields.pop("vision", {})
+        specs[arch, size] = TinySpec(
+            **_PRESET, **common, **vision, **fields, source=source.format(size.upper())
+        )
+    return specs
+
+
 # Published dimensions (config.json of the released checkpoints on the Hugging Face Hub);
 # published_params: the checkpoint's parameter count on its model card, where it is known.
 PRESETS: dict[tuple[str, str], TinySpec] = {
-    ("qwen2_5_vl", "3b"): TinySpec(
-        **_PRESET,
-        hidden=2048,
-        layers=36,
-        heads=16,
-        kv_heads=2,
-        intermediate=11008,
-        **_QWEN2_5_VL_VISION,
-        embedding_rows=151936,
-        tie_embeddings=True,
-        mrope_section=(16, 24, 24),
-        published_params=3_754_622_976,
-        source="Qwen/Qwen2.5-VL-3B-Instruct",
+    **_sized(
+        "qwen2_5_vl",
+        "Qwen/Qwen2.5-VL-{}-Instruct",
+        "hidden layers heads kv_heads intermediate embedding_rows tie_embeddings published_params",
+        {
+            "3b": (2048, 36, 16, 2, 11008, 151936, True, 3_754_622_976),
+            "7b": (3584, 28, 28, 4, 18944, 152064, False, 8_292_166_656),
+        },
+        _QWEN2_5_VL_VISION,
+        {"mrope_section": (16, 24, 24)},
     ),
-    ("qwen2_5_vl", "7b"): TinySpec(
-        **_PRESET,
-        hidden=3584,
-        layers=28,
-        heads=28,
-        kv_heads=4,
-        intermediate=18944,
-        **_QWEN2_5_VL_VISION,
-        embedding_rows=152064,
-        tie_embeddings=False,
-        mrope_section=(16, 24, 24),
-        published_params=8_292_166_656,
-        source="Qwen/Qwen2.5-VL-7B-Instruct",
+    **_sized(
+        "qwen3_vl",
+        "Qwen/Qwen3-VL-{}-Instruct",
+        "hidden intermediate vision deepstack tie_embeddings published_params",
+        {
+            "4b": (2560, 9728, _QWEN3_VISION_SMALL, (5, 11, 17), True, 4_437_815_808),
+            "8b": (4096, 12288, _QWEN3_VISION_LARGE, (8, 16, 24), False, 8_767_123_696),
+        },
+        _QWEN3_VL_TEXT,
     ),
-    ("qwen3_vl", "4b"): TinySpec(
-        **_PRESET,
-        **_QWEN3_VL_TEXT,
-        hidden=2560,
-        intermediate=9728,
-        **_QWEN3_VISION_SMALL,
-        deepstack=(5, 11, 17),
-        tie_embeddings=True,
-        published_params=4_437_815_808,
-        source="Qwen/Qwen3-VL-4B-Instruct",
-    ),
-    ("qwen3_vl", "8b"): TinySpec(
-        **_PRESET,
-        **_QWEN3_VL_TEXT,
-        hidden=4096,
-        intermediate=12288,
-        **_QWEN3_VISION_LARGE,
-        deepstack=(8, 16, 24),
-        tie_embeddings=False,
-        published_params=8_767_123_696,
-        source="Qwen/Qwen3-VL-8B-Instruct",
-    ),
-    ("qwen3_5", "4b"): TinySpec(
-        **_PRESET,
-        **_QWEN3_5_TEXT,
-        hidden=2560,
-        layers=32,
-        intermediate=9216,
-        **_QWEN3_VISION_SMALL,
-        deepstack=(),
-        tie_embeddings=True,
-        source="Qwen/Qwen3.5-4B",
-    ),
-    ("qwen3_5", "9b"): TinySpec(
-        **_PRESET,
-        **_QWEN3_5_TEXT,
-        hidden=4096,
-        layers=32,
-        intermediate=12288,
-        **_QWEN3_VISION_LARGE,
-        deepstack=(),
-        tie_embeddings=False,
-        source="Qwen/Qwen3.5-9B",
+    **_sized(
+        "qwen3_5",
+        "Qwen/Qwen3.5-{}",
+        "hidden intermediate vision tie_embeddings",
+        {
+            "4b": (2560, 9216, _QWEN3_VISION_SMALL, True),
+            "9b": (4096, 12288, _QWEN3_VISION_LARGE, False),
+        },
+        _QWEN3_5_TEXT,
+        {"layers": 32, "deepstack": ()},
     ),
 }
 

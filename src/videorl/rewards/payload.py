@@ -46,11 +46,15 @@ def finite(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
+def _bounded_match(pattern: re.Pattern[str], text: str, limit: int) -> re.Match[str] | None:
+    """`pattern` over all of the stripped `text`; None past `limit` characters (no regex is
+    run on an oversized payload)."""
+    return None if len(text) > limit else pattern.fullmatch(text.strip())
+
+
 def parse_number(text: str) -> float | None:
     """A finite number written as decimal text (`12`, `-0.5`, `1e3`), else None."""
-    if len(text) > MAX_NUMBER_CHARS:
-        return None
-    match = _NUMBER.fullmatch(text.strip())
+    match = _bounded_match(_NUMBER, text, MAX_NUMBER_CHARS)
     if match is None:
         return None
     number = float(match.group(0))
@@ -59,9 +63,7 @@ def parse_number(text: str) -> float | None:
 
 def parse_letter(payload: str) -> str | None:
     """An option letter A-H (`B`, `(B)`, `B.`, `B. option text`), else None."""
-    if len(payload) > MAX_PAYLOAD_CHARS:
-        return None
-    match = _LETTER.fullmatch(payload.strip())
+    match = _bounded_match(_LETTER, payload, MAX_PAYLOAD_CHARS)
     if match is None:
         return None
     return match.group(1) or match.group(2)

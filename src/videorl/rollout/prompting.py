@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from videorl.data.coordinates import frame_size, model_convention, to_model_coordinates
 from videorl.data.prompts import build_prompt
@@ -27,6 +27,19 @@ log = logging.getLogger(__name__)
 
 # A record and its decoded media (None: text only) -> the policy's prompt encoding.
 Encoder = Callable[[TaskRecord, DecodedVideo | None], PromptEncoding]
+
+
+class PromptSettings(Protocol):
+    """A run's prompt settings, as `DataConfig` and `inference.RunSettings` hold them."""
+
+    @property
+    def think(self) -> bool: ...
+    @property
+    def chat_template_kwargs(self) -> Mapping[str, Any]: ...
+    @property
+    def prompt_style(self) -> str: ...
+    @property
+    def video_as_images(self) -> bool: ...
 
 
 def encode_record(
@@ -114,11 +127,11 @@ def decode_prompts(
 
 
 def record_encoder(
-    policy: LoadedModel, data: DataConfig, tools: Sequence[Mapping[str, Any]] = ()
+    policy: LoadedModel, data: PromptSettings, tools: Sequence[Mapping[str, Any]] = ()
 ) -> Encoder:
     """`encode_record` with the run's prompt settings (`data.think`, template kwargs, style,
     the tool list): what a stage calls to re-encode a record with other media (e.g.
-    shuffled frames)."""
+    shuffled frames), and what inference prompts a checkpoint with."""
 
     def encode(record: TaskRecord, media: DecodedVideo | None) -> PromptEncoding:
         return encode_record(

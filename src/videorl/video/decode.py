@@ -211,22 +211,23 @@ class _FitFrames:
 
 def _meta(
     info: SourceInfo,
-    indices: list[int],
-    actual_fps: float,
+    planned: dict[str, Any],
     config: VideoConfig,
     start: float | None,
     end: float | None,
     source: tuple[int, int],
     size: tuple[int, int],
 ) -> VideoMeta:
+    """The meta of the `planned` frames (as `_planner` records them) of a clip."""
     first, stop = clip_bounds(info.num_frames, info.fps, start, end)
     clip_start = max(0.0, start or 0.0)
+    indices = planned["indices"]
     return VideoMeta(
         source_fps=info.fps,
         duration=(stop - first) / info.fps,
         frame_indices=tuple(indices),
         timestamps=frame_timestamps(indices, info.fps, clip_start),
-        fps=actual_fps,
+        fps=planned["fps"],
         clip_start=clip_start,
         width=size[1],
         height=size[0],
@@ -234,23 +235,6 @@ def _meta(
         source_height=source[0],
         time_encoding=config.time_encoding,
     )
-
-
-def _sample(
-    source: np.ndarray,
-    info: SourceInfo,
-    indices: list[int],
-    actual_fps: float,
-    config: VideoConfig,
-    start: float | None,
-    end: float | None,
-) -> DecodedVideo:
-    """Build frames + meta from `source` (`n x H x W x 3`, already the planned frames)."""
-    frames = torch.from_numpy(np.ascontiguousarray(source)).permute(0, 3, 1, 2)
-    src = (int(frames.shape[2]), int(frames.shape[3]))
-    size = _frame_size(*src, len(indices), config)
-    meta = _meta(info, indices, actual_fps, config, start, end, src, size)
-    return DecodedVideo(frames=resize_frames(frames, *size).contiguous(), meta=meta)
 
 
 def _planner(
@@ -295,7 +279,7 @@ def decode_video(
             f"not a video; re-encode it ({_REENCODE}) or drop the record"
         ) from err
     assert fit.source is not None  # a reader returns at least one frame or raises
-    meta = _meta(info, planned["indices"], planned["fps"], config, start, end, fit.source, fit.size)
+    meta = _meta(info, planned, config, start, end, fit.source, fit.size)
     return DecodedVideo(frames=frames, meta=meta)
 
 
@@ -354,7 +338,11 @@ def frames_from_array(
         indices = _planner(config, start, end, planned)(info)
     except DataError as err:
         raise MediaError(f"inline frames: {err}") from err
-    return _sample(array[indices], info, indices, planned["fps"], config, start, end)
+    sampled = torch.from_numpy(np.ascontiguousarray(array[indices])).permute(0, 3, 1, 2)
+    src = (int(sampled.shape[2]), int(sampled.shape[3]))
+    size = _frame_size(*src, len(indices), config)
+    meta = _meta(info, planned, config, start, end, src, size)
+    return DecodedVideo(frames=resize_frames(sampled, *size).contiguous(), meta=meta)
 
 
 def _image_from_array(array: np.ndarray, config: VideoConfig) -> DecodedVideo:

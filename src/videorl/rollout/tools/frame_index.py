@@ -28,7 +28,7 @@ import os
 import re
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any, Protocol
@@ -38,7 +38,7 @@ import torch
 from videorl.config import FrameSearchConfig
 from videorl.data.synth_scene import COLORS
 from videorl.rollout.tools.registry import ToolContext, ToolError
-from videorl.rollout.tools.video import _controlled_clip, _decode, video_span
+from videorl.rollout.tools.video import _controlled_clip, _decode, tool_config, video_span
 from videorl.video.controls import TEMPORAL, apply_control
 
 MEMORY_INDEXES = 64  # indexes kept in memory per process (most recent)
@@ -183,16 +183,14 @@ class FrameIndexStore:
     def _build(self, ctx: ToolContext) -> FrameIndex:
         lo, hi = video_span(ctx)
         kind = "colors" if self.settings.embedder == "colors" else "hf"
-        config = replace(
-            ctx.config,
+        config = tool_config(
+            ctx,
             fps=self.settings.fps,
             min_frames=1,
             max_frames=self.settings.max_frames,
             max_pixels=INDEX_PIXELS[kind],
             min_pixels=min(ctx.config.min_pixels, INDEX_PIXELS[kind]),
             total_pixels=self.settings.max_frames * INDEX_PIXELS[kind],
-            cache_bytes=0,
-            cache_dir=None,
         )
         clip = _controlled_clip(ctx, _decode(ctx, lo, hi, config))
         if ctx.control is not None and ctx.control not in TEMPORAL:  # blank: index what it shows

@@ -18,10 +18,15 @@ FrameThinker's model writes these as `<action>` text; here they are Qwen tool ca
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from videorl.rollout.tools.registry import ToolContext, ToolError, ToolResult, register_tool
-from videorl.rollout.tools.video import _as_image, _controlled_clip, _decode, video_span
+from videorl.rollout.tools.schema import object_schema
+from videorl.rollout.tools.video import (
+    _as_image,
+    _controlled_clip,
+    _decode,
+    tool_config,
+    video_span,
+)
 from videorl.video.controls import TEMPORAL
 
 LONG_VIDEO_S = 300.0  # think_with_video.py reset(): over 300 s, 12 frames of 448 x 252
@@ -44,15 +49,14 @@ def _source_fps(ctx: ToolContext) -> float:
         "Choose frames between two frame numbers of the video: returns evenly spaced frames "
         "strictly between them, each labelled with its frame number."
     ),
-    parameters={
-        "type": "object",
-        "properties": {
+    parameters=object_schema(
+        {
             "start_frame": {"type": "integer", "minimum": 0},
             "end_frame": {"type": "integer", "minimum": 0},
         },
-        "required": ["start_frame", "end_frame"],
-        "additionalProperties": False,
-    },
+        "start_frame",
+        "end_frame",
+    ),
 )
 def select_frames(ctx: ToolContext, start_frame: int, end_frame: int) -> ToolResult:
     fps = _source_fps(ctx)
@@ -64,15 +68,13 @@ def select_frames(ctx: ToolContext, start_frame: int, end_frame: int) -> ToolRes
     end_frame = min(end_frame, total)
     if start_frame >= end_frame - count:
         raise ToolError(f"choose more than {count} frames: end_frame - start_frame > {count}")
-    config = replace(
-        ctx.config,
+    config = tool_config(
+        ctx,
         fps=fps,
         min_frames=count,
         max_frames=count,
         max_pixels=pixels,
         total_pixels=count * pixels,
-        cache_bytes=0,
-        cache_dir=None,
     )
     start, end = lo + (start_frame + 1) / fps, lo + end_frame / fps
     clip = _controlled_clip(ctx, _decode(ctx, start, end, config))
@@ -84,12 +86,10 @@ def select_frames(ctx: ToolContext, start_frame: int, end_frame: int) -> ToolRes
 
 @register_tool(
     description="Get the frame number of the video at a time written as M:SS.",
-    parameters={
-        "type": "object",
-        "properties": {"time": {"type": "string", "description": "a time as M:SS"}},
-        "required": ["time"],
-        "additionalProperties": False,
-    },
+    parameters=object_schema(
+        {"time": {"type": "string", "description": "a time as M:SS"}},
+        "time",
+    ),
 )
 def get_frame_number(ctx: ToolContext, time: str) -> str:
     fps = _source_fps(ctx)

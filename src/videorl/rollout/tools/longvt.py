@@ -21,10 +21,15 @@ Times are seconds of the original video, as for the built-in tools (`tools/video
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from videorl.rollout.tools.registry import ToolContext, ToolError, ToolResult, register_tool
-from videorl.rollout.tools.video import _as_image, _controlled_clip, _decode, video_span
+from videorl.rollout.tools.schema import object_schema
+from videorl.rollout.tools.video import (
+    _as_image,
+    _controlled_clip,
+    _decode,
+    tool_config,
+    video_span,
+)
 from videorl.video.controls import TEMPORAL
 
 CLIP_FPS = 1.0
@@ -37,9 +42,8 @@ RESULT_TEXT = "The tool executed successfully. Here are the processed result"
 
 @register_tool(
     description="Crop a video to a specified duration.",
-    parameters={
-        "type": "object",
-        "properties": {
+    parameters=object_schema(
+        {
             "video_path": {"type": "string", "description": "Path to the video file"},
             "start_time": {"type": "number", "description": "Start time in seconds"},
             "end_time": {
@@ -47,9 +51,9 @@ RESULT_TEXT = "The tool executed successfully. Here are the processed result"
                 "description": "End time in seconds, must be > start_time",
             },
         },
-        "required": ["start_time", "end_time"],
-        "additionalProperties": False,
-    },
+        "start_time",
+        "end_time",
+    ),
     timeout_s=120.0,  # mcp_tool_config.yaml: timeout 120
 )
 def crop_video(
@@ -67,16 +71,14 @@ def crop_video(
         raise ToolError(f"start_time ({start_time:g}s) exceeds the video's end ({hi:g}s)")
     if end_time > hi:
         raise ToolError(f"end_time ({end_time:g}s) exceeds the video's end ({hi:g}s)")
-    config = replace(
-        ctx.config,
+    config = tool_config(
+        ctx,
         fps=CLIP_FPS,
         min_frames=1,
         max_frames=CLIP_MAX_FRAMES,
         min_pixels=CLIP_MIN_PIXELS,
         max_pixels=CLIP_MAX_PIXELS,
         total_pixels=CLIP_MAX_FRAMES * CLIP_MAX_PIXELS,
-        cache_bytes=0,
-        cache_dir=None,
     )
     clip = _controlled_clip(ctx, _decode(ctx, start_time, end_time, config))
     images = tuple(_as_image(frame, ctx) for frame in clip.frames)

@@ -39,6 +39,17 @@ TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
+def object_schema(properties: dict[str, Any], *required: str) -> dict[str, Any]:
+    """A tool's `parameters`: an object of `properties`, `required` naming the ones it needs,
+    no other fields."""
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(required),
+        "additionalProperties": False,
+    }
+
+
 def check_schema(schema: Any, where: str = "schema") -> None:
     """Raise `TypeError` or `ValueError` naming `where` if `schema` uses keywords or types outside the subset."""
     if not isinstance(schema, Mapping):

@@ -27,6 +27,7 @@ import torch
 
 from videorl.rollout.tools import frame_index
 from videorl.rollout.tools.registry import ToolContext, ToolError, ToolResult, register_tool
+from videorl.rollout.tools.schema import object_schema
 from videorl.rollout.tools.video import _as_image, _native_frame, video_span
 from videorl.video.controls import TEMPORAL
 
@@ -79,9 +80,8 @@ def evenly(n: int, k: int) -> list[int]:
         "Search and select video frames according to textual query and temporal window. "
         "Time is in seconds."
     ),
-    parameters={
-        "type": "object",
-        "properties": {
+    parameters=object_schema(
+        {
             "query": {
                 "type": "string",
                 "description": (
@@ -109,9 +109,8 @@ def evenly(n: int, k: int) -> list[int]:
                 ),
             },
         },
-        "required": ["query"],
-        "additionalProperties": False,
-    },
+        "query",
+    ),
     timeout_s=60.0,
 )
 def seek_video_frames(

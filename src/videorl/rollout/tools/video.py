@@ -19,10 +19,11 @@ like a frame or a crop, is the source frame the control shows at that time.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from videorl.errors import MediaError
 from videorl.rollout.tools.registry import ToolContext, ToolError, ToolResult, register_tool
+from videorl.rollout.tools.schema import object_schema
 from videorl.video.controls import TEMPORAL, ControlledTimeline, media_key
 from videorl.video.decode import (
     DecodedVideo,
@@ -64,6 +65,12 @@ def _identity(media: MediaRef) -> object:
     return media.path if media.frames is None else ("inline", id(media.frames))
 
 
+def tool_config(ctx: ToolContext, **sampling: Any) -> VideoConfig:
+    """`ctx.config` with a tool's own `sampling` fields and no video cache: a tool's decodes
+    are kept for the step in `ctx.decodes` (see `_decode`), never in the cache."""
+    return replace(ctx.config, **sampling, cache_bytes=0, cache_dir=None)
+
+
 def _decode(ctx: ToolContext, start: float, end: float, config: VideoConfig) -> DecodedVideo:
     """The window `[start, end)` of the original media under `config`, once per step."""
     media = ctx.media
@@ -87,15 +94,13 @@ def _native_frame(ctx: ToolContext, time: float) -> DecodedVideo:
     lo, hi = _check_time(ctx, time)
     assert ctx.video is not None
     step = 2.0 / ctx.video.meta.source_fps
-    config = replace(
-        ctx.config,
+    config = tool_config(
+        ctx,
         fps=1e6,
         min_frames=2,
         max_frames=2,
         max_pixels=max(ctx.config.max_pixels, _NATIVE_PIXELS),
         total_pixels=2 * _NATIVE_PIXELS,
-        cache_bytes=0,
-        cache_dir=None,
     )
     if (timeline := _timeline(ctx)) is not None:  # the frame the control shows at `time`
         fps = ctx.video.meta.source_fps
@@ -144,9 +149,8 @@ def _as_image(frame_chw: torch.Tensor, ctx: ToolContext) -> DecodedVideo:
         "Re-watch a part of the video at a higher frame rate. Returns the frames of "
         "[start, end) seconds sampled at `fps` frames per second (bounded)."
     ),
-    parameters={
-        "type": "object",
-        "properties": {
+    parameters=object_schema(
+        {
             "start": {"type": "number", "minimum": 0, "description": "start time in seconds"},
             "end": {"type": "number", "minimum": 0, "description": "end time in seconds"},
             "fps": {
@@ -156,9 +160,9 @@ def _as_image(frame_chw: torch.Tensor, ctx: ToolContext) -> DecodedVideo:
                 "description": "frames per second to sample",
             },
         },
-        "required": ["start", "end"],
-        "additionalProperties": False,
-    },
+        "start",
+        "end",
+    ),
     timeout_s=30.0,
 )
 def get_clip(ctx: ToolContext, start: float, end: float, fps: float = 2.0) -> ToolResult:
@@ -168,14 +172,12 @@ def get_clip(ctx: ToolContext, start: float, end: float, fps: float = 2.0) -> To
     limits = ctx.limits
     if fps > limits.max_fps:
         raise ToolError(f"fps={fps:g} is above the limit {limits.max_fps:g}; ask for less")
-    config = replace(
-        ctx.config,
+    config = tool_config(
+        ctx,
         fps=float(fps),
         min_frames=2,
         max_frames=limits.max_frames,
         total_pixels=min(ctx.config.total_pixels, limits.total_pixels),
-        cache_bytes=0,
-        cache_dir=None,
     )
     clip = _controlled_clip(ctx, _decode(ctx, start, min(end, hi), config))
     times = ", ".join(f"{clip.meta.clip_start + t:.2f}" for t in clip.meta.timestamps)
@@ -188,12 +190,10 @@ def get_clip(ctx: ToolContext, start: float, end: float, fps: float = 2.0) -> To
 
 @register_tool(
     description="Look at one frame of the video at `time` seconds, at full resolution.",
-    parameters={
-        "type": "object",
-        "properties": {"time": {"type": "number", "minimum": 0, "description": "seconds"}},
-        "required": ["time"],
-        "additionalProperties": False,
-    },
+    parameters=object_schema(
+        {"time": {"type": "number", "minimum": 0, "description": "seconds"}},
+        "time",
+    ),
     timeout_s=20.0,
 )
 def get_frame(ctx: ToolContext, time: float) -> ToolResult:
@@ -207,9 +207,8 @@ def get_frame(ctx: ToolContext, time: float) -> ToolResult:
         "Zoom into a region of the frame at `time` seconds. `box` is [x1, y1, x2, y2] in "
         "pixels of the frames you were shown."
     ),
-    parameters={
-        "type": "object",
-        "properties": {
+    parameters=object_schema(
+        {
             "time": {"type": "number", "minimum": 0, "description": "seconds"},
             "box": {
                 "type": "array",
@@ -219,9 +218,9 @@ def get_frame(ctx: ToolContext, time: float) -> ToolResult:
                 "description": "[x1, y1, x2, y2]",
             },
         },
-        "required": ["time", "box"],
-        "additionalProperties": False,
-    },
+        "time",
+        "box",
+    ),
     timeout_s=20.0,
 )
 def crop(ctx: ToolContext, time: float, box: list[float]) -> ToolResult:
