@@ -40,7 +40,8 @@ def _descendants() -> int:
             continue
         if fields[0] != "Z":
             parents[entry.name] = fields[1]
-    below, frontier = set(), {str(os.getpid())}
+    below: set[str] = set()
+    frontier = {str(os.getpid())}
     while frontier:
         frontier = {pid for pid, parent in parents.items() if parent in frontier} - below
         below |= frontier
@@ -110,7 +111,7 @@ def soak(args: argparse.Namespace) -> dict[str, Any]:
         window["steps"] += 1
         if (state.step + 1) % args.every == 0:
             elapsed = time.perf_counter() - window["start"]
-            samples.append(sample(state.step + 1, elapsed, window["steps"]))
+            samples.append(sample(state.step + 1, elapsed, int(window["steps"])))
             window.update(start=time.perf_counter(), steps=0)
         return metrics
 
