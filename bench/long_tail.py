@@ -93,11 +93,11 @@ def give_long_tail(model: PreTrainedModel, ends: list[int], mean_tokens: float) 
     return float(head[eos, 0])
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("model", type=Path)
     parser.add_argument("--mean-tokens", type=float, default=12.0)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     from transformers import AutoModelForImageTextToText
 
     model = AutoModelForImageTextToText.from_pretrained(args.model).eval()

@@ -10,7 +10,7 @@ pools), and the change from the first to the last sample of that half. Prints th
 and writes `bench/results/soak.json`.
 
     python bench/soak.py                 # 2,000 steps, ~10 minutes on 2 idle cores
-    python bench/soak.py --quick         # 100 steps (a smoke run for the tests)
+    python bench/soak.py --quick         # 20 steps (a smoke run for the tests)
 """
 
 from __future__ import annotations
@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--every", type=int, default=50)
     args = parse_args(parser, "soak", argv)
     if args.quick:
-        args.steps, args.every = 100, 10
+        args.steps, args.every = 20, 5
     facts = RunFacts()
     result = soak(args)
     rows = [
