@@ -49,6 +49,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import harness
+import long_tail
 from harness import ROOT, markdown_table, parse_args, write_marked, write_results
 
 PAGE = ROOT / "docs" / "async.md"  # its table sits between this script's markers
@@ -96,17 +98,17 @@ def prepare(work: Path) -> None:
     and data, built once."""
     if (work / "data" / "train.jsonl").exists():
         return
-    run = [sys.executable, "-m", "videorl"]
-    subprocess.run([*run, "make-tiny", str(work / "model"), "--arch", "qwen3_vl"], check=True)
-    subprocess.run(
-        [sys.executable, str(Path(__file__).with_name("long_tail.py")), str(work / "model")]
-        + ["--mean-tokens", str(MEAN_TOKENS)],
-        check=True,
-    )
-    subprocess.run(
-        [*run, "synth", "--out", str(work / "data"), "--families", "temporal_grounding"]
-        + ["--tg-events", "appear", "--n", "64", "--seed", "0", "--val", "8"],
-        check=True,
+    harness.videorl("make-tiny", work / "model", "--arch", "qwen3_vl")
+    edit = [str(work / "model"), "--mean-tokens", str(MEAN_TOKENS)]
+    if harness.IN_PROCESS:
+        long_tail.main(edit)
+    else:
+        subprocess.run(
+            [sys.executable, str(Path(__file__).with_name("long_tail.py")), *edit], check=True
+        )
+    harness.videorl(
+        *["synth", "--out", work / "data", "--families", "temporal_grounding"],
+        *["--tg-events", "appear", "--n", "64", "--seed", "0", "--val", "8"],
     )
 
 
@@ -128,13 +130,7 @@ def run_variant(
         f"rollout.max_new_tokens={tokens}",
         *VARIANTS[name],
     ]
-    subprocess.run(
-        [sys.executable, "-m", "videorl", "train", "quickstart", *overrides, "--overwrite"],
-        check=True,
-        env=env,
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-    )
+    harness.videorl_at_root("train", "quickstart", *overrides, "--overwrite", env=env)
     from videorl.trainer.metrics import read_metrics
 
     return list(read_metrics(out / "metrics.jsonl"))
@@ -292,7 +288,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         write_results(args.out, {**saved, "learning": result})
         return result
     variants = list(VARIANTS)
-    if args.quick:
+    if args.quick:  # every command in this process: no interpreter start-up per command
+        harness.IN_PROCESS = True
         args.steps, args.tokens = 3, [16]
         variants = [
             "sync, 1 thread",

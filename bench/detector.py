@@ -52,7 +52,7 @@ def event_frames(scores: np.ndarray) -> tuple[int, int]:
 
 def detect(record: TaskRecord) -> tuple[float, float]:
     """The detected event window of `record`'s video, in seconds."""
-    assert record.video is not None
+    assert record.video is not None and record.video.path is not None
     video = decode_video(record.video.path, CONFIG)
     first, last = event_frames(frame_scores(video.frames))
     times = video.meta.timestamps

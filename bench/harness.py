@@ -11,6 +11,7 @@ repeated timings swing by up to 10x; ratios of variants are what these scripts r
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
@@ -253,6 +254,19 @@ def in_process(*args: object) -> float:
             raise RuntimeError(f"videorl {line} exited with {exit_.code}") from None
     finally:
         sys.argv = argv
+    return time.perf_counter() - start
+
+
+def videorl_at_root(*args: object, env: dict[str, str] | None = None) -> float:
+    """`videorl *args` from the repository root, under `env`, its stdout discarded; returns
+    its wall seconds. In this interpreter when IN_PROCESS (where `env` cannot apply)."""
+    start = time.perf_counter()
+    if IN_PROCESS:
+        with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
+            in_process(*args)
+    else:
+        command = [sys.executable, "-m", "videorl", *map(str, args)]
+        subprocess.run(command, check=True, env=env, cwd=ROOT, stdout=subprocess.DEVNULL)
     return time.perf_counter() - start
 
 

@@ -99,7 +99,7 @@ def measure_steps(args: argparse.Namespace) -> dict[str, Any]:
         finally:
             spent[0] += time.perf_counter() - start
 
-    fingerprints.fingerprint = timed  # type: ignore[assignment]
+    fingerprints.fingerprint = timed
     batches = harness.endless(state.sampler)
     rows: dict[str, list[dict[str, float]]] = {"on": [], "off": []}
     for step in range(args.steps + 1):
@@ -117,7 +117,7 @@ def measure_steps(args: argparse.Namespace) -> dict[str, Any]:
                 f"step {step} {arm}: {clock.wall:.2f} s, fingerprints {spent[0] * 1e3:.2f} ms, "
                 f"rows {metrics.get('actor/rows')}"
             )
-    fingerprints.fingerprint = real  # type: ignore[assignment]
+    fingerprints.fingerprint = real
     on = rows["on"]
     share = [r["fingerprint"] / r["cpu"] for r in on]
     return {

@@ -25,21 +25,37 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 EMBED_VALUE = 100.0  # c: far above the residual stream's other dimensions
 
 
-def _decoder(model: torch.nn.Module) -> torch.nn.Module:
+def _decoder_layers(model: PreTrainedModel) -> torch.nn.ModuleList:
     inner = getattr(model, "model", model)
-    return getattr(inner, "language_model", inner)
+    layers = getattr(inner, "language_model", inner).layers
+    assert isinstance(layers, torch.nn.ModuleList)
+    return layers
 
 
-def mean_length(model: torch.nn.Module, ends: list[int], budget: int) -> float:
+def _weights(model: PreTrainedModel) -> tuple[torch.Tensor, torch.Tensor]:
+    """The input embedding's and the output head's weights (vocab x d)."""
+    embed, head = model.get_input_embeddings(), model.get_output_embeddings()
+    assert isinstance(embed, torch.nn.Embedding) and isinstance(head, torch.nn.Linear)
+    return embed.weight, head.weight
+
+
+def mean_length(model: PreTrainedModel, ends: list[int], budget: int) -> float:
     """The mean length of 32 rows sampled after random 24-token prompts (seeded)."""
+    from transformers import GenerationMixin
+
+    assert isinstance(model, GenerationMixin)
     torch.manual_seed(0)
-    vocab = model.get_output_embeddings().weight.shape[0]
+    vocab = _weights(model)[1].shape[0]
     prompts = torch.randint(3, vocab, (32, 24))
     out = model.generate(
         input_ids=prompts,
@@ -58,15 +74,14 @@ def mean_length(model: torch.nn.Module, ends: list[int], budget: int) -> float:
 
 
 @torch.no_grad()
-def give_long_tail(model: torch.nn.Module, ends: list[int], mean_tokens: float) -> float:
+def give_long_tail(model: PreTrainedModel, ends: list[int], mean_tokens: float) -> float:
     """Edit `model` (see the module); returns the end-token weight b."""
     eos = ends[0]
-    embeddings = model.get_input_embeddings().weight
-    head = model.get_output_embeddings().weight
+    embeddings, head = _weights(model)
     embeddings[:, 0] = EMBED_VALUE
-    for layer in _decoder(model).layers:
-        layer.self_attn.o_proj.weight[0, :] = 0
-        layer.mlp.down_proj.weight[0, :] = 0
+    for layer in _decoder_layers(model):
+        layer.get_parameter("self_attn.o_proj.weight")[0, :] = 0
+        layer.get_parameter("mlp.down_proj.weight")[0, :] = 0
     head[:, 0] = 0
     low, high = 0.0, 16.0
     for _ in range(8):
@@ -78,11 +93,11 @@ def give_long_tail(model: torch.nn.Module, ends: list[int], mean_tokens: float) 
     return float(head[eos, 0])
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("model", type=Path)
     parser.add_argument("--mean-tokens", type=float, default=12.0)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     from transformers import AutoModelForImageTextToText
 
     model = AutoModelForImageTextToText.from_pretrained(args.model).eval()

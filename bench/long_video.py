@@ -105,6 +105,7 @@ def tile(piece: Path, path: Path, frames: int) -> Path:
             for packet in source.demux(template):
                 if packet.pts is None or written >= frames:
                     continue
+                assert packet.dts is not None and template.time_base is not None
                 if period is None:  # ticks per piece, from the frame duration
                     period = int(PIECE / FPS / float(template.time_base))
                 packet.pts += copy * period
@@ -151,6 +152,7 @@ def before_read(path: str, plan: Any, counts: dict[str, int]) -> tuple[Any, np.n
         fps = info.fps
         wanted = sorted(set(indices))
         start_pts = stream.start_time or 0
+        assert stream.time_base is not None
         time_base = float(stream.time_base)
         if wanted[0] / fps > 1.0:
             target = int(wanted[0] / fps / time_base) + start_pts
@@ -190,7 +192,7 @@ def decode_with(reader: str, path: str) -> tuple[Any, dict[str, int]]:
         ), counts
     if reader == "torchcodec":
         return decode.decode_video(path, replace(config, backend="torchcodec")), counts
-    mode = "always" if reader == "seek_each" else "auto"
+    mode: backends.SeekMode = "always" if reader == "seek_each" else "auto"
     backends.READERS["pyav"] = backends.pyav_reader(mode, counts)
     return decode.decode_video(path, config), counts
 

@@ -10,7 +10,7 @@ pools), and the change from the first to the last sample of that half. Prints th
 and writes `bench/results/soak.json`.
 
     python bench/soak.py                 # 2,000 steps, ~10 minutes on 2 idle cores
-    python bench/soak.py --quick         # 100 steps (a smoke run for the tests)
+    python bench/soak.py --quick         # 20 steps (a smoke run for the tests)
 """
 
 from __future__ import annotations
@@ -40,7 +40,8 @@ def _descendants() -> int:
             continue
         if fields[0] != "Z":
             parents[entry.name] = fields[1]
-    below, frontier = set(), {str(os.getpid())}
+    below: set[str] = set()
+    frontier = {str(os.getpid())}
     while frontier:
         frontier = {pid for pid, parent in parents.items() if parent in frontier} - below
         below |= frontier
@@ -110,7 +111,7 @@ def soak(args: argparse.Namespace) -> dict[str, Any]:
         window["steps"] += 1
         if (state.step + 1) % args.every == 0:
             elapsed = time.perf_counter() - window["start"]
-            samples.append(sample(state.step + 1, elapsed, window["steps"]))
+            samples.append(sample(state.step + 1, elapsed, int(window["steps"])))
             window.update(start=time.perf_counter(), steps=0)
         return metrics
 
@@ -124,7 +125,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--every", type=int, default=50)
     args = parse_args(parser, "soak", argv)
     if args.quick:
-        args.steps, args.every = 100, 10
+        args.steps, args.every = 20, 5
     facts = RunFacts()
     result = soak(args)
     rows = [

@@ -336,7 +336,8 @@ def main(argv: list[str] | None = None) -> None:
     gaps: list[float] = []
     for step in range(args.steps + 1):
         indices = next(batches)
-        videos = len({str(states["new"].records[i].media.path) for i in indices})
+        media = [states["new"].records[i].media for i in indices]
+        videos = len({m.path for m in media if m is not None})
         order = list(PATHS) if step % 2 == 0 else list(reversed(PATHS))
         metrics = {}
         for name in order:

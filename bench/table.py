@@ -161,7 +161,7 @@ def rows(folder: Path) -> list[list[str]]:
     rewards = _load(folder, "rewards")
     if rewards:
         rates = {k: v["single_core_per_s"] for k, v in rewards["families"].items()}
-        slowest = min((k for k in rates if k != "math"), key=rates.get)
+        slowest = min((k for k in rates if k != "math"), key=lambda k: rates[k])
         out.append(
             [
                 "Reward scoring, one core",

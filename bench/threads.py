@@ -16,7 +16,7 @@ Prints the table and writes `bench/results/threads.json`.
 
     python bench/threads.py              # ~15 minutes on 2 cores
     python bench/threads.py --cases idle # measure one case again, keep the other rows
-    python bench/threads.py --quick      # 3 + 2 steps, 2 s busy: a smoke run for the tests
+    python bench/threads.py --quick      # 3 + 2 steps, 2 s busy, in this process: a smoke run
 """
 
 from __future__ import annotations
@@ -25,15 +25,14 @@ import argparse
 import json
 import multiprocessing
 import os
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from harness import ROOT, markdown_table, parse_args, write_results
+import harness
+from harness import markdown_table, parse_args, write_results
 
 CASES = {
     "idle": "idle",
@@ -70,12 +69,10 @@ def prepare(work: Path) -> None:
     """The quickstart's model and data under `work` (built once)."""
     if (work / "data" / "val.jsonl").exists():
         return
-    run = [sys.executable, "-m", "videorl"]
-    subprocess.run([*run, "make-tiny", str(work / "model"), "--arch", "qwen2_5_vl"], check=True)
-    subprocess.run(
-        [*run, "synth", "--out", str(work / "data"), "--families", "temporal_grounding"]
-        + ["--n", "96", "--seed", "0", "--val", "32"],
-        check=True,
+    harness.videorl("make-tiny", work / "model", "--arch", "qwen2_5_vl")
+    harness.videorl(
+        *["synth", "--out", work / "data", "--families", "temporal_grounding"],
+        *["--n", "96", "--seed", "0", "--val", "32"],
     )
 
 
@@ -92,16 +89,10 @@ def training_s(work: Path, threads: int | None, args: argparse.Namespace) -> flo
         ["train", "quickstart", f"model.path={work}/sft/final", f"trainer.output_dir={work}/train"]
         + train,
     ]
-    start = time.perf_counter()
-    for command in commands:
-        subprocess.run(
-            [sys.executable, "-m", "videorl", *command, "--overwrite", *data, *pinned],
-            check=True,
-            env=env,
-            cwd=ROOT,
-            stdout=subprocess.DEVNULL,
-        )
-    return time.perf_counter() - start
+    return sum(
+        harness.videorl_at_root(*command, "--overwrite", *data, *pinned, env=env)
+        for command in commands
+    )
 
 
 def measure(args: argparse.Namespace, cores: int) -> list[dict[str, Any]]:
@@ -159,7 +150,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         help="comma list of idle,after_busy,sustained; rows of others are kept from --out",
     )
     args = parse_args(parser, "threads", argv)
-    if args.quick:
+    if args.quick:  # every command in this process: no interpreter start-up per command
+        harness.IN_PROCESS = True
         args.busy_s, args.sft_steps, args.train_steps = 2.0, 3, 2
     args.work = args.work / "threads"
     prepare(args.work)

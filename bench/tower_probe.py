@@ -48,7 +48,8 @@ def probe(model_dir: Path, records_path: Path) -> dict[str, float]:
     ratios, ious = [], []
     for record in load_records(records_path).records:
         t0, t1 = record.answer.windows[0]  # type: ignore[union-attr]
-        scores, starts = pair_scores(model, processor, record.video.path)  # type: ignore[union-attr]
+        assert record.video is not None and record.video.path is not None
+        scores, starts = pair_scores(model, processor, record.video.path)
         inside = np.array([s < t1 and s + 1.0 > t0 for s in starts])
         ratios.append(float(scores[inside].mean() / max(scores[~inside].mean(), 1e-9)))
         first, last = event_frames(scores)

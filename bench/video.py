@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import harness
 import numpy as np
@@ -172,7 +172,9 @@ def decode_once(args: argparse.Namespace, recipe: str, train: Path, model: Path)
         *extra,
     ]
     state = build_state(harness.recipe(model, train, args.work / recipe, *overrides), None)
-    decode_video(state.records[-1].media.path, state.cfg.video)  # warm-up: codec and resize set-up
+    media = state.records[-1].media
+    assert media is not None and media.path is not None
+    decode_video(media.path, state.cfg.video)  # warm-up: codec and resize set-up
     batches = harness.endless(state.sampler)
     steps = []
     for _ in range(args.steps):
@@ -223,12 +225,12 @@ def large_clip(work: Path, quick: bool) -> Path:
 def backend_throughput(files: dict[str, list[Path]], repeats: int) -> dict[str, Any]:
     """Each installed backend decodes the same files (`decode_video`, quickstart sampling)."""
     from videorl.config import load_config
-    from videorl.video.backends import BACKENDS, backend_available
+    from videorl.video.backends import Backend, backend_available
     from videorl.video.decode import decode_video
 
     sampling = load_config(harness.RECIPE, ["model.path=x", "data.train=x"]).video
     out: dict[str, Any] = {}
-    for backend in BACKENDS:
+    for backend in get_args(Backend):  # the same order as videorl.video.backends.BACKENDS
         if not backend_available(backend):
             out[backend] = {"installed": False}
             print(f"  {backend}: not installed", flush=True)

@@ -267,6 +267,7 @@ def prompt_tokens(cfg: Any, record: Any, frame: Any) -> dict[str, int]:
     messages = prepare_multimodal_messages(
         [{"role": "user", "content": build_prompt(record, think=cfg.data.think)}], images=[frame]
     )
+    assert policy.processor is not None
     theirs = policy.processor.apply_chat_template(
         [messages], add_generation_prompt=True, tokenize=True, return_dict=True
     )["input_ids"]
@@ -388,7 +389,9 @@ def video_check(args: argparse.Namespace, model: Path, have_trl: bool) -> dict[s
     cfg = videorl_config(args, model, train, "temporal_grounding", prompts=2, n=4, tokens=8)
     state = build_state(cfg, None)
     video_token = state.policy.tokenizer.convert_tokens_to_ids("<|video_pad|>")
-    log = ForwardLog(state.policy.model.model, video_token)
+    decoder = state.policy.model.model
+    assert isinstance(decoder, torch.nn.Module)
+    log = ForwardLog(decoder, video_token)
     train_step(state, next(harness.endless(state.sampler)))
     out: dict[str, Any] = {"videorl": log.verdict()}
     if have_trl:
@@ -465,7 +468,7 @@ def main(argv: list[str] | None = None) -> None:
         if name not in race:
             rows.append([name, result["trl_status"], "-", "-", "-", "-"])
             continue
-        cells = [name]
+        cells: list[str] = [name]
         for clock in ("cpu", "wall"):
             ratio = race["videorl_over_trl_steps_per_s"][clock] if have_trl else None
             cells += [

@@ -74,11 +74,11 @@ def main() -> int:
         print(f"{root}/metrics.json: {len(found)} files")
         return 0
     before, after = (json.loads(Path(p).read_text()) for p in sys.argv[1:3])
-    found = diff(before, after)
-    for line in sorted(found)[:200]:
+    differences = diff(before, after)
+    for line in sorted(differences)[:200]:
         print(line)
-    print(f"{len(found)} differences")
-    return 1 if found else 0
+    print(f"{len(differences)} differences")
+    return 1 if differences else 0
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ def results(tmp_path_factory) -> dict[str, dict]:
         [sys.executable, "-c", DRIVER, str(BENCH), str(work), str(out), *SCRIPTS],
         capture_output=True,
         text=True,
-        timeout=900,
+        timeout=300,  # ~50 s alone on 2 cores: only a hang reaches it
         check=False,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-5000:]
@@ -132,7 +132,7 @@ def test_packed_layouts_compute_only_real_tokens(results):
 def test_soak_samples_memory_descriptors_and_workers(results):
     soak = results["soak"]["soak"]
     samples = soak["samples"]
-    assert [s["step"] for s in samples] == list(range(10, 101, 10))
+    assert [s["step"] for s in samples] == list(range(5, 21, 5))
     assert all(s["children"] >= 1 for s in samples)  # the reward worker
     assert all(s["open_fds"] > 0 and s["rss_mib"] > 0 and s["step_s"] > 0 for s in samples)
     assert set(soak["trends"]) == {"rss_mib", "peak_rss_mib", "open_fds", "children", "step_s"}
@@ -150,7 +150,11 @@ def test_threads_bench_times_the_quickstart_training_and_merges_reruns(tmp_path)
 
     run = [sys.executable, str(BENCH / "threads.py"), "--quick", "--cases", "idle"]
     shown = subprocess.run(
-        [*run, "--work", str(tmp_path)], check=True, capture_output=True, text=True
+        [*run, "--work", str(tmp_path)],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,  # ~16 s alone on 2 cores: only a hang reaches it
     ).stdout
     (row,) = [line for line in shown.splitlines() if line.startswith("| idle |")]
     cores = len(os.sched_getaffinity(0))

@@ -21,7 +21,7 @@ def test_quick_run_writes_every_reader(tmp_path):
         + ["--out", str(out)],
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=150,  # ~25 s alone on 2 cores (a process per reader): only a hang reaches it
         check=False,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
@@ -68,7 +68,7 @@ def test_quick_step_time_runs_prefetch_0_and_1_with_the_same_metrics(tmp_path):
         + ["--work", str(tmp_path), "--out", str(out)],
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=100,  # ~17 s alone on 2 cores: only a hang reaches it
         check=False,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]

@@ -73,7 +73,7 @@ def test_quick_run_writes_both_arms(tmp_path):
         ],
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=200,  # ~35 s alone on 2 cores: only a hang reaches it
         check=False,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-5000:]
@@ -150,7 +150,7 @@ def test_quick_mechanisms_run_writes_a_row_per_arm(tmp_path, mechanisms):
         [*command, "--work", str(tmp_path), "--out", str(out)],
         capture_output=True,
         text=True,
-        timeout=900,
+        timeout=100,  # ~10 s alone on 2 cores: only a hang reaches it
         check=False,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-5000:]
