@@ -44,6 +44,7 @@ from typing import Any
 
 import harness
 import numpy as np
+import torch
 from long_video_steps import measure_steps, page_lines
 
 FPS = 30
@@ -187,9 +188,12 @@ def decode_with(reader: str, path: str) -> tuple[Any, dict[str, int]]:
         planned: dict[str, Any] = {}
         plan = decode._planner(config, None, None, planned)
         info, source = before_read(path, plan, counts)
-        return decode._sample(
-            source, info, planned["indices"], planned["fps"], config, None, None
-        ), counts
+        frames = torch.from_numpy(np.ascontiguousarray(source)).permute(0, 3, 1, 2)
+        src = (int(frames.shape[2]), int(frames.shape[3]))
+        size = decode._frame_size(*src, len(planned["indices"]), config)
+        meta = decode._meta(info, planned, config, None, None, src, size)
+        resized = decode.resize_frames(frames, *size).contiguous()
+        return decode.DecodedVideo(frames=resized, meta=meta), counts
     if reader == "torchcodec":
         return decode.decode_video(path, replace(config, backend="torchcodec")), counts
     mode: backends.SeekMode = "always" if reader == "seek_each" else "auto"

@@ -134,7 +134,7 @@ def new_optimizer(state: Any) -> torch.optim.Optimizer:
 
 def update(
     state: Any, optimizer: torch.optim.Optimizer, batch: Any, mini_batches: int
-) -> dict[str, float]:
+) -> dict[str, Any]:
     from videorl.trainer.update import UpdateContext, update_policy
 
     cfg = state.cfg

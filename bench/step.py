@@ -199,7 +199,7 @@ def breakdown(total: dict[str, float], watch: Stopwatch) -> dict[str, dict[str, 
     return out
 
 
-def measured_step(state: Any, indices: list[int], seed: int) -> tuple[dict, dict, Stopwatch]:
+def measured_step(state: Any, indices: list[int], seed: int) -> tuple[dict, Any, Stopwatch]:
     """One instrumented `train_step` from a fixed RNG state (so both paths sample alike)."""
     import random
 
