@@ -73,8 +73,8 @@ def test_installed_wheel_resolves_recipes_by_name(installed_wheel, tmp_path):
     _, site = installed_wheel
     env = {**os.environ, "PYTHONPATH": str(site)}  # the installed copy, not the source tree
     script = (
-        "import videorl.api as c; from videorl.config import load_config; "
-        "p = c.resolve_config_path('quickstart'); load_config(p); print(p); "
+        "import videorl.api as a, videorl.cli as c; from videorl.config import load_config; "
+        "p = a.resolve_config_path('quickstart'); load_config(p); print(p); "
         "c.app(['recipes'], standalone_mode=False)"
     )
     result = subprocess.run(
