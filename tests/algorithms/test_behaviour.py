@@ -39,6 +39,16 @@ def test_current_rows_and_padding_weigh_one():
     assert metrics["async/stale_tokens"] == 1
 
 
+def test_tokens_no_policy_sampled_weigh_one():
+    """NaN behaviour log-probs (TaRO's forced prefix, OraRL's annotation rows) are left alone."""
+    behav = torch.tensor([[float("nan"), -1.5]])
+    correction = BehaviourCorrection(behav, torch.tensor([True]), cap=5.0)
+    weights, metrics = behaviour_weights(PROX, correction, MASK)
+    assert weights[0].tolist() == pytest.approx([1.0, math.e])
+    assert metrics["async/stale_tokens"] == 1
+    assert metrics["async/is_weight_mean"] == pytest.approx(math.e)
+
+
 def test_policy_loss_weights_the_stale_surrogate():
     """At ratio 1 (logp = proximal) the PPO surrogate is -A; a stale row's becomes -w A."""
     config = PolicyLossConfig()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 import torch
 
@@ -51,6 +53,35 @@ def test_sampling_logprobs_match_recomputed(tiny_model_dir):
         )
     for i in range(2):
         n = gen.token_ids[i].numel()
+        torch.testing.assert_close(logp[i, :n], gen.logprobs[i], atol=1e-4, rtol=0)
+
+
+@pytest.mark.parametrize("share_prefill", [False, True])
+def test_recording_logprobs_leaves_the_draws_and_ignores_top_p(tiny_model_dir, share_prefill):
+    """The recorder sees the raw logits: the same tokens are drawn with and without it, and
+    under top-p / top-k its log-probs are the policy's at the temperature (what the
+    training forward computes), not the truncated sampling distribution's."""
+    loaded = load_model(tiny_model_dir("qwen2_5_vl"))
+    assert loaded.banned_token_ids  # the vision placeholders: banned before the warpers
+    prompt = encode_prompt(loaded, "When?", video=fake_video())
+    params = SamplingParams(n=3, max_new_tokens=8, temperature=0.7, top_p=0.9, top_k=20)
+    draws = []
+    for logprobs in (False, True):
+        torch.manual_seed(3)
+        (gen,) = generate(
+            loaded, [prompt], replace(params, logprobs=logprobs), share_prefill=share_prefill
+        )
+        draws.append(gen)
+    assert [t.tolist() for t in draws[0].token_ids] == [t.tolist() for t in draws[1].token_ids]
+    gen = draws[1]
+    inputs, mask = collate([prompt] * 3, gen.token_ids, loaded.pad_token_id)
+    with torch.no_grad():
+        logp, _ = response_logprobs(
+            loaded.model, inputs, inputs["input_ids"][:, -mask.shape[1] :], temperature=0.7
+        )
+    for i in range(3):
+        n = gen.token_ids[i].numel()
+        assert gen.logprobs[i].shape == (n,)
         torch.testing.assert_close(logp[i, :n], gen.logprobs[i], atol=1e-4, rtol=0)
 
 

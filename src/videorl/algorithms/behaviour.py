@@ -12,7 +12,8 @@ proximal policy and corrects the staleness with a per-token importance weight:
 where w_t > C (AReaL's `behav_imp_weight_cap`). A row of the current version (staleness 0)
 has pi_behav = pi_prox by construction and gets w = 1 exactly: their log-probs differ only
 by float order between the worker's forward and the trainer's, which a weight would turn
-into noise.
+into noise. A token no policy sampled (behaviour log-prob NaN: TaRO's forced prefix,
+OraRL's annotation rows, with `rollout.behaviour_logp: sampling`) gets w = 1 too.
 
 Worked example (C = 2): logp_prox = [-1.0, -0.5], logp_behav = [-1.2, -1.5] gives
 w = [exp(0.2), exp(1.0)] = [1.2214, 2.7183]; truncate -> [1.2214, 2.0] (one token truncated);
@@ -58,7 +59,8 @@ def behaviour_weights(
     raw = log_ratio.exp()
     over = raw > correction.cap
     capped = raw.clamp(max=correction.cap) if correction.mode == "truncate" else raw * ~over
-    stale = correction.stale.to(prox_logp.device).bool()[:, None] & mask.bool()
+    sampled = ~torch.isnan(correction.logp.to(prox_logp.device))
+    stale = correction.stale.to(prox_logp.device).bool()[:, None] & mask.bool() & sampled
     weights = torch.where(stale, capped, torch.ones_like(raw))
     count = int(stale.sum())
     metrics: dict[str, MetricValue] = {"async/stale_tokens": float(count)}

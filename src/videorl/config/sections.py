@@ -333,6 +333,12 @@ class RolloutConfig(Checked, section="rollout"):
     max_staleness: Annotated[int, Ge(0)] = 1
     """Async: most policy versions (optimizer steps) between the weights that sampled a batch
     and the update that trains on it; 0 = the synchronous run, bit for bit."""
+    behaviour_logp: Literal["sampling", "recompute"] = "sampling"
+    """Async, max_staleness >= 1: where the behaviour log-probs of the off-policy correction
+    come from. sampling (AReaL's and verl's rollout log-probs): each sampled token's
+    log-prob as the worker drew it, from the raw logits at the temperature; recompute: a
+    no-grad forward over the finished rows on the weights that sampled them (one more pass
+    per batch; tool-using and over-sampled rounds always recompute)."""
     sync_every: Annotated[int, Gt(0)] = 1
     """Async: the trainer publishes its weights to the workers every this many steps (>= 1,
     <= max_staleness + 1)."""

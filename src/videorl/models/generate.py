@@ -37,7 +37,7 @@ class SamplingParams:
     temperature: float = 1.0
     top_p: float = 1.0
     top_k: int = 0
-    logprobs: bool = False  # also return per-token sampling log-probs (keeps each step's logits)
+    logprobs: bool = False  # also return each sampled token's log-prob (`SampledLogprobs`)
     quota: RoundQuota | None = None  # over-sampled rounds: when every row stops at once
 
 
@@ -77,6 +77,57 @@ class QuotaCriterion:
         ended_groups = (rows > 0) & (going == 0)
         done = int(ended_groups.sum()) >= self.quota.need and bool(ended_groups[self.must].all())
         return torch.full((input_ids.shape[0],), bool(done), device=input_ids.device)
+
+
+class SampledLogprobs:
+    """A `generate` logits processor that keeps each sampled token's log-prob under the
+    policy at the sampling temperature, log softmax(z / T)[token], from the raw logits z
+    (before banning, top-k and top-p: what the training forward computes). It holds one
+    step's log-softmax at a time: at step t+1 `input_ids` ends with the token drawn from
+    step t's scores; `finish` takes the last step's from the output sequences."""
+
+    def __init__(self, temperature: float, prompt_len: int) -> None:
+        self.scale, self.prompt_len = temperature, prompt_len
+        self.taken: list[torch.Tensor] = []
+        self.last: torch.Tensor | None = None
+
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        if self.last is not None and input_ids.shape[1] > self.prompt_len:
+            self.taken.append(self._gather(input_ids[:, -1]))
+        self.last = torch.log_softmax(scores.float() / self.scale, dim=-1)
+        return scores
+
+    def _gather(self, tokens: torch.Tensor) -> torch.Tensor:
+        assert self.last is not None
+        return self.last.gather(-1, tokens[:, None].to(self.last.device)).squeeze(-1).cpu()
+
+    def finish(self, new_tokens: torch.Tensor) -> torch.Tensor:
+        """[rows, new tokens] log-probs of `new_tokens` (the output's tokens after the prompt)."""
+        if self.last is not None and len(self.taken) < new_tokens.shape[1]:
+            self.taken.append(self._gather(new_tokens[:, -1]))
+        if not self.taken:
+            return torch.zeros(new_tokens.shape[0], 0)
+        return torch.stack(self.taken, dim=1)[:, : new_tokens.shape[1]]
+
+
+def _recording(
+    loaded: LoadedModel, params: SamplingParams, prompt_len: int
+) -> tuple[SampledLogprobs | None, dict[str, Any]]:
+    """With `params.logprobs`: the recorder, and `generate` arguments that run it first,
+    then the banning `generate` would run itself, then its warpers (the same draws)."""
+    if not params.logprobs:
+        return None, {}
+    from transformers import LogitsProcessorList, SuppressTokensLogitsProcessor
+
+    greedy = params.temperature <= 0
+    recorder = SampledLogprobs(1.0 if greedy else params.temperature, prompt_len)
+    processors: list[Any] = [recorder]
+    if loaded.banned_token_ids:
+        device = next(loaded.model.parameters()).device
+        processors.append(
+            SuppressTokensLogitsProcessor(loaded.banned_token_ids, device=str(device))
+        )
+    return recorder, {"logits_processor": LogitsProcessorList(processors), "suppress_tokens": None}
 
 
 def _stopping(loaded: LoadedModel, params: SamplingParams, prompt_len: int) -> dict[str, Any]:
@@ -134,7 +185,6 @@ def _sample_kwargs(loaded: LoadedModel, params: SamplingParams) -> dict:
         "eos_token_id": loaded.eos_token_ids,
         "pad_token_id": loaded.pad_token_id,
         "return_dict_in_generate": True,
-        "output_logits": params.logprobs,
     }
     if not greedy:
         kwargs.update(
@@ -255,6 +305,8 @@ def generate(
     model.eval()
     runs = 1 if greedy else params.n  # HF greedy refuses num_return_sequences > 1
     kwargs.update(_stopping(loaded, params, inputs["input_ids"].shape[1]))
+    recorder, recording = _recording(loaded, params, inputs["input_ids"].shape[1])
+    kwargs.update(recording)
     if share_prefill and can_share_prefill(model, inputs, runs):
         expand = torch.arange(len(prompts)).repeat_interleave(runs)
         out = _shared_prefill_generate(model, inputs, expand, kwargs)
@@ -265,18 +317,8 @@ def generate(
     prompt_len = inputs["input_ids"].shape[1]
     new_tokens = out.sequences[:, prompt_len:].cpu()
     step_logprobs = torch.zeros(new_tokens.shape[0], 0)
-    if params.logprobs:  # of the policy itself (before banning), so they match the training forward
-        scale = 1.0 if greedy else params.temperature
-        step_logprobs = torch.stack(
-            [
-                torch.log_softmax(step.float() / scale, dim=-1)
-                .gather(-1, new_tokens[:, i : i + 1].to(step.device))
-                .squeeze(-1)
-                .cpu()
-                for i, step in enumerate(out.logits)
-            ],
-            dim=1,
-        )
+    if recorder is not None:
+        step_logprobs = recorder.finish(new_tokens)
     new_tokens = new_tokens.repeat_interleave(copies, dim=0)
     step_logprobs = step_logprobs.repeat_interleave(copies, dim=0)
     results = []

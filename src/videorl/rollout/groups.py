@@ -67,6 +67,7 @@ def generate_groups(
         else [(p, j) for p, j in torch.nonzero(constructed).tolist() if records[p].captions]
     )
     prefix_rows: dict[tuple[int, int], Generation] = {}
+    forced: dict[tuple[int, int], int] = {}  # a constructed row's prefix length
     if constructed is not None:  # even with no rows: vLLM's data-parallel engines step in lockstep
         rng = rng or random.Random(0)
         prefixes = [
@@ -78,6 +79,8 @@ def generate_groups(
         ]
         continued = engine.continue_prefixes([prompts[p] for p, _ in wanted], prefixes, params)
         prefix_rows = {(p, j): gen for (p, j), gen in zip(wanted, continued, strict=True)}
+        forced = {key: x.numel() for key, x in zip(wanted, prefixes, strict=True)}
+    sampled: list[torch.Tensor] = []
     for p, gen in enumerate(generations):
         for j in range(params.n):
             source = prefix_rows.get((p, j))
@@ -87,6 +90,8 @@ def generate_groups(
             truncated.append(row.truncated[k])
             off_policy.append(source is not None)
             group_ids.append(p)
+            if params.logprobs:
+                sampled.append(_sampled_logp(row.logprobs[k], forced.get((p, j), 0)))
     return RolloutBatch(
         records=list(records),
         prompts=list(prompts),
@@ -97,7 +102,29 @@ def generate_groups(
         is_annotation=torch.zeros(len(responses), dtype=torch.bool),
         off_policy=torch.tensor(off_policy, dtype=torch.bool),
         truncated=torch.tensor(truncated, dtype=torch.bool),
+        behaviour_logp=padded_rows(sampled, NOT_SAMPLED) if params.logprobs else None,
     )
+
+
+# A behaviour log-prob of a token no policy sampled (TaRO's forced prefix, OraRL's
+# annotation rows): the off-policy correction leaves such tokens alone (w = 1).
+NOT_SAMPLED = float("nan")
+
+
+def _sampled_logp(logp: torch.Tensor, forced: int) -> torch.Tensor:
+    """A row's sampling log-probs, its first `forced` tokens marked as not sampled."""
+    out = logp.float().clone()
+    out[:forced] = NOT_SAMPLED
+    return out
+
+
+def padded_rows(rows: Sequence[torch.Tensor], fill: float) -> torch.Tensor:
+    """[B, longest] of the rows, right-padded with `fill`."""
+    width = max((r.numel() for r in rows), default=0)
+    out = torch.full((len(rows), width), fill)
+    for i, row in enumerate(rows):
+        out[i, : row.numel()] = row
+    return out
 
 
 def engine_generate(engine: RolloutEngine) -> GenerateFn:
@@ -221,6 +248,12 @@ def add_annotation_rows(
         responses=batch.responses + extra,
         texts=batch.texts + tokenizer.batch_decode(extra, skip_special_tokens=True),
         is_annotation=torch.cat([batch.is_annotation, torch.ones(count, dtype=torch.bool)]),
+        behaviour_logp=None
+        if batch.behaviour_logp is None
+        else padded_rows(
+            [*batch.behaviour_logp, *(torch.full((len(x),), NOT_SAMPLED) for x in extra)],
+            NOT_SAMPLED,
+        ),
         trajectories=None
         if batch.trajectories is None
         else batch.trajectories + [None] * count,  # the direct answer: single-turn

@@ -70,6 +70,9 @@ class Producer:
     pool: ScoringPool | None = None
     info: DistInfo | None = None
     visual_caches: VisualCaches = field(default_factory=VisualCaches)
+    # keep each sampled token's log-prob as the batch's behaviour log-probs (async workers,
+    # rollout.behaviour_logp: sampling); tool-using rows are recomputed instead
+    sampling_logp: bool = False
 
     def split_forwards(self) -> contextlib.AbstractContextManager[None]:
         """The scoring forwards split over the rank's sequence-parallel group, if it has one."""
@@ -179,7 +182,7 @@ def rollout(
             decoded.records,
             decoded.prompts,
             decoded.media,
-            cfg.rollout.sampling(),
+            cfg.rollout.sampling(logprobs=producer.sampling_logp),
             tokenizer,
             constructed=constructed,
             rng=random.Random(step if draw == 0 else f"{step}:{draw}"),

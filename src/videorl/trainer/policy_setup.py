@@ -53,6 +53,7 @@ def load_producer(cfg: Config, device: str) -> Producer:
         pool=ScoringPool(cfg.reward) if cfg.reward.workers > 1 else None,
         info=info,
         visual_caches=caches,
+        sampling_logp=cfg.rollout.max_staleness > 0 and cfg.rollout.behaviour_logp == "sampling",
     )
 
 

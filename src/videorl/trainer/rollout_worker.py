@@ -195,7 +195,7 @@ def _draw(
         with isolated(derived_seed(producer.cfg.trainer.seed, request.step, request.draw)):
             batch, carry = _scored(producer, timer, request, version, carry)
     if producer.cfg.rollout.oversample == 1:
-        if request.behaviour_logp and batch.num_rows:
+        if request.behaviour_logp and batch.num_rows and not _has_behaviour(batch):
             with timer("behaviour"):
                 batch = with_behaviour_logp(batch, producer)
         batch = replace(batch, versions=torch.full((batch.num_rows,), version, dtype=torch.long))
@@ -255,6 +255,12 @@ def _scored(
         step=request.step,
         version=version,
     )
+
+
+def _has_behaviour(batch: RolloutBatch) -> bool:
+    """Whether the draw kept its rows' sampling log-probs (`rollout.behaviour_logp: sampling`)."""
+    logp = batch.behaviour_logp
+    return logp is not None and logp.shape[0] == batch.num_rows
 
 
 def with_behaviour_logp(batch: RolloutBatch, producer: Producer) -> RolloutBatch:
