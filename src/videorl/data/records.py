@@ -247,7 +247,7 @@ Answer = (
 )
 
 
-AnswerT = TypeVar("AnswerT", bound=Answer)
+AnswerT = TypeVar("AnswerT")  # a family's answer type (its own, outside `Answer`, too)
 
 
 @dataclass(frozen=True)
