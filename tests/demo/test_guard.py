@@ -137,3 +137,17 @@ def test_a_403_names_no_server_path():
     refused = client.get("/file")
     assert refused.status_code == 403 and refused.json() == {"detail": "File not allowed."}
     assert client.get("/ok").text == "ok"
+
+
+@pytest.mark.parametrize(
+    "limits, message",
+    [
+        ({"max_upload_mb": 0}, r"^--max-upload-mb=0 must be > 0$"),
+        ({"max_frames": 1}, r"^--max-frames=1 must be >= 2$"),
+        ({"max_fps": 0.0}, r"^demo limit max_fps=0\.0 must be > 0$"),
+        ({"max_new_tokens": 0}, r"^demo limit max_new_tokens=0 must be >= 1$"),
+    ],
+)
+def test_a_limit_out_of_range_names_its_flag_or_field(limits, message):
+    with pytest.raises(ConfigError, match=message):
+        DemoLimits(**limits)

@@ -9,6 +9,7 @@ import pytest
 
 from videorl.data.loaders import write_records
 from videorl.data.records import MediaRef
+from videorl.errors import ConfigError
 from videorl.eval.compare import compare_paths
 from videorl.eval.runner import EvalSettings, evaluate
 from videorl.eval.scoring import score_record
@@ -172,3 +173,15 @@ def test_undecodable_media_is_counted_and_retried(synth_tg, tmp_path):
     evaluate(settings, backend=again)
     assert again.calls == []  # decoding failed again before the backend was asked
     assert "cannot decode video" in outputs.results[2].error  # type: ignore[operator]  # set here: a None fails the test too
+
+
+@pytest.mark.parametrize(
+    "settings, message",
+    [
+        ({"batch_size": 0}, r"^--batch-size=0 must be >= 1$"),
+        ({"max_samples": 0}, r"^--max-samples=0 must be >= 1 \(omit it for all\)$"),
+    ],
+)
+def test_a_setting_out_of_range_names_its_flag(tmp_path, settings, message):
+    with pytest.raises(ConfigError, match=message):
+        _settings(tmp_path / "bench.jsonl", tmp_path / "out", **settings)

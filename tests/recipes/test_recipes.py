@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Sequence
 from dataclasses import replace
 from functools import reduce
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -365,6 +367,17 @@ def test_every_block_names_its_published_source(recipe):
     assert blocks and all("#" in line for line in blocks), f"{recipe}.yaml: uncommented block"
 
 
+def _dry_run(recipe: str, expected: Sequence[str]) -> str:
+    """`videorl train configs/<recipe>.yaml --dry-run`'s output, which shows each of `expected`."""
+    result = CliRunner().invoke(
+        app, ["train", str(Path("configs") / f"{recipe}.yaml"), "--dry-run"]
+    )
+    assert result.exit_code == 0, result.output
+    for text in expected:
+        assert text in result.output, f"{recipe} --dry-run lacks {text!r}"
+    return result.output
+
+
 @pytest.mark.parametrize(
     "recipe, expected",
     [
@@ -396,13 +409,8 @@ def test_every_block_names_its_published_source(recipe):
     ],
 )
 def test_dry_run_prints_the_published_values(recipe, expected):
-    result = CliRunner().invoke(
-        app, ["train", str(Path("configs") / f"{recipe}.yaml"), "--dry-run"]
-    )
-    assert result.exit_code == 0, result.output
-    for text in expected:
-        assert text in result.output, f"{recipe} --dry-run lacks {text!r}"
-    assert "3 epochs x batches per epoch" in result.output or recipe in (
+    output = _dry_run(recipe, expected)
+    assert "3 epochs x batches per epoch" in output or recipe in (
         "orarl",
         "dapo",
         "gspo",
@@ -450,12 +458,7 @@ def test_dry_run_plan_shows_validation_horizon_and_kl(monkeypatch, recipe, valid
     assert (plan.validation, plan.kl) == (validation, kl)
     assert horizon in plan.lr_schedule
     monkeypatch.setattr(cli.console, "_width", 200)  # one table row per line
-    result = CliRunner().invoke(
-        app, ["train", str(Path("configs") / f"{recipe}.yaml"), "--dry-run"]
-    )
-    assert result.exit_code == 0, result.output
-    for text in (validation, horizon, kl):
-        assert text in result.output, f"{recipe} --dry-run lacks {text!r}"
+    _dry_run(recipe, (validation, horizon, kl))
 
 
 def test_epochs_set_the_step_count(recipes):
@@ -504,15 +507,20 @@ def test_vllm_falls_back_to_hf_with_one_warning(monkeypatch, warnings_of_videorl
     assert rollout_engine("hf", str(tmp_path)) == "hf"
 
 
-def test_vllm_falls_back_for_a_model_type_without_parity(
-    monkeypatch, warnings_of_videorl, tmp_path
-):
+def _vllm_installed(monkeypatch: pytest.MonkeyPatch, architectures: Any) -> None:
+    """vLLM looks installed, reporting `architectures` (version, class names) or None."""
     import importlib.util
 
     from videorl.rollout import vllm_support
 
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: object())
-    monkeypatch.setattr(vllm_support, "installed_architectures", lambda: None)
+    monkeypatch.setattr(vllm_support, "installed_architectures", lambda: architectures)
+
+
+def test_vllm_falls_back_for_a_model_type_without_parity(
+    monkeypatch, warnings_of_videorl, tmp_path
+):
+    _vllm_installed(monkeypatch, None)
     (tmp_path / "config.json").write_text('{"model_type": "llava"}')
     assert rollout_engine("vllm", str(tmp_path)) == "hf"
     assert "'llava' has no parity-tested vLLM path" in warnings_of_videorl[0]
@@ -526,16 +534,7 @@ def test_vllm_fallback_names_an_architecture_the_installed_vllm_lacks(
     monkeypatch, warnings_of_videorl, tmp_path
 ):
     """The recipes' warning names the missing piece: here, Qwen3.5 in an older vLLM."""
-    import importlib.util
-
-    from videorl.rollout import vllm_support
-
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name: object())
-    monkeypatch.setattr(
-        vllm_support,
-        "installed_architectures",
-        lambda: ("0.10.0", frozenset({"Qwen2_5_VLForConditionalGeneration"})),
-    )
+    _vllm_installed(monkeypatch, ("0.10.0", frozenset({"Qwen2_5_VLForConditionalGeneration"})))
     config = '{"model_type": "qwen3_5", "architectures": ["Qwen3_5ForConditionalGeneration"]}'
     (tmp_path / "config.json").write_text(config)
     key = "algorithm.distill.teacher_engine"

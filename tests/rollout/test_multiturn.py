@@ -215,3 +215,9 @@ def test_a_template_that_renders_tools_writes_the_tool_turn(tiny_model_dir):
         "\n<|im_start|>user\n<tool_response>\nfirst\n</tool_response>\n<tool_response>\n"
         "second\n</tool_response><|im_end|>\n<|im_start|>assistant\n"
     )
+
+
+@pytest.mark.parametrize("name", ["max_turns", "max_total_tokens", "max_calls_per_turn"])
+def test_limits_below_one_name_the_field(name):
+    with pytest.raises(ValueError, match=rf"^multi-turn limit {name}=0 must be >= 1$"):
+        MultiTurnLimits(**{name: 0})

@@ -59,7 +59,7 @@ def test_register_tool_checks_its_signature(scratch_tools):
         register_tool("odd", description="", parameters={"type": "object", "required": ["x"]})(
             double
         )
-    with pytest.raises(ConfigError, match="timeout_s"):
+    with pytest.raises(ConfigError, match=r"^tool odd timeout_s=0\.0 must be > 0$"):
         register_tool("odd", description="", parameters=SCHEMA, timeout_s=0)(double)
     with pytest.raises(ConfigError, match="unknown tools"):
         resolve_tools(["get_clip", "nope"])

@@ -45,19 +45,16 @@ def _count(text: str) -> int | None:
 
 
 def reward(record: TaskRecord, payload: str, config: Any) -> dict[str, float]:
-    assert isinstance(record.answer, CountAnswer)
-    return {"task": float(_count(payload) == record.answer.count)}
+    return {"task": float(_count(payload) == record.answer_as(CountAnswer).count)}
 
 
 def serialize(record: TaskRecord) -> str:
-    assert isinstance(record.answer, CountAnswer)
-    return str(record.answer.count)
+    return str(record.answer_as(CountAnswer).count)
 
 
 def eval_score(record: TaskRecord, text: str) -> tuple[Any, dict[str, float]]:
-    assert isinstance(record.answer, CountAnswer)
     count = _count(text)
-    correct = float(count == record.answer.count)
+    correct = float(count == record.answer_as(CountAnswer).count)
     return count, {"score": correct, "correct": correct}
 
 

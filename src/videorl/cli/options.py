@@ -39,6 +39,11 @@ def flags_of(
     return decorate
 
 
+def option(kind: Any, *names: str, **settings: Any) -> Any:
+    """The parameter type of a typer flag: `Annotated[kind, typer.Option(*names, **settings)]`."""
+    return Annotated[kind, typer.Option(*names, **settings)]
+
+
 # ----- train and sft -------------------------------------------------------------------------
 TRAINING = {
     "overrides": Annotated[
@@ -47,44 +52,37 @@ TRAINING = {
             help="Dotted overrides, e.g. rollout.n=4 trainer.steps=3 (`videorl keys` lists them)"
         ),
     ],
-    "dry_run": Annotated[
-        bool,
-        typer.Option("--dry-run", help="Print the resolved config and the step plan, then exit."),
-    ],
-    "resume": Annotated[
-        str | None,
-        typer.Option(help="auto (latest checkpoint in the output dir) or a checkpoint path."),
-    ],
-    "nproc": Annotated[
-        int,
-        typer.Option(help="Run data-parallel on this many local processes (torchrun shortcut)."),
-    ],
-    "overwrite": Annotated[
-        bool,
-        typer.Option("--overwrite", help="Replace the run in trainer.output_dir (its files only)."),
-    ],
+    "dry_run": option(
+        bool, "--dry-run", help="Print the resolved config and the step plan, then exit."
+    ),
+    "resume": option(
+        str | None, help="auto (latest checkpoint in the output dir) or a checkpoint path."
+    ),
+    "nproc": option(
+        int, help="Run data-parallel on this many local processes (torchrun shortcut)."
+    ),
+    "overwrite": option(
+        bool, "--overwrite", help="Replace the run in trainer.output_dir (its files only)."
+    ),
 }
 
 # ----- video settings and device (eval and serve) ------------------------------------------
 VIDEO = {
-    "fps": Annotated[float | None, typer.Option("--fps", help="Frame sampling rate (video.fps).")],
-    "max_frames": Annotated[
-        int | None,
-        typer.Option("--max-frames", help="Frames per video at most (video.max_frames)."),
-    ],
-    "min_pixels": Annotated[
-        int | None,
-        typer.Option("--min-pixels", help="Pixels per frame at least (video.min_pixels)."),
-    ],
-    "max_pixels": Annotated[
-        int | None,
-        typer.Option("--max-pixels", help="Pixels per frame at most (video.max_pixels)."),
-    ],
-    "device": Annotated[str, typer.Option("--device", help="auto | cpu | cuda | cuda:N.")],
+    "fps": option(float | None, "--fps", help="Frame sampling rate (video.fps)."),
+    "max_frames": option(
+        int | None, "--max-frames", help="Frames per video at most (video.max_frames)."
+    ),
+    "min_pixels": option(
+        int | None, "--min-pixels", help="Pixels per frame at least (video.min_pixels)."
+    ),
+    "max_pixels": option(
+        int | None, "--max-pixels", help="Pixels per frame at most (video.max_pixels)."
+    ),
+    "device": option(str, "--device", help="auto | cpu | cuda | cuda:N."),
 }
 
 # ----- eval ---------------------------------------------------------------------------------
-EarlyExitConfidence = Annotated[
+EarlyExitConfidence = Annotated[  # a type: `videorl demo` annotates its parameter with it
     float | None,
     typer.Option(
         "--early-exit-confidence",
@@ -95,232 +93,167 @@ EarlyExitConfidence = Annotated[
     ),
 ]
 EVAL = {
-    "model": Annotated[
+    "model": option(
         str | None,
-        typer.Option(
-            "--model",
-            help="Checkpoint folder or Hugging Face Hub id (org/name[@rev]) to run (HF engine).",
-        ),
-    ],
-    "benchmark": Annotated[
+        "--model",
+        help="Checkpoint folder or Hugging Face Hub id (org/name[@rev]) to run (HF engine).",
+    ),
+    "benchmark": option(
         str | None,
-        typer.Option(
-            "--benchmark",
-            help="A data file (records, vtg, timer1, mcq, math, verl, easyr1 or orarl format), a "
-            "folder "
-            "or Hugging Face dataset id (org/name[@split], test split by default), or a benchmark "
-            "name: charades_sta | activitynet_captions | qvhighlights | tvgbench.",
-        ),
-    ],
-    "video_root": Annotated[
+        "--benchmark",
+        help="A data file (records, vtg, timer1, mcq, math, verl, easyr1 or orarl format), a "
+        "folder "
+        "or Hugging Face dataset id (org/name[@split], test split by default), or a benchmark "
+        "name: charades_sta | activitynet_captions | qvhighlights | tvgbench.",
+    ),
+    "video_root": option(
         str | None,
-        typer.Option(
-            "--video-root",
-            help="Folder that media paths are relative to (default: the annotation file's folder).",
-        ),
-    ],
-    "benchmark_root": Annotated[
+        "--video-root",
+        help="Folder that media paths are relative to (default: the annotation file's folder).",
+    ),
+    "benchmark_root": option(
         str | None,
-        typer.Option(
-            "--benchmark-root",
-            help="Where named benchmarks' annotation files are "
-            "(default: --video-root, else ./benchmarks).",
-        ),
-    ],
-    "out": Annotated[
-        Path | None, typer.Option("--out", help="Output folder (default runs/eval/<benchmark>).")
-    ],
-    "max_samples": Annotated[
-        int | None, typer.Option("--max-samples", help="Evaluate only the first N records.")
-    ],
-    "controls": Annotated[
+        "--benchmark-root",
+        help="Where named benchmarks' annotation files are "
+        "(default: --video-root, else ./benchmarks).",
+    ),
+    "out": option(Path | None, "--out", help="Output folder (default runs/eval/<benchmark>)."),
+    "max_samples": option(int | None, "--max-samples", help="Evaluate only the first N records."),
+    "controls": option(
         str | None,
-        typer.Option(
-            "--controls",
-            help="Answer the records again on control media and report the video gain (real "
-            "minus control): comma-separated from frozen (every frame the first), reversed, "
-            "shuffled (seeded), blank (constant grey; the only control for images).",
-        ),
-    ],
-    "predictions": Annotated[
+        "--controls",
+        help="Answer the records again on control media and report the video gain (real "
+        "minus control): comma-separated from frozen (every frame the first), reversed, "
+        "shuffled (seeded), blank (constant grey; the only control for images).",
+    ),
+    "predictions": option(
         Path | None,
-        typer.Option(
-            "--predictions",
-            help="Score this JSONL of {id, response} lines instead of running a model.",
-        ),
-    ],
-    "compare": Annotated[
+        "--predictions",
+        help="Score this JSONL of {id, response} lines instead of running a model.",
+    ),
+    "compare": option(
         tuple[Path, Path] | None,
-        typer.Option(
-            "--compare",
-            help="Delta table B - A of two metrics.json / eval folders / predictions files.",
-        ),
-    ],
-    "endpoint": Annotated[
+        "--compare",
+        help="Delta table B - A of two metrics.json / eval folders / predictions files.",
+    ),
+    "endpoint": option(
         str | None,
-        typer.Option(
-            "--endpoint",
-            help="OpenAI-compatible server URL (vLLM, `videorl serve`), e.g. http://127.0.0.1:8000/v1.",
-        ),
-    ],
-    "served_model": Annotated[
+        "--endpoint",
+        help="OpenAI-compatible server URL (vLLM, `videorl serve`), e.g. http://127.0.0.1:8000/v1.",
+    ),
+    "served_model": option(
+        str | None, "--served-model", help="Model name at the endpoint (see its /v1/models)."
+    ),
+    "checkpoint": option(
         str | None,
-        typer.Option("--served-model", help="Model name at the endpoint (see its /v1/models)."),
-    ],
-    "checkpoint": Annotated[
+        "--checkpoint",
+        help="With --endpoint: the checkpoint the endpoint serves; its run's settings (video, "
+        "think, prompt style, template variables, coordinates) and model type apply as with "
+        "--model.",
+    ),
+    "model_type": option(
         str | None,
-        typer.Option(
-            "--checkpoint",
-            help="With --endpoint: the checkpoint the endpoint serves; its run's settings (video, "
-            "think, prompt style, template variables, coordinates) and model type apply as with "
-            "--model.",
-        ),
-    ],
-    "model_type": Annotated[
-        str | None,
-        typer.Option(
-            "--model-type",
-            help="With --endpoint: the served model's type (config.json's model_type: qwen2_5_vl, "
-            "qwen3_vl, qwen3_5, ...); boxes are converted to its convention as with --model "
-            "(default: that of --checkpoint; without either, each record's own).",
-        ),
-    ],
-    "concurrency": Annotated[
-        int, typer.Option("--concurrency", help="Concurrent requests to the endpoint.")
-    ],
-    "api_key": Annotated[
-        str | None,
-        typer.Option("--api-key", envvar="OPENAI_API_KEY", help="Bearer token for the endpoint."),
-    ],
-    "think": Annotated[
+        "--model-type",
+        help="With --endpoint: the served model's type (config.json's model_type: qwen2_5_vl, "
+        "qwen3_vl, qwen3_5, ...); boxes are converted to its convention as with --model "
+        "(default: that of --checkpoint; without either, each record's own).",
+    ),
+    "concurrency": option(int, "--concurrency", help="Concurrent requests to the endpoint."),
+    "api_key": option(
+        str | None, "--api-key", envvar="OPENAI_API_KEY", help="Bearer token for the endpoint."
+    ),
+    "think": option(
         bool | None,
-        typer.Option(
-            "--think/--no-think",
-            help="Ask for a <think> block before the answer (default: as the model was trained "
-            "(data.think of its run), else no).",
-        ),
-    ],
-    "prompt_style": Annotated[
+        "--think/--no-think",
+        help="Ask for a <think> block before the answer (default: as the model was trained "
+        "(data.think of its run), else no).",
+    ),
+    "prompt_style": option(
         str | None,
-        typer.Option(
-            "--prompt-style",
-            help="Prompt templates: videorl, orarl, taro, video_r1 or videoauto_r1 (the published "
-            "ones, to "
-            "reproduce a paper's table; default: data.prompt_style of the model's run, else "
-            "videorl).",
-        ),
-    ],
-    "tools": Annotated[
+        "--prompt-style",
+        help="Prompt templates: videorl, orarl, taro, video_r1 or videoauto_r1 (the published "
+        "ones, to "
+        "reproduce a paper's table; default: data.prompt_style of the model's run, else "
+        "videorl).",
+    ),
+    "tools": option(
         str | None,
-        typer.Option(
-            "--tools",
-            help="With --model: answer with these tools (comma-separated registered names: "
-            "get_clip, get_frame, crop), in the trainer's multi-turn loop; the records are also "
-            "answered without tools, and metrics.json and report.md put the two scores side by "
-            "side with the calls per answer (docs/tools.md).",
-        ),
-    ],
-    "tool_modules": Annotated[
+        "--tools",
+        help="With --model: answer with these tools (comma-separated registered names: "
+        "get_clip, get_frame, crop), in the trainer's multi-turn loop; the records are also "
+        "answered without tools, and metrics.json and report.md put the two scores side by "
+        "side with the calls per answer (docs/tools.md).",
+    ),
+    "tool_modules": option(
         str | None,
-        typer.Option(
-            "--tool-modules",
-            help="With --tools: modules to import first (comma-separated, e.g. my_tools,lab.zoom; "
-            "on PYTHONPATH), so that the tools they register with @register_tool exist, as "
-            "rollout.tool_modules does for training.",
-        ),
-    ],
-    "max_turns": Annotated[
+        "--tool-modules",
+        help="With --tools: modules to import first (comma-separated, e.g. my_tools,lab.zoom; "
+        "on PYTHONPATH), so that the tools they register with @register_tool exist, as "
+        "rollout.tool_modules does for training.",
+    ),
+    "max_turns": option(
+        int, "--max-turns", help="With --tools: model turns per answer at most (>= 1)."
+    ),
+    "max_total_tokens": option(
         int,
-        typer.Option("--max-turns", help="With --tools: model turns per answer at most (>= 1)."),
-    ],
-    "max_total_tokens": Annotated[
-        int,
-        typer.Option(
-            "--max-total-tokens",
-            help="With --tools: tokens per answer at most, model and tool turns together.",
-        ),
-    ],
-    "batch_size": Annotated[
-        int, typer.Option("--batch-size", help="Prompts per generate call (HF engine).")
-    ],
-    "max_new_tokens": Annotated[
-        int, typer.Option("--max-new-tokens", help="Response budget in tokens.")
-    ],
+        "--max-total-tokens",
+        help="With --tools: tokens per answer at most, model and tool turns together.",
+    ),
+    "batch_size": option(int, "--batch-size", help="Prompts per generate call (HF engine)."),
+    "max_new_tokens": option(int, "--max-new-tokens", help="Response budget in tokens."),
     "early_exit_confidence": EarlyExitConfidence,
     **VIDEO,
-    "skip_invalid": Annotated[
-        bool,
-        typer.Option(
-            "--skip-invalid", help="Skip and count invalid benchmark rows instead of stopping."
-        ),
-    ],
-    "overwrite": Annotated[
-        bool, typer.Option("--overwrite", help="Replace the outputs of an earlier eval in --out.")
-    ],
-    "resume": Annotated[
-        bool,
-        typer.Option("--resume", help="Continue the predictions of an interrupted eval in --out."),
-    ],
+    "skip_invalid": option(
+        bool, "--skip-invalid", help="Skip and count invalid benchmark rows instead of stopping."
+    ),
+    "overwrite": option(
+        bool, "--overwrite", help="Replace the outputs of an earlier eval in --out."
+    ),
+    "resume": option(
+        bool, "--resume", help="Continue the predictions of an interrupted eval in --out."
+    ),
 }
 
 # ----- serve ----------------------------------------------------------------------------------
 SERVE = {
-    "model": Annotated[
-        str,
-        typer.Option(
-            "--model", help="Checkpoint folder or Hugging Face Hub id (org/name[@rev]) to serve."
-        ),
-    ],
-    "host": Annotated[
-        str, typer.Option("--host", help="Address to bind (127.0.0.1: this machine only).")
-    ],
-    "port": Annotated[int, typer.Option("--port", help="Port (0: any free port).")],
-    "served_model": Annotated[
+    "model": option(
+        str, "--model", help="Checkpoint folder or Hugging Face Hub id (org/name[@rev]) to serve."
+    ),
+    "host": option(str, "--host", help="Address to bind (127.0.0.1: this machine only)."),
+    "port": option(int, "--port", help="Port (0: any free port)."),
+    "served_model": option(
+        str | None, "--served-model", help="Model id clients send (default: run/checkpoint name)."
+    ),
+    "api_key": option(
         str | None,
-        typer.Option(
-            "--served-model", help="Model id clients send (default: run/checkpoint name)."
-        ),
-    ],
-    "api_key": Annotated[
-        str | None,
-        typer.Option(
-            "--api-key", envvar="VIDEORL_API_KEY", help="Require 'Authorization: Bearer KEY'."
-        ),
-    ],
-    "media_root": Annotated[
-        Path | None,
-        typer.Option(
-            "--media-root", help="Allow video_url/image_url paths inside this folder only."
-        ),
-    ],
-    "max_new_tokens": Annotated[
-        int, typer.Option("--max-new-tokens", help="Largest max_tokens a request may ask for.")
-    ],
-    "max_n": Annotated[int, typer.Option("--max-n", help="Most choices (n) per request.")],
-    "max_body_mb": Annotated[
-        float, typer.Option("--max-body-mb", help="Largest request body, MiB.")
-    ],
-    "max_request_frames": Annotated[
-        int,
-        typer.Option("--max-frames-per-request", help="Most per-frame images in one video_url."),
-    ],
-    "max_frame_pixels": Annotated[
-        int, typer.Option("--max-frame-pixels", help="Largest image/frame (width x height).")
-    ],
-    "max_request_pixels": Annotated[
-        int, typer.Option("--max-request-pixels", help="Source pixels one request may decode.")
-    ],
-    "max_batch": Annotated[int, typer.Option("--max-batch", help="Requests generated together.")],
-    "max_queue": Annotated[
-        int, typer.Option("--max-queue", help="Requests in flight (more: 503).")
-    ],
-    "body_timeout": Annotated[
+        "--api-key",
+        envvar="VIDEORL_API_KEY",
+        help="Require 'Authorization: Bearer KEY'.",
+    ),
+    "media_root": option(
+        Path | None, "--media-root", help="Allow video_url/image_url paths inside this folder only."
+    ),
+    "max_new_tokens": option(
+        int, "--max-new-tokens", help="Largest max_tokens a request may ask for."
+    ),
+    "max_n": option(int, "--max-n", help="Most choices (n) per request."),
+    "max_body_mb": option(float, "--max-body-mb", help="Largest request body, MiB."),
+    "max_request_frames": option(
+        int, "--max-frames-per-request", help="Most per-frame images in one video_url."
+    ),
+    "max_frame_pixels": option(
+        int, "--max-frame-pixels", help="Largest image/frame (width x height)."
+    ),
+    "max_request_pixels": option(
+        int, "--max-request-pixels", help="Source pixels one request may decode."
+    ),
+    "max_batch": option(int, "--max-batch", help="Requests generated together."),
+    "max_queue": option(int, "--max-queue", help="Requests in flight (more: 503)."),
+    "body_timeout": option(
         float,
-        typer.Option(
-            "--body-timeout",
-            help="Seconds a client may take to send its headers (then closed) or body (then 408).",
-        ),
-    ],
+        "--body-timeout",
+        help="Seconds a client may take to send its headers (then closed) or body (then 408).",
+    ),
     **VIDEO,
     "early_exit_confidence": EarlyExitConfidence,
 }

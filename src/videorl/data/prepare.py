@@ -27,9 +27,10 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, cast, overload
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, cast, overload
 
 import videorl
+from videorl.config.constraints import Between, Checked, Constraint, Ge
 from videorl.config.loader import build, yaml_error
 from videorl.data.families import parse_family
 from videorl.data.identity import LeakIndex, media_paths, sample_identity
@@ -78,8 +79,19 @@ def _check_common(name: str, path: str, format: str, family: str | None) -> None
         parse_family(family)
 
 
+class _Spec(Checked):
+    """A sources-file section; a refused value's line ends with the key's alternative
+    (`quota=0 must be >= 1, or null to take all`)."""
+
+    ALTERNATIVES: ClassVar[dict[str, str]] = {}
+
+    @classmethod
+    def refusal(cls, key: str, value: Any, constraint: Constraint) -> str:
+        return super().refusal(key, value, constraint) + cls.ALTERNATIVES.get(key, "")
+
+
 @dataclass(frozen=True)
-class SourceSpec:
+class SourceSpec(_Spec):
     """One training source. Relative `path`/`media_root` are relative to the sources file;
     `media_root` defaults to the annotation file's folder; `quota: null` takes all."""
 
@@ -87,15 +99,16 @@ class SourceSpec:
     path: str = ""
     format: str = "auto"
     family: str | None = None
-    quota: int | None = None
+    quota: Annotated[int | None, Ge(1)] = None
     media_root: str | None = None
     subtypes: tuple[str, ...] = ()
     skip_invalid: bool = False
 
+    ALTERNATIVES: ClassVar[dict[str, str]] = {"quota": ", or null to take all"}
+
     def __post_init__(self) -> None:
         _check_common(self.name, self.path, self.format, self.family)
-        if self.quota is not None and self.quota < 1:
-            raise ConfigError(f"quota={self.quota} must be at least 1, or null to take all")
+        super().__post_init__()
 
 
 @dataclass(frozen=True)
@@ -113,43 +126,38 @@ class BenchmarkSpec:
 
 
 @dataclass(frozen=True)
-class CanarySpec:
+class CanarySpec(_Spec):
     """The held-out canary size: a `fraction` of the eligible samples (those left after
     leakage and duplicate removal) or a `count`; neither means no canary."""
 
-    fraction: float | None = None
-    count: int | None = None
+    fraction: Annotated[float | None, Between(0, 1, low_open=True, high_open=True)] = None
+    count: Annotated[int | None, Ge(1)] = None
+
+    ALTERNATIVES: ClassVar[dict[str, str]] = {"count": "; drop 'canary' for none"}
 
     def __post_init__(self) -> None:
         if self.fraction is not None and self.count is not None:
             raise ConfigError("set only one of 'fraction' (e.g. 0.05) or 'count' (e.g. 100)")
-        if self.fraction is not None and not 0.0 < self.fraction < 1.0:
-            raise ConfigError(f"fraction={self.fraction} must be between 0 and 1 (exclusive)")
-        if self.count is not None and self.count < 1:
-            raise ConfigError(f"count={self.count} must be at least 1; drop 'canary' for none")
+        super().__post_init__()
 
 
 @dataclass(frozen=True)
-class PrepareSpec:
+class PrepareSpec(_Spec):
     """The whole sources file."""
 
     sources: tuple[SourceSpec, ...] = ()
     benchmarks: tuple[BenchmarkSpec, ...] = ()
-    seed: int = 0
-    max_prompts_per_media: int | None = None
+    seed: Annotated[int, Ge(0)] = 0
+    max_prompts_per_media: Annotated[int | None, Ge(1)] = None
     canary: CanarySpec = CanarySpec()
     leak_match: Literal["path", "basename", "stem"] = "stem"
+
+    ALTERNATIVES: ClassVar[dict[str, str]] = {"max_prompts_per_media": ", or null for no cap"}
 
     def __post_init__(self) -> None:
         if not self.sources:
             raise ConfigError("key 'sources' is missing or empty; list at least one source")
-        if self.seed < 0:
-            raise ConfigError(f"seed={self.seed} must be >= 0")
-        if self.max_prompts_per_media is not None and self.max_prompts_per_media < 1:
-            raise ConfigError(
-                f"max_prompts_per_media={self.max_prompts_per_media} must be at "
-                "least 1, or null for no cap"
-            )
+        super().__post_init__()
         for key, items in (("sources", self.sources), ("benchmarks", self.benchmarks)):
             names = [item.name for item in items]
             repeated = sorted({n for n in names if names.count(n) > 1})

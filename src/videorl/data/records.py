@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from videorl.data.families import Family, parse_family
 from videorl.errors import DataError
@@ -247,6 +247,9 @@ Answer = (
 )
 
 
+AnswerT = TypeVar("AnswerT")  # a family's answer type (its own, outside `Answer`, too)
+
+
 @dataclass(frozen=True)
 class TaskRecord:
     """One prompt of any family (docs/methods.md#rewards).
@@ -284,6 +287,15 @@ class TaskRecord:
     @property
     def media(self) -> MediaRef | None:
         return self.video if self.video is not None else self.image
+
+    def answer_as(self, kind: type[AnswerT]) -> AnswerT:
+        """The answer, typed as the `kind` a family's code expects; another kind is a bug (a
+        record routed to the wrong family), a `TypeError` naming the record."""
+        if not isinstance(self.answer, kind):
+            raise TypeError(
+                f"record {self.id}: not a {kind.__name__} but a {type(self.answer).__name__}"
+            )
+        return self.answer
 
     def to_dict(self) -> dict[str, Any]:
         """The generic JSON form read back by `record_from_dict`."""

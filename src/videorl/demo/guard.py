@@ -17,8 +17,9 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, ClassVar
 
+from videorl.config.constraints import Checked, Constraint, Ge, Gt
 from videorl.errors import ConfigError
 
 REFUSED = (
@@ -28,24 +29,21 @@ REFUSED = (
 
 
 @dataclass(frozen=True)
-class DemoLimits:
+class DemoLimits(Checked):
     """Server-side bounds on what one question may cost."""
 
-    max_upload_mb: float = 500.0
-    max_frames: int = 512
-    max_fps: float = 10.0
-    max_new_tokens: int = 4096
+    max_upload_mb: Annotated[float, Gt(0)] = 500.0
+    max_frames: Annotated[int, Ge(2)] = 512
+    max_fps: Annotated[float, Gt(0)] = 10.0
+    max_new_tokens: Annotated[int, Ge(1)] = 4096
 
-    def __post_init__(self) -> None:
-        if not self.max_upload_mb > 0:
-            raise ConfigError(f"--max-upload-mb={self.max_upload_mb} must be > 0")
-        if self.max_frames < 2:
-            raise ConfigError(f"--max-frames={self.max_frames} must be >= 2")
-        if not self.max_fps > 0 or self.max_new_tokens < 1:
-            raise ConfigError(
-                f"demo limits max_fps={self.max_fps} and max_new_tokens={self.max_new_tokens} "
-                "must be positive"
-            )
+    FLAGS: ClassVar[tuple[str, ...]] = ("max_upload_mb", "max_frames")  # `videorl demo` options
+
+    @classmethod
+    def refusal(cls, key: str, value: Any, constraint: Constraint) -> str:
+        """`--max-frames=1 must be >= 2` for a flag, `demo limit max_fps=0 ...` otherwise."""
+        name = f"--{key.replace('_', '-')}" if key in cls.FLAGS else f"demo limit {key}"
+        return f"{name}={value!r} must be {constraint.rule()}"
 
     @property
     def max_upload_bytes(self) -> int:

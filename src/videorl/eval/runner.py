@@ -29,8 +29,9 @@ from collections import Counter
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
+from videorl.config.constraints import Checked, Constraint, Ge
 from videorl.data.loaders import check_media, load_records
 from videorl.data.records import TaskRecord
 from videorl.errors import ConfigError, DataError, MediaError
@@ -68,25 +69,28 @@ MAX_LISTED = 200  # missing-media ids written to metrics.json (all are counted)
 
 
 @dataclass(frozen=True)
-class EvalSettings:
+class EvalSettings(Checked):
     """What to evaluate and how media are read (the answer producer is separate)."""
 
     benchmark: str
     out_dir: Path
     video_root: str | None = None
     benchmark_root: str | None = None
-    max_samples: int | None = None
-    batch_size: int = 8
+    max_samples: Annotated[int | None, Ge(1)] = None
+    batch_size: Annotated[int, Ge(1)] = 8
     video: VideoConfig = field(default_factory=VideoConfig)
     progress: bool = True
     controls: tuple[str, ...] = ()  # video controls (`video.controls.CONTROLS`) to answer too
     skip_invalid: bool = False  # skip and count invalid benchmark rows (`--skip-invalid`)
 
+    @classmethod
+    def refusal(cls, key: str, value: Any, constraint: Constraint) -> str:
+        """Named as `videorl eval`'s flag: `--max-samples=0 must be >= 1 (omit it for all)`."""
+        omit = " (omit it for all)" if key == "max_samples" else ""
+        return f"--{key.replace('_', '-')}={value!r} must be {constraint.rule()}{omit}"
+
     def __post_init__(self) -> None:
-        if self.batch_size < 1:
-            raise ConfigError(f"--batch-size={self.batch_size} must be >= 1")
-        if self.max_samples is not None and self.max_samples < 1:
-            raise ConfigError(f"--max-samples={self.max_samples} must be >= 1 (omit it for all)")
+        super().__post_init__()
         check_controls(self.controls, "control", " (comma-separated)")
 
 

@@ -20,10 +20,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Annotated, Any
 
 import torch
 
+from videorl.config.constraints import Checked, Constraint, Ge
 from videorl.data.records import TaskRecord
 from videorl.models.generate import Generation, SamplingParams, generate
 from videorl.models.inputs import PromptEncoding, collate
@@ -43,19 +44,19 @@ GenerateFn = Callable[[LoadedModel, Sequence[PromptEncoding], SamplingParams], l
 
 
 @dataclass(frozen=True)
-class MultiTurnLimits:
+class MultiTurnLimits(Checked):
     """How long a multi-turn rollout may run."""
 
-    # Most model turns per row (>= 1); the last one may not call tools any more.
-    max_turns: int = 4
+    # Most model turns per row; the last one may not call tools any more.
+    max_turns: Annotated[int, Ge(1)] = 4
     # Most tokens per row after the prompt: model turns and tool turns together.
-    max_total_tokens: int = 2048
+    max_total_tokens: Annotated[int, Ge(1)] = 2048
     # Most tool calls run per model turn; further calls in the same turn are errors.
-    max_calls_per_turn: int = 4
+    max_calls_per_turn: Annotated[int, Ge(1)] = 4
 
-    def __post_init__(self) -> None:
-        if self.max_turns < 1 or self.max_total_tokens < 1 or self.max_calls_per_turn < 1:
-            raise ValueError(f"multi-turn limits must be >= 1: {self}")
+    @classmethod
+    def refusal(cls, key: str, value: Any, constraint: Constraint) -> str:
+        return f"multi-turn limit {key}={value!r} must be {constraint.rule()}"
 
 
 @dataclass(frozen=True)

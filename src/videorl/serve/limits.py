@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
+from typing import Annotated, Any
 
-from videorl.errors import ConfigError
+from videorl.config.constraints import Checked, Constraint, Gt
+
+_Positive = Gt(0)
 
 
 @dataclass(frozen=True)
-class ServeLimits:
+class ServeLimits(Checked):
     """Bounds on one request and on the server.
 
     - `max_body_bytes`: request body (checked on `Content-Length`, then while reading).
@@ -25,21 +28,17 @@ class ServeLimits:
     - `max_connections`: open connections (uvicorn `limit_concurrency`; more get 503).
     """
 
-    max_body_bytes: int = 64 * 1024**2
-    body_timeout_s: float = 30.0
-    max_new_tokens: int = 1024
-    max_n: int = 8
-    max_frames: int = 256
-    max_frame_pixels: int = 4096 * 4096
-    max_request_pixels: int = 256 * 1280 * 720
-    max_batch: int = 8
-    max_queue: int = 64
-    max_connections: int = 128
+    max_body_bytes: Annotated[int, _Positive] = 64 * 1024**2
+    body_timeout_s: Annotated[float, _Positive] = 30.0
+    max_new_tokens: Annotated[int, _Positive] = 1024
+    max_n: Annotated[int, _Positive] = 8
+    max_frames: Annotated[int, _Positive] = 256
+    max_frame_pixels: Annotated[int, _Positive] = 4096 * 4096
+    max_request_pixels: Annotated[int, _Positive] = 256 * 1280 * 720
+    max_batch: Annotated[int, _Positive] = 8
+    max_queue: Annotated[int, _Positive] = 64
+    max_connections: Annotated[int, _Positive] = 128
 
-    def __post_init__(self) -> None:
-        for field in fields(self):
-            value = getattr(self, field.name)
-            if not value > 0:
-                raise ConfigError(
-                    f"serve limit {field.name}={value!r} is invalid: it must be positive"
-                )
+    @classmethod
+    def refusal(cls, key: str, value: Any, constraint: Constraint) -> str:
+        return f"serve limit {key}={value!r} is invalid: it must be {constraint.rule()}"

@@ -12,8 +12,9 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
+from videorl.config.constraints import Checked, Gt
 from videorl.errors import ConfigError
 from videorl.rollout.tools.schema import check_schema
 from videorl.video.decode import DecodedVideo, VideoConfig
@@ -97,7 +98,7 @@ ToolFn = Callable[..., "ToolResult | str"]
 
 
 @dataclass(frozen=True)
-class ToolSpec:
+class ToolSpec(Checked):
     """A registered tool: its name, description, JSON-schema `parameters` (an object
     schema), time limit in seconds and function."""
 
@@ -105,7 +106,7 @@ class ToolSpec:
     description: str
     parameters: dict[str, Any]
     fn: ToolFn
-    timeout_s: float = 10.0
+    timeout_s: Annotated[float, Gt(0)] = 10.0
 
     def schema(self) -> dict[str, Any]:
         """The OpenAI/Qwen function description (`{"type": "function", "function": ...}`)
@@ -149,9 +150,10 @@ def register_tool(
             raise ConfigError(str(err)) from err
         if parameters.get("type") != "object":
             raise ConfigError(f"tool {key} parameters must be a schema of type object")
-        if not timeout_s > 0:
-            raise ConfigError(f"tool {key} timeout_s={timeout_s} must be > 0")
-        TOOLS[key] = ToolSpec(key, description, dict(parameters), fn, float(timeout_s))
+        try:
+            TOOLS[key] = ToolSpec(key, description, dict(parameters), fn, float(timeout_s))
+        except ConfigError as err:  # `timeout_s=0.0 must be > 0`
+            raise ConfigError(f"tool {key} {err}") from None
         return fn
 
     return add

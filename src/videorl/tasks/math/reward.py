@@ -38,8 +38,7 @@ def _parse_reference(reference: str, timeout: int | None) -> Any:
 
 def reference_answer(record: TaskRecord) -> str:
     """The reference's final answer (the content of its box when it has one)."""
-    answer = record.answer
-    assert isinstance(answer, MathAnswer), f"record {record.id}: not a math answer"
+    answer = record.answer_as(MathAnswer)
     return last_boxed(answer.text) or answer.text
 
 

@@ -11,8 +11,7 @@ from videorl.tasks.segmentation.parsing import parse_segmentation
 
 
 def score_segmentation(record: TaskRecord, text: str) -> Scored:
-    answer = record.answer
-    assert isinstance(answer, SegmentationAnswer)
+    answer = record.answer_as(SegmentationAnswer)
     pred = parse_segmentation(text)
     values = masks.segmentation_scores(
         pred.box, answer, record.box_format, (record.width, record.height)

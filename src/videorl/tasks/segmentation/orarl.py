@@ -201,8 +201,7 @@ def _mask_terms(
 
 
 def adapter(record: TaskRecord, response: str) -> tuple[float, Components]:
-    answer = record.answer
-    assert isinstance(answer, SegmentationAnswer), f"record {record.id}: not a segmentation answer"
+    answer = record.answer_as(SegmentationAnswer)
     payload = canonical_payload(response)
     predicted = mapping_or_literal(payload)
     strict = strict_object(payload)

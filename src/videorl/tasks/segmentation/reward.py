@@ -148,8 +148,7 @@ def _mask_terms(
 
 def score(record: TaskRecord, payload: str, _config: RewardConfig) -> dict[str, float]:
     """`task` and its terms `iou`, `pos`, `neg` (and `time` for video)."""
-    answer = record.answer
-    assert isinstance(answer, SegmentationAnswer), f"record {record.id}: not a segmentation answer"
+    answer = record.answer_as(SegmentationAnswer)
     pred = parse(payload)
     if answer.mask_rle is not None:
         terms, inside = _mask_terms(record, answer, pred)
@@ -171,8 +170,7 @@ def score(record: TaskRecord, payload: str, _config: RewardConfig) -> dict[str, 
 def serialize(record: TaskRecord) -> str:
     """The ground truth as compact JSON; with a mask, the box is the mask's bounding box (the
     box the mask score compares against)."""
-    answer = record.answer
-    assert isinstance(answer, SegmentationAnswer), f"record {record.id}: not a segmentation answer"
+    answer = record.answer_as(SegmentationAnswer)
     box = answer.box if answer.mask_rle is None else mask_box(record, load_mask(answer.mask_rle))
     out: dict[str, Any] = {
         "boxes": list(box),

@@ -19,8 +19,7 @@ EXPECTED = "<answer>[x1, y1, x2, y2]</answer>"
 
 def spatial_view(result: Result) -> tuple[str, str, Pictures]:
     box = result.prediction.box
-    answer = result.record.answer
-    assert isinstance(answer, BoxAnswer)
+    answer = result.record.answer_as(BoxAnswer)
     truth = answer.box if result.has_truth else None
     text = f"box {views.box_text(box)}" if box else ""
     truth_text = f"box {views.box_text(truth)}" if truth else ""

@@ -11,9 +11,8 @@ from videorl.eval.scoring import FAMILY_EVALS, FamilyEval, SampleResult, Scored,
 
 
 def score_spatial(record: TaskRecord, text: str) -> Scored:
-    assert isinstance(record.answer, BoxAnswer)
     box = parsing.parse_box(text)
-    iou = boxes.sample_box_iou(box, record.answer.box)
+    iou = boxes.sample_box_iou(box, record.answer_as(BoxAnswer).box)
     return (None if box is None else list(box)), {"score": iou, "iou": iou}
 
 

@@ -60,8 +60,7 @@ def _native_box(text: str) -> list[float] | None:
 
 
 def adapter(record: TaskRecord, response: str) -> tuple[float, Components]:
-    answer = record.answer
-    assert isinstance(answer, BoxAnswer), f"record {record.id}: not a box answer"
+    answer = record.answer_as(BoxAnswer)
     final = without_reasoning(response)
     predicted, fmt = _native_box(final), 1.0
     if predicted is None:

@@ -43,8 +43,7 @@ def parse(payload: str) -> Box | None:
 
 def score(record: TaskRecord, payload: str, _config: RewardConfig) -> dict[str, float]:
     """`task` = `iou` = IoU(predicted box, ground-truth box)."""
-    answer = record.answer
-    assert isinstance(answer, BoxAnswer), f"record {record.id}: not a box answer"
+    answer = record.answer_as(BoxAnswer)
     pred = parse(payload)
     iou = 0.0 if pred is None else box_iou(pred, answer.box)
     return {"task": iou, "iou": iou}
@@ -52,8 +51,7 @@ def score(record: TaskRecord, payload: str, _config: RewardConfig) -> dict[str, 
 
 def serialize(record: TaskRecord) -> str:
     """The ground-truth box as a bare compact list, e.g. `[10,20,110.5,80]`."""
-    answer = record.answer
-    assert isinstance(answer, BoxAnswer), f"record {record.id}: not a box answer"
+    answer = record.answer_as(BoxAnswer)
     return compact_json(list(answer.box))
 
 

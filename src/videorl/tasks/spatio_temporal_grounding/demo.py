@@ -23,8 +23,7 @@ def _prediction(text: str, _options: tuple[str, ...]) -> dict[str, Any]:
 
 
 def spatio_temporal_view(result: Result) -> tuple[str, str, Pictures]:
-    answer = result.record.answer
-    assert isinstance(answer, SpatioTemporalAnswer)
+    answer = result.record.answer_as(SpatioTemporalAnswer)
     window, predicted = result.prediction.window, result.prediction.boxes
     found = ([views.window_text(window)] if window else []) + (
         [f"boxes at {len(predicted)} seconds"] if predicted else []

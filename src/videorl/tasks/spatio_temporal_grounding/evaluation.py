@@ -11,8 +11,7 @@ from videorl.tasks.spatio_temporal_grounding.parsing import parse_spatio_tempora
 
 
 def score_spatio_temporal(record: TaskRecord, text: str) -> Scored:
-    answer = record.answer
-    assert isinstance(answer, SpatioTemporalAnswer)
+    answer = record.answer_as(SpatioTemporalAnswer)
     pred = parse_spatio_temporal(text)
     window = None if pred is None else pred.window
     values = boxes.spatio_temporal_scores(

@@ -37,8 +37,7 @@ def _time_pair(value: Any) -> list[float] | None:
 
 
 def adapter(record: TaskRecord, response: str) -> tuple[float, Components]:
-    answer = record.answer
-    assert isinstance(answer, SpatioTemporalAnswer), f"record {record.id}: not an STG answer"
+    answer = record.answer_as(SpatioTemporalAnswer)
     data = strict_object(canonical_payload(response))
     if not isinstance(data, Mapping):
         data = None

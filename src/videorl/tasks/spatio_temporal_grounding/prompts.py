@@ -10,8 +10,7 @@ from videorl.data.records import SpatioTemporalAnswer, TaskRecord
 
 def _grid_step(record: TaskRecord) -> float:
     """Spacing of the ground-truth box keys (1 s when there is at most one key)."""
-    assert isinstance(record.answer, SpatioTemporalAnswer)
-    keys = sorted({float(k) for k in record.answer.boxes})
+    keys = sorted({float(k) for k in record.answer_as(SpatioTemporalAnswer).boxes})
     steps = [b - a for a, b in itertools.pairwise(keys) if b > a]
     return min(steps) if steps else 1.0
 

@@ -22,10 +22,7 @@ TIME_WEIGHT, SPACE_WEIGHT = 0.2, 0.8
 
 def score(record: TaskRecord, payload: str, _config: RewardConfig) -> dict[str, float]:
     """`task`, `tiou`, `siou` (mean box IoU over ground-truth seconds) and `coverage`."""
-    answer = record.answer
-    assert isinstance(answer, SpatioTemporalAnswer), (
-        f"record {record.id}: not a spatio-temporal answer"
-    )
+    answer = record.answer_as(SpatioTemporalAnswer)
     data: Any = load_json(payload)
     if not isinstance(data, dict):
         data = {}
@@ -49,10 +46,7 @@ def score(record: TaskRecord, payload: str, _config: RewardConfig) -> dict[str, 
 
 def serialize(record: TaskRecord) -> str:
     """The (clipped) window and the ground-truth boxes as compact JSON."""
-    answer = record.answer
-    assert isinstance(answer, SpatioTemporalAnswer), (
-        f"record {record.id}: not a spatio-temporal answer"
-    )
+    answer = record.answer_as(SpatioTemporalAnswer)
     window = clip_window(answer.time, record.duration)
     return compact_json(
         {"time": list(window), "boxes": {s: list(b) for s, b in answer.boxes.items()}}

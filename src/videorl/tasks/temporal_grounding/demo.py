@@ -21,8 +21,7 @@ def _blank(_options: tuple[str, ...], _meta: VideoMeta) -> tuple[TemporalAnswer,
 
 
 def temporal_view(result: Result) -> tuple[str, str, Pictures]:
-    answer = result.record.answer
-    assert isinstance(answer, TemporalAnswer)
+    answer = result.record.answer_as(TemporalAnswer)
     window = result.prediction.window
     truth = answer.windows if result.has_truth else ()
     text = views.window_text(window) if window else ""

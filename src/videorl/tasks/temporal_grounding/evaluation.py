@@ -54,9 +54,8 @@ def blind_temporal(train: Sequence[TaskRecord], val: Sequence[TaskRecord]) -> di
 
 
 def score_temporal(record: TaskRecord, text: str) -> Scored:
-    assert isinstance(record.answer, TemporalAnswer)
     window = parsing.parse_window(text)
-    iou = temporal.query_iou(window, record.answer.windows, record.duration)
+    iou = temporal.query_iou(window, record.answer_as(TemporalAnswer).windows, record.duration)
     return (None if window is None else list(window)), {"score": iou, "iou": iou}
 
 

@@ -8,6 +8,5 @@ from videorl.rewards.geometry import clip_window
 
 def ground_truth(record: TaskRecord) -> list[tuple[float, float]]:
     """The record's windows clipped to [0, duration]."""
-    answer = record.answer
-    assert isinstance(answer, TemporalAnswer), f"record {record.id}: not a temporal answer"
+    answer = record.answer_as(TemporalAnswer)
     return [clip_window(window, record.duration) for window in answer.windows]

@@ -29,8 +29,7 @@ def _prediction(text: str, _options: tuple[str, ...]) -> dict[str, Any]:
 
 
 def tracking_view(result: Result) -> tuple[str, str, Pictures]:
-    answer = result.record.answer
-    assert isinstance(answer, TrackingAnswer)
+    answer = result.record.answer_as(TrackingAnswer)
     fps = float(result.record.extra.get("source_fps") or result.video.meta.source_fps)
     predicted = result.prediction.boxes
     truth = views.truth_boxes(result, answer.boxes)

@@ -11,9 +11,8 @@ from videorl.tasks.tracking.parsing import parse_tracking
 
 
 def score_tracking(record: TaskRecord, text: str) -> Scored:
-    assert isinstance(record.answer, TrackingAnswer)
     pred = parse_tracking(text)
-    values = boxes.sequence_scores(boxes.frame_ious(pred, record.answer.boxes))
+    values = boxes.sequence_scores(boxes.frame_ious(pred, record.answer_as(TrackingAnswer).boxes))
     prediction = None if pred is None else {str(k): list(b) for k, b in pred.items()}
     return prediction, {"score": values["ao"], **values}
 

@@ -22,8 +22,7 @@ from videorl.rewards.registry import Components
 
 
 def adapter(record: TaskRecord, response: str) -> tuple[float, Components]:
-    answer = record.answer
-    assert isinstance(answer, TrackingAnswer), f"record {record.id}: not a tracking answer"
+    answer = record.answer_as(TrackingAnswer)
     predicted, complete = boxes_of(strict_object(canonical_payload(response)))
     target = frame_boxes(answer.boxes)
     iou = mean_iou(predicted, target)

@@ -7,8 +7,7 @@ from videorl.data.records import TaskRecord, TrackingAnswer
 
 
 def tracking(record: TaskRecord) -> str:
-    assert isinstance(record.answer, TrackingAnswer)
-    frames = sorted(record.answer.boxes, key=float)
+    frames = sorted(record.answer_as(TrackingAnswer).boxes, key=float)
     fps = record.extra.get("source_fps")
     listed = ", ".join(f"{f} ({short_number(float(f) / fps)} s)" if fps else f for f in frames)
     timing = (

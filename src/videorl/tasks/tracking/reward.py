@@ -18,8 +18,7 @@ from videorl.rewards.registry import FAMILY_REWARDS, FamilyReward
 
 def score(record: TaskRecord, payload: str, _config: RewardConfig) -> dict[str, float]:
     """`task` = `iou` = mean frame IoU; `coverage` = fraction of ground-truth frames predicted."""
-    answer = record.answer
-    assert isinstance(answer, TrackingAnswer), f"record {record.id}: not a tracking answer"
+    answer = record.answer_as(TrackingAnswer)
     data: Any = load_json(payload)
     pred = keyed_boxes(data.get("boxes")) if isinstance(data, dict) else {}
     ious, found = [], 0
@@ -33,8 +32,7 @@ def score(record: TaskRecord, payload: str, _config: RewardConfig) -> dict[str, 
 
 def serialize(record: TaskRecord) -> str:
     """The ground-truth boxes as compact JSON, keys as in the record."""
-    answer = record.answer
-    assert isinstance(answer, TrackingAnswer), f"record {record.id}: not a tracking answer"
+    answer = record.answer_as(TrackingAnswer)
     return compact_json({"boxes": {frame: list(box) for frame, box in answer.boxes.items()}})
 
 
