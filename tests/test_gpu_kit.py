@@ -30,7 +30,7 @@ def report(tmp_path_factory) -> tuple[dict, Path]:
         env={**os.environ, "PYTHON": sys.executable, "OMP_NUM_THREADS": "1"},
         capture_output=True,
         text=True,
-        timeout=400,  # ~80 s alone on 2 cores (7 part processes): only a hang reaches it
+        timeout=400,  # ~100 s alone on 2 cores (8 part processes): only a hang reaches it
         check=False,
     )
     log = (out / "gpu_check.log").read_text()[-6000:] if (out / "gpu_check.log").is_file() else ""
@@ -76,6 +76,14 @@ def test_mfu_generation_and_step_parts_measure(report):
     long_video = parts["long_video"]["result"]
     assert [r["frames"] for r in long_video["runs"]] == [4, 8]
     assert long_video["longest_fit"]["tokens_per_s"] > 0
+
+
+@pytest.mark.slow
+def test_async_part_trains_sync_and_async_through_the_cli(report):
+    runs = report[0]["parts"]["async"]["result"]
+    assert runs["sync"]["steps_per_s"] > 0 and runs["speedup"] > 0
+    stale = runs["async, staleness 1"]
+    assert stale["async/staleness_max"] == 1.0 and stale["async/stale_tokens"] > 0
 
 
 def test_every_core_requirement_is_on_the_gpu_image_or_in_the_wheels_list():

@@ -8,7 +8,7 @@
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 if [ $# -lt 1 ] || [[ "$1" == -* ]]; then
-  echo "usage: scripts/gpu/check.sh OUT [--cpu --tiny] [--parts tests,pruning,mfu,generation,step,long_video]" >&2
+  echo "usage: scripts/gpu/check.sh OUT [--cpu --tiny] [--parts tests,pruning,mfu,generation,step,async,long_video]" >&2
   exit 2
 fi
 OUT="$1"; shift

@@ -1,5 +1,5 @@
 """GPU proof kit: one command on a bare GPU machine proves the GPU path and measures real-scale
-speed and memory, in under 8 minutes on one H200. `scripts/gpu/check.sh OUT` installs the
+speed and memory, in under 9 minutes on one H200. `scripts/gpu/check.sh OUT` installs the
 wheels in .whl/ (`make gpu-wheels`) and runs this.
 
 Parts, in order of value, each in its own process with its own time limit (a part that
@@ -14,14 +14,16 @@ fails or runs out of time is recorded, and the next one runs):
 4. generation  HF engine tokens/s, n=8 x 512 from one video prompt, with and without the
              shared prompt prefill (`rollout.share_prefill`; "n/a" where the engine lacks it);
 5. step      the phases of one full OraRL step at the 4B preset;
-6. long_video  one long-video row's update at sequence-parallel size 1 (Qwen3-VL-4B preset):
+6. async     `rollout.mode: async` at staleness 1 with its worker on the trainer's GPU (weights
+             through CUDA IPC) against sync: steps/s of the same 4B-preset OraRL run;
+7. long_video  one long-video row's update at sequence-parallel size 1 (Qwen3-VL-4B preset):
              tokens/s, peak memory and MFU (verl's FLOP convention, over the H200's 989
              TFLOP/s and over a matmul rate measured there), frames doubled to the longest
              row that fits.
 Writes OUT/gpu_check.json, OUT/gpu_check.md and OUT/gpu_check.log (rewritten after every
 part); the models and data go to --work (default: a temporary folder), not OUT.
 
-    python scripts/gpu/gpu_check.py OUT              # GPU, real-scale presets, < 8 min
+    python scripts/gpu/gpu_check.py OUT              # GPU, real-scale presets, < 9 min
     python scripts/gpu/gpu_check.py OUT --cpu --tiny # the same script on a CPU, < 2 min
 """
 
@@ -51,6 +53,7 @@ LIMITS = {
     "mfu": (60, 60),
     "generation": (80, 45),
     "step": (70, 60),
+    "async": (150, 90),
     "long_video": (180, 90),
 }
 # What the GPU image already holds (the device notes' package list, read 2026-11-17; versions
@@ -96,10 +99,11 @@ TITLES = {
     "mfu": "update MFU over micro-batch budgets",
     "generation": "HF engine generation, shared vs unshared prefill",
     "step": "one full OraRL step, by phase",
+    "async": "async RL, trainer and worker on one device, vs sync",
     "long_video": "one long-video update at S = 1, longest row that fits",
 }
 # parts that load the model `prepare` writes (the others build theirs in memory)
-NEEDS_PREPARED = ("pruning", "generation", "step")
+NEEDS_PREPARED = ("pruning", "generation", "step", "async")
 
 
 def wheel_requirements() -> list[str]:
@@ -196,6 +200,16 @@ def headline(name: str, result: dict[str, Any]) -> str:
         s = result["seconds"]
         keys = ("decode", "encode", "generate", "reward", "old_logprobs", "update", "other")
         return f"step {s['step']:.1f} s: " + ", ".join(f"{k} {s[k]:.2f}" for k in keys)
+    if name == "async" and result:
+        runs = [
+            f"{k} {v['steps_per_s']:.2f} steps/s"
+            if "steps_per_s" in v
+            else f"{k} failed: {v['error']}"
+            for k, v in result.items()
+            if isinstance(v, dict)
+        ]
+        speedup = f" ({result['speedup']:.2f}x)" if "speedup" in result else ""
+        return ", ".join(runs) + speedup
     if name == "long_video" and "longest_fit" in result:
         run, rate = result["longest_fit"], result["peak_flops"]["measured_matmul"]["flops_per_s"]
         return (
@@ -333,7 +347,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         "--budget-s",
         type=float,
         default=None,
-        help="stop starting parts after this (GPU 480, CPU 300)",
+        help="stop starting parts after this (GPU 540, CPU 300)",
     )
     parser.add_argument("--tests-k", default=None, help="pytest -k expression for the tests part")
     parts = [name for name, part in gpu_parts.PARTS.items() if part]
@@ -346,7 +360,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
             f"--parts: unknown {', '.join(unknown)}; choose from {', '.join(gpu_parts.PARTS)}"
         )
     args.work = args.work or Path(tempfile.gettempdir()) / "videorl-gpu-check"
-    args.budget_s = args.budget_s or (300.0 if args.cpu else 480.0)
+    args.budget_s = args.budget_s or (300.0 if args.cpu else 540.0)
     return args
 
 

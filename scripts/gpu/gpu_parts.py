@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import json
+import subprocess
 import sys
 import time
 import types
@@ -83,6 +84,7 @@ class Settings:
     long_response_tokens: int = 1024
     long_budget_s: float = 120.0  # part 6: no doubling predicted to end after this
     matmul_n: int = 8192  # part 6: the n x n x n matmul whose rate is measured
+    async_steps: int = 4  # part 7: steps per run (the first is the worker's start)
 
     @classmethod
     def cpu_tiny(cls) -> Settings:
@@ -626,34 +628,47 @@ def part_generation(settings: Settings, work: Path, rec: Recorder) -> None:
         rec.set("share_prefill", "n/a: this HFEngine has no share_prefill option")
 
 
+def step_overrides(settings: Settings, work: Path, train: Path, out: Path) -> list[str]:
+    """The OraRL recipe at the preset's sizes, one prompt a step (parts 5 and 7)."""
+    pixels = settings.frame_px * settings.frame_px
+    return [
+        f"model.path={model_path(work, settings)}",
+        f"model.dtype={settings.dtype}",
+        f"data.train={train}",
+        "data.val=null",
+        "data.prompts_per_step=1",
+        f"rollout.max_new_tokens={settings.step_tokens}",
+        f"video.max_frames={settings.frames}",
+        f"video.min_pixels={pixels}",
+        f"video.max_pixels={pixels}",
+        "video.factor=32",
+        f"optim.micro_batch_tokens={settings.micro_batch_tokens}",
+        f"trainer.device={settings.device}",
+        f"trainer.output_dir={out}",
+        "trainer.nproc=1",
+        "trainer.tensorboard=false",
+        "trainer.val_every=0",
+        "trainer.save_every=0",
+        "optim.warmup_steps=0",
+    ]
+
+
+def step_data(work: Path) -> Path:
+    """Two synthetic temporal-grounding videos (a rerun in the same --work reuses them)."""
+    from videorl.data.synth import synthesize
+
+    train = work / "step_data" / "records.jsonl"
+    if train.is_file():
+        return train
+    return synthesize(train.parent, ["temporal_grounding"], n=2, seed=0)
+
+
 def step_config(settings: Settings, work: Path, train: Path) -> Any:
     from videorl.api import resolve_config_path
     from videorl.config import load_config
 
-    pixels = settings.frame_px * settings.frame_px
-    return load_config(
-        resolve_config_path("orarl"),
-        [
-            f"model.path={model_path(work, settings)}",
-            f"model.dtype={settings.dtype}",
-            f"data.train={train}",
-            "data.val=null",
-            "data.prompts_per_step=1",
-            f"rollout.max_new_tokens={settings.step_tokens}",
-            f"video.max_frames={settings.frames}",
-            f"video.min_pixels={pixels}",
-            f"video.max_pixels={pixels}",
-            "video.factor=32",
-            f"optim.micro_batch_tokens={settings.micro_batch_tokens}",
-            f"trainer.device={settings.device}",
-            f"trainer.output_dir={work / 'step_run'}",
-            "trainer.nproc=1",
-            "trainer.tensorboard=false",
-            "trainer.val_every=0",
-            "trainer.save_every=0",
-            "optim.warmup_steps=0",
-        ],
-    )
+    overrides = step_overrides(settings, work, train, work / "step_run")
+    return load_config(resolve_config_path("orarl"), overrides)
 
 
 def part_step(settings: Settings, work: Path, rec: Recorder) -> None:
@@ -662,7 +677,6 @@ def part_step(settings: Settings, work: Path, rec: Recorder) -> None:
     sys.path.insert(0, str(ROOT / "bench"))
     import step as step_bench
 
-    from videorl.data.synth import synthesize
     from videorl.trainer.build import build_state
     from videorl.trainer.step import train_step
 
@@ -672,10 +686,7 @@ def part_step(settings: Settings, work: Path, rec: Recorder) -> None:
             sync(settings)
             return {clock: read() for clock, read in step_bench.CLOCKS.items()}
 
-    train = work / "step_data" / "records.jsonl"
-    if not train.is_file():  # a rerun in the same --work reuses the videos
-        train = synthesize(train.parent, ["temporal_grounding"], n=2, seed=0)
-    cfg = step_config(settings, work, train)
+    cfg = step_config(settings, work, step_data(work))
     state = build_state(cfg, None)
     rec.set(
         "model",
@@ -693,6 +704,54 @@ def part_step(settings: Settings, work: Path, rec: Recorder) -> None:
     rec.set("seconds", {k: round(v, 3) for k, v in seconds.items()})
     rec.set("rows", {"total": metrics["rows/total"], "kept": metrics["rows/kept"]})
     rec.set("peak_gb", round(metrics["perf/peak_mem_gb"], 2) if settings.cuda else None)
+
+
+ASYNC_VARIANTS = {  # both on the HF engine: async workers have no vLLM weight transfer yet
+    "sync": ["rollout.engine=hf", "rollout.mode=sync"],
+    # the worker on the trainer's device: its weights arrive through CUDA IPC handles
+    "async, staleness 1": ["rollout.engine=hf", "rollout.mode=async", "rollout.max_staleness=1"],
+}
+
+
+def part_async(settings: Settings, work: Path, rec: Recorder) -> None:
+    """Part 7: `rollout.mode: async` on the device, the trainer and one rollout worker
+    sharing it, against the synchronous loop: `videorl train` as a user runs it, the
+    preset's OraRL step (part 5's settings) for `async_steps` steps; steps/s over the steps
+    after the first (the worker's start)."""
+    from videorl.trainer.metrics import read_metrics
+
+    train = step_data(work)
+    devices = [f"rollout.devices=[{settings.device}:0]"] if settings.cuda else []
+    for name, variant in ASYNC_VARIANTS.items():
+        out = work / "async_runs" / name.replace(", ", "-").replace(" ", "_")
+        overrides = [*step_overrides(settings, work, train, out), *variant]
+        overrides += ["trainer.epochs=null", f"trainer.steps={settings.async_steps}"]
+        overrides += devices if "rollout.mode=async" in variant else []
+        command = [sys.executable, "-m", "videorl", "train", "orarl", *overrides, "--overwrite"]
+        began = time.perf_counter()
+        done = subprocess.run(
+            command,
+            check=False,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            cwd=ROOT,
+        )
+        if done.returncode:
+            rec.set(name, {"error": (done.stdout.strip().splitlines() or ["?"])[-1]})
+            continue
+        rows = list(read_metrics(out / "metrics.jsonl"))
+        steady = rows[1:] or rows
+        step_s = sum(r["time/step"] for r in steady) / len(steady)
+        run = {"steps_per_s": round(1 / step_s, 3), "wall_s": round(time.perf_counter() - began, 1)}
+        run |= {k: round(v, 3) for k, v in steady[-1].items() if k.startswith("async/")}
+        rec.set(name, run)
+    runs = {k: v for k, v in rec.data.items() if "steps_per_s" in v}
+    if len(runs) == len(ASYNC_VARIANTS):
+        rec.set(
+            "speedup",
+            round(runs["async, staleness 1"]["steps_per_s"] / runs["sync"]["steps_per_s"], 2),
+        )
 
 
 def tests_command(settings: Settings, work: Path, select: str | None = None) -> list[str]:
@@ -731,5 +790,6 @@ PARTS = {
     "mfu": part_mfu,
     "generation": part_generation,
     "step": part_step,
+    "async": part_async,
     "long_video": part_long_video,
 }

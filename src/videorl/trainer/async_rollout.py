@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import math
 import queue
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import replace
@@ -173,7 +174,9 @@ class AsyncRollouts:
                     ),
                 ),
                 name=f"videorl-rollout-{i}",
-                daemon=True,
+                # not a daemon: a worker starts processes of its own (reward.workers > 1);
+                # `close` stops it, and one whose trainer died exits at its next wait
+                daemon=False,
             )
             for i in range(cfg.rollout.workers)
         ]
@@ -312,6 +315,7 @@ class AsyncRollouts:
                 self._check_workers(deadline, step)
                 continue
             if isinstance(message, WorkerFailure):
+                print(message.details, file=sys.stderr, end="")
                 raise RolloutWorkerError(
                     f"rollout worker {message.worker} failed: {message.message} "
                     "(the traceback is above); resume with --resume auto"

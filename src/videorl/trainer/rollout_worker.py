@@ -127,6 +127,15 @@ def _trainer_alive() -> bool:
 
 def _serve(spec: WorkerSpec, outbox: Mailbox) -> None:
     producer = load_producer(spec.cfg, spec.device)
+    try:
+        _serve_requests(spec, producer, outbox)
+    finally:
+        if producer.pool is not None:
+            producer.pool.close()
+
+
+def _serve_requests(spec: WorkerSpec, producer: Producer, outbox: Mailbox) -> None:
+    """Draw each request in turn until the stop message, or until the trainer is gone."""
     timeout = spec.cfg.rollout.queue_timeout_s
     inbox = spec.inbox()
     idle_since, loaded = time.perf_counter(), -1
