@@ -170,6 +170,27 @@ def test_kill_9_of_the_trainer_then_resume(build_config, async_reference, tmp_pa
     _resume_and_compare(config, out, async_reference)
 
 
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two cores")
+def test_trainer_and_worker_are_pinned_to_cores_of_their_own(build_config, tmp_path):
+    """One thread each (rollout.cpu_affinity: auto): the trainer's every thread on the first
+    core, the worker's on the next; read while the run is held after step 2."""
+    _, _, point, proc, workers = _held_run(build_config, tmp_path)
+    first, second = sorted(os.sched_getaffinity(0))[:2]
+    try:
+        trainer = {os.sched_getaffinity(int(t.name)) == {first} for t in _tasks(proc.pid)}
+        worker = {os.sched_getaffinity(int(t.name)) == {second} for t in _tasks(workers[0])}
+        assert len(workers) == 1 and trainer == worker == {True}
+    finally:
+        proc.kill()
+        proc.wait()
+        point.release()
+        _wait_gone(workers)
+
+
+def _tasks(pid: int) -> list[Path]:
+    return list(Path(f"/proc/{pid}/task").iterdir())
+
+
 def test_kill_9_of_a_worker_stops_in_one_line_then_resume(build_config, async_reference, tmp_path):
     """SIGKILL the rollout worker while the trainer is held after step 2: the run stops with
     one line naming the worker (no hang, no traceback), and resumes as if never stopped."""
@@ -223,6 +244,7 @@ SHAPES = {
     "grpd": ("grpd", [], 1),
     "tools": ("grpo", TOOL_SHAPE, 1),
     "lora": ("grpo", ["model.lora.rank=4"], 1),
+    "reward_pool": ("orarl", ["reward.num_workers=2"], 1),  # the worker starts processes of its own
     "dapo_dynamic_sampling": ("grpo", DYNAMIC_SAMPLING, 0),
 }
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 
 import pytest
 import torch
@@ -15,6 +16,9 @@ from videorl.trainer.threads import (
     busy_cores_hint,
     busy_cores_now,
     cgroup_cpu_limit,
+    core_blocks,
+    pin_process,
+    process_cores,
     resolve_cpu_threads,
     set_cpu_threads,
 )
@@ -98,3 +102,42 @@ def test_cpu_threads_config_is_validated():
     assert TrainerConfig(cpu_threads=3).cpu_threads == 3
     with pytest.raises(ConfigError, match=r"trainer\.cpu_threads=-1"):
         TrainerConfig(cpu_threads=-1)
+
+
+def test_core_blocks_are_disjoint_consecutive_and_fit_the_ranks_share():
+    cores = [0, 1, 2, 3, 4, 5, 6, 7]
+    assert core_blocks([1, 1], cores) == [frozenset({0}), frozenset({1})]
+    assert core_blocks([2, 3, 3], cores) == [{0, 1}, {2, 3, 4}, {5, 6, 7}]
+    assert core_blocks([1, 2], cores, local_rank=1, ranks=2) == [{4}, {5, 6}]  # rank 1: 4..7
+    assert core_blocks([4, 1], cores, local_rank=0, ranks=2) is None  # 5 of rank 0's 4
+    assert core_blocks([1, 1], [3]) is None
+    assert core_blocks([0, 1], cores) is None
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs CPU affinity")
+def test_pin_process_moves_every_thread_and_new_ones_inherit():
+    before = process_cores()
+    started, release = threading.Event(), threading.Event()
+    seen: dict[str, set[int]] = {}
+
+    def old_thread() -> None:
+        started.set()
+        release.wait()
+        seen["old"] = os.sched_getaffinity(0)
+
+    thread = threading.Thread(target=old_thread)
+    thread.start()
+    started.wait()
+    try:
+        pin_process({before[0]})
+        late = threading.Thread(target=lambda: seen.update(new=os.sched_getaffinity(0)))
+        late.start()
+        late.join()
+        release.set()
+        thread.join()
+        assert seen == {"old": {before[0]}, "new": {before[0]}}
+        assert os.sched_getaffinity(0) == {before[0]}
+    finally:
+        release.set()
+        pin_process(before)
+    assert process_cores() == before

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import queue
 import sys
 import time
@@ -49,7 +50,13 @@ from videorl.trainer.rollout_worker import (
     WorkerSpec,
     worker_main,
 )
-from videorl.trainer.threads import available_cores, local_ranks
+from videorl.trainer.threads import (
+    available_cores,
+    core_blocks,
+    local_ranks,
+    pin_process,
+    process_cores,
+)
 
 _CLOSE_S = 10.0  # how long closing waits for the workers to stop before terminating them
 
@@ -86,6 +93,18 @@ def worker_threads(cfg: Config) -> tuple[int, int]:
     worker = cfg.rollout.worker_threads or share
     trainer = cfg.trainer.cpu_threads or max(1, cores - worker * cfg.rollout.workers)
     return trainer, worker
+
+
+def core_layout(
+    cfg: Config, info: DistInfo, devices: Sequence[str], trainer: int, worker: int
+) -> list[frozenset[int]] | None:
+    """`rollout.cpu_affinity: auto`: the cores of the trainer, then of each worker (as many
+    as their threads), when all of them run on the CPU and the rank's cores hold them."""
+    on_cpu = all(d.startswith("cpu") for d in [info.device, *devices])
+    if cfg.rollout.cpu_affinity == "off" or not on_cpu or not hasattr(os, "sched_setaffinity"):
+        return None
+    sizes = [trainer] + [worker] * len(devices)
+    return core_blocks(sizes, process_cores(), info.local_rank, local_ranks())
 
 
 def _row_versions(result: DrawResult) -> torch.Tensor:
@@ -141,6 +160,7 @@ class AsyncRollouts:
         self.results = context.Queue(maxsize=slots)
         self.outbox = Mailbox(self.folder, self.requests, "trainer")
         self.inbox = Mailbox(self.folder, self.results, "trainer")
+        self.placement = (torch.get_num_threads(), process_cores())  # restored at close
         self.workers = self._spawn(cfg, info, context)
         self.submitted: dict[int, dict[str, Any]] = {}  # step -> sampler state before its draw
         self.restored_carry = carry
@@ -152,12 +172,13 @@ class AsyncRollouts:
         self.worker_idle_s = 0.0
 
     def _spawn(self, cfg: Config, info: DistInfo, context: Any) -> list[Any]:
-        """Start the workers, each on its device with its threads (the trainer takes the
-        rest of the cores)."""
+        """Start the workers, each on its device with its threads and cores (the trainer
+        takes the rest of the cores, the first block when pinned)."""
         trainer_threads, threads = worker_threads(cfg)
         if info.device.startswith("cpu"):
             torch.set_num_threads(trainer_threads)
         devices = worker_devices(cfg, info)
+        blocks = core_layout(cfg, info, devices, trainer_threads, threads)
         workers = [
             context.Process(
                 target=worker_main,
@@ -171,6 +192,7 @@ class AsyncRollouts:
                         self.folder,
                         self.requests,
                         self.results,
+                        blocks[i + 1] if blocks else None,
                     ),
                 ),
                 name=f"videorl-rollout-{i}",
@@ -182,6 +204,8 @@ class AsyncRollouts:
         ]
         for worker in workers:
             worker.start()
+        if blocks:
+            pin_process(blocks[0])
         return workers
 
     # -- prompts -------------------------------------------------------------------------
@@ -383,3 +407,6 @@ class AsyncRollouts:
                 worker.terminate()
             worker.join(timeout=_CLOSE_S)
         remove_mailbox(self.folder)
+        threads, cores = self.placement  # the trainer's process as it was before the run
+        torch.set_num_threads(threads)
+        pin_process(cores)

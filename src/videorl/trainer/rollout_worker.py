@@ -1,15 +1,19 @@
 """A rollout worker process of `rollout.mode: async` (docs/async.md).
 
 Spawned by the trainer (`trainer/async_rollout.py`) with `torch.multiprocessing`, it
-loads its own copy of the policy, then serves draw requests in order: wait until the
-shared weights hold the version the request names, copy them in, run the
-same draw as the synchronous loop (`trainer/draw.py`: decode, rollout, rewards), add the
-behaviour log-probs of the rows when the batch may train stale, and send the scored batch
-back. Requests and results travel as files whose names go through bounded queues
-(`rollout/mailbox.py`): a worker or trainer killed mid-send leaves no half message. Randomness: a request that carries the trainer's
-random state (`max_staleness: 0`, where the trainer waits for every draw) continues it and
-sends the state after the draw back, so the run is the synchronous one bit for bit; any
-other draw seeds its own streams from (seed, step, draw).
+pins itself to its cores (`rollout.cpu_affinity`), loads its own copy of the policy, then
+serves draw requests in order: wait until the shared weights hold the version the request
+names, copy them in, run the same draw as the synchronous loop (`trainer/draw.py`: decode,
+rollout, rewards; the sampled tokens' log-probs recorded when the batch may train stale),
+recompute the behaviour log-probs where sampling gave none (tools, over-sampled rounds,
+`rollout.behaviour_logp: recompute`), and send the scored batch back. Requests and
+results travel as files whose names go through bounded queues (`rollout/mailbox.py`): a
+worker or trainer killed mid-send leaves no half message.
+
+Randomness: a request that carries the trainer's random state (`max_staleness: 0`, where
+the trainer waits for every draw) continues it and sends the state after the draw back, so
+the run is the synchronous one bit for bit; any other draw seeds its own streams from
+(seed, step, draw).
 
 SIGINT is ignored here: the trainer decides when the run stops and closes its workers. A
 worker whose trainer died (kill -9) exits at its next wait.
@@ -40,6 +44,7 @@ from videorl.trainer.metrics import StageTimer
 from videorl.trainer.oversample import CarriedGroup, oversampled_draw
 from videorl.trainer.policy_setup import load_producer
 from videorl.trainer.rng import derived_seed, isolated, rng_state, set_rng_state
+from videorl.trainer.threads import pin_process
 
 
 @dataclass(frozen=True)
@@ -100,6 +105,7 @@ class WorkerSpec:
     folder: str  # the mailbox folder of both directions (`rollout/mailbox.py`)
     requests: Any  # multiprocessing queue of DrawRequest file names (None: stop)
     results: Any  # multiprocessing queue of DrawResult | WorkerFailure file names
+    cores: frozenset[int] | None = None  # pinned to these (rollout.cpu_affinity), or unpinned
 
     def inbox(self) -> Mailbox:
         return Mailbox(self.folder, self.requests, "trainer")
@@ -111,6 +117,8 @@ class WorkerSpec:
 def worker_main(spec: WorkerSpec) -> None:
     """The worker process's entry point."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if spec.cores:
+        pin_process(spec.cores)
     torch.set_num_threads(spec.threads)
     outbox = spec.outbox()
     try:

@@ -17,14 +17,20 @@ what the run's lifetime will be (an earlier rule that subtracted it left a run s
 right after other work on one thread for good). When other jobs keep the cores busy the
 whole time, `busy_cores_hint` says so once and names the setting (`bench/threads.py`
 measures both cases).
+
+Async rollout workers on the CPU (`rollout.cpu_affinity: auto`) are pinned: the trainer and
+each worker get consecutive, disjoint blocks of the rank's cores, as many as their threads
+(`core_blocks`), when those fit. Unpinned, the scheduler moves two busy processes between
+the cores and each runs slower than alone (bench/results/async.json).
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
 import torch
@@ -53,6 +59,37 @@ def available_cores() -> int:
     )
     limit = cgroup_cpu_limit()
     return max(1, min(cores, limit) if limit else cores)
+
+
+def process_cores() -> list[int]:
+    """The cores this process may run on, in order (its CPU affinity)."""
+    if hasattr(os, "sched_getaffinity"):
+        return sorted(os.sched_getaffinity(0))
+    return list(range(os.cpu_count() or 1))
+
+
+def core_blocks(
+    sizes: Sequence[int], cores: Sequence[int], local_rank: int = 0, ranks: int = 1
+) -> list[frozenset[int]] | None:
+    """Disjoint blocks of `sizes` cores each, taken in order from this rank's share of
+    `cores` (rank r: its r-th `len(cores) // ranks`); None when they need more than it."""
+    per = len(cores) // max(1, ranks)
+    share = list(cores)[local_rank * per : (local_rank + 1) * per]
+    if not sizes or min(sizes) < 1 or sum(sizes) > len(share):
+        return None
+    ends = list(itertools.accumulate(sizes))
+    return [frozenset(share[end - size : end]) for end, size in zip(ends, sizes, strict=True)]
+
+
+def pin_process(cores: Collection[int]) -> None:
+    """Every thread of this process onto `cores` (threads it starts later inherit them)."""
+    tasks = Path("/proc/self/task")
+    tids = [int(t.name) for t in tasks.iterdir()] if tasks.is_dir() else [0]
+    for tid in tids:
+        try:
+            os.sched_setaffinity(tid, cores)
+        except ProcessLookupError:  # the thread ended meanwhile
+            continue
 
 
 def resolve_cpu_threads(
