@@ -6,7 +6,7 @@ cores, one after another, never two at once:
 
 - `sync, 1 thread` and `sync, 2 threads`: `rollout.mode: sync`, `trainer.cpu_threads` 1, 2;
 - `async, staleness k` (k = 0, 1, 2): the trainer on one thread and core and one rollout
-  worker on the other (`rollout.worker_threads: 1`, pinned by `rollout.cpu_affinity: auto`);
+  worker on the other (`rollout.worker_threads: 1`, pinned by `rollout.pin_cores`);
   `unpinned`: the same at staleness 1 where the scheduler places them;
 - `async, ..., oversample 2[, continue]`: the same with over-sampled rounds
   (`rollout.oversample: 2`, `rollout.partial` restart or continue; docs/async.md#the-tail).
@@ -72,8 +72,8 @@ VARIANTS: dict[str, list[str]] = {
     "sync, 1 thread": ["rollout.mode=sync", "trainer.cpu_threads=1"],
     "sync, 2 threads": ["rollout.mode=sync", "trainer.cpu_threads=2"],
     **{f"async, staleness {k}": [*ASYNC, f"rollout.max_staleness={k}"] for k in (0, 1, 2)},
-    # the scheduler's placement instead of a core each (rollout.cpu_affinity)
-    "async, staleness 1, unpinned": [*ASYNC, "rollout.max_staleness=1", "rollout.cpu_affinity=off"],
+    # the scheduler's placement instead of a core each (rollout.pin_cores)
+    "async, staleness 1, unpinned": [*ASYNC, "rollout.max_staleness=1", "rollout.pin_cores=false"],
     "async, staleness 1, oversample 2": [*ASYNC, "rollout.max_staleness=1", *OVERSAMPLED],
     "async, staleness 1, oversample 2, continue": [
         *ASYNC,

@@ -162,3 +162,19 @@ def test_a_run_config_with_the_retired_eval_section_still_loads(tmp_path):
     path = tmp_path / "config.yaml"
     path.write_text("eval:\n  batch_size: 8\nrollout:\n  n: 4\n")
     assert load_config(path).rollout.n == 4
+
+
+def test_every_choice_of_every_key_survives_a_command_line_override():
+    """YAML reads `off`, `on`, `yes` and `no` as booleans: no choice may be such a word."""
+    from videorl.config.reference import all_fields
+
+    choices = [(f.key, c) for f in all_fields() for c in f.choices if isinstance(c, str)]
+    assert len(choices) > 50
+    refused = []
+    for key, choice in choices:
+        try:
+            load_config(QUICKSTART, [f"{key}={choice}"])
+        except ConfigError as err:  # another key's rule may refuse the pairing, not the value
+            if "is not allowed" in str(err):
+                refused.append(f"{key}={choice}: {err}")
+    assert not refused

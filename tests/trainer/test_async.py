@@ -172,7 +172,7 @@ def test_kill_9_of_the_trainer_then_resume(build_config, async_reference, tmp_pa
 
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two cores")
 def test_trainer_and_worker_are_pinned_to_cores_of_their_own(build_config, tmp_path):
-    """One thread each (rollout.cpu_affinity: auto): the trainer's every thread on the first
+    """One thread each (rollout.pin_cores): the trainer's every thread on the first
     core, the worker's on the next; read while the run is held after step 2."""
     _, _, point, proc, workers = _held_run(build_config, tmp_path)
     first, second = sorted(os.sched_getaffinity(0))[:2]

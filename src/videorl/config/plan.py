@@ -104,7 +104,7 @@ def _process_summary(config: Config) -> str:
         if rollout.worker_threads
         else "the cores split evenly with the trainer"
     )
-    if rollout.cpu_affinity == "auto" and not rollout.devices:
+    if rollout.pin_cores and not rollout.devices:
         threads += ", on CPU pinned to cores of their own when they fit"
     devices = f" on {', '.join(rollout.devices)}" if rollout.devices else ""
     return (

@@ -358,10 +358,10 @@ class RolloutConfig(Checked, section="rollout"):
     worker_threads: Annotated[int, Ge(0)] = 0
     """Async, CPU: intra-op threads of each worker (0 = the available cores split between the
     trainer and the workers)."""
-    cpu_affinity: Literal["auto", "off"] = "auto"
-    """Async, trainer and workers on the CPU: auto pins the trainer to the first of its rank's
+    pin_cores: bool = True
+    """Async, trainer and workers on the CPU: pin the trainer to the first of its rank's
     cores, as many as its threads, and each worker to the next block of its own, when they
-    fit (else, or with off, the OS scheduler places them; unpinned, it moves the busy
+    fit (else, or with false, the OS scheduler places them; unpinned, it moves the busy
     processes between cores and each runs slower)."""
     devices: tuple[str, ...] = ()
     """Async: the devices of the workers, rollout.workers per local trainer rank in rank order

@@ -98,10 +98,10 @@ def worker_threads(cfg: Config) -> tuple[int, int]:
 def core_layout(
     cfg: Config, info: DistInfo, devices: Sequence[str], trainer: int, worker: int
 ) -> list[frozenset[int]] | None:
-    """`rollout.cpu_affinity: auto`: the cores of the trainer, then of each worker (as many
+    """`rollout.pin_cores`: the cores of the trainer, then of each worker (as many
     as their threads), when all of them run on the CPU and the rank's cores hold them."""
     on_cpu = all(d.startswith("cpu") for d in [info.device, *devices])
-    if cfg.rollout.cpu_affinity == "off" or not on_cpu or not hasattr(os, "sched_setaffinity"):
+    if not cfg.rollout.pin_cores or not on_cpu or not hasattr(os, "sched_setaffinity"):
         return None
     sizes = [trainer] + [worker] * len(devices)
     return core_blocks(sizes, process_cores(), info.local_rank, local_ranks())

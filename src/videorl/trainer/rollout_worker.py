@@ -1,7 +1,7 @@
 """A rollout worker process of `rollout.mode: async` (docs/async.md).
 
 Spawned by the trainer (`trainer/async_rollout.py`) with `torch.multiprocessing`, it
-pins itself to its cores (`rollout.cpu_affinity`), loads its own copy of the policy, then
+pins itself to its cores (`rollout.pin_cores`), loads its own copy of the policy, then
 serves draw requests in order: wait until the shared weights hold the version the request
 names, copy them in, run the same draw as the synchronous loop (`trainer/draw.py`: decode,
 rollout, rewards; the sampled tokens' log-probs recorded when the batch may train stale),
@@ -105,7 +105,7 @@ class WorkerSpec:
     folder: str  # the mailbox folder of both directions (`rollout/mailbox.py`)
     requests: Any  # multiprocessing queue of DrawRequest file names (None: stop)
     results: Any  # multiprocessing queue of DrawResult | WorkerFailure file names
-    cores: frozenset[int] | None = None  # pinned to these (rollout.cpu_affinity), or unpinned
+    cores: frozenset[int] | None = None  # pinned to these (rollout.pin_cores), or unpinned
 
     def inbox(self) -> Mailbox:
         return Mailbox(self.folder, self.requests, "trainer")

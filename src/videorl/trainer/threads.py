@@ -18,7 +18,7 @@ right after other work on one thread for good). When other jobs keep the cores b
 whole time, `busy_cores_hint` says so once and names the setting (`bench/threads.py`
 measures both cases).
 
-Async rollout workers on the CPU (`rollout.cpu_affinity: auto`) are pinned: the trainer and
+Async rollout workers on the CPU (`rollout.pin_cores`) are pinned: the trainer and
 each worker get consecutive, disjoint blocks of the rank's cores, as many as their threads
 (`core_blocks`), when those fit. Unpinned, the scheduler moves two busy processes between
 the cores and each runs slower than alone (bench/results/async.json).
