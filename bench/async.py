@@ -17,14 +17,17 @@ instead of every row running to the budget: at 16 tokens most rows hit the budge
 tail), at 96 the longest row of a step is several times the mean.
 
 Steps per second come from the steps after the first two (the workers' start and the
-first draws), as 1 / mean(`time/step`). Idle fractions: for sync, the optimizer idles
+first draws), as 1 / mean(`time/step`). Every variant runs `--repeats` times (3), the
+repeats interleaved (all variants once, then again), and the run of median steps/s is
+kept, with the range: the same variant's speed drifts by up to 1.6x between minutes on
+this machine's shared cores, so one run per variant compared noise. Idle fractions: for sync, the optimizer idles
 while the step decodes, generates and scores (`trainer idle`), and generation idles
 during the update (`rollout idle`); for async the loop's `async/trainer_idle` and
 `async/rollout_idle`. The response budget (`rollout.max_new_tokens`) sets the balance
 between generation and update, so every variant runs at each `--tokens` value. The
 speedup is async's steps/s over the faster sync run at the same budget.
 
-    python bench/async.py            # ~12 minutes on 2 cores; writes bench/results/async.json
+    python bench/async.py            # ~15 minutes on 2 cores; writes bench/results/async.json
     python bench/async.py --learning # the seeing task: ~25 minutes, adds its rows to the file
     python bench/async.py --contention  # two sync runs side by side: what the cores allow
 
@@ -59,6 +62,7 @@ COLUMNS = [
     "variant",
     "max_new_tokens",
     "steps_per_s",
+    "range",
     "speedup_vs_best_sync",
     "trainer_idle",
     "rollout_idle",
@@ -171,6 +175,17 @@ def summarise(name: str, tokens: int, rows: list[dict[str, Any]]) -> dict[str, A
     }
 
 
+def median_run(summaries: list[dict[str, Any]]) -> dict[str, Any]:
+    """The run of median steps/s among a variant's repeats, with every run's steps/s."""
+    ranked = sorted(summaries, key=lambda summary: summary["steps_per_s"])
+    rates = [summary["steps_per_s"] for summary in ranked]
+    return {
+        **ranked[len(ranked) // 2],
+        "steps_per_s_runs": rates,
+        "range": f"{rates[0]}-{rates[-1]}",
+    }
+
+
 def with_speedups(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Each row's steps/s over the faster sync run at its response budget."""
     for row in rows:
@@ -257,7 +272,13 @@ def table(payload: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=12)
+    parser.add_argument("--steps", type=int, default=24)
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=3,
+        help="runs of each variant, interleaved; the median is kept",
+    )
     parser.add_argument(
         "--tokens",
         type=lambda text: [int(t) for t in text.split(",")],
@@ -301,16 +322,20 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         ]
     args.work = args.work / "async"
     prepare(args.work)
-    rows = []
-    for tokens in args.tokens:
-        for name in variants:
-            rows.append(summarise(name, tokens, run_variant(args.work, name, tokens, args.steps)))
-            print(rows[-1], flush=True)
+    runs: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    for repeat in range(1 if args.quick else args.repeats):  # interleaved: drift hits all alike
+        for tokens in args.tokens:
+            for name in variants:
+                metrics = run_variant(args.work, name, tokens, args.steps, suffix=f"-r{repeat}")
+                runs.setdefault((name, tokens), []).append(summarise(name, tokens, metrics))
+                print(runs[name, tokens][-1], flush=True)
+    rows = [median_run(summaries) for summaries in runs.values()]
     kept = {k: saved[k] for k in ("learning", "contention") if k in saved and not args.quick}
     payload = {
         **kept,
         "cores": len(os.sched_getaffinity(0)),
         "steps": args.steps,
+        "repeats": 1 if args.quick else args.repeats,
         "warmup_steps": WARMUP_STEPS,
         "rows": with_speedups(rows),
     }

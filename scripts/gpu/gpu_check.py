@@ -11,7 +11,7 @@ fails or runs out of time is recorded, and the next one runs):
              tokens per prompt and 1-2k response tokens per row;
 3. mfu       update MFU and tokens/s over micro-batch token budgets (Qwen3-VL-4B preset,
              packed rows);
-4. generation  HF engine tokens/s, n=8 x 512 from one video prompt, with and without the
+4. generation  HF engine tokens/s, n=8 x 256 from one video prompt, with and without the
              shared prompt prefill (`rollout.share_prefill`; "n/a" where the engine lacks it);
 5. step      the phases of one full OraRL step at the 4B preset;
 6. async     `rollout.mode: async` at staleness 1 with its worker on the trainer's GPU (weights
@@ -49,11 +49,11 @@ ROOT = Path(__file__).resolve().parents[2]
 LIMITS = {
     "prepare": (60, 60),
     "tests": (90, 150),
-    "pruning": (100, 60),
+    "pruning": (130, 60),
     "mfu": (60, 60),
     "generation": (80, 45),
     "step": (70, 60),
-    "async": (150, 90),
+    "async": (100, 90),
     "long_video": (180, 90),
 }
 # What the GPU image already holds (the device notes' package list, read 2026-11-17; versions
@@ -216,7 +216,7 @@ def headline(name: str, result: dict[str, Any]) -> str:
             f"S=1 longest {run['frames']} frames = {run['tokens']} tokens: "
             f"{run['tokens_per_s']:.0f} tokens/s, peak {run['peak_gb']} GB, MFU "
             f"{100 * run['mfu_spec']:.1f}% of 989 / {100 * run['mfu_measured']:.1f}% of "
-            f"{rate / 1e12:.3g} TFLOP/s measured; stopped by {result.get('stopped_by', '?')}"
+            f"{rate / 1e12:.3g} TFLOP/s measured; stopped by {result.get('stopped_by', 'the part limit')}"
         )
     if name == "prepare" and "reused" in result:
         return f"{result['model']} reused from {result['reused']}"

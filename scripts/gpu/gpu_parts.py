@@ -77,7 +77,7 @@ class Settings:
     mfu_rows: int = 8
     repeats: int = 2
     gen_n: int = 8
-    gen_tokens: int = 512
+    gen_tokens: int = 256  # 512 took 57 s a variant on the H200 (hybrid preset, HF kernels)
     step_tokens: int = 256
     step_warmup: bool = True
     long_frames: tuple[int, int] = (64, 4096)  # part 6: frames doubled from the first to the cap
@@ -85,6 +85,8 @@ class Settings:
     long_budget_s: float = 120.0  # part 6: no doubling predicted to end after this
     matmul_n: int = 8192  # part 6: the n x n x n matmul whose rate is measured
     async_steps: int = 4  # part 7: steps per run (the first is the worker's start)
+    async_layers: int = 4  # part 7: decoder layers of its policy (the preset's widths)
+    async_tokens: int = 128  # part 7: rollout.max_new_tokens
 
     @classmethod
     def cpu_tiny(cls) -> Settings:
@@ -108,6 +110,8 @@ class Settings:
             long_response_tokens=16,
             long_budget_s=60.0,
             matmul_n=256,
+            async_layers=2,
+            async_tokens=16,
         )
 
     @property
@@ -713,19 +717,34 @@ ASYNC_VARIANTS = {  # both on the HF engine: async workers have no vLLM weight t
 }
 
 
+def async_model(settings: Settings, work: Path) -> Path:
+    """Part 7's policy: the dense-attention preset (part 3's) at `async_layers` decoder
+    layers, so that two runs of a few steps fit the part's limit (the 4B hybrid preset's
+    HF generation took 11 s a step on the H200, with the reference linear-attention kernels)."""
+    path = work / "models" / f"{settings.mfu_arch}-{settings.mfu_size}-{settings.async_layers}l"
+    if not (path / "config.json").is_file():
+        command = [sys.executable, "-m", "videorl", "make-tiny", str(path)]
+        command += ["--arch", settings.mfu_arch, "--size", settings.mfu_size]
+        command += ["--layers", str(settings.async_layers), "--device", settings.device]
+        subprocess.run([*command, "--dtype", settings.dtype], check=True, cwd=ROOT)
+    return path
+
+
 def part_async(settings: Settings, work: Path, rec: Recorder) -> None:
     """Part 7: `rollout.mode: async` on the device, the trainer and one rollout worker
-    sharing it, against the synchronous loop: `videorl train` as a user runs it, the
-    preset's OraRL step (part 5's settings) for `async_steps` steps; steps/s over the steps
-    after the first (the worker's start)."""
+    sharing it, against the synchronous loop: `videorl train` as a user runs it, part 5's
+    OraRL settings on `async_model` for `async_steps` steps of `async_tokens`; steps/s over
+    the steps after the first (the worker's start)."""
     from videorl.trainer.metrics import read_metrics
 
-    train = step_data(work)
+    train, model = step_data(work), async_model(settings, work)
+    rec.set("model", str(model.name))
     devices = [f"rollout.devices=[{settings.device}:0]"] if settings.cuda else []
     for name, variant in ASYNC_VARIANTS.items():
         out = work / "async_runs" / name.replace(", ", "-").replace(" ", "_")
-        overrides = [*step_overrides(settings, work, train, out), *variant]
+        overrides = [*step_overrides(settings, work, train, out), *variant, f"model.path={model}"]
         overrides += ["trainer.epochs=null", f"trainer.steps={settings.async_steps}"]
+        overrides += [f"rollout.max_new_tokens={settings.async_tokens}"]
         overrides += devices if "rollout.mode=async" in variant else []
         command = [sys.executable, "-m", "videorl", "train", "orarl", *overrides, "--overwrite"]
         began = time.perf_counter()
@@ -746,12 +765,10 @@ def part_async(settings: Settings, work: Path, rec: Recorder) -> None:
         run = {"steps_per_s": round(1 / step_s, 3), "wall_s": round(time.perf_counter() - began, 1)}
         run |= {k: round(v, 3) for k, v in steady[-1].items() if k.startswith("async/")}
         rec.set(name, run)
-    runs = {k: v for k, v in rec.data.items() if "steps_per_s" in v}
+    runs = {k: v for k, v in rec.data.items() if isinstance(v, dict) and "steps_per_s" in v}
     if len(runs) == len(ASYNC_VARIANTS):
-        rec.set(
-            "speedup",
-            round(runs["async, staleness 1"]["steps_per_s"] / runs["sync"]["steps_per_s"], 2),
-        )
+        speedup = runs["async, staleness 1"]["steps_per_s"] / runs["sync"]["steps_per_s"]
+        rec.set("speedup", round(speedup, 2))
 
 
 def tests_command(settings: Settings, work: Path, select: str | None = None) -> list[str]:
