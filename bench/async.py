@@ -32,10 +32,12 @@ speedup is async's steps/s over the faster sync run at the same budget.
     python bench/async.py --contention  # two sync runs side by side: what the cores allow
 
 `--learning` runs the quickstart's pipeline (`bench/learning.py`'s `prepare`: the warmed
-tiny model, 256 + 32 videos, 800 SFT steps), then 150 OraRL steps from the SFT model sync
-(one thread) and async at staleness 1 (trainer and worker on one thread each), and
-evaluates both greedily on the real, frozen, reversed and shuffled validation videos: mIoU
-and video gains after equal steps, with each run's training wall time.
+tiny model, 256 + 32 videos, 800 SFT steps), then 400 OraRL steps from the SFT model sync
+(one thread) and async at staleness 1 (trainer and worker on one core each), saving every
+50, and evaluates both greedily on the real, frozen, reversed and shuffled validation
+videos: mIoU and video gains after equal steps (the final models) and after equal wall
+time (each arm's last checkpoint within the faster arm's training wall time), and plots
+both arms' reward by step and by wall time (`bench/results/async_curves.png`).
     python bench/async.py --quick --out /tmp/async.json  # 3 steps, 3 variants: a smoke run
 
 The rollout worker counts and staleness this measures are the ones `docs/async.md` shows.
@@ -44,6 +46,7 @@ The rollout worker counts and staleness this measures are the ones `docs/async.m
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import statistics
@@ -204,34 +207,84 @@ LEARNING_ARMS = {
 }
 
 
-def seeing_task(work: Path, sft_steps: int, steps: int) -> dict[str, Any]:
-    """SFT, then OraRL sync and async from it; both models' scores at equal steps."""
-    from learning import RECIPES, evaluate, prepare, start_overrides, train
+def seeing_task(work: Path, sft_steps: int, steps: int, save_every: int) -> dict[str, Any]:
+    """SFT, then OraRL sync and async from it: both models' scores after equal steps (the
+    final models) and after equal wall time (each arm's last checkpoint within the faster
+    arm's training wall time), and the curves (`CURVES`)."""
+    from learning import RECIPES, checkpoint_within, evaluate, prepare, start_overrides, train
 
     start = prepare(work / "seeing", 0, sft_steps)
-    arms: dict[str, Any] = {"sft": evaluate(start["model"], start["val"], work / "eval-sft")}
-    for name, overrides in LEARNING_ARMS.items():
-        slug = name.replace(", ", "-").replace(" ", "_")
-        run = train(
-            slug,
+    runs = {
+        name: train(
+            _slug(name),
             [*start_overrides(start, 0), *RECIPES["orarl"], *overrides],
             steps,
-            steps,
+            save_every,
             work=work / "seeing",
         )
-        scores = evaluate(Path(run["out"]) / "final", start["val"], work / f"eval-{slug}")
-        arms[name] = {**scores, "train_wall_s": round(sum(run["step_seconds"]), 1)}
-    return {"sft_steps": sft_steps, "steps": steps, "arms": arms}
+        for name, overrides in LEARNING_ARMS.items()
+    }
+    budget = min(sum(run["step_seconds"]) for run in runs.values())
+    arms: dict[str, Any] = {"sft": evaluate(start["model"], start["val"], work / "eval-sft")}
+    for name, run in runs.items():
+        final = evaluate(Path(run["out"]) / "final", start["val"], work / f"eval-{_slug(name)}")
+        step, path = checkpoint_within(run, budget, clock="step_seconds")
+        timed = (
+            final if step == steps else evaluate(path, start["val"], work / f"eval-{_slug(name)}-t")
+        )
+        wall = round(sum(run["step_seconds"]), 1)
+        arms[name] = {**final, "train_wall_s": wall, "equal_wall": {"step": step, **timed}}
+    plot_curves(runs, CURVES)
+    return {"sft_steps": sft_steps, "steps": steps, "wall_budget_s": round(budget, 1), "arms": arms}
+
+
+def _slug(name: str) -> str:
+    return name.replace(", ", "-").replace(" ", "_")
+
+
+CURVES = harness.RESULTS / "async_curves.png"
+
+
+def plot_curves(runs: dict[str, dict[str, Any]], path: Path, smooth: int = 20) -> None:
+    """Each arm's policy reward (mean of the last `smooth` steps) by step and by wall time."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (by_step, by_time) = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
+    for name, run in runs.items():
+        rewards = [float("nan") if r is None else r for r in run["reward"]]
+        mean = [
+            statistics.fmean(rewards[max(0, i - smooth + 1) : i + 1]) for i in range(len(rewards))
+        ]
+        by_step.plot(range(1, len(mean) + 1), mean, label=name)
+        by_time.plot(list(itertools.accumulate(run["step_seconds"])), mean, label=name)
+    by_step.set_xlabel("step")
+    by_time.set_xlabel("training wall time (s)")
+    by_step.set_ylabel(f"policy reward (mean of last {smooth} steps)")
+    for ax in (by_step, by_time):
+        ax.grid(alpha=0.3)
+        ax.legend()
+    fig.suptitle("OraRL on the seeing task from the SFT model: sync vs async (staleness 1)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
 
 
 def learning_table(result: dict[str, Any]) -> str:
-    """mIoU and video gains of the SFT start and of each arm after equal steps."""
+    """mIoU and video gains of the SFT start and of each arm, after equal steps and after
+    equal wall time."""
     columns = ["mIoU", "gain_frozen", "gain_reversed", "gain_shuffled"]
-    rows = [
-        [name, *(f"{arm[c]:.1f}" for c in columns), arm.get("train_wall_s", "")]
-        for name, arm in result["arms"].items()
-    ]
-    return markdown_table(["model", *columns, "train wall s"], rows)
+    rows = []
+    for name, arm in result["arms"].items():
+        steps = result["steps"] if name != "sft" else 0
+        rows.append([name, steps, *(f"{arm[c]:.1f}" for c in columns), arm.get("train_wall_s", "")])
+        if "equal_wall" in arm:
+            timed = arm["equal_wall"]
+            label = f"{name}, within {result['wall_budget_s']} s"
+            rows.append([label, timed["step"], *(f"{timed[c]:.1f}" for c in columns), ""])
+    return markdown_table(["model", "step", *columns, "train wall s"], rows)
 
 
 def contention(work: Path, tokens: int, steps: int) -> dict[str, Any]:
@@ -266,7 +319,8 @@ def table(payload: dict[str, Any]) -> str:
             f"against {c['alone_steps_per_s']} alone: {c['slowdown']}x slower side by side."
         )
     if "learning" in payload:
-        text += "\n\nThe seeing task, after equal steps:\n\n" + learning_table(payload["learning"])
+        text += "\n\nThe seeing task, after equal steps and equal wall time:\n\n"
+        text += learning_table(payload["learning"])
     return text
 
 
@@ -295,7 +349,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "--contention", action="store_true", help="measure two sync runs side by side instead"
     )
     parser.add_argument("--sft-steps", type=int, default=800)
-    parser.add_argument("--rl-steps", type=int, default=150)
+    parser.add_argument("--rl-steps", type=int, default=400)
+    parser.add_argument("--save-every", type=int, default=50, help="equal-wall-time checkpoints")
     args = parse_args(parser, "async", argv)
     saved = json.loads(args.out.read_text()) if args.out.is_file() else {}
     if args.write:
@@ -307,7 +362,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         write_results(args.out, {**saved, "contention": result})
         return result
     if args.learning:
-        result = seeing_task(args.work / "async", args.sft_steps, args.rl_steps)
+        result = seeing_task(args.work / "async", args.sft_steps, args.rl_steps, args.save_every)
         print(learning_table(result))
         write_results(args.out, {**saved, "learning": result})
         return result

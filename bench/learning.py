@@ -150,10 +150,12 @@ def train(
     }
 
 
-def checkpoint_within(run: dict[str, Any], budget: float) -> tuple[int, str]:
-    """The last saved model whose training CPU time (`time/step_cpu` sum) fits in `budget`
-    seconds (the first one when none does)."""
-    elapsed = list(itertools.accumulate(run["step_cpu"]))
+def checkpoint_within(
+    run: dict[str, Any], budget: float, clock: str = "step_cpu"
+) -> tuple[int, str]:
+    """The last saved model whose training time (the sum of `clock`: CPU time `step_cpu`,
+    or wall time `step_seconds`) fits in `budget` seconds (the first one when none does)."""
+    elapsed = list(itertools.accumulate(run[clock]))
     steps = len(elapsed)
     saved = [s for s in range(run["save_every"], steps + 1, run["save_every"])]
     fitting = [s for s in saved if elapsed[s - 1] <= budget * (1 + 1e-9)] or saved[:1]
