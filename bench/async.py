@@ -122,11 +122,15 @@ def prepare(work: Path) -> None:
     )
 
 
+def _slug(name: str) -> str:
+    return name.replace(", ", "-").replace(" ", "_")
+
+
 def run_variant(
     work: Path, name: str, tokens: int, steps: int, suffix: str = ""
 ) -> list[dict[str, Any]]:
     """The metrics rows of one training run."""
-    out = work / "runs" / f"{name.replace(', ', '-').replace(' ', '_')}-{tokens}{suffix}"
+    out = work / "runs" / f"{_slug(name)}-{tokens}{suffix}"
     env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
     overrides = [
         f"model.path={work}/model",
@@ -238,26 +242,21 @@ def seeing_task(work: Path, sft_steps: int, steps: int, save_every: int) -> dict
     return {"sft_steps": sft_steps, "steps": steps, "wall_budget_s": round(budget, 1), "arms": arms}
 
 
-def _slug(name: str) -> str:
-    return name.replace(", ", "-").replace(" ", "_")
-
-
 CURVES = harness.RESULTS / "async_curves.png"
 
 
 def plot_curves(runs: dict[str, dict[str, Any]], path: Path, smooth: int = 20) -> None:
     """Each arm's policy reward (mean of the last `smooth` steps) by step and by wall time."""
     import matplotlib
+    from learning import _mean
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, (by_step, by_time) = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
     for name, run in runs.items():
-        rewards = [float("nan") if r is None else r for r in run["reward"]]
-        mean = [
-            statistics.fmean(rewards[max(0, i - smooth + 1) : i + 1]) for i in range(len(rewards))
-        ]
+        rewards = run["reward"]
+        mean = [_mean(rewards[max(0, i - smooth + 1) : i + 1]) for i in range(len(rewards))]
         by_step.plot(range(1, len(mean) + 1), mean, label=name)
         by_time.plot(list(itertools.accumulate(run["step_seconds"])), mean, label=name)
     by_step.set_xlabel("step")

@@ -15,7 +15,8 @@ fails or runs out of time is recorded, and the next one runs):
              shared prompt prefill (`rollout.share_prefill`; "n/a" where the engine lacks it);
 5. step      the phases of one full OraRL step at the 4B preset;
 6. async     `rollout.mode: async` at staleness 1 with its worker on the trainer's GPU (weights
-             through CUDA IPC) against sync: steps/s of the same 4B-preset OraRL run;
+             through CUDA IPC) against sync: steps/s of one OraRL run, a 4-layer model of
+             the Qwen3-VL-4B widths;
 7. long_video  one long-video row's update at sequence-parallel size 1 (Qwen3-VL-4B preset):
              tokens/s, peak memory and MFU (verl's FLOP convention, over the H200's 989
              TFLOP/s and over a matmul rate measured there), frames doubled to the longest

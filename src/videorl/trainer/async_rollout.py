@@ -160,7 +160,9 @@ class AsyncRollouts:
         self.results = context.Queue(maxsize=slots)
         self.outbox = Mailbox(self.folder, self.requests, "trainer")
         self.inbox = Mailbox(self.folder, self.results, "trainer")
-        self.placement = (torch.get_num_threads(), process_cores())  # restored at close
+        # the trainer's threads and cores before the run, restored at close
+        self.placement = (torch.get_num_threads(), process_cores())
+        self.pinned = False
         self.workers = self._spawn(cfg, info, context)
         self.submitted: dict[int, dict[str, Any]] = {}  # step -> sampler state before its draw
         self.restored_carry = carry
@@ -206,6 +208,7 @@ class AsyncRollouts:
             worker.start()
         if blocks:
             pin_process(blocks[0])
+            self.pinned = True
         return workers
 
     # -- prompts -------------------------------------------------------------------------
@@ -407,6 +410,7 @@ class AsyncRollouts:
                 worker.terminate()
             worker.join(timeout=_CLOSE_S)
         remove_mailbox(self.folder)
-        threads, cores = self.placement  # the trainer's process as it was before the run
+        threads, cores = self.placement
         torch.set_num_threads(threads)
-        pin_process(cores)
+        if self.pinned:
+            pin_process(cores)

@@ -54,9 +54,7 @@ def cgroup_cpu_limit(path: Path = CGROUP_CPU_MAX) -> int | None:
 
 def available_cores() -> int:
     """Cores this process may run on: its CPU affinity, capped by a cgroup quota."""
-    cores = (
-        len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    )
+    cores = len(process_cores())
     limit = cgroup_cpu_limit()
     return max(1, min(cores, limit) if limit else cores)
 
