@@ -107,8 +107,15 @@ def test_cpu_threads_config_is_validated():
 def test_core_blocks_are_disjoint_consecutive_and_fit_the_ranks_share():
     cores = [0, 1, 2, 3, 4, 5, 6, 7]
     assert core_blocks([1, 1], cores) == [frozenset({0}), frozenset({1})]
-    assert core_blocks([2, 3, 3], cores) == [{0, 1}, {2, 3, 4}, {5, 6, 7}]
-    assert core_blocks([1, 2], cores, local_rank=1, ranks=2) == [{4}, {5, 6}]  # rank 1: 4..7
+    assert core_blocks([2, 3, 3], cores) == [
+        frozenset({0, 1}),
+        frozenset({2, 3, 4}),
+        frozenset({5, 6, 7}),
+    ]
+    assert core_blocks([1, 2], cores, local_rank=1, ranks=2) == [
+        frozenset({4}),
+        frozenset({5, 6}),
+    ]  # rank 1: 4..7
     assert core_blocks([4, 1], cores, local_rank=0, ranks=2) is None  # 5 of rank 0's 4
     assert core_blocks([1, 1], [3]) is None
     assert core_blocks([0, 1], cores) is None
