@@ -59,9 +59,9 @@ def test_errors_are_one_line_and_name_the_key(override, message):
         ("algorithm.temporal_contrast.bonus=-1", "algorithm.temporal_contrast.bonus=-1.0"),
         (
             "algorithm.constructed.curriculum.warmup_steps=-1",
-            "algorithm.constructed.curriculum.warmup_epochs=1 and warmup_steps=-1 must be >= 0",
+            "algorithm.constructed.curriculum.warmup_steps=-1 must be >= 0",
         ),
-        ("algorithm.pruning.correction.eps=0", "algorithm.pruning.correction.min_reward_std="),
+        ("algorithm.pruning.correction.eps=0", "algorithm.pruning.correction.eps=0.0 must be > 0"),
         ("reward.length_band.max=1", "reward.length_band.max=1 is below min=320"),
         ("reward.sensitivity.alpha=-1", "reward.sensitivity.alpha=-1.0 is invalid"),
         ("reward.timeout_s=0", "reward.timeout_s=0.0 is invalid"),

@@ -20,7 +20,7 @@ from torch import Tensor
 
 from videorl.algorithms.advantages import AdvantageResult
 from videorl.algorithms.groups import check_rows, dense_group_index, group_stats, group_sum
-from videorl.config.constraints import Between, Checked, Ge, check_order
+from videorl.config.constraints import Between, Checked, Ge, Gt, check_order
 from videorl.errors import ConfigError
 
 
@@ -151,21 +151,16 @@ class CorrectionConfig(Checked):
     """Lower clip of the shrink factor (<= max_scale)."""
     max_scale: float = 1.0
     """Upper clip of the shrink factor (>= min_scale)."""
-    min_reward_std: float = 1e-3
-    """Correct only groups whose policy reward std is at least this (>= 0)."""
-    eps: float = 1e-6
-    """Numerical floor in the factor's denominator (> 0)."""
+    min_reward_std: Annotated[float, Ge(0)] = 1e-3
+    """Correct only groups whose policy reward std is at least this."""
+    eps: Annotated[float, Gt(0)] = 1e-6
+    """Numerical floor in the factor's denominator."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
         check_order(
             self, "min_scale", "max_scale", "0 <= min_scale <= max_scale; defaults 0.25 and 1.0"
         )
-        # one line for both (tests/config/test_schema.py asserts it): not declared apart
-        if self.min_reward_std < 0 or not self.eps > 0:
-            raise ConfigError(
-                f"min_reward_std={self.min_reward_std} must be >= 0 and eps={self.eps} > 0"
-            )
 
 
 @dataclass(frozen=True)

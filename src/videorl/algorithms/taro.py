@@ -24,7 +24,7 @@ import torch
 from torch import Tensor
 
 from videorl.algorithms.groups import check_rows, dense_group_index, group_max
-from videorl.config.constraints import Checked, Gt
+from videorl.config.constraints import Checked, Ge, Gt
 from videorl.errors import ConfigError
 
 OffPolicyMode = Literal["mask", "clone", "awr", "raft"]
@@ -94,19 +94,13 @@ class CurriculumConfig(Checked):
 
     schedule: Schedule = "hard"
     """How constructed rows fade out: hard (after warmup_epochs) or linear (over warmup_steps)."""
-    warmup_epochs: int = 1
-    """hard: epochs with constructed rows (>= 0)."""
-    warmup_steps: int = 0
+    warmup_epochs: Annotated[int, Ge(0)] = 1
+    """hard: epochs with constructed rows."""
+    warmup_steps: Annotated[int, Ge(0)] = 0
     """linear: steps over which constructed rows fade out (> 0 for linear)."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        # one line for both counts (tests/config/test_schema.py asserts it): not declared apart
-        if self.warmup_epochs < 0 or self.warmup_steps < 0:
-            raise ConfigError(
-                f"warmup_epochs={self.warmup_epochs} and warmup_steps={self.warmup_steps} "
-                "must be >= 0"
-            )
         if self.schedule == "linear" and self.warmup_steps <= 0:
             raise ConfigError(
                 f"schedule='linear' needs warmup_steps > 0, got {self.warmup_steps}; set "
