@@ -50,6 +50,11 @@ def object_schema(properties: dict[str, Any], *required: str) -> dict[str, Any]:
     }
 
 
+def seconds(description: str) -> dict[str, Any]:
+    """A property that is a time in the video: a number of seconds, 0 or more."""
+    return {"type": "number", "minimum": 0, "description": description}
+
+
 def check_schema(schema: Any, where: str = "schema") -> None:
     """Raise `TypeError` or `ValueError` naming `where` if `schema` uses keywords or types outside the subset."""
     if not isinstance(schema, Mapping):

@@ -27,7 +27,7 @@ import torch
 
 from videorl.rollout.tools import frame_index
 from videorl.rollout.tools.registry import ToolContext, ToolError, ToolResult, register_tool
-from videorl.rollout.tools.schema import object_schema
+from videorl.rollout.tools.schema import object_schema, seconds
 from videorl.rollout.tools.video import _as_image, _native_frame, video_span
 from videorl.video.controls import TEMPORAL
 
@@ -89,16 +89,8 @@ def evenly(n: int, k: int) -> list[int]:
                     "the video thoroughly and clearly. "
                 ),
             },
-            "start_time": {
-                "type": "number",
-                "minimum": 0,
-                "description": "Start time of the segment of interest. ",
-            },
-            "end_time": {
-                "type": "number",
-                "minimum": 0,
-                "description": "End time of the segment of interest. ",
-            },
+            "start_time": seconds("Start time of the segment of interest. "),
+            "end_time": seconds("End time of the segment of interest. "),
             "num_frames": {
                 "type": "integer",
                 "minimum": 1,

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from videorl.errors import MediaError
 from videorl.rollout.tools.registry import ToolContext, ToolError, ToolResult, register_tool
-from videorl.rollout.tools.schema import object_schema
+from videorl.rollout.tools.schema import object_schema, seconds
 from videorl.video.controls import TEMPORAL, ControlledTimeline, media_key
 from videorl.video.decode import (
     DecodedVideo,
@@ -151,8 +151,8 @@ def _as_image(frame_chw: torch.Tensor, ctx: ToolContext) -> DecodedVideo:
     ),
     parameters=object_schema(
         {
-            "start": {"type": "number", "minimum": 0, "description": "start time in seconds"},
-            "end": {"type": "number", "minimum": 0, "description": "end time in seconds"},
+            "start": seconds("start time in seconds"),
+            "end": seconds("end time in seconds"),
             "fps": {
                 "type": "number",
                 "minimum": 0.1,
@@ -191,7 +191,7 @@ def get_clip(ctx: ToolContext, start: float, end: float, fps: float = 2.0) -> To
 @register_tool(
     description="Look at one frame of the video at `time` seconds, at full resolution.",
     parameters=object_schema(
-        {"time": {"type": "number", "minimum": 0, "description": "seconds"}},
+        {"time": seconds("seconds")},
         "time",
     ),
     timeout_s=20.0,
@@ -209,7 +209,7 @@ def get_frame(ctx: ToolContext, time: float) -> ToolResult:
     ),
     parameters=object_schema(
         {
-            "time": {"type": "number", "minimum": 0, "description": "seconds"},
+            "time": seconds("seconds"),
             "box": {
                 "type": "array",
                 "items": {"type": "number"},
