@@ -27,7 +27,8 @@ during the update (`rollout idle`); for async the loop's `async/trainer_idle` an
 between generation and update, so every variant runs at each `--tokens` value. The
 speedup is async's steps/s over the faster sync run at the same budget.
 
-    python bench/async.py            # ~15 minutes on 2 cores; writes bench/results/async.json
+    python bench/async.py            # ~22 minutes on 2 cores; writes bench/results/async.json
+    python bench/async.py --tokens 12  # one budget (~8 minutes): replaces only its rows
     python bench/async.py --learning # the seeing task: ~25 minutes, adds its rows to the file
     python bench/async.py --contention  # two sync runs side by side: what the cores allow
 
@@ -52,6 +53,7 @@ import os
 import statistics
 import subprocess
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -335,8 +337,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument(
         "--tokens",
         type=lambda text: [int(t) for t in text.split(",")],
-        default=[16, 96],
-        help="comma list of rollout.max_new_tokens values",
+        default=[12, 16, 96],
+        help="comma list of rollout.max_new_tokens values; the saved rows of other values stay",
     )
     parser.add_argument(
         "--write", action="store_true", help="only put the saved results' table into docs/async.md"
@@ -383,8 +385,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 metrics = run_variant(args.work, name, tokens, args.steps, suffix=f"-r{repeat}")
                 runs.setdefault((name, tokens), []).append(summarise(name, tokens, metrics))
                 print(runs[name, tokens][-1], flush=True)
-    rows = [median_run(summaries) for summaries in runs.values()]
+    measured = time.strftime("%Y-%m-%d %H:%M", time.gmtime())
+    rows = [{**median_run(summaries), "measured": measured} for summaries in runs.values()]
     kept = {k: saved[k] for k in ("learning", "contention") if k in saved and not args.quick}
+    if not args.quick:  # rows of the budgets this run left out, from the run that measured them
+        rows = sorted(
+            [r for r in saved.get("rows", []) if r["max_new_tokens"] not in args.tokens] + rows,
+            key=lambda row: row["max_new_tokens"],
+        )
     payload = {
         **kept,
         "cores": len(os.sched_getaffinity(0)),
