@@ -36,7 +36,7 @@ from videorl.algorithms.selection import (
     select_rows,
     selection_reference,
 )
-from videorl.config.constraints import Checked, Ge, Gt, check_order
+from videorl.config.constraints import Checked, Ge, Gt, Ordered
 from videorl.errors import ConfigError
 
 __all__ = [
@@ -72,9 +72,7 @@ class DirectionalGainConfig(Checked):
     eps: Annotated[float, Gt(0)] = 1e-6
     """Numerical floor in the gain's denominator."""
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_order(self, "min_gain", "max_gain", "0 < min_gain <= max_gain; defaults are 1 and 4")
+    orders = (Ordered("min_gain", "max_gain", "0 < min_gain <= max_gain; defaults are 1 and 4"),)
 
 
 @dataclass(frozen=True)
@@ -94,11 +92,7 @@ class AnchorConfig(Checked):
     eps: Annotated[float, Gt(0)] = 1e-6
     """Numerical floor in the anchor's denominators."""
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_order(
-            self, "cap_min", "cap_max", "0 <= cap_min <= cap_max; defaults are 0.05 and 1.0"
-        )
+    orders = (Ordered("cap_min", "cap_max", "0 <= cap_min <= cap_max; defaults are 0.05 and 1.0"),)
 
 
 @dataclass(frozen=True)

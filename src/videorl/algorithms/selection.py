@@ -20,7 +20,7 @@ from torch import Tensor
 
 from videorl.algorithms.advantages import AdvantageResult
 from videorl.algorithms.groups import check_rows, dense_group_index, group_stats, group_sum
-from videorl.config.constraints import Between, Checked, Ge, Gt, check_order
+from videorl.config.constraints import Between, Checked, Ge, Gt, Ordered
 from videorl.errors import ConfigError
 
 
@@ -156,11 +156,9 @@ class CorrectionConfig(Checked):
     eps: Annotated[float, Gt(0)] = 1e-6
     """Numerical floor in the factor's denominator."""
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_order(
-            self, "min_scale", "max_scale", "0 <= min_scale <= max_scale; defaults 0.25 and 1.0"
-        )
+    orders = (
+        Ordered("min_scale", "max_scale", "0 <= min_scale <= max_scale; defaults 0.25 and 1.0"),
+    )
 
 
 @dataclass(frozen=True)

@@ -163,6 +163,7 @@ class Checked:
     relative and the loader puts the section's path in front."""
 
     section: ClassVar[str] = ""
+    orders: ClassVar[tuple[Ordered, ...]] = ()  # joint bounds: low field <= high field
 
     def __init_subclass__(cls, section: str = "", **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -171,6 +172,8 @@ class Checked:
 
     def __post_init__(self) -> None:
         check_constraints(self)
+        for order in self.orders:
+            order.check(self)
 
     @classmethod
     def refusal(cls, key: str, value: Any, constraint: Constraint) -> str:
@@ -194,9 +197,16 @@ def check_constraints(section: Checked) -> None:
                     raise ConfigError(cls.refusal(key, item, constraint))
 
 
-def check_order(section: object, low: str, high: str, rule: str) -> None:
-    """Raise `ConfigError` when field `low` of `section` is above field `high`; `rule` ends the
-    message (the bounds both must keep, the defaults)."""
-    lo, hi = getattr(section, low), getattr(section, high)
-    if lo > hi:
-        raise ConfigError(f"{low}={lo} and {high}={hi} need {rule}")
+@dataclass(frozen=True)
+class Ordered:
+    """A section's joint bound, declared in its `orders`: field `low` <= field `high`;
+    `rule` ends the message (the bounds both must keep, the defaults)."""
+
+    low: str
+    high: str
+    rule: str
+
+    def check(self, section: object) -> None:
+        lo, hi = getattr(section, self.low), getattr(section, self.high)
+        if lo > hi:
+            raise ConfigError(f"{self.low}={lo} and {self.high}={hi} need {self.rule}")
