@@ -25,6 +25,14 @@ REFERENCE = [
     "optim.min_lr_ratio=0.1",
 ]
 
+# rollout.mode: async one version behind, the trainer and its one worker on a thread each.
+ASYNC_ONE_BEHIND = [
+    "rollout.mode=async",
+    "rollout.max_staleness=1",
+    "trainer.cpu_threads=1",
+    "rollout.worker_threads=1",
+]
+
 
 def with_output(config: Config, output_dir: Path) -> Config:
     return replace(config, trainer=replace(config.trainer, output_dir=str(output_dir)))

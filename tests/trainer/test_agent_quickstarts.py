@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from tests.cli_runner import run_cli
+from tests.trainer.runs import ASYNC_ONE_BEHIND
 from videorl.api import resolve_config_path
 from videorl.config import load_config
 from videorl.data.records import ChoiceAnswer
@@ -77,6 +78,19 @@ def test_the_recipe_trains_two_steps_on_cpu(capsys, monkeypatch, inputs, tmp_pat
     rows = read_metrics(out / "metrics.jsonl")
     assert [row["step"] for row in rows] == [1, 2]
     assert all("tools/calls_per_row" in row and "reward/mean" in row for row in rows)
+
+
+@pytest.mark.parametrize("recipe", ["paravt_quickstart", "framethinker_quickstart"])
+def test_the_recipe_trains_in_async(capsys, monkeypatch, inputs, tmp_path, recipe):
+    """The tools (and ParaVT's sub-agents) run in the rollout worker, a version behind."""
+    out = tmp_path / "train"
+    extra = ("trainer.steps=2", "rollout.max_new_tokens=32", *ASYNC_ONE_BEHIND)
+    result = run_cli(capsys, monkeypatch, "train", recipe, *overrides(inputs, out, *extra))
+    assert result.code == 0, result.output
+    rows = read_metrics(out / "metrics.jsonl")
+    assert [row["step"] for row in rows] == [1, 2]
+    assert rows[-1]["async/staleness_max"] == 1
+    assert all("tools/calls_per_row" in row for row in rows)
 
 
 class Scripted(HFEngine):
