@@ -7,13 +7,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-import torch
 
 from tests.cli_runner import run_cli
 from videorl.api import resolve_config_path
 from videorl.config import load_config
-from videorl.models.generate import Generation
-from videorl.rollout.engine import HFEngine
+from videorl.rollout.scripted import ScriptedEngine
 from videorl.trainer.build import build_state
 from videorl.trainer.step import STAGES, train_step
 
@@ -100,29 +98,12 @@ def test_dry_run_names_the_llm_judge_when_one_is_set(
     assert "reward.timeout_s=5 is not above the judge's" in result.output
 
 
-class ScriptedEngine(HFEngine):
-    """The first turn of an even-numbered sample calls crop_video; every other turn answers."""
-
-    def __init__(self, loaded):
-        super().__init__(loaded)
-        self.turns = 0
-
-    def generate(self, prompts, params):
-        self.turns += 1
-        texts = [CALL if self.turns == 1 and k % 2 == 0 else ANSWER for k in range(params.n)]
-        eos = self.loaded.eos_token_ids[0]
-        tokenizer = self.loaded.tokenizer
-        ids = [
-            torch.tensor(tokenizer(t, add_special_tokens=False)["input_ids"] + [eos]) for t in texts
-        ]
-        return [Generation(ids, [], [False] * params.n) for _ in prompts]
-
-
 def test_one_step_runs_crop_video_and_scores_its_window(tiny_model_dir, qa_train, tmp_path):
     overrides = tiny(tiny_model_dir("qwen2_5_vl"), qa_train, tmp_path / "run")
     config = load_config(resolve_config_path("longvt"), overrides)
     state = build_state(config, None)
-    state.engine = ScriptedEngine(state.engine.loaded)
+    # the first turn of an even-numbered sample calls crop_video; every other turn answers
+    state.engine = ScriptedEngine(state.engine.loaded, [[CALL, ANSWER], [ANSWER]])
     seen = {}
 
     def spy_update(ctx, batch):

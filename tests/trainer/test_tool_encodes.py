@@ -10,28 +10,21 @@ from dataclasses import replace
 import pytest
 import torch
 
-from tests.trainer.test_tools import TOOL_REWARD, TOOLS, ScriptedEngine
+from tests.trainer.test_tools import SCRIPT, TOOL_REWARD, TOOLS
 from videorl.models import visual_cache
 from videorl.models.logprobs import logprobs_in_microbatches
 from videorl.models.split_vision import vision_tower
+from videorl.rollout.scripted import ScriptedEngine
 from videorl.trainer.build import build_state
 from videorl.trainer.step import STAGES, train_step
-
-
-class EncodingEngine(ScriptedEngine):
-    """The scripted turns, each generation call encoding its contexts' media first as HF
-    `generate` does (`cached_encoder_outputs` before the prefill)."""
-
-    def generate(self, prompts, params):
-        visual_cache.cached_encoder_outputs(self.loaded, prompts)
-        return super().generate(prompts, params)
 
 
 def _step(config, merges: bool = True):
     """One train step with the scripted engine (even samples call get_clip once); returns
     its metrics, its batch, the items the cache encoded over the step and the policy."""
     state = build_state(config, None)
-    state.engine = EncodingEngine(state.engine.loaded)
+    # each generation call encodes its contexts' media first, as HF `generate` does
+    state.engine = ScriptedEngine(state.engine.loaded, SCRIPT, encode_media=True)
     seen = {}
 
     def update(ctx, batch):

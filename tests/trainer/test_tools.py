@@ -17,12 +17,11 @@ import torch
 
 from videorl.config import load_config
 from videorl.errors import ConfigError
-from videorl.models.generate import Generation
 from videorl.models.inputs import collate
 from videorl.models.logprobs import response_logprobs
 from videorl.reduction import logged
-from videorl.rollout.engine import HFEngine
 from videorl.rollout.multiturn import loss_inputs
+from videorl.rollout.scripted import ScriptedEngine
 from videorl.trainer import update as update_module
 from videorl.trainer.build import build_state, tool_runner
 from videorl.trainer.step import STAGES, train_step
@@ -48,24 +47,8 @@ LOSSES = {
 }
 
 
-class ScriptedEngine(HFEngine):
-    """The HF engine with scripted turns: the first turn of an even-numbered sample calls
-    `get_clip`, every other turn answers. Records the contexts of every generation call."""
-
-    def __init__(self, loaded):
-        super().__init__(loaded)
-        self.calls: list[list] = []
-
-    def _ids(self, text: str) -> torch.Tensor:
-        ids = self.loaded.tokenizer(text, add_special_tokens=False)["input_ids"]
-        return torch.tensor(ids + [self.loaded.eos_token_ids[0]])
-
-    def generate(self, prompts, params):
-        self.calls.append(list(prompts))
-        first = len(self.calls) == 1
-        texts = [CALL if first and k % 2 == 0 else ANSWER for k in range(params.n)]
-        ids = [self._ids(t) for t in texts]
-        return [Generation(ids, [], [False] * params.n) for _ in prompts]
+# the first turn of an even-numbered sample calls `get_clip`, every other turn answers
+SCRIPT = [[CALL, ANSWER], [ANSWER]]
 
 
 def step_with_spies(config):
@@ -73,7 +56,7 @@ def step_with_spies(config):
     and what the update saw (its batch, its forwards' rows, its old log-probs and
     micro-batches, and direct forwards of each trajectory before the update)."""
     state = build_state(config, None)
-    engine = ScriptedEngine(state.engine.loaded)
+    engine = ScriptedEngine(state.engine.loaded, SCRIPT)
     state.engine = engine
     seen: dict = {"forwards": []}
     real_rows_logprobs = update_module.rows_logprobs

@@ -3,9 +3,9 @@
 multi-turn loop of training's rollouts and `videorl eval --tools`, log `val/tools/*`, and
 refuse video controls; `--dry-run` checks the tool names and modules as the run does.
 
-A scripted engine (`test_tools.ScriptedEngine`: sample 0 of each prompt calls `get_clip`
-on its first turn, every other turn answers) proves the wiring; real tiny-model runs go
-through the CLI."""
+A scripted engine (`ScriptedEngine` playing `test_tools.SCRIPT`: sample 0 of each prompt
+calls `get_clip` on its first turn, every other turn answers) proves the wiring; real
+tiny-model runs go through the CLI."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ import pytest
 from tests.cli_runner import run_cli
 from tests.trainer.runs import metrics_by_step
 from tests.trainer.test_sft import sft_config
-from tests.trainer.test_tools import TOOL_REWARD, TOOLS, ScriptedEngine
+from tests.trainer.test_tools import SCRIPT, TOOL_REWARD, TOOLS
+from videorl.rollout.scripted import ScriptedEngine
 from videorl.trainer.build import build_state
 from videorl.trainer.sft import greedy_validate
 from videorl.trainer.validation import validate
@@ -42,7 +43,7 @@ VAL_TOOL_METRICS = (
 def _scripted(config):
     """The run's state with the scripted engine in place of the rollout engine."""
     state = build_state(config, None)
-    state.engine = ScriptedEngine(state.engine.loaded)
+    state.engine = ScriptedEngine(state.engine.loaded, SCRIPT)
     return state
 
 
