@@ -27,6 +27,7 @@ decodes every frame from the first wanted to the last, so it is run up to
 
     python bench/long_video.py [--minutes 1,10,60] [--before-max-minutes 10] [--quick]
     python bench/long_video.py --steps 6  # step time with prefetch 0 and 1 (long_video_steps.py)
+    python bench/long_video.py --encodes --repeats 5  # encodes in a 3-turn tool rollout
     python bench/long_video.py --table    # write the results' table into docs/long_videos.md
 """
 
@@ -43,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 import harness
+import long_video_encodes
 import numpy as np
 import torch
 from long_video_steps import measure_steps, page_lines
@@ -327,6 +329,8 @@ def page_text(result: dict[str, Any]) -> str:
     lines = [table(result["files"]), ""]
     if "step_time" in result:
         lines += [*page_lines(result["step_time"]), ""]
+    if "encodes" in result:
+        lines += [*long_video_encodes.page_lines(result["encodes"]), ""]
     for label, ratios in result["summary"].items():
         if isinstance(ratios, dict):
             parts = [
@@ -369,6 +373,17 @@ def table(results: dict[str, Any]) -> str:
     return harness.markdown_table(headers, rows)
 
 
+def run_encodes(out: Path, work: Path, quick: bool, repeats: int) -> None:
+    """`--encodes`: measure, print, and write the results file's `encodes`, keeping the rest."""
+    saved = json.loads(out.read_text()) if out.is_file() else {}
+    saved["encodes"] = long_video_encodes.measure_encodes(work, quick, repeats)
+    flags = " --quick" if quick else f" --repeats {repeats}"
+    saved["encodes"]["command"] = f"python {SCRIPT} --encodes{flags}"
+    saved.pop("machine_at_end", None)
+    print("\n".join(long_video_encodes.page_lines(saved["encodes"])))
+    harness.write_results(out, saved)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", default="1,10,60", help="video lengths, comma-separated")
@@ -378,7 +393,9 @@ def main(argv: list[str] | None = None) -> None:
         default=10,
         help="skip the old reader on longer files (it decodes all of their frames)",
     )
-    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument(
+        "--repeats", type=int, default=1, help="runs per reader and file (per arm with --encodes)"
+    )
     parser.add_argument(
         "--table", action="store_true", help=f"write the results' table into {PAGE.name}"
     )
@@ -389,7 +406,16 @@ def main(argv: list[str] | None = None) -> None:
         help="instead of decoding: train this many steps on 1-minute videos with prefetch 0 "
         "and 1, into the results file's step_time",
     )
+    parser.add_argument(
+        "--encodes",
+        action="store_true",
+        help="instead of decoding: vision encodes per row in a 3-turn tool rollout before and "
+        "after the cache encoded each clip once, into the results file's encodes",
+    )
     args = harness.parse_args(parser, "long_video", argv)
+    if args.encodes:
+        run_encodes(args.out, args.work, args.quick, 1 if args.quick else args.repeats)
+        return
     if args.steps:
         saved = json.loads(args.out.read_text()) if args.out.is_file() else {}
         saved["step_time"] = measure_steps(args.work, args.steps, args.quick)
@@ -422,9 +448,9 @@ def main(argv: list[str] | None = None) -> None:
         "summary": summary(results, minutes, gops),
         **run.facts(),
     }
-    if args.out.is_file() and not args.quick:  # the step times of `--steps`, kept
-        earlier = json.loads(args.out.read_text()).get("step_time")
-        result.update({"step_time": earlier} if earlier else {})
+    if args.out.is_file() and not args.quick:  # the results of `--steps` and `--encodes`, kept
+        earlier = json.loads(args.out.read_text())
+        result.update({k: earlier[k] for k in ("step_time", "encodes") if k in earlier})
     print()
     print(page_text(result))
     harness.write_results(args.out, result)

@@ -78,3 +78,24 @@ def test_quick_step_time_runs_prefetch_0_and_1_with_the_same_metrics(tmp_path):
         arm = result["step_time"][f"prefetch{workers}"]
         assert arm["step_s"]["n"] == 1 and arm["decode_s"]["median"] >= 0
     assert "prefetch 0 / 1 step time" in done.stdout
+
+
+@pytest.mark.slow  # two train steps of the tiny model, in this process
+def test_quick_encodes_counts_each_clip_once_with_the_cache(tmp_path, capsys):
+    out = tmp_path / "long_video.json"
+    out.write_text(json.dumps({"files": {}, "summary": {}}))  # the decode part, kept
+    bench = bench_module("long_video")
+    bench.main(["--encodes", "--quick", "--work", str(tmp_path), "--out", str(out)])
+    result = json.loads(out.read_text())
+    assert result["files"] == {} and result["encodes"]["rows"] == 8
+    before, after = result["encodes"]["before"], result["encodes"]["after"]
+    keys = {"vision_encodes_per_row", "calls_per_row", "tower_items_step", "step_s", "step_cpu_s"}
+    assert set(before) == set(after) == keys
+    assert before["calls_per_row"] == after["calls_per_row"] == 1.0  # 4 rows call twice
+    # after: 2 prompt videos (once per group) + 8 clips; before: turn 2 re-encodes each
+    # caller's video and first clip, turn 3 its video and both clips
+    assert after["vision_encodes_per_row"] == (2 + 8) / 8
+    assert before["vision_encodes_per_row"] == (2 + 4 * 2 + 4 * 3) / 8
+    assert after["tower_items_step"] < before["tower_items_step"]
+    assert set(result["encodes"]["before_over_after"]) == keys - {"calls_per_row"}
+    assert "| 3-turn tool rollout, after | 1.25 |" in capsys.readouterr().out
