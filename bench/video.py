@@ -230,7 +230,7 @@ def backend_throughput(files: dict[str, list[Path]], repeats: int) -> dict[str, 
 
     sampling = load_config(harness.RECIPE, ["model.path=x", "data.train=x"]).video
     out: dict[str, Any] = {}
-    for backend in get_args(Backend):  # the same order as videorl.video.backends.BACKENDS
+    for backend in get_args(Backend):  # the order `Backend` declares
         if not backend_available(backend):
             out[backend] = {"installed": False}
             print(f"  {backend}: not installed", flush=True)

@@ -8,7 +8,6 @@ from videorl.data.families import Family
 from videorl.data.prompts import build_prompt
 from videorl.demo.examples import demo_families
 from videorl.demo.inference import (
-    MAX_TRACKED_FRAMES,
     Question,
     Settings,
     ask,
@@ -16,10 +15,10 @@ from videorl.demo.inference import (
     parse_prediction,
     probe_duration,
     question_record,
-    tracked_frames,
 )
 from videorl.errors import DataError, MediaError
 from videorl.tasks.spatio_temporal_grounding.parsing import parse_spatio_temporal
+from videorl.tasks.tracking.demo import MAX_TRACKED_FRAMES, tracked_frames
 from videorl.tasks.tracking.parsing import parse_tracking
 from videorl.video.meta import VideoMeta
 

@@ -13,8 +13,6 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from videorl.data.families import Family
 from videorl.data.records import (
     MediaRef,
@@ -32,8 +30,6 @@ from videorl.rewards.protocol import THINK_CLOSE, THINK_OPEN
 from videorl.video.decode import DecodedVideo, VideoConfig, decode_video
 from videorl.video.meta import VideoMeta
 
-MAX_TRACKED_FRAMES = 8  # frames a typed tracking question asks boxes for
-TRACK_EVERY_S = 0.5
 CUT_CLIP = "ffmpeg -ss START -t SECONDS -i IN.mp4 -c copy OUT.mp4"
 
 
@@ -175,17 +171,6 @@ def vision_factor(loaded: LoadedModel) -> int:
     processor = getattr(loaded.processor, "video_processor", None)
     patch, merge = getattr(processor, "patch_size", None), getattr(processor, "merge_size", None)
     return int(patch * merge) if patch and merge else 28
-
-
-def tracked_frames(meta: VideoMeta) -> list[int]:
-    """Source frames every 0.5 s after frame 0, at most `MAX_TRACKED_FRAMES`, evenly spread."""
-    total = max(1, round(meta.duration * meta.source_fps))
-    step = max(1, round(meta.source_fps * TRACK_EVERY_S))
-    frames = list(range(step, total, step)) or [total - 1]
-    if len(frames) > MAX_TRACKED_FRAMES:
-        picks = np.linspace(0, len(frames) - 1, MAX_TRACKED_FRAMES).round().astype(int)
-        frames = [frames[i] for i in picks]
-    return frames
 
 
 def question_record(question: Question, video_path: str, meta: VideoMeta) -> TaskRecord:

@@ -27,7 +27,6 @@ import torch
 from videorl.video.seeking import MIN_SKIP, FrameIndex, plan_seeks
 
 Backend = Literal["pyav", "torchcodec", "decord"]
-BACKENDS: tuple[str, ...] = get_args(Backend)
 _MODULE = {"pyav": "av", "torchcodec": "torchcodec", "decord": "decord"}
 # How the PyAV reader moves through a file: `auto` chooses per plan (docs/long_videos.md),
 # `forward` reads from the first wanted frame to the last (the reader before issue 46),

@@ -4,13 +4,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Literal
 
 from videorl.video.sampling import TEMPORAL_PATCH
 
 # How the frames' timing reaches the processor (`VideoConfig.time_encoding`).
 TimeEncoding = Literal["sampled", "processor_default"]
-TIME_ENCODINGS: tuple[str, ...] = get_args(TimeEncoding)
 # The fps the Qwen2.5-VL processor assumed when it was given none, in the transformers that
 # Video-R1 trained with (4.49-4.51 `processing_qwen2_5_vl.py`:
 # `fps = output_kwargs["videos_kwargs"].pop("fps", 2.0)`): 2 frames per grid = 1.0 s.

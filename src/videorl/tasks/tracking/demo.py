@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from videorl.data.records import TrackingAnswer
 from videorl.demo import views
-from videorl.demo.inference import Result, tracked_frames
+from videorl.demo.inference import Result
 from videorl.demo.parts import FAMILY_DEMOS, DemoParts, Pictures
 from videorl.tasks.common import NO_BOX
 from videorl.tasks.tracking.parsing import parse_tracking
@@ -15,6 +17,19 @@ from videorl.video.meta import VideoMeta
 # the query box's hint, and the answer format named when a reply does not parse
 PLACEHOLDER = "the object to track, e.g. the green circle"
 EXPECTED = '<answer>{"boxes": {"<frame>": [x1, y1, x2, y2]}}</answer>'
+MAX_TRACKED_FRAMES = 8  # frames a typed tracking question asks boxes for
+TRACK_EVERY_S = 0.5
+
+
+def tracked_frames(meta: VideoMeta) -> list[int]:
+    """Source frames every 0.5 s after frame 0, at most `MAX_TRACKED_FRAMES`, evenly spread."""
+    total = max(1, round(meta.duration * meta.source_fps))
+    step = max(1, round(meta.source_fps * TRACK_EVERY_S))
+    frames = list(range(step, total, step)) or [total - 1]
+    if len(frames) > MAX_TRACKED_FRAMES:
+        picks = np.linspace(0, len(frames) - 1, MAX_TRACKED_FRAMES).round().astype(int)
+        frames = [frames[i] for i in picks]
+    return frames
 
 
 def _blank(_options: tuple[str, ...], meta: VideoMeta) -> tuple[TrackingAnswer, dict[str, Any]]:
