@@ -23,11 +23,13 @@ from videorl.rewards.annotation import serialize_annotation
 from videorl.rewards.batch import score_batch
 from videorl.rewards.config import RewardConfig
 from videorl.rollout.prompting import encode_record
+from videorl.trainer.build import build_state
 from videorl.trainer.loop import run_training
 from videorl.trainer.sft import (
     SFT_HOOKS,
     response_nll_sum,
     run_sft,
+    sft_step,
     target_text,
     target_tokens,
 )
@@ -95,6 +97,19 @@ def test_sft_loss_decreases_on_a_tiny_model(sft_run):
         assert r["val/video_gain/reversed"] == pytest.approx(gain)
     assert (sft_run / "step-000012" / "state.pt").is_file()
     assert (sft_run / "config.yaml").is_file()
+
+
+def test_a_step_leaves_no_visual_embeddings_behind(tiny_model_dir, tg_data, tmp_path):
+    """The frozen tower's cached embeddings (and the pixels that key them) last one step:
+    an 800-step SFT that kept them grew by ~15 MB a step to over 10 GB."""
+    config = sft_config(tiny_model_dir("qwen2_5_vl"), tg_data, tmp_path / "sft")
+    state = build_state(config, None)
+    caches = state.visual_caches.caches
+    assert caches  # the frozen tower's cache is on, so this can fail
+    for _ in range(3):
+        sft_step(state, state.sampler.next_batch())
+        state.step += 1
+        assert [len(cache) for cache in caches] == [0] * len(caches)
 
 
 def test_prompt_tokens_get_no_loss(tiny_model_dir, tg_data):

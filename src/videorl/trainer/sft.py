@@ -168,6 +168,7 @@ def response_nll(
 def sft_step(state: TrainState, indices: list[int]) -> StepResult:
     """decode -> targets -> response-only NLL over micro-batches -> one clipped AdamW step."""
     cfg, start = state.cfg, time.perf_counter()
+    state.visual_caches.clear()  # e.g. validation's videos
     mine = [state.records[i] for i in shard_indices(indices, state.info)]
     tool_trajectory = cfg.sft.target == "tool_trajectory"
     tools = state.tools.schemas() if tool_trajectory and state.tools is not None else []
@@ -207,6 +208,7 @@ def sft_step(state: TrainState, indices: list[int]) -> StepResult:
     if finite:
         state.optimizer.step()
     state.optimizer.zero_grad(set_to_none=True)
+    state.visual_caches.clear()  # the step's pixels and embeddings, as train_step's end
     state.scheduler.step()
     state.engine.sync_weights(state.policy.model)
     seconds = time.perf_counter() - start
