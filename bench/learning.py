@@ -23,6 +23,7 @@ import json
 import math
 import platform
 import statistics
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -75,12 +76,19 @@ RECIPES: dict[str, list[str]] = {
 
 
 def prepare(
-    work: Path, seed: int, sft_steps: int, n: int = 256, val: int = 32, warmup: int = 150
+    work: Path,
+    seed: int,
+    sft_steps: int,
+    n: int = 256,
+    val: int = 32,
+    warmup: int = 150,
+    sft_overrides: Sequence[str] = (),
+    tag: str = "",
 ) -> dict[str, Any]:
     """`make quickstart`'s first three commands under `work/`: the tiny model (its tower warmed
-    up for `warmup` steps), `n` + `val` videos and the SFT model; each is reused when already
-    there."""
-    model, data, sft = work / "model", work / "data", work / f"sft-{sft_steps}"
+    up for `warmup` steps), `n` + `val` videos and the SFT model (`sft_overrides` on top of
+    sft_quickstart, in `sft-STEPS{tag}`); each is reused when already there."""
+    model, data, sft = work / "model", work / "data", work / f"sft-{sft_steps}{tag}"
     if not (model / "config.json").is_file():
         warm = ["--vision-warmup", warmup] if warmup else []
         videorl("make-tiny", model, "--arch", "qwen3_vl", *warm, "--seed", seed)
@@ -93,7 +101,7 @@ def prepare(
         sft, "sft", "sft_quickstart", f"model.path={model}", f"data.train={data / 'train.jsonl'}",
         f"data.val={data / 'val.jsonl'}", f"trainer.output_dir={sft}",
         f"trainer.steps={sft_steps}", f"trainer.save_every={sft_steps}",
-        f"trainer.val_every={sft_steps}", f"trainer.seed={seed}", "--overwrite",
+        f"trainer.val_every={sft_steps}", f"trainer.seed={seed}", *sft_overrides, "--overwrite",
     )  # fmt: skip
     return {
         "model": str(sft / "final"),
