@@ -113,13 +113,19 @@ def prepare(
 
 
 def evaluate(
-    model: str | Path, val: str | Path, out: Path, controls: tuple[str, ...] = CONTROLS
+    model: str | Path,
+    val: str | Path,
+    out: Path,
+    controls: tuple[str, ...] = CONTROLS,
+    reuse: bool = False,
 ) -> dict[str, float]:
-    """Greedy mIoU on the real validation videos, on each control, and the video gains."""
-    videorl(
-        "eval", "--model", model, "--benchmark", val, "--out", out,
-        "--controls", ",".join(controls), "--overwrite",
-    )  # fmt: skip
+    """Greedy mIoU on the real validation videos, on each control, and the video gains;
+    `reuse`: an earlier eval in `out` is read, not run again."""
+    if not (reuse and (out / "metrics.json").is_file()):
+        videorl(
+            "eval", "--model", model, "--benchmark", val, "--out", out,
+            "--controls", ",".join(controls), "--overwrite",
+        )  # fmt: skip
     metrics = json.loads((out / "metrics.json").read_text())
     scores = {"mIoU": metrics["families"][FAMILY]["metrics"]["mIoU"]}
     for control in controls:

@@ -57,7 +57,8 @@ def one_seed(
     tag = "" if name == "seeds" else f"-{name}"
     with child_threads(threads):
         start = prepare(work, seed, sft_steps, sft_overrides=sft_set, tag=tag)
-        sft = evaluate(start["model"], start["val"], work / f"eval-sft{tag}")
+        # a cell's SFT model is reused when there (prepare), and so is its eval
+        sft = evaluate(start["model"], start["val"], work / f"eval-sft{tag}", reuse=bool(threads))
         row = {"seed": seed, "sft": sft}
         if threads is not None:
             row |= {"threads": threads, "sft_minutes": start["sft_minutes"]}
