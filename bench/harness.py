@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import contextvars
 import json
 import logging
 import os
@@ -229,14 +230,40 @@ def write_marked(page: Path, script: str, text: str) -> None:
 # the tests make do (no interpreter start-up and torch import per command).
 IN_PROCESS = False
 
+# OMP_NUM_THREADS for the `videorl` commands this thread starts (None: inherit this process's
+# environment); a context variable, so concurrent cells of a bench can differ.
+CHILD_THREADS: contextvars.ContextVar[int | None] = contextvars.ContextVar(
+    "CHILD_THREADS", default=None
+)
+
+
+@contextlib.contextmanager
+def child_threads(threads: int | None) -> Iterator[None]:
+    """Run the `videorl` commands started in this block with `OMP_NUM_THREADS=threads`."""
+    token = CHILD_THREADS.set(threads)
+    try:
+        yield
+    finally:
+        CHILD_THREADS.reset(token)
+
+
+def _child_env() -> dict[str, str] | None:
+    """OMP_NUM_THREADS as `child_threads` set it, with passive waiting: on cores shared with
+    other jobs, spinning threads of a multi-threaded op wait on each other (a 2-thread SFT step
+    took 6-8 s where one thread took 1); how the threads wait does not change the arithmetic."""
+    threads = CHILD_THREADS.get()
+    if threads is None:
+        return None
+    return {**os.environ, "OMP_NUM_THREADS": str(threads), "OMP_WAIT_POLICY": "PASSIVE"}
+
 
 def videorl(*args: object) -> float:
-    """One `videorl` command, as a user types it (this interpreter, the working directory);
-    returns its wall seconds."""
+    """One `videorl` command, as a user types it (this interpreter, the working directory,
+    `child_threads`' OMP_NUM_THREADS when set); returns its wall seconds."""
     if IN_PROCESS:
         return in_process(*args)
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "videorl", *map(str, args)], check=True)
+    subprocess.run([sys.executable, "-m", "videorl", *map(str, args)], check=True, env=_child_env())
     return time.perf_counter() - start
 
 

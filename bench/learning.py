@@ -23,6 +23,7 @@ import json
 import math
 import platform
 import statistics
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -75,12 +76,19 @@ RECIPES: dict[str, list[str]] = {
 
 
 def prepare(
-    work: Path, seed: int, sft_steps: int, n: int = 256, val: int = 32, warmup: int = 150
+    work: Path,
+    seed: int,
+    sft_steps: int,
+    n: int = 256,
+    val: int = 32,
+    warmup: int = 150,
+    sft_overrides: Sequence[str] = (),
+    tag: str = "",
 ) -> dict[str, Any]:
     """`make quickstart`'s first three commands under `work/`: the tiny model (its tower warmed
-    up for `warmup` steps), `n` + `val` videos and the SFT model; each is reused when already
-    there."""
-    model, data, sft = work / "model", work / "data", work / f"sft-{sft_steps}"
+    up for `warmup` steps), `n` + `val` videos and the SFT model (`sft_overrides` on top of
+    sft_quickstart, in `sft-STEPS{tag}`); each is reused when already there."""
+    model, data, sft = work / "model", work / "data", work / f"sft-{sft_steps}{tag}"
     if not (model / "config.json").is_file():
         warm = ["--vision-warmup", warmup] if warmup else []
         videorl("make-tiny", model, "--arch", "qwen3_vl", *warm, "--seed", seed)
@@ -93,7 +101,7 @@ def prepare(
         sft, "sft", "sft_quickstart", f"model.path={model}", f"data.train={data / 'train.jsonl'}",
         f"data.val={data / 'val.jsonl'}", f"trainer.output_dir={sft}",
         f"trainer.steps={sft_steps}", f"trainer.save_every={sft_steps}",
-        f"trainer.val_every={sft_steps}", f"trainer.seed={seed}", "--overwrite",
+        f"trainer.val_every={sft_steps}", f"trainer.seed={seed}", *sft_overrides, "--overwrite",
     )  # fmt: skip
     return {
         "model": str(sft / "final"),
@@ -105,13 +113,19 @@ def prepare(
 
 
 def evaluate(
-    model: str | Path, val: str | Path, out: Path, controls: tuple[str, ...] = CONTROLS
+    model: str | Path,
+    val: str | Path,
+    out: Path,
+    controls: tuple[str, ...] = CONTROLS,
+    reuse: bool = False,
 ) -> dict[str, float]:
-    """Greedy mIoU on the real validation videos, on each control, and the video gains."""
-    videorl(
-        "eval", "--model", model, "--benchmark", val, "--out", out,
-        "--controls", ",".join(controls), "--overwrite",
-    )  # fmt: skip
+    """Greedy mIoU on the real validation videos, on each control, and the video gains;
+    `reuse`: an earlier eval in `out` is read, not run again."""
+    if not (reuse and (out / "metrics.json").is_file()):
+        videorl(
+            "eval", "--model", model, "--benchmark", val, "--out", out,
+            "--controls", ",".join(controls), "--overwrite",
+        )  # fmt: skip
     metrics = json.loads((out / "metrics.json").read_text())
     scores = {"mIoU": metrics["families"][FAMILY]["metrics"]["mIoU"]}
     for control in controls:

@@ -6,7 +6,15 @@ videos, `videorl sft sft_quickstart`, `videorl train quickstart`), then the SFT 
 SFT + OraRL models evaluated greedily on real, frozen, reversed and shuffled videos.
 Writes bench/results/seeds.json and prints the table; `--write` puts it in README.md.
 
+The thread-count study (docs/lab/models-that-see.md, section 12): `--threads 1,2` runs each
+seed's whole pipeline under each `OMP_NUM_THREADS` (the warm-up, SFT and eval all depend on
+float order), `--sft-set KEY=VALUE` changes the SFT recipe (repeatable), `--steps 0` stops
+after SFT, `--jobs 2` runs two cells side by side (a cell's numbers depend on its own thread
+count, not on the load), and `--name` names the results file (bench/results/NAME.json).
+
     PYTHONPATH=src python bench/seeds.py [--seeds 0,1,2] [--sft-steps 800] [--steps 150]
+    PYTHONPATH=src python bench/seeds.py --name seeds_cosine --seeds 0 --threads 1,2 --steps 0 \
+        --sft-set optim.schedule=cosine --sft-set optim.min_lr_ratio=0.1 --jobs 2
 """
 
 from __future__ import annotations
@@ -15,10 +23,12 @@ import argparse
 import json
 import platform
 import statistics
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
-from harness import write_marked
+from harness import child_threads, write_marked
 from learning import (
     CONTROLS,
     RECIPES,
@@ -33,15 +43,48 @@ from learning import (
 WORK = Path("runs/bench-seeds")
 
 
-def one_seed(seed: int, sft_steps: int, steps: int) -> dict[str, Any]:
-    """SFT then OraRL with `seed`; both models' scores."""
-    work = WORK / f"seed-{seed}"
-    start = prepare(work, seed, sft_steps)
-    sft = evaluate(start["model"], start["val"], work / "eval-sft")
-    overrides = [*start_overrides(start, seed), *RECIPES["orarl"]]
-    run = train("orarl", overrides, steps, steps, work=work)
-    orarl = evaluate(Path(run["out"]) / "final", start["val"], work / "eval-orarl")
-    return {"seed": seed, "sft": sft, "orarl": orarl}
+def one_seed(
+    seed: int,
+    sft_steps: int,
+    steps: int,
+    threads: int | None = None,
+    sft_set: Sequence[str] = (),
+    name: str = "seeds",
+) -> dict[str, Any]:
+    """SFT (sft_quickstart with `sft_set`) then OraRL (none when `steps` is 0) with `seed`,
+    every command under OMP_NUM_THREADS=`threads` (None: inherited); the models' scores."""
+    work = WORK / f"seed-{seed}" if threads is None else WORK / f"seed-{seed}-t{threads}"
+    tag = "" if name == "seeds" else f"-{name}"
+    with child_threads(threads):
+        start = prepare(work, seed, sft_steps, sft_overrides=sft_set, tag=tag)
+        # a cell's SFT model is reused when there (prepare), and so is its eval
+        sft = evaluate(start["model"], start["val"], work / f"eval-sft{tag}", reuse=bool(threads))
+        row = {"seed": seed, "sft": sft}
+        if threads is not None:
+            row |= {"threads": threads, "sft_minutes": start["sft_minutes"]}
+            row["sft_curve"] = sft_curve(Path(start["model"]).parent)
+        if steps:
+            overrides = [*start_overrides(start, seed), *RECIPES["orarl"]]
+            run = train(f"orarl{tag}", overrides, steps, steps, work=work)
+            row["orarl"] = evaluate(
+                Path(run["out"]) / "final", start["val"], work / f"eval-orarl{tag}"
+            )
+    return row
+
+
+def sft_curve(run: Path, window: int = 50) -> dict[str, float]:
+    """The SFT run's answer loss over its first and last `window` steps, and the share of steps
+    whose gradient norm was clipped (above optim.grad_clip, 1.0 in sft_quickstart)."""
+    from videorl.trainer.metrics import read_metrics
+
+    rows = read_metrics(run / "metrics.jsonl")
+    loss = [r["sft/loss"] for r in rows if "sft/loss" in r]
+    norms = [r["sft/grad_norm"] for r in rows if "sft/grad_norm" in r]
+    return {
+        "loss_first": statistics.fmean(loss[:window]),
+        "loss_last": statistics.fmean(loss[-window:]),
+        "clipped_share": sum(n > 1.0 for n in norms) / len(norms),
+    }
 
 
 def markdown(rows: list[dict[str, Any]]) -> str:
@@ -52,6 +95,28 @@ def markdown(rows: list[dict[str, Any]]) -> str:
     for row in [*rows, _mean(rows)]:
         cells = " | ".join(f"{row['sft'][k]:.1f} -> {row['orarl'][k]:.1f}" for k in keys)
         lines.append(f"| {row['seed']} | {cells} |")
+    return "\n".join(lines)
+
+
+def threads_markdown(rows: list[dict[str, Any]]) -> str:
+    """The thread-count study: one line per (seed, threads) cell, SFT scores, then the spread
+    of the SFT mIoU over the cells."""
+    lines = [
+        (
+            "| seed | threads | SFT mIoU | frozen | reversed | gain vs frozen | vs reversed |"
+            " loss, last 50 steps | SFT min |"
+        ),
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        sft = row["sft"]
+        lines.append(
+            f"| {row['seed']} | {row['threads']} | {sft['mIoU']:.1f} | {sft['frozen']:.1f} |"
+            f" {sft['reversed']:.1f} | {sft['gain_frozen']:+.1f} | {sft['gain_reversed']:+.1f} |"
+            f" {row['sft_curve']['loss_last']:.3f} | {row['sft_minutes']:.1f} |"
+        )
+    scores = [row["sft"]["mIoU"] for row in rows]
+    lines.append(f"\nSFT mIoU spread over {len(rows)} cells: {max(scores) - min(scores):.1f}")
     return "\n".join(lines)
 
 
@@ -69,7 +134,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", default="0,1,2")
     parser.add_argument("--sft-steps", type=int, default=800)
-    parser.add_argument("--steps", type=int, default=150)
+    parser.add_argument("--steps", type=int, default=150, help="OraRL steps; 0: SFT only")
+    parser.add_argument("--threads", help="comma-separated OMP_NUM_THREADS, one cell each")
+    parser.add_argument(
+        "--sft-set", action="append", default=[], metavar="KEY=VALUE", help="SFT recipe override"
+    )
+    parser.add_argument("--jobs", type=int, default=1, help="cells run side by side")
+    parser.add_argument("--name", default="seeds", help="bench/results/NAME.json")
     parser.add_argument("--quick", action="store_true", help="a smoke run: 20 SFT, 4 RL steps")
     parser.add_argument("--write", action="store_true", help="put the saved table in README.md")
     args = parser.parse_args()
@@ -77,18 +148,39 @@ def main() -> None:
         rows = json.loads((RESULTS / "seeds.json").read_text())["rows"]
         write_marked(ROOT / "README.md", "bench/seeds.py", markdown(rows))
         return
-    sft_steps, steps = (20, 4) if args.quick else (args.sft_steps, args.steps)
-    rows = [one_seed(int(s), sft_steps, steps) for s in args.seeds.split(",")]
-    RESULTS.mkdir(exist_ok=True)
-    name = "seeds_quick" if args.quick else "seeds"
-    payload = {
-        "command": f"PYTHONPATH=src python bench/seeds.py --seeds {args.seeds}"
-        + (" --quick" if args.quick else f" --sft-steps {sft_steps} --steps {steps}"),
+    sft_steps, steps = (20, min(args.steps, 4)) if args.quick else (args.sft_steps, args.steps)
+    threads = [int(t) for t in args.threads.split(",")] if args.threads else [None]
+    # one thread count after the other, so a study stopped early has every seed on the first
+    cells = [(int(s), t) for t in threads for s in args.seeds.split(",")]
+    name = f"{args.name}_quick" if args.quick else args.name
+    command = f"PYTHONPATH=src python bench/seeds.py --seeds {args.seeds}" + (
+        " --quick" if args.quick else f" --sft-steps {sft_steps} --steps {steps}"
+    )
+    if args.threads:
+        command += f" --threads {args.threads} --jobs {args.jobs}"
+    command += "".join(f" --sft-set {kv}" for kv in args.sft_set)
+    if args.name != "seeds":
+        command += f" --name {args.name}"
+    head = {
+        "command": command,
         "machine": platform.platform(),
-        "rows": rows,
+        **({"sft_set": args.sft_set} if args.sft_set else {}),
     }
-    (RESULTS / f"{name}.json").write_text(json.dumps(payload, indent=1))
-    print(markdown(rows))
+
+    def cell_row(cell: tuple[int, int | None]) -> dict[str, Any]:
+        seed, count = cell
+        return one_seed(seed, sft_steps, steps, count, args.sft_set, args.name)
+
+    RESULTS.mkdir(exist_ok=True)
+    done: dict[tuple[int, int | None], dict[str, Any]] = {}
+    with ThreadPoolExecutor(args.jobs) as pool:
+        futures = {pool.submit(cell_row, cell): cell for cell in cells}
+        for future in as_completed(futures):  # saved as each cell ends: a stopped study keeps them
+            done[futures[future]] = future.result()
+            rows = [done[cell] for cell in cells if cell in done]
+            payload = {**head, "cells": len(cells), "rows": rows}
+            (RESULTS / f"{name}.json").write_text(json.dumps(payload, indent=1))
+    print(threads_markdown(rows) if args.threads else markdown(rows))
 
 
 if __name__ == "__main__":
