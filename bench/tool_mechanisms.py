@@ -261,6 +261,10 @@ def sft_arm(
     }
 
 
+def rl_folder(work: Path, mechanism: str, arm: str, steps: int, seed: int) -> Path:
+    return work / f"rl-{mechanism}-{arm}-{steps}-seed{seed}"
+
+
 def train_arm(
     mechanism: str,
     arm: str,
@@ -274,7 +278,7 @@ def train_arm(
 ) -> dict[str, Any]:
     """`videorl train <recipe>` with the arm's overrides (reused when `work/` has it)."""
     spec = MECHANISMS[mechanism]
-    out = work / f"rl-{mechanism}-{arm}-{steps}-seed{seed}"
+    out = rl_folder(work, mechanism, arm, steps, seed)
     overrides = [*spec["shared"], *spec["arms"][arm].get("rl", []), *extra]
     seconds = run_once(
         command, out, "train", spec["recipe"], *overrides, *_common(model, data, out, steps, seed)
@@ -334,16 +338,17 @@ def tokens_per_answer(model: str, predictions: Path) -> float:
 def evaluate_arm(
     mechanism: str, arm: str, model: str, val: str, out: Path, quick: bool, command: Command
 ) -> dict[str, Any]:
-    """Greedy score on the real videos and each control (with the arm's tools when it has
-    them, their media under the control too; else the prompt alone), the gains over frozen
-    and reversed, the score without tools, calls per answer, and (without tools) tokens per
-    answer on each video."""
+    """Greedy score (reused when `out` has it) on the real videos and each control (with the
+    arm's tools when it has them, their media under the control too; else the prompt
+    alone), the gains over frozen and reversed, the score without tools, calls per answer,
+    and (without tools) tokens per answer on each video."""
     family, metric = TASKS[MECHANISMS[mechanism]["data"]]
     tools = bool(arm_config(mechanism, arm).rollout.tools)
-    command(
-        "eval", "--model", model, "--benchmark", val, "--out", out,
-        *eval_flags(mechanism, arm, quick), "--controls", ",".join(CONTROLS), "--overwrite",
-    )  # fmt: skip
+    if not (out / "metrics.json").is_file():  # eval writes it last, when all is scored
+        command(
+            "eval", "--model", model, "--benchmark", val, "--out", out,
+            *eval_flags(mechanism, arm, quick), "--controls", ",".join(CONTROLS), "--overwrite",
+        )  # fmt: skip
     metrics = json.loads((out / "metrics.json").read_text())
     if tools:
         real = metrics["tools"]["with_tools"][family][metric]
@@ -372,41 +377,36 @@ def evaluate_arm(
     return scores
 
 
-def run_mechanisms(
+def run_mechanism(
+    mechanism: str,
+    data: dict[str, str],
     work: Path,
     steps: int,
     sft_steps: int,
-    n: int,
-    val: int,
     seed: int,
     window: int,
     start: str,
     quick: bool = False,
 ) -> list[dict[str, Any]]:
-    """Every mechanism's arms from the seeing model `start`: SFT on gold targets, RL, eval;
-    one row per arm. `quick`: one prompt of two rows a step, 16-token turns, a smoke run
-    whose numbers mean nothing."""
+    """One mechanism's rows: each arm's SFT, RL and eval (each reused when `work/` has it;
+    a `model_from` arm evaluates that arm's RL model). `quick`: one prompt of two rows a
+    step, 16-token turns, a smoke run whose numbers mean nothing."""
     command = in_process if quick else videorl
-    tasks = write_tasks(work, n, val, seed, command)
-    rows: list[dict[str, Any]] = []
-    trained: dict[tuple[str, str], dict[str, Any]] = {}  # (mechanism, arm) -> its RL run
-    for mechanism, spec in MECHANISMS.items():
-        data = tasks[spec["data"]]
-        for arm, arm_spec in spec["arms"].items():
-            row: dict[str, Any] = {"mechanism": mechanism, "arm": arm}
-            if "model_from" in arm_spec:
-                model = trained[arm_spec["model_from"]]["model"]
-            else:
-                sft = sft_arm(mechanism, arm, start, data, work, sft_steps, seed, command)
-                extra = QUICK_RL if quick else []
-                run = train_arm(
-                    mechanism, arm, sft["model"], data, work, steps, seed, extra, command
-                )
-                trained[(mechanism, arm)], model = run, run["model"]
-                row |= summarize_run(sft, run, window)
-            folder = work / f"eval-{mechanism}-{arm}"
-            row["eval"] = evaluate_arm(mechanism, arm, model, data["val"], folder, quick, command)
-            rows.append(row)
+    rows = []
+    for arm, arm_spec in MECHANISMS[mechanism]["arms"].items():
+        row: dict[str, Any] = {"mechanism": mechanism, "arm": arm}
+        if "model_from" in arm_spec:
+            source, source_arm = arm_spec["model_from"]
+            model = str(rl_folder(work, source, source_arm, steps, seed) / "final")
+        else:
+            sft = sft_arm(mechanism, arm, start, data, work, sft_steps, seed, command)
+            extra = QUICK_RL if quick else []
+            run = train_arm(mechanism, arm, sft["model"], data, work, steps, seed, extra, command)
+            model = run["model"]
+            row |= summarize_run(sft, run, window)
+        folder = work / f"eval-{mechanism}-{arm}"
+        row["eval"] = evaluate_arm(mechanism, arm, model, data["val"], folder, quick, command)
+        rows.append(row)
     return rows
 
 
@@ -482,5 +482,6 @@ def search_line(search: dict[str, Any]) -> str:
 
 def tables(saved: dict[str, Any]) -> str:
     """The mechanism rows as docs/tools.md shows them: scores, tokens, retrieval hits."""
-    rows = saved["rows"]
-    return f"{markdown(rows)}\n\n{tokens_markdown(rows)}\n\n{search_line(saved['search'])}"
+    rows, search = saved["rows"], saved.get("search")  # none until a run completes
+    text = f"{markdown(rows)}\n\n{tokens_markdown(rows)}"
+    return text + (f"\n\n{search_line(search)}" if search else "")

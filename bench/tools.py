@@ -51,7 +51,7 @@ from harness import RESULTS, ROOT, run_once, videorl, write_marked
 from learning import CONTROLS
 from learning import evaluate as evaluate_plain
 from learning import prepare as seeing_start
-from tool_mechanisms import rl_run, run_mechanisms
+from tool_mechanisms import MECHANISMS, rl_run, run_mechanism, write_tasks
 from tool_mechanisms import tables as mechanisms_tables
 
 FAMILY = "temporal_grounding"
@@ -353,17 +353,6 @@ def mechanisms(args: argparse.Namespace) -> None:
         start = seeing_start(args.work, args.seed, 1, n=2, val=1, warmup=0)
     else:
         start = seeing_start(SEEING_WORK, args.seed, 800)
-    rows = run_mechanisms(
-        work,
-        args.mech_steps,
-        args.mech_sft_steps,
-        args.mech_n,
-        args.mech_val,
-        args.seed,
-        args.window,
-        start["model"],
-        args.quick,
-    )
     command = "PYTHONPATH=src python bench/tools.py --mechanisms" + (
         " --quick"
         if args.quick
@@ -371,20 +360,35 @@ def mechanisms(args: argparse.Namespace) -> None:
         f" --mech-n {args.mech_n} --mech-val {args.mech_val} --window {args.window}"
     )
     saved = json.loads(out.read_text()) if out.is_file() else {}
-    saved["mechanisms"] = {
+    entry: dict[str, Any] = {
         "command": command,
         "machine": platform.platform(),
         "steps": args.mech_steps,
         "sft_steps": args.mech_sft_steps,
         "start": start,
         "window": args.window,
-        "rows": rows,
-        "search": search_exit.retrieval(work / "search", args.mech_val, args.seed),
-        "total_minutes": (time.perf_counter() - started) / 60,
+        "rows": [],
+        "complete": False,  # until every mechanism's rows are in
     }
+    saved["mechanisms"] = entry
+    run = videorl if not args.quick else harness.in_process
+    tasks = write_tasks(work, args.mech_n, args.mech_val, args.seed, run)
+    settings = (work, args.mech_steps, args.mech_sft_steps, args.seed, args.window)
+    for name, spec in MECHANISMS.items():  # saved after each: a cut run keeps its rows
+        entry["rows"] += run_mechanism(
+            name, tasks[spec["data"]], *settings, start["model"], args.quick
+        )
+        entry["total_minutes"] = (time.perf_counter() - started) / 60
+        write_json(out, saved)
+    entry["search"] = search_exit.retrieval(work / "search", args.mech_val, args.seed)
+    entry["complete"] = True
+    write_json(out, saved)
+    print(mechanisms_tables(entry))
+
+
+def write_json(out: Path, payload: dict[str, Any]) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(saved, indent=1) + "\n")
-    print(mechanisms_tables(saved["mechanisms"]))
+    out.write_text(json.dumps(payload, indent=1) + "\n")
 
 
 if __name__ == "__main__":
