@@ -484,4 +484,7 @@ def tables(saved: dict[str, Any]) -> str:
     """The mechanism rows as docs/tools.md shows them: scores, tokens, retrieval hits."""
     rows, search = saved["rows"], saved.get("search")  # none until a run completes
     text = f"{markdown(rows)}\n\n{tokens_markdown(rows)}"
+    if not saved.get("complete", True):
+        missing = [name for name in MECHANISMS if name not in {row["mechanism"] for row in rows}]
+        text += f"\n\nNot in this run (cut short): {', '.join(missing)}."
     return text + (f"\n\n{search_line(search)}" if search else "")
