@@ -1,26 +1,45 @@
 """One comparison per agent mechanism of issue 49 on a CPU task built so that it matters
 (`bench/tools.py --mechanisms`, docs/tools.md "The mechanism arms").
 
-- **parallel** (ParaVT's parallel crops, `configs/paravt_quickstart.yaml`): a two-event
-  task, "do the two shapes that flash have the same colour?" (yes / no; blind best 50%):
-  an 8 s video with one shape on screen for 1 s in its first half and one in its second,
-  shown at one frame per 4 s, so the prompt's frames miss both flashes in most videos and
-  the answer needs a look at both halves. Arms: up to 4 crop_video calls run in one turn
-  (`rollout.max_calls_per_turn=4`) against one call a turn (`=1`: the second half costs a
-  second model turn).
-- **turns** (FrameThinker's per-turn credit, `configs/framethinker_quickstart.yaml`): the
-  synthetic video-QA set (`videorl synth --families video_qa`: "which colour appears
-  first" needs a selection of the first second), select_frames / get_frame_number;
-  arms `algorithm.turn_rewards=true` against one advantage per row.
+Every arm starts from the seeing model of `bench/tools.py` (`bench/learning.py`'s SFT on
+temporal-grounding prompts at 2 fps), then `videorl sft <the mechanism's recipe>` on gold
+trajectories of the mechanism's tools (`sft.target=tool_trajectory`, rollout/tools/gold.py;
+VideoAuto-R1's `sft.target=answer_twice`), so that RL starts from a model that calls them;
+then `--mech-steps` RL steps of the recipe with the arm's overrides. Arms whose SFT
+overrides are equal share one SFT run.
 
-Both arms of a mechanism start from the same model and data and differ only in that key.
-Each RL model is evaluated greedily with its tools (`videorl eval --tools`, every tool's
-media under each video control too) and without them: accuracy on the real videos, on
-each control, and the gain over the frozen control.
+- **parallel** (ParaVT's parallel crops, `paravt_quickstart`): a two-event task, "do the two
+  shapes that flash have the same colour?" (yes / no; blind best 50%): an 8 s video with
+  one shape on screen for 1 s in each half, shown at one frame per 4 s, so the prompt's
+  frames miss both flashes in most videos. Gold: crop_video of each half, both in one turn
+  (`rollout.max_calls_per_turn=4`) against one a turn (`=1`, in SFT and RL).
+- **subagents** (ParaVT's sub-agents): the same task and start, `rollout.subagents=
+  [crop_video]` (the policy reads each crop in a context of its own and returns text)
+  against the crops' frames in the main row. `videorl eval` has no sub-agents: both RL
+  models are evaluated with the frames in the main row.
+- **turns** (FrameThinker's per-turn credit, `framethinker_quickstart`): synthetic video QA
+  ("which colour appears first" needs the first second), gold select_frames over the whole
+  video; `algorithm.turn_rewards=true` against one advantage per row.
+- **retrieval** (TimeSearch-R, `timesearch_r_quickstart`): temporal grounding of a 1-1.5 s
+  event at one prompt frame per 4 s; gold seek_video_frames with the question as the query
+  against the prompt's frames only (SFT on direct answers, RL with `rollout.tools=[]`).
+  The row also carries `bench/search_exit.py`'s retrieval hit rates on the same kind of
+  videos.
+- **multi_answer** (VideoAuto-R1, `videoauto_r1_quickstart`): video QA, SFT on
+  `\\boxed{y}<think></think>\\boxed{y}` and `reward.mode=videoauto_r1` (0.9 R(a1) + 1.1 R(a2)
+  + format) against the plain answer: SFT on `<answer>y</answer>` after videorl's prompt and
+  the family's own reward (which scores a boxed answer 0, so each arm keeps its format).
+- **early_exit**: the multi_answer arm's RL model evaluated with `--early-exit-confidence
+  0.97` against without: accuracy and tokens per answer on each video.
+
+Each model is evaluated greedily (with its tools when it has them, each tool's media under
+the video control too): the score on the real videos, on each control, and the gains
+real - frozen and real - reversed.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -37,32 +56,99 @@ from videorl.data.synth_tasks import frame_size, large_size, save_video, shape
 
 Command = Callable[..., float]  # `videorl *args`, returning its wall seconds
 CONTROLS = ("frozen", "reversed", "shuffled")
-FAMILY = "video_qa"
+EXIT_CONFIDENCE = 0.97  # VideoAuto-R1's inference threshold
 TWO_EVENTS_DURATION = 8.0  # seconds; one flash of 1 s in each half
-TWO_EVENTS_VIDEO = [  # one frame per 4 s: 2 prompt frames, which miss 1 s flashes
+TWO_EVENTS = [  # one frame per 4 s: 2 prompt frames, which miss 1 s flashes
     "video.fps=0.25",
     "video.min_frames=2",
     "video.max_frames=2",
     "data.frame_budgets=[]",
+    "rollout.max_new_tokens=160",  # a turn of two gold crop_video calls: 127 tokens
 ]
+TOOL_SFT = ["sft.target=tool_trajectory", "sft.tool_call_fraction=1.0"]
+DIRECT_SFT = ["sft.target=annotation", "rollout.tools=[]"]
+SFT_SETTINGS = [  # sft_quickstart's batch, a higher rate (few steps); targets up to the budget
+    "data.prompts_per_step=8",
+    "optim.lr=5e-3",
+    "optim.schedule=constant",
+    "optim.warmup_steps=0",
+    "sft.max_response_tokens=1024",
+]
+# data: which task (`TASKS`); shared: overrides of SFT and RL in both arms; arms: each arm's
+# SFT and RL overrides and eval flags (`model_from`: evaluate that arm's RL model, no training)
 MECHANISMS: dict[str, dict[str, Any]] = {
     "parallel": {
         "recipe": "paravt_quickstart",
         "data": "two_events",
-        "video": TWO_EVENTS_VIDEO,
-        "arms": {"parallel": [], "one_per_turn": ["rollout.max_calls_per_turn=1"]},
-        "tools": "crop_video",
-        "modules": "videorl.rollout.tools.longvt",
+        "shared": TWO_EVENTS,
+        "sft": TOOL_SFT,
+        "arms": {
+            "parallel": {},
+            "one_per_turn": {
+                "sft": ["rollout.max_calls_per_turn=1"],
+                "rl": ["rollout.max_calls_per_turn=1"],
+            },
+        },
+    },
+    "subagents": {
+        "recipe": "paravt_quickstart",
+        "data": "two_events",
+        "shared": TWO_EVENTS,
+        "sft": TOOL_SFT,
+        "arms": {"subagents": {"rl": ["rollout.subagents=[crop_video]"]}, "main_row": {}},
     },
     "turns": {
         "recipe": "framethinker_quickstart",
         "data": "video_qa",
-        "video": [],
-        "arms": {"turn_credit": [], "row_credit": ["algorithm.turn_rewards=false"]},
-        "tools": "select_frames,get_frame_number",
-        "modules": "videorl.rollout.tools.framethinker",
+        "shared": [],
+        "sft": TOOL_SFT,
+        "arms": {"turn_credit": {}, "row_credit": {"rl": ["algorithm.turn_rewards=false"]}},
+    },
+    "retrieval": {
+        "recipe": "timesearch_r_quickstart",
+        "data": "temporal_grounding",
+        "shared": ["rollout.max_new_tokens=128"],  # the gold search: 89 tokens
+        "sft": TOOL_SFT,
+        "arms": {
+            "seek": {},
+            "prompt_frames": {
+                "sft": DIRECT_SFT,
+                "rl": ["rollout.tools=[]", "rollout.frame_search.verify=false"],
+            },
+        },
+    },
+    "multi_answer": {
+        "recipe": "videoauto_r1_quickstart",
+        "data": "video_qa",
+        "shared": [],
+        "sft": ["sft.target=answer_twice"],
+        "arms": {
+            "answer_twice": {},
+            "plain_answer": {  # its own prompt and target: boxed answers score 0 there
+                "sft": ["sft.target=annotation", "data.prompt_style=videorl"],
+                "rl": ["data.prompt_style=videorl", "reward.mode=videorl"],
+            },
+        },
+    },
+    "early_exit": {
+        "recipe": "videoauto_r1_quickstart",
+        "data": "video_qa",
+        "shared": [],
+        "arms": {
+            "full": {"model_from": ("multi_answer", "answer_twice")},
+            "early_exit": {
+                "model_from": ("multi_answer", "answer_twice"),
+                "eval": ["--early-exit-confidence", EXIT_CONFIDENCE],
+            },
+        },
     },
 }
+TASKS = {  # the family and the eval metric of each task
+    "two_events": ("video_qa", "accuracy"),
+    "video_qa": ("video_qa", "accuracy"),
+    "temporal_grounding": ("temporal_grounding", "mIoU"),
+}
+QUICK_RL = ["data.prompts_per_step=1", "rollout.n=2", "rollout.max_new_tokens=16"]
 
 
 def two_event_record(rng: np.random.Generator, rid: str, out: Path) -> TaskRecord:
@@ -109,6 +195,29 @@ def write_two_events(out: Path, n: int, val: int, seed: int) -> dict[str, str]:
     return {"train": str(train), "val": str(valid)}
 
 
+def write_synth(
+    out: Path, family: str, n: int, val: int, seed: int, command: Command
+) -> dict[str, str]:
+    """`videorl synth` of one family (temporal grounding: the "appear" events) under `out`."""
+    if not (out / "val.jsonl").is_file():
+        events = ["--tg-events", "appear"] if family == "temporal_grounding" else []
+        command(
+            "synth", "--out", out, "--families", family, *events, "--n", n, "--val", val,
+            "--seed", seed,
+        )  # fmt: skip
+    return {"train": str(out / "train.jsonl"), "val": str(out / "val.jsonl")}
+
+
+def write_tasks(work: Path, n: int, val: int, seed: int, command: Command) -> dict[str, dict]:
+    return {
+        "two_events": write_two_events(work / "two_events", n, val, seed),
+        "video_qa": write_synth(work / "video_qa", "video_qa", n, val, seed, command),
+        "temporal_grounding": write_synth(
+            work / "temporal_grounding", "temporal_grounding", n, val, seed, command
+        ),
+    }
+
+
 def run_once(command: Command, out: Path, *args: object) -> float:
     """`command(*args)` with outputs in `out`, unless an earlier run finished there (its
     `seconds.txt`, as `harness.run_once`); its wall seconds."""
@@ -119,23 +228,41 @@ def run_once(command: Command, out: Path, *args: object) -> float:
     return float(timing.read_text())
 
 
-def write_video_qa(out: Path, n: int, val: int, seed: int, command: Command) -> dict[str, str]:
-    if not (out / "val.jsonl").is_file():
-        command(
-            "synth", "--out", out, "--families", FAMILY, "--n", n, "--val", val, "--seed", seed,
-        )  # fmt: skip
-    return {"train": str(out / "train.jsonl"), "val": str(out / "val.jsonl")}
+def _common(model: str, data: dict[str, str], out: Path, steps: int, seed: int) -> list[str]:
+    return [
+        f"model.path={model}", f"data.train={data['train']}", "data.val=null",
+        f"trainer.output_dir={out}", f"trainer.steps={steps}", f"trainer.save_every={steps}",
+        "trainer.val_every=0", "trainer.tensorboard=false", f"trainer.seed={seed}",
+        f"data.seed={seed}", "--overwrite",
+    ]  # fmt: skip
 
 
-def start_model(work: Path, seed: int, command: Command) -> str:
-    """The arms' start: a random-init `videorl make-tiny` Qwen3-VL, made once."""
-    model = work / "model"
-    if not (model / "config.json").is_file():
-        command("make-tiny", model, "--arch", "qwen3_vl", "--seed", seed)
-    return str(model)
+def sft_arm(
+    mechanism: str, arm: str, start: str, data: dict, work: Path, steps: int, seed: int, command
+) -> dict[str, Any]:
+    """`videorl sft <recipe>` from the seeing model on the mechanism's gold targets with the
+    arm's SFT overrides; one run per distinct overrides (its folder named by their hash)."""
+    from videorl.trainer.metrics import read_metrics
+
+    spec = MECHANISMS[mechanism]
+    overrides = [*spec["shared"], *spec["sft"], *spec["arms"][arm].get("sft", []), *SFT_SETTINGS]
+    key = hashlib.sha1(json.dumps([spec["recipe"], start, overrides]).encode()).hexdigest()[:8]
+    out = work / f"sft-{spec['recipe']}-{steps}-seed{seed}-{key}"
+    seconds = run_once(
+        command, out, "sft", spec["recipe"], *overrides, *_common(start, data, out, steps, seed)
+    )
+    rows = read_metrics(out / "metrics.jsonl")
+    return {
+        "model": str(out / "final"),
+        "seconds": seconds,
+        "cpu_seconds": sum(r["time/step_cpu"] for r in rows),
+        "loss_first": rows[0]["sft/loss"],
+        "loss_last": rows[-1]["sft/loss"],
+    }
 
 
-QUICK = ["data.prompts_per_step=1", "rollout.n=2", "rollout.max_new_tokens=16"]
+def rl_folder(work: Path, mechanism: str, arm: str, steps: int, seed: int) -> Path:
+    return work / f"rl-{mechanism}-{arm}-{steps}-seed{seed}"
 
 
 def train_arm(
@@ -151,13 +278,11 @@ def train_arm(
 ) -> dict[str, Any]:
     """`videorl train <recipe>` with the arm's overrides (reused when `work/` has it)."""
     spec = MECHANISMS[mechanism]
-    out = work / f"rl-{mechanism}-{arm}-{steps}-seed{seed}"
+    out = rl_folder(work, mechanism, arm, steps, seed)
+    overrides = [*spec["shared"], *spec["arms"][arm].get("rl", []), *extra]
     seconds = run_once(
-        command, out, "train", spec["recipe"], f"model.path={model}", f"data.train={data['train']}",
-        *spec["video"], *spec["arms"][arm], *extra, f"trainer.output_dir={out}",
-        f"trainer.steps={steps}", f"trainer.save_every={steps}", "trainer.tensorboard=false",
-        f"trainer.seed={seed}", f"data.seed={seed}", "--overwrite",
-    )  # fmt: skip
+        command, out, "train", spec["recipe"], *overrides, *_common(model, data, out, steps, seed)
+    )
     return rl_run(out, seconds)
 
 
@@ -178,72 +303,124 @@ def rl_run(out: Path, seconds: float) -> dict[str, Any]:
     }
 
 
-def evaluate_arm(
-    mechanism: str, model: str, val: str, out: Path, max_new_tokens: int, command: Command
-) -> dict[str, float]:
-    """Greedy accuracy with the mechanism's tools (real videos and each control, the tools'
-    media under the control too) and without them, and the calls per answer."""
+def arm_config(mechanism: str, arm: str) -> Any:
+    """The resolved RL config of the arm (its recipe with the shared and the arm's overrides)."""
+    from videorl.api import resolve_config_path
+    from videorl.config import load_config
+
     spec = MECHANISMS[mechanism]
-    command(
-        "eval", "--model", model, "--benchmark", val, "--out", out, "--tools", spec["tools"],
-        "--tool-modules", spec["modules"], "--max-turns", 3, "--max-new-tokens", max_new_tokens,
-        "--max-total-tokens", 1024, "--controls", ",".join(CONTROLS), "--overwrite",
-    )  # fmt: skip
+    overrides = [*spec["shared"], *spec["arms"][arm].get("rl", [])]
+    return load_config(resolve_config_path(spec["recipe"]), overrides)
+
+
+def eval_flags(mechanism: str, arm: str, quick: bool) -> list[object]:
+    """`videorl eval`'s flags for the arm's RL model: its turn budget (16 tokens in `quick`)
+    and, when it has tools, its tools and their modules; then the arm's own flags."""
+    rollout = arm_config(mechanism, arm).rollout
+    flags: list[object] = ["--max-new-tokens", 16 if quick else rollout.max_new_tokens]
+    if rollout.tools:
+        flags += ["--tools", ",".join(rollout.tools), "--tool-modules"]
+        flags += [",".join(rollout.tool_modules), "--max-turns", rollout.max_turns]
+        flags += ["--max-total-tokens", rollout.max_total_tokens]
+    return [*flags, *MECHANISMS[mechanism]["arms"][arm].get("eval", [])]
+
+
+def tokens_per_answer(model: str, predictions: Path) -> float:
+    """Mean tokens (the model's tokenizer) of the responses in a predictions file."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(model)
+    lines = [json.loads(line) for line in predictions.read_text().splitlines() if line.strip()]
+    counts = [len(tokenizer.encode(row.get("response") or "")) for row in lines]
+    return sum(counts) / max(len(counts), 1)
+
+
+def evaluate_arm(
+    mechanism: str, arm: str, model: str, val: str, out: Path, quick: bool, command: Command
+) -> dict[str, Any]:
+    """Greedy score (reused when `out` has it) on the real videos and each control (with the
+    arm's tools when it has them, their media under the control too; else the prompt
+    alone), the gains over frozen and reversed, the score without tools, calls per answer,
+    and (without tools) tokens per answer on each video."""
+    family, metric = TASKS[MECHANISMS[mechanism]["data"]]
+    tools = bool(arm_config(mechanism, arm).rollout.tools)
+    if not (out / "metrics.json").is_file():  # eval writes it last, when all is scored
+        command(
+            "eval", "--model", model, "--benchmark", val, "--out", out,
+            *eval_flags(mechanism, arm, quick), "--controls", ",".join(CONTROLS), "--overwrite",
+        )  # fmt: skip
     metrics = json.loads((out / "metrics.json").read_text())
-    tools, use = metrics["tools"], metrics["tools"]["use"]
-    scores = {
-        "accuracy_with_tools": tools["with_tools"][FAMILY]["accuracy"],
-        "accuracy_without_tools": tools["without_tools"][FAMILY]["accuracy"],
+    if tools:
+        real = metrics["tools"]["with_tools"][family][metric]
+        without = metrics["tools"]["without_tools"][family][metric]
+    else:
+        real, without = metrics["families"][family]["metrics"][metric], None
+    use = metrics.get("tools", {}).get("use", {})
+    scores: dict[str, Any] = {
+        "metric": metric,
+        "real": real,
+        "without_tools": without,
         "calls_per_answer": use.get("calls_per_answer", 0.0),
         "errors_per_answer": use.get("errors_per_answer", 0.0),
+        "tokens_per_answer": None,
     }
     for control in CONTROLS:
-        scores[control] = metrics["controls"][control]["families"][FAMILY]["accuracy"]
-    scores["gain_vs_frozen"] = scores["accuracy_with_tools"] - scores["frozen"]
+        scores[control] = metrics["controls"][control]["families"][family][metric]
+    scores["gain_vs_frozen"] = real - scores["frozen"]
+    scores["gain_vs_reversed"] = real - scores["reversed"]
+    if not tools:  # the responses are whole answers: their length is the cost
+        files = {"real": out / "predictions.jsonl"}
+        files |= {c: out / "controls" / c / "predictions.jsonl" for c in CONTROLS}
+        scores["tokens_per_answer"] = {v: tokens_per_answer(model, f) for v, f in files.items()}
+    if "early_exit" in metrics:
+        scores["exit_rate"] = metrics["early_exit"]["exit_rate"]
     return scores
 
 
-def run_mechanisms(
+def run_mechanism(
+    mechanism: str,
+    data: dict[str, str],
     work: Path,
     steps: int,
-    n: int,
-    val: int,
+    sft_steps: int,
     seed: int,
     window: int,
+    start: str,
     quick: bool = False,
-    model: str | None = None,
 ) -> list[dict[str, Any]]:
-    """Every mechanism's arms, trained and evaluated: one row per arm, from `model` (a
-    checkpoint that already calls the tools; default a random-init tiny model). `quick`: one
-    prompt of two rows a step, 16-token turns, a smoke run whose numbers mean nothing."""
+    """One mechanism's rows: each arm's SFT, RL and eval (each reused when `work/` has it;
+    a `model_from` arm evaluates that arm's RL model). `quick`: one prompt of two rows a
+    step, 16-token turns, a smoke run whose numbers mean nothing."""
     command = in_process if quick else videorl
-    model = model or start_model(work, seed, command)
-    data = {
-        "two_events": write_two_events(work / "two_events", n, val, seed),
-        "video_qa": write_video_qa(work / "video_qa", n, val, seed, command),
-    }
     rows = []
-    for mechanism, spec in MECHANISMS.items():
-        task = data[spec["data"]]
-        for arm in spec["arms"]:
-            extra = QUICK if quick else []
-            run = train_arm(mechanism, arm, model, task, work, steps, seed, extra, command)
-            folder = work / f"eval-{mechanism}-{arm}"
-            tokens = 16 if quick else 96
-            scores = evaluate_arm(mechanism, run["model"], task["val"], folder, tokens, command)
-            rows.append(
-                {
-                    "mechanism": mechanism,
-                    "arm": arm,
-                    "reward_first": _mean(run["reward"][:window]),
-                    "reward_last": _mean(run["reward"][-window:]),
-                    "calls_last": _mean(run["calls_per_row"][-window:]),
-                    "eval": scores,
-                    "cpu_minutes": run["cpu_seconds"] / 60,
-                    "rl": run,
-                }
-            )
+    for arm, arm_spec in MECHANISMS[mechanism]["arms"].items():
+        row: dict[str, Any] = {"mechanism": mechanism, "arm": arm}
+        if "model_from" in arm_spec:
+            source, source_arm = arm_spec["model_from"]
+            model = str(rl_folder(work, source, source_arm, steps, seed) / "final")
+        else:
+            sft = sft_arm(mechanism, arm, start, data, work, sft_steps, seed, command)
+            extra = QUICK_RL if quick else []
+            run = train_arm(mechanism, arm, sft["model"], data, work, steps, seed, extra, command)
+            model = run["model"]
+            row |= summarize_run(sft, run, window)
+        folder = work / f"eval-{mechanism}-{arm}"
+        row["eval"] = evaluate_arm(mechanism, arm, model, data["val"], folder, quick, command)
+        rows.append(row)
     return rows
+
+
+def summarize_run(sft: dict[str, Any], run: dict[str, Any], window: int) -> dict[str, Any]:
+    """An arm's training: reward over the first and last `window` RL steps, calls per row
+    over the last, SFT and RL CPU minutes."""
+    return {
+        "reward_first": _mean(run["reward"][:window]),
+        "reward_last": _mean(run["reward"][-window:]),
+        "calls_last": _mean(run["calls_per_row"][-window:]),
+        "cpu_minutes": (sft["cpu_seconds"] + run["cpu_seconds"]) / 60,
+        "sft": sft,
+        "rl": run,
+    }
 
 
 def _mean(values: list[float | None]) -> float:
@@ -251,19 +428,63 @@ def _mean(values: list[float | None]) -> float:
     return sum(present) / len(present) if present else float("nan")
 
 
+def _cell(value: float | None, fmt: str) -> str:
+    return "-" if value is None else format(value, fmt)
+
+
 def markdown(rows: list[dict[str, Any]]) -> str:
     lines = [
-        "| mechanism | arm | reward, first | last | calls/row, last | eval acc with tools | "
-        "without | " + " | ".join(CONTROLS) + " | gain vs frozen | train CPU min |",
-        "|---|---|---|---|---|---|---|" + "---|" * len(CONTROLS) + "---|---|",
+        "| mechanism | arm | reward, first | last | calls/row, last | eval metric | real | "
+        "without tools | " + " | ".join(CONTROLS) + " | gain vs frozen | gain vs reversed | "
+        "tokens/answer, real | train CPU min |",
+        "|---|---|---|---|---|---|---|---|" + "---|" * len(CONTROLS) + "---|---|---|---|",
     ]
     for row in rows:
         e = row["eval"]
         controls = " | ".join(f"{e[c]:.1f}" for c in CONTROLS)
+        tokens = (e["tokens_per_answer"] or {}).get("real")
         lines.append(
-            f"| {row['mechanism']} | {row['arm']} | {row['reward_first']:.3f} |"
-            f" {row['reward_last']:.3f} | {row['calls_last']:.2f} |"
-            f" {e['accuracy_with_tools']:.1f} | {e['accuracy_without_tools']:.1f} | {controls} |"
-            f" {e['gain_vs_frozen']:+.1f} | {row['cpu_minutes']:.1f} |"
+            f"| {row['mechanism']} | {row['arm']} | {_cell(row.get('reward_first'), '.3f')} |"
+            f" {_cell(row.get('reward_last'), '.3f')} | {_cell(row.get('calls_last'), '.2f')} |"
+            f" {e['metric']} | {e['real']:.1f} | {_cell(e['without_tools'], '.1f')} |"
+            f" {controls} | {e['gain_vs_frozen']:+.1f} | {e['gain_vs_reversed']:+.1f} |"
+            f" {_cell(tokens, '.1f')} | {_cell(row.get('cpu_minutes'), '.1f')} |"
         )
     return "\n".join(lines)
+
+
+def tokens_markdown(rows: list[dict[str, Any]]) -> str:
+    """The arms that answer without tools: tokens per answer on each video, and the share
+    of answers that stopped after a1 (early exit, real videos)."""
+    lines = [
+        "| mechanism | arm | tokens/answer, real | " + " | ".join(CONTROLS) + " | exit rate |",
+        "|---|---|---|" + "---|" * len(CONTROLS) + "---|",
+    ]
+    for row in rows:
+        e = row["eval"]
+        if e["tokens_per_answer"] is None:
+            continue
+        tokens = " | ".join(f"{e['tokens_per_answer'][v]:.1f}" for v in ("real", *CONTROLS))
+        lines.append(
+            f"| {row['mechanism']} | {row['arm']} | {tokens} | {_cell(e.get('exit_rate'), '.2f')} |"
+        )
+    return "\n".join(lines)
+
+
+def search_line(search: dict[str, Any]) -> str:
+    """`bench/search_exit.py`'s retrieval hit rates, as one sentence."""
+    rates = ", ".join(f"{arm} {rate:.2f}" for arm, rate in search["hit_rate"].items())
+    return (
+        f"seek_video_frames hit rates (a returned frame inside the event, "
+        f"`search_exit.retrieval` over {search['videos']} videos): {rates}."
+    )
+
+
+def tables(saved: dict[str, Any]) -> str:
+    """The mechanism rows as docs/tools.md shows them: scores, tokens, retrieval hits."""
+    rows, search = saved["rows"], saved.get("search")  # none until a run completes
+    text = f"{markdown(rows)}\n\n{tokens_markdown(rows)}"
+    if not saved.get("complete", True):
+        missing = [name for name in MECHANISMS if name not in {row["mechanism"] for row in rows}]
+        text += f"\n\nNot in this run (cut short): {', '.join(missing)}."
+    return text + (f"\n\n{search_line(search)}" if search else "")

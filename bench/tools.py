@@ -24,11 +24,14 @@ with --quick) and prints the markdown table.
 
     PYTHONPATH=src python bench/tools.py [--read-steps 400] [--mix-steps 60] [--rl-steps 40]
 
-`--mechanisms` runs the arms of `bench/tool_mechanisms.py` instead (parallel crops on a
-two-event task, per-turn credit on a frame-selection task) and stores their rows under
-`mechanisms` in the same results file:
+`--mechanisms` runs the arms of `bench/tool_mechanisms.py` instead (parallel crops and
+sub-agents on a two-event task, per-turn credit on a frame-selection task, frame retrieval,
+the answer-twice reward and early exit), each from the seeing model SFT-ed on gold
+trajectories of its tools, and stores their rows under `mechanisms` in the same results
+file:
 
-    PYTHONPATH=src python bench/tools.py --mechanisms [--mech-steps 20] [--mech-n 64]
+    PYTHONPATH=src python bench/tools.py --mechanisms [--mech-steps 20] [--mech-sft-steps 40]
+        [--mech-n 64] [--mech-val 16]
 """
 
 from __future__ import annotations
@@ -43,12 +46,13 @@ from pathlib import Path
 from typing import Any
 
 import harness
+import search_exit
 from harness import RESULTS, ROOT, run_once, videorl, write_marked
 from learning import CONTROLS
 from learning import evaluate as evaluate_plain
 from learning import prepare as seeing_start
-from tool_mechanisms import markdown as mechanisms_markdown
-from tool_mechanisms import rl_run, run_mechanisms
+from tool_mechanisms import MECHANISMS, rl_run, run_mechanism, write_tasks
+from tool_mechanisms import tables as mechanisms_tables
 
 FAMILY = "temporal_grounding"
 PAGE = ROOT / "docs" / "tools.md"  # its tables sit between this script's markers
@@ -255,14 +259,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--table", action="store_true", help="print the saved results' table")
     parser.add_argument("--write", action="store_true", help="write it into docs/tools.md")
     parser.add_argument(
-        "--mechanisms", action="store_true", help="the parallel-crop and per-turn-credit arms"
+        "--mechanisms", action="store_true", help="the agent-mechanism arms (issue 49)"
     )
     parser.add_argument("--mech-steps", type=int, default=20, help="RL steps of each arm")
+    parser.add_argument(
+        "--mech-sft-steps", type=int, default=40, help="SFT steps on each arm's gold targets"
+    )
     parser.add_argument("--mech-n", type=int, default=64, help="training videos per task")
     parser.add_argument("--mech-val", type=int, default=16, help="validation videos per task")
-    parser.add_argument(
-        "--mech-model", default=None, help="the arms' start (default: a random-init tiny model)"
-    )
     args = parser.parse_args(argv)
     if args.mechanisms:
         mechanisms(args)
@@ -330,44 +334,61 @@ MECHANISMS_TABLE = "bench/tool_mechanisms.py"  # its table's markers in docs/too
 
 def mechanisms(args: argparse.Namespace) -> None:
     """`--mechanisms`: run the arms and store their rows under `mechanisms` in the results
-    file (the tools-vs-direct rows of a file already there are kept)."""
+    file (the tools-vs-direct rows of a file already there are kept), with
+    `bench/search_exit.py`'s retrieval hit rates on `--mech-val` videos of the same kind."""
     if args.quick:
-        args.mech_steps, args.mech_n, args.mech_val, args.window = 1, 2, 1, 1
+        harness.IN_PROCESS = True
+        args.mech_steps, args.mech_sft_steps, args.mech_n, args.mech_val = 1, 1, 2, 1
+        args.window = 1
     out = args.out or RESULTS / ("tools_quick.json" if args.quick else "tools.json")
     if args.table or args.write:
-        text = mechanisms_markdown(json.loads(out.read_text())["mechanisms"]["rows"])
+        text = mechanisms_tables(json.loads(out.read_text())["mechanisms"])
         if args.write:
             write_marked(PAGE, MECHANISMS_TABLE, text)
         print(text)
         return
     started = time.perf_counter()
     work = args.work / "mechanisms"
-    rows = run_mechanisms(
-        work,
-        args.mech_steps,
-        args.mech_n,
-        args.mech_val,
-        args.seed,
-        args.window,
-        args.quick,
-        args.mech_model,
-    )
+    if args.quick:  # a tiny start: 2 + 1 videos, no tower warm-up, 1 SFT step
+        start = seeing_start(args.work, args.seed, 1, n=2, val=1, warmup=0)
+    else:
+        start = seeing_start(SEEING_WORK, args.seed, 800)
     command = "PYTHONPATH=src python bench/tools.py --mechanisms" + (
-        " --quick" if args.quick else f" --mech-steps {args.mech_steps} --mech-n {args.mech_n}"
+        " --quick"
+        if args.quick
+        else f" --mech-steps {args.mech_steps} --mech-sft-steps {args.mech_sft_steps}"
+        f" --mech-n {args.mech_n} --mech-val {args.mech_val} --window {args.window}"
     )
     saved = json.loads(out.read_text()) if out.is_file() else {}
-    saved["mechanisms"] = {
+    entry: dict[str, Any] = {
         "command": command,
         "machine": platform.platform(),
         "steps": args.mech_steps,
-        "start": args.mech_model or "random-init tiny Qwen3-VL",
+        "sft_steps": args.mech_sft_steps,
+        "start": start,
         "window": args.window,
-        "rows": rows,
-        "total_minutes": (time.perf_counter() - started) / 60,
+        "rows": [],
+        "complete": False,  # until every mechanism's rows are in
     }
+    saved["mechanisms"] = entry
+    run = videorl if not args.quick else harness.in_process
+    tasks = write_tasks(work, args.mech_n, args.mech_val, args.seed, run)
+    settings = (work, args.mech_steps, args.mech_sft_steps, args.seed, args.window)
+    for name, spec in MECHANISMS.items():  # saved after each: a cut run keeps its rows
+        entry["rows"] += run_mechanism(
+            name, tasks[spec["data"]], *settings, start["model"], args.quick
+        )
+        entry["total_minutes"] = (time.perf_counter() - started) / 60
+        write_json(out, saved)
+    entry["search"] = search_exit.retrieval(work / "search", args.mech_val, args.seed)
+    entry["complete"] = True
+    write_json(out, saved)
+    print(mechanisms_tables(entry))
+
+
+def write_json(out: Path, payload: dict[str, Any]) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(saved, indent=1) + "\n")
-    print(mechanisms_markdown(rows))
+    out.write_text(json.dumps(payload, indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -110,14 +110,45 @@ def _flat(config) -> dict:
     return dict(walk("", asdict(config)))
 
 
+ARM_KEYS = {  # what each mechanism's trained arms differ in, in SFT and RL
+    "parallel": ({"rollout.max_calls_per_turn"}, {"rollout.max_calls_per_turn"}),
+    "subagents": (set(), {"rollout.subagents"}),
+    "turns": (set(), {"algorithm.turn_rewards"}),
+    "retrieval": (
+        {"sft.target", "rollout.tools"},
+        {"rollout.tools", "rollout.frame_search.verify"},
+    ),
+    "multi_answer": (
+        {"sft.target", "data.prompt_style"},
+        {"data.prompt_style", "reward.mode"},
+    ),
+}
+
+
+def _arm_config(mechanisms, name: str, arm: str, stage: str):
+    spec = mechanisms.MECHANISMS[name]
+    extra = [*spec["sft"], *mechanisms.SFT_SETTINGS] if stage == "sft" else []
+    return _flat(
+        _load(spec["recipe"], [*spec["shared"], *extra, *spec["arms"][arm].get(stage, [])])
+    )
+
+
 def test_each_mechanisms_arms_differ_in_its_key_only(mechanisms):
-    keys = {"parallel": "rollout.max_calls_per_turn", "turns": "algorithm.turn_rewards"}
-    for name, spec in mechanisms.MECHANISMS.items():
-        on, off = (
-            _flat(_load(spec["recipe"], [*spec["video"], *extra]))
-            for extra in spec["arms"].values()
-        )
-        assert {k for k in on if on[k] != off[k]} == {keys[name]}, name
+    trained = {k: v for k, v in mechanisms.MECHANISMS.items() if k != "early_exit"}
+    assert set(trained) == set(ARM_KEYS)
+    for name, spec in trained.items():
+        for stage, keys in zip(("sft", "rl"), ARM_KEYS[name], strict=True):
+            on, off = (_arm_config(mechanisms, name, arm, stage) for arm in spec["arms"])
+            assert {k for k in on if on[k] != off[k]} == keys, (name, stage)
+
+
+def test_the_early_exit_arms_evaluate_one_model_with_and_without_the_gate(mechanisms):
+    arms = mechanisms.MECHANISMS["early_exit"]["arms"]
+    assert {arm["model_from"] for arm in arms.values()} == {("multi_answer", "answer_twice")}
+    assert [arm.get("eval", []) for arm in arms.values()] == [
+        [],
+        ["--early-exit-confidence", mechanisms.EXIT_CONFIDENCE],
+    ]
 
 
 def test_the_two_event_prompt_misses_the_flashes(mechanisms, tmp_path):
@@ -150,7 +181,7 @@ def test_quick_mechanisms_run_writes_a_row_per_arm(tmp_path, mechanisms):
         [*command, "--work", str(tmp_path), "--out", str(out)],
         capture_output=True,
         text=True,
-        timeout=100,  # ~10 s alone on 2 cores: only a hang reaches it
+        timeout=300,  # ~20 s of CPU alone (six mechanisms): only a hang reaches it
         check=False,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-5000:]
@@ -161,18 +192,19 @@ def test_quick_mechanisms_run_writes_a_row_per_arm(tmp_path, mechanisms):
         (name, arm) for name, spec in mechanisms.MECHANISMS.items() for arm in spec["arms"]
     ]
     for row in rows:
-        assert len(row["rl"]["reward"]) == 1
+        assert row["mechanism"] == "early_exit" or len(row["rl"]["reward"]) == 1
         assert set(mechanisms.CONTROLS) <= set(row["eval"])
-        assert 0 <= row["eval"]["accuracy_with_tools"] <= 100
+        assert 0 <= row["eval"]["real"] <= 100
     assert "| parallel | one_per_turn |" in done.stdout
 
 
 def test_the_docs_show_the_saved_mechanism_rows(bench, mechanisms):
     saved = json.loads((bench.RESULTS / "tools.json").read_text())["mechanisms"]
     committed = bench_module("harness").marked_text(bench.PAGE, bench.MECHANISMS_TABLE)
-    assert committed == mechanisms.markdown(saved["rows"]), (
+    assert committed == mechanisms.tables(saved), (
         "stale: run PYTHONPATH=src python bench/tools.py --mechanisms --write"
     )
-    assert {(row["mechanism"], row["arm"]) for row in saved["rows"]} == {
-        (name, arm) for name, spec in mechanisms.MECHANISMS.items() for arm in spec["arms"]
-    }
+    arms = [(name, arm) for name, spec in mechanisms.MECHANISMS.items() for arm in spec["arms"]]
+    saved_arms = [(row["mechanism"], row["arm"]) for row in saved["rows"]]
+    assert saved_arms == arms[: len(saved_arms)]  # a run saves each mechanism in turn
+    assert saved["complete"] == (saved_arms == arms)  # a cut run says so

@@ -161,5 +161,5 @@ def test_tool_call_fraction_is_bounded(tiny_model_dir, tg_data):
 
 
 def test_tool_trajectories_need_get_clip(tiny_model_dir, tg_data):
-    with pytest.raises(ConfigError, match="sft.target=tool_trajectory calls get_clip"):
+    with pytest.raises(ConfigError, match="sft.target=tool_trajectory calls one of"):
         sft_config(tiny_model_dir(), tg_data, tg_data / "unused", "sft.target=tool_trajectory")

@@ -109,11 +109,8 @@ class Config:
         _check_length_terms(self.reward, self.rollout.response_budget, budget_key)
         if self.rollout.tools:
             _check_multiturn(self)
-        if self.sft.target == "tool_trajectory" and "get_clip" not in self.rollout.tools:
-            raise ConfigError(
-                "sft.target=tool_trajectory calls get_clip, which rollout.tools="
-                f"{list(self.rollout.tools)} does not list; set rollout.tools=[get_clip]"
-            )
+        if self.sft.target == "tool_trajectory":
+            _check_gold_tool(self.rollout.tools)
         _check_dynamic_sampling(algo)
         _check_async(self)
         _check_oversample(self)
@@ -273,6 +270,18 @@ def _check_length_terms(
         raise ConfigError(
             f"reward.length_band.min={reward.length_band.min} exceeds {key}="
             f"{budget}, so no response can earn the bonus; lower it or raise the budget"
+        )
+
+
+def _check_gold_tool(tools: Sequence[str]) -> None:
+    """sft.target=tool_trajectory calls the first tool of rollout.tools with a gold plan."""
+    from videorl.rollout.tools.gold import GOLD_TOOLS  # the plans live with the tools
+
+    if not any(name in GOLD_TOOLS for name in tools):
+        raise ConfigError(
+            f"sft.target=tool_trajectory calls one of {list(GOLD_TOOLS)} (rollout/tools/"
+            f"gold.py), and rollout.tools={list(tools)} lists none; set e.g. "
+            "rollout.tools=[get_clip]"
         )
 
 

@@ -644,17 +644,20 @@ class SFTConfig(Checked, section="sft"):
 
     target: `annotation` = the record's serialized ground truth (OraRL's annotation row);
     `constructed` = TaRO's constructed reasoning (query + dense captions), then the answer;
-    `tool_trajectory` = a synthetic gold tool trajectory (docs/tools.md).
+    `tool_trajectory` = a synthetic gold tool trajectory (docs/tools.md);
+    `answer_twice` = VideoAuto-R1's two boxed answers around a think block.
     """
 
-    target: Literal["annotation", "constructed", "tool_trajectory"] = "annotation"
+    target: Literal["annotation", "constructed", "tool_trajectory", "answer_twice"] = "annotation"
     """The SFT target response: annotation (the serialized ground truth), constructed (TaRO's
-    reasoning, then the answer) or tool_trajectory (a get_clip call over the whole video, the
-    clip as context, then the answer; needs get_clip in rollout.tools; max_response_tokens
-    bounds the whole trajectory)."""
+    reasoning, then the answer) or tool_trajectory (the gold calls of the first tool of
+    rollout.tools with a gold plan, rollout/tools/gold.py: get_clip over the whole video,
+    crop_video of each half, select_frames of all frames or seek_video_frames with the
+    question; the results as context, then the answer; max_response_tokens bounds the whole
+    trajectory) or answer_twice (VideoAuto-R1's \\boxed{y}<think></think>\\boxed{y})."""
     max_response_tokens: Annotated[int, Gt(0)] = 256
     """targets longer than this (EOS included) are cut"""
     tool_call_fraction: Annotated[float, Between(0, 1)] = 1.0
-    """tool_trajectory: the chance that a record's target calls get_clip (drawn per record
+    """tool_trajectory: the chance that a record's target calls the tools (drawn per record
     and step); the others get the direct answer after the same prompt with the tool list, so
     the model learns to call in that share of its answers and RL can raise it"""

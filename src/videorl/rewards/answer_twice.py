@@ -104,6 +104,13 @@ def boxable(record: TaskRecord) -> bool:
     return _single_box(f"\\boxed{{{payload}}}") == payload.strip()
 
 
+def gold_response(record: TaskRecord) -> str:
+    """The answer-twice response that scores every term: `\\boxed{y}<think>\n\n</think>
+    \\boxed{y}`, y the family's payload (what `sft.target=answer_twice` teaches)."""
+    boxed = f"\\boxed{{{FAMILY_REWARDS[record.family].serialize(record)}}}"
+    return f"{boxed}{THINK_OPEN}\n\n{THINK_CLOSE}{boxed}"
+
+
 def score(record: TaskRecord, response: str, config: RewardConfig) -> dict[str, float]:
     """`format`, `answer1`, `answer2`, `fallback`, `task` (= answer2, the final answer) and
     `overall` = 0.9 answer1 + 1.1 answer2 + format + 0.3 fallback."""

@@ -10,8 +10,10 @@ The prompt is context, never a label: log-probs are taken at the response positi
 SFT and RL see byte-identical prompts (`decode_prompts` -> `encode_record`). Targets come
 from the record: its serialized annotation (`sft.target=annotation`, OraRL's annotation
 row), TaRO's constructed reasoning then the answer (`sft.target=constructed`), or a gold
-tool trajectory (`sft.target=tool_trajectory`, `rollout/tools/gold.py`): a `get_clip` call,
-the tool turn with the clip, then the answer, in a prompt that lists `rollout.tools`. The
+tool trajectory (`sft.target=tool_trajectory`, `rollout/tools/gold.py`): the gold calls of
+the first tool of `rollout.tools` with a gold plan (a `get_clip` call over the whole video,
+two `crop_video` halves, ...), the tool turns with their results, then the answer, in a
+prompt that lists `rollout.tools`. The
 tool turn is context like the prompt: its tokens have no loss term (the trajectory's loss
 mask, as in RL), and the forward sees the clip as the rollout would.
 
@@ -44,6 +46,7 @@ from videorl.models.inputs import PromptEncoding
 from videorl.models.loading import LoadedModel
 from videorl.models.logprobs import rows_logprobs
 from videorl.reduction import summed
+from videorl.rewards import answer_twice
 from videorl.rewards.annotation import serialize_annotation
 from videorl.rewards.protocol import THINK_CLOSE
 from videorl.rewards.registry import FAMILY_REWARDS
@@ -64,11 +67,14 @@ def target_text(record: TaskRecord, target: str, think: bool, rng: random.Random
     """The response SFT teaches for `record`.
 
     annotation: `serialize_annotation(record, think)` (exactly what OraRL's annotation row
-    holds, reward 1). constructed: TaRO's constructed prefix (the query, then an
+    holds, reward 1). answer_twice: VideoAuto-R1's `\\boxed{y}<think></think>\\boxed{y}`.
+    constructed: TaRO's constructed prefix (the query, then an
     order-preserving random subset of the dense captions), `</think>`, then the answer.
     """
     if target == "annotation":
         return serialize_annotation(record, think=think)
+    if target == "answer_twice":
+        return answer_twice.gold_response(record)
     family = FAMILY_REWARDS[record.family]
     answer = family.protocol.wrap(family.serialize(record), False)
     return f"{constructed_prefix(record, rng)}{THINK_CLOSE}\n\n{answer}"
@@ -99,14 +105,17 @@ def gold_trajectories(
     on the record's original media, within `sft.max_response_tokens` tokens; a record calls
     with probability `sft.tool_call_fraction` (drawn from `rng`), else answers directly."""
     cfg, runner = state.cfg, state.tools
-    assert runner is not None  # the config requires get_clip in rollout.tools
-    limits = MultiTurnLimits(max_turns=2, max_total_tokens=cfg.sft.max_response_tokens)
+    assert runner is not None  # the config requires a tool with a gold plan in rollout.tools
+    per_turn = cfg.rollout.max_calls_per_turn
     decodes, kwargs = ToolDecodes(), template_kwargs(cfg.data.think, cfg.data.chat_template_kwargs)
     rows = []
     for record, prompt, video in zip(records, prompts, media, strict=True):
         context = ToolContext(media=record.media, video=video, config=cfg.video, decodes=decodes)
         call = rng.random() < cfg.sft.tool_call_fraction
-        turns = gold_turns(record, video, cfg.data.think, context.limits, call)
+        turns = gold_turns(
+            record, video, cfg.data.think, context.limits, call, cfg.rollout.tools, per_turn
+        )
+        limits = MultiTurnLimits(len(turns), cfg.sft.max_response_tokens, per_turn)
         rows.append(
             forced_trajectory(
                 state.policy, prompt, context, runner, turns, limits, template_kwargs=kwargs

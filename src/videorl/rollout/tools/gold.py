@@ -2,19 +2,27 @@
 tool_trajectory` (docs/tools.md).
 
 The data sets videorl reads have no recorded tool use, so a gold trajectory is made from the
-record: one model turn that calls `get_clip` over the whole video at the highest rate of
-`RATES` whose frames fit one clip (`VideoToolLimits.max_frames`), the tool turn with that
-clip (run for real, `multiturn.forced_trajectory`), then the record's serialized answer
-(`serialize_annotation`, OraRL's annotation row):
+record: model turns that call the first tool of `rollout.tools` with a gold plan
+(`GOLD_TOOLS`), the tool turns with their results (run for real,
+`multiturn.forced_trajectory`), then the record's serialized answer (`serialize_annotation`,
+OraRL's annotation row). The plans:
+
+- `get_clip`: one call over the whole video at the highest rate of `RATES` whose frames fit
+  one clip (`VideoToolLimits.max_frames`);
+- `crop_video` (LongVT, ParaVT): two calls, the first and the second half of the video (its
+  1 fps crops show every second); both in one turn (parallel crops) when a turn may make
+  two calls (`rollout.max_calls_per_turn` >= 2), else one a turn;
+- `select_frames` (FrameThinker): one selection from the first to the last source frame;
+- `seek_video_frames` (TimeSearch-R): one search with the question as the query.
 
     <tool_call>
     {"name": "get_clip", "arguments": {"start": 0, "end": 16, "fps": 1}}
     </tool_call>                                   -> clip of 16 frames at 1 fps
     <answer>6.5 to 7.5</answer>
 
-The call depends only on what the prompt shows (the video's length), never on the answer,
-so it is a call the model can learn to make before it knows where the event is; the clip
-then shows every second of the video, where the prompt's frames may have skipped the event.
+A call depends only on what the prompt shows (the video's length, the question), never on
+the answer, so it is a call the model can learn to make before it knows the answer; its
+result then shows the whole video, where the prompt's frames may have skipped the event.
 A record without a video gets the direct answer only, and so does a record drawn to
 answer directly (`sft.tool_call_fraction` < 1: a mix of tool and direct targets).
 """
@@ -23,6 +31,8 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from videorl.data.records import TaskRecord
 from videorl.rewards.annotation import serialize_annotation
@@ -30,19 +40,84 @@ from videorl.rollout.tools.registry import VideoToolLimits
 from videorl.video.decode import DecodedVideo
 
 RATES = (8.0, 4.0, 2.0, 1.0, 0.5, 0.25, 0.1)  # frames per second a gold call may ask for
+Call = tuple[str, dict[str, Any]]  # (tool name, arguments)
+Plan = Callable[[TaskRecord, DecodedVideo, VideoToolLimits, int], list[list[Call]]]
+
+
+def whole_seconds(video: DecodedVideo) -> tuple[int, int]:
+    """(start, end): the whole seconds of the source video inside `video`'s span."""
+    meta = video.meta
+    start = math.ceil(meta.clip_start)
+    return start, max(start + 1, math.floor(meta.clip_start + meta.duration))
+
+
+def format_calls(calls: Sequence[Call]) -> str:
+    """One model turn making `calls`, in order, as Qwen `<tool_call>` blocks."""
+    blocks = [json.dumps({"name": name, "arguments": arguments}) for name, arguments in calls]
+    return "\n".join(f"<tool_call>\n{block}\n</tool_call>" for block in blocks)
+
+
+def clip_plan(
+    _: TaskRecord, video: DecodedVideo, limits: VideoToolLimits, __: int
+) -> list[list[Call]]:
+    """get_clip over the whole video at the highest of `RATES` within `limits` whose frames
+    fit `limits.max_frames`."""
+    start, end = whole_seconds(video)
+    fitting = [r for r in RATES if r <= limits.max_fps and r * (end - start) <= limits.max_frames]
+    fps = fitting[0] if fitting else RATES[-1]
+    return [[("get_clip", {"start": start, "end": end, "fps": fps if fps < 1 else int(fps)})]]
+
+
+def crop_plan(
+    _: TaskRecord, video: DecodedVideo, __: VideoToolLimits, calls_per_turn: int
+) -> list[list[Call]]:
+    """crop_video of each half, [start, mid) and [mid, end), mid = (start + end) // 2:
+    both in one turn when `calls_per_turn` >= 2, else one a turn."""
+    start, end = whole_seconds(video)
+    mid = max(start + 1, (start + end) // 2)
+    halves: list[Call] = [
+        ("crop_video", {"start_time": start, "end_time": mid}),
+        ("crop_video", {"start_time": mid, "end_time": max(end, mid + 1)}),
+    ]
+    return [halves] if calls_per_turn >= 2 else [[half] for half in halves]
+
+
+def select_plan(
+    _: TaskRecord, video: DecodedVideo, __: VideoToolLimits, ___: int
+) -> list[list[Call]]:
+    """select_frames from frame 0 to the last source frame, round(duration * source fps)."""
+    last = round(video.meta.duration * video.meta.source_fps)
+    return [[("select_frames", {"start_frame": 0, "end_frame": last})]]
+
+
+def seek_plan(
+    record: TaskRecord, _: DecodedVideo, __: VideoToolLimits, ___: int
+) -> list[list[Call]]:
+    """seek_video_frames with the question as the query (two frames)."""
+    return [[("seek_video_frames", {"query": record.problem, "num_frames": 2})]]
+
+
+GOLD_PLANS: dict[str, Plan] = {
+    "get_clip": clip_plan,
+    "crop_video": crop_plan,
+    "select_frames": select_plan,
+    "seek_video_frames": seek_plan,
+}
+GOLD_TOOLS = tuple(GOLD_PLANS)
+
+
+def gold_tool(tools: Sequence[str]) -> str:
+    """The first of `tools` with a gold plan."""
+    found = [name for name in tools if name in GOLD_PLANS]
+    if not found:
+        raise ValueError(f"no gold plan for any of {list(tools)}; plans: {list(GOLD_TOOLS)}")
+    return found[0]
 
 
 def gold_clip_call(video: DecodedVideo, limits: VideoToolLimits) -> str:
-    """The `get_clip` call over the whole of `video` (whole seconds inside it) at the
-    highest of `RATES` within `limits` whose frames fit `limits.max_frames`."""
-    meta = video.meta
-    start = math.ceil(meta.clip_start)
-    end = max(start + 1, math.floor(meta.clip_start + meta.duration))
-    fitting = [r for r in RATES if r <= limits.max_fps and r * (end - start) <= limits.max_frames]
-    fps = fitting[0] if fitting else RATES[-1]
-    arguments = {"start": start, "end": end, "fps": fps if fps < 1 else int(fps)}
-    call = json.dumps({"name": "get_clip", "arguments": arguments})
-    return f"<tool_call>\n{call}\n</tool_call>"
+    """The `get_clip` turn of a gold trajectory (`clip_plan`)."""
+    [turn] = clip_plan(None, video, limits, 1)  # type: ignore[arg-type]  # needs no record
+    return format_calls(turn)
 
 
 def gold_turns(
@@ -51,10 +126,14 @@ def gold_turns(
     think: bool,
     limits: VideoToolLimits,
     call: bool = True,
+    tools: Sequence[str] = ("get_clip",),
+    calls_per_turn: int = 4,
 ) -> list[str]:
-    """The model turns of `record`'s gold trajectory: the `get_clip` call, then the answer
-    (the answer alone without `call`, or for a record without a video)."""
+    """The model turns of `record`'s gold trajectory: the calls of the gold plan of
+    `gold_tool(tools)`, then the answer (the answer alone without `call`, or for a record
+    without a video)."""
     answer = serialize_annotation(record, think=think)
     if not call or record.video is None or video is None or video.meta.duration <= 0:
         return [answer]
-    return [gold_clip_call(video, limits), answer]
+    plan = GOLD_PLANS[gold_tool(tools)](record, video, limits, calls_per_turn)
+    return [format_calls(turn) for turn in plan] + [answer]

@@ -1,0 +1,77 @@
+"""The gold trajectories `sft.target=tool_trajectory` teaches (rollout/tools/gold.py), one
+per tool with a gold plan, and the answer-twice target: each model turn but the last makes
+valid calls of the registered tool (the real tool runs them without an error), the calls
+land in as many turns as the plan says, and the final answer scores 1."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+from videorl.config import FrameSearchConfig
+from videorl.data.loaders import load_records
+from videorl.data.synth import synthesize
+from videorl.models.loading import load_model
+from videorl.rewards import answer_twice
+from videorl.rewards.config import RewardConfig
+from videorl.rewards.router import builtin_score
+from videorl.rollout.multiturn import MultiTurnLimits, forced_trajectory
+from videorl.rollout.prompting import encode_record
+from videorl.rollout.tools import ToolContext, ToolRunner, frame_index, resolve_tools
+from videorl.rollout.tools.gold import gold_tool, gold_turns
+from videorl.rollout.tools.parsing import parse_tool_calls
+from videorl.video.cache import VideoCache
+from videorl.video.decode import VideoConfig
+
+for module in ("longvt", "framethinker", "timesearch"):
+    importlib.import_module(f"videorl.rollout.tools.{module}")  # registers their tools
+
+PROMPT_VIDEO = VideoConfig(fps=0.25, min_frames=2, max_frames=4, min_pixels=3136, max_pixels=12544)
+
+
+@pytest.fixture(scope="module")
+def records(tmp_path_factory):
+    out = tmp_path_factory.mktemp("gold")
+    frame_index.configure(FrameSearchConfig(fps=2.0), out / "frame_index")
+    return load_records(synthesize(out, ["temporal_grounding"], n=3, seed=5)).records
+
+
+@pytest.mark.parametrize(
+    ("tools", "calls_per_turn", "calls_by_turn"),
+    [
+        (["get_clip"], 4, [1]),
+        (["crop_video"], 4, [2]),  # ParaVT's parallel crops: both halves in one turn
+        (["crop_video"], 1, [1, 1]),  # one a turn
+        (["select_frames", "get_frame_number"], 4, [1]),
+        (["seek_video_frames"], 4, [1]),
+    ],
+)
+def test_gold_turns_call_the_registered_tool_and_answer_right(
+    tiny_model_dir, records, tools, calls_per_turn, calls_by_turn
+):
+    loaded = load_model(tiny_model_dir(), packing=False)
+    runner = ToolRunner(resolve_tools(tools))
+    videos = VideoCache(PROMPT_VIDEO)
+    try:
+        for record in records:
+            video = videos.get(record.media)  # type: ignore[arg-type]  # a video record
+            context = ToolContext(media=record.media, video=video, config=PROMPT_VIDEO)
+            turns = gold_turns(record, video, False, context.limits, True, tools, calls_per_turn)
+            calls = [parse_tool_calls(turn) for turn in turns]
+            assert [len(c) for c in calls] == [*calls_by_turn, 0]
+            assert {call.name for turn in calls for call in turn} == {gold_tool(tools)}
+            prompt = encode_record(loaded, record, video, think=False, tools=runner.schemas())
+            limits = MultiTurnLimits(len(turns), 4096, calls_per_turn)
+            row = forced_trajectory(loaded, prompt, context, runner, turns, limits)
+            assert (row.calls, row.errors, row.truncated) == (sum(calls_by_turn), 0, False)
+            assert builtin_score(record, row.text, RewardConfig()).components["task"] == 1.0
+    finally:
+        runner.close()
+
+
+def test_the_answer_twice_target_scores_every_term(records):
+    config = RewardConfig(mode="videoauto_r1")
+    for record in records:
+        found = answer_twice.score(record, answer_twice.gold_response(record), config)
+        assert (found["format"], found["answer1"], found["answer2"]) == (1.0, 1.0, 1.0)
