@@ -34,6 +34,27 @@ ASYNC_ONE_BEHIND = [
 ]
 
 
+def async_recipe_rows(recipe: str, model: str, train: Path | str, out: Path) -> dict[int, Any]:
+    """`recipe` trained 2 steps on `model` and `train` in async, one version behind: its
+    metrics rows by step."""
+    from videorl.api import resolve_config_path
+    from videorl.config import load_config
+    from videorl.trainer.loop import run_training
+
+    overrides = [
+        f"model.path={model}",
+        f"data.train={train}",
+        f"trainer.output_dir={out}",
+        "trainer.steps=2",
+        "trainer.save_every=0",
+        "trainer.tensorboard=false",
+        "rollout.max_new_tokens=16",
+        *ASYNC_ONE_BEHIND,
+    ]
+    run_training(load_config(resolve_config_path(recipe), overrides))
+    return metrics_by_step(out)
+
+
 def with_output(config: Config, output_dir: Path) -> Config:
     return replace(config, trainer=replace(config.trainer, output_dir=str(output_dir)))
 

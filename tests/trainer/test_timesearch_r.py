@@ -11,7 +11,7 @@ from functools import reduce
 import pytest
 import torch
 
-from tests.trainer.runs import ASYNC_ONE_BEHIND, metrics_by_step
+from tests.trainer.runs import async_recipe_rows
 from videorl.api import resolve_config_path
 from videorl.config import load_config
 from videorl.models.generate import Generation
@@ -188,19 +188,8 @@ def test_cpu_variant_trains_with_the_tiny_models_own_samples(tiny_model_dir, tg_
 @pytest.mark.slow  # spawns a rollout worker process
 def test_cpu_variant_trains_in_async(tg_train, tiny_model_dir, tmp_path):
     """The search and its completeness check run in the rollout worker, a version behind."""
-    from videorl.trainer.loop import run_training
-
-    overrides = [
-        f"model.path={tiny_model_dir('qwen2_5_vl')}",
-        f"data.train={tg_train}",
-        f"trainer.output_dir={tmp_path / 'run'}",
-        "trainer.steps=2",
-        "trainer.save_every=0",
-        "trainer.tensorboard=false",
-        "rollout.max_new_tokens=16",
-        *ASYNC_ONE_BEHIND,
-    ]
-    run_training(load_config(resolve_config_path("timesearch_r_quickstart"), overrides))
-    rows = metrics_by_step(tmp_path / "run")
+    rows = async_recipe_rows(
+        "timesearch_r_quickstart", tiny_model_dir("qwen2_5_vl"), tg_train, tmp_path / "run"
+    )
     assert sorted(rows) == [1, 2]
     assert rows[2]["async/staleness_max"] == 1
