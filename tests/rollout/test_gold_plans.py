@@ -55,7 +55,7 @@ def test_gold_turns_call_the_registered_tool_and_answer_right(
     videos = VideoCache(PROMPT_VIDEO)
     try:
         for record in records:
-            video = videos.get(record.media)  # type: ignore[arg-type]  # a video record
+            video = videos.get(record.media)  # a video record
             context = ToolContext(media=record.media, video=video, config=PROMPT_VIDEO)
             turns = gold_turns(record, video, False, context.limits, True, tools, calls_per_turn)
             calls = [parse_tool_calls(turn) for turn in turns]
