@@ -75,3 +75,10 @@ def test_the_answer_twice_target_scores_every_term(records):
     for record in records:
         found = answer_twice.score(record, answer_twice.gold_response(record), config)
         assert (found["format"], found["answer1"], found["answer2"]) == (1.0, 1.0, 1.0)
+
+
+def test_the_config_names_exactly_the_tools_with_a_gold_plan():
+    from videorl.config.sections import GOLD_TOOLS
+    from videorl.rollout.tools.gold import GOLD_PLANS
+
+    assert tuple(GOLD_PLANS) == GOLD_TOOLS

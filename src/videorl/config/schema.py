@@ -18,6 +18,7 @@ from videorl.algorithms.selection import PruningConfig
 from videorl.config.keys import RETIRED_SECTIONS
 from videorl.config.loader import build, merge_sources
 from videorl.config.sections import (
+    GOLD_TOOLS,
     AlgorithmConfig,
     DataConfig,
     ModelConfig,
@@ -275,8 +276,6 @@ def _check_length_terms(
 
 def _check_gold_tool(tools: Sequence[str]) -> None:
     """sft.target=tool_trajectory calls the first tool of rollout.tools with a gold plan."""
-    from videorl.rollout.tools.gold import GOLD_TOOLS  # the plans live with the tools
-
     if not any(name in GOLD_TOOLS for name in tools):
         raise ConfigError(
             f"sft.target=tool_trajectory calls one of {list(GOLD_TOOLS)} (rollout/tools/"

@@ -636,6 +636,11 @@ class TrainerConfig(Checked, section="trainer"):
             _require_module("wandb", f"trainer.wandb_project={self.wandb_project!r}", "wandb")
 
 
+# The tools `sft.target: tool_trajectory` has a gold plan for (`rollout/tools/gold.py`:
+# `GOLD_PLANS` holds one per name, a test keeps the two equal).
+GOLD_TOOLS: tuple[str, ...] = ("get_clip", "crop_video", "select_frames", "seek_video_frames")
+
+
 @dataclass(frozen=True)
 class SFTConfig(Checked, section="sft"):
     """`videorl sft`: supervised warm start. Each trainer step is one optimizer step over

@@ -34,6 +34,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from videorl.config.sections import GOLD_TOOLS
 from videorl.data.records import TaskRecord
 from videorl.rewards.annotation import serialize_annotation
 from videorl.rollout.tools.registry import VideoToolLimits
@@ -103,7 +104,6 @@ GOLD_PLANS: dict[str, Plan] = {
     "select_frames": select_plan,
     "seek_video_frames": seek_plan,
 }
-GOLD_TOOLS = tuple(GOLD_PLANS)
 
 
 def gold_tool(tools: Sequence[str]) -> str:
