@@ -721,12 +721,18 @@ def async_model(settings: Settings, work: Path) -> Path:
     """Part 7's policy: the dense-attention preset (part 3's) at `async_layers` decoder
     layers, so that two runs of a few steps fit the part's limit (the 4B hybrid preset's
     HF generation took 11 s a step on the H200, with the reference linear-attention kernels)."""
+    from videorl.api import make_tiny
+
     path = work / "models" / f"{settings.mfu_arch}-{settings.mfu_size}-{settings.async_layers}l"
-    if not (path / "config.json").is_file():
-        command = [sys.executable, "-m", "videorl", "make-tiny", str(path)]
-        command += ["--arch", settings.mfu_arch, "--size", settings.mfu_size]
-        command += ["--layers", str(settings.async_layers), "--device", settings.device]
-        subprocess.run([*command, "--dtype", settings.dtype], check=True, cwd=ROOT)
+    if not (path / "config.json").is_file():  # `videorl make-tiny`, in this process
+        make_tiny(
+            path,
+            settings.mfu_arch,
+            size=settings.mfu_size,
+            layers=settings.async_layers,
+            device=settings.device,
+            dtype=settings.dtype,
+        )
     return path
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from tests.rewards.factories import make
 from tests.trainer.test_sft import read_rows, sft_config
 from videorl.data.loaders import load_records
 from videorl.errors import ConfigError
@@ -15,7 +16,7 @@ from videorl.rewards.annotation import serialize_annotation
 from videorl.rollout.multiturn import MultiTurnLimits, forced_trajectory, loss_inputs
 from videorl.rollout.prompting import encode_record
 from videorl.rollout.tools import ToolContext, ToolRunner, VideoToolLimits, resolve_tools
-from videorl.rollout.tools.gold import gold_clip_call, gold_turns
+from videorl.rollout.tools.gold import gold_turns
 from videorl.trainer.sft import response_nll_sum, run_sft
 from videorl.video.cache import VideoCache
 from videorl.video.decode import DecodedVideo
@@ -56,7 +57,8 @@ def _video(duration: float, clip_start: float = 0.0) -> DecodedVideo:
 def test_the_gold_call_covers_the_video_at_the_highest_rate_one_clip_holds(
     duration, clip_start, arguments
 ):
-    call = gold_clip_call(_video(duration, clip_start), VideoToolLimits())
+    record = make("temporal_grounding", {"windows": [[1.0, 2.0]]})
+    call, _answer = gold_turns(record, _video(duration, clip_start), False, VideoToolLimits())
     assert (
         call == f'<tool_call>\n{{"name": "get_clip", "arguments": {{{arguments}}}}}\n</tool_call>'
     )

@@ -102,10 +102,7 @@ def crop_iou(record: TaskRecord, calls: Sequence[ToolCallMade]) -> float:
 
 
 def score(
-    record: TaskRecord,
-    response: str,
-    config: RewardConfig,
-    calls: Sequence[ToolCallMade] = (),
+    record: TaskRecord, response: str, config: RewardConfig, calls: Sequence[ToolCallMade] = ()
 ) -> Mapping[str, Any]:
     """`format`, `task` (accuracy), `time_iou` and `overall` = their mean; with
     `reward.judge.url` set, also `counters`: the judge's `judge/calls` and

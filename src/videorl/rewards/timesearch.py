@@ -65,10 +65,7 @@ def _raised(score: float) -> float:
 
 
 def score(
-    record: TaskRecord,
-    response: str,
-    config: RewardConfig,
-    calls: Sequence[ToolCallMade] = (),
+    record: TaskRecord, response: str, config: RewardConfig, calls: Sequence[ToolCallMade] = ()
 ) -> Mapping[str, Any]:
     """`format`, `task` (accuracy), `check` (the completeness check's score), `complete`
     (accuracy' x check') and `overall` (v7's weighted sum / 2)."""

@@ -11,7 +11,7 @@ import contextlib
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from videorl.algorithms.taro import constructed_probability, draw_constructed
 from videorl.config import Config
@@ -80,20 +80,20 @@ class Producer:
         return split_forwards(group, self.policy, self.logprob_model)
 
 
-class DrawStage(Protocol):
-    """`scored_draw`'s signature: a draw of `records` decoded, rolled out and rewarded."""
+@dataclass(frozen=True)
+class DrawAt:
+    """Where a draw stands: the trainer's `step`, the sampler's `epoch`, and `draw` (0: the
+    step's batch, > 0: dynamic sampling's refills)."""
 
-    def __call__(
-        self,
-        producer: Producer,
-        timer: StageTimer,
-        reward_stages: RewardStages,
-        records: Sequence[TaskRecord],
-        *,
-        step: int,
-        epoch: int,
-        draw: int,
-    ) -> RolloutBatch: ...
+    step: int
+    epoch: int
+    draw: int = 0
+
+
+# `scored_draw`'s signature: a draw of records decoded, rolled out and rewarded
+DrawStage = Callable[
+    [Producer, StageTimer, RewardStages, Sequence[TaskRecord], DrawAt], RolloutBatch
+]
 
 
 def scored_draw(
@@ -101,10 +101,7 @@ def scored_draw(
     timer: StageTimer,
     reward_stages: RewardStages,
     records: Sequence[TaskRecord],
-    *,
-    step: int,
-    epoch: int,
-    draw: int,
+    at: DrawAt,
 ) -> RolloutBatch:
     """`records` decoded, rolled out and rewarded (draw 0 is the step's batch; later draws
     are dynamic sampling's refills); its metrics count the prompts skipped (bad media, over
@@ -122,7 +119,7 @@ def scored_draw(
             frame_budgets=cfg.data.frame_budgets,
         )
     with timer("rollout"):
-        batch = rollout(decoded, producer, step=step, epoch=epoch, draw=draw)
+        batch = rollout(decoded, producer, at)
         if cfg.trainer.check_inputs:  # what each row's model saw, for the later forwards
             batch = with_fingerprints(batch)
     producer.engine.sleep()  # free the engine's KV cache (and weights) until the weight sync
@@ -136,23 +133,23 @@ def scored_draw(
     if not decoded.records:
         return batch
     with timer("reward"), producer.split_forwards():
-        batch = rewards(batch, cfg, reward_stages, producer.pool, producer.logprob_model, step=step)
+        batch = rewards(
+            batch, cfg, reward_stages, producer.pool, producer.logprob_model, step=at.step
+        )
     return batch
 
 
-def rollout(
-    decoded: DecodedPrompts, producer: Producer, *, step: int, epoch: int, draw: int
-) -> RolloutBatch:
+def rollout(decoded: DecodedPrompts, producer: Producer, at: DrawAt) -> RolloutBatch:
     """n rows per prompt (multi-turn rows calling the producer's tools when the run has
     them), TaRO's constructed rows drawn by the curriculum, OraRL's annotation rows
     appended, T-GRPO's shuffled-frame responses beside the rows. Called with no prompts too:
-    vLLM's data-parallel engines step in lockstep. `draw` > 0 (dynamic sampling's refills)
-    seeds the constructed prefixes apart."""
+    vLLM's data-parallel engines step in lockstep. `at.draw` > 0 (dynamic sampling's
+    refills) seeds the constructed prefixes apart."""
     cfg, engine, tools = producer.cfg, producer.engine, producer.tools
     tokenizer, algorithm = producer.policy.tokenizer, cfg.algorithm
     constructed = None
     if algorithm.constructed.enabled:
-        p = constructed_probability(step, epoch, algorithm.constructed.curriculum)
+        p = constructed_probability(at.step, at.epoch, algorithm.constructed.curriculum)
         constructed = draw_constructed((len(decoded.prompts), cfg.rollout.n), p)
     if tools is not None:
         cache = producer.policy.visual_cache
@@ -185,7 +182,7 @@ def rollout(
             cfg.rollout.sampling(logprobs=producer.sampling_logp),
             tokenizer,
             constructed=constructed,
-            rng=random.Random(step if draw == 0 else f"{step}:{draw}"),
+            rng=random.Random(at.step if at.draw == 0 else f"{at.step}:{at.draw}"),
         )
     if algorithm.annotation_rows:
         batch = with_annotation_rows(batch, producer)
@@ -193,7 +190,7 @@ def rollout(
         encode = record_encoder(producer.logprob_model, cfg.data)
         params, tgrpo = cfg.rollout.sampling(), algorithm.temporal_contrast
         batch = add_shuffled_rollouts(
-            batch, engine, encode, params, tgrpo, step=step, tokenizer=tokenizer
+            batch, engine, encode, params, tgrpo, step=at.step, tokenizer=tokenizer
         )
     return batch
 

@@ -39,7 +39,7 @@ from videorl.models.visual_cache import ExportedEmbeddings, tower_trainable
 from videorl.rollout.batch import RolloutBatch
 from videorl.rollout.mailbox import Mailbox, remove_mailbox
 from videorl.rollout.shared_weights import SharedWeights
-from videorl.trainer.draw import REWARD_STAGES, Producer, no_grad_settings, scored_draw
+from videorl.trainer.draw import REWARD_STAGES, DrawAt, Producer, no_grad_settings, scored_draw
 from videorl.trainer.metrics import StageTimer
 from videorl.trainer.oversample import CarriedGroup, oversampled_draw
 from videorl.trainer.policy_setup import load_producer
@@ -251,15 +251,8 @@ def _scored(
 ) -> tuple[RolloutBatch, list[CarriedGroup]]:
     """The synchronous loop's draw, or an over-sampled round (`trainer/oversample.py`)."""
     if producer.cfg.rollout.oversample == 1:
-        batch = scored_draw(
-            producer,
-            timer,
-            REWARD_STAGES,
-            request.records,
-            step=request.step,
-            epoch=request.epoch,
-            draw=request.draw,
-        )
+        at = DrawAt(request.step, request.epoch, request.draw)
+        batch = scored_draw(producer, timer, REWARD_STAGES, request.records, at)
         return batch, []
     need = request.need or len(request.records)
     return oversampled_draw(

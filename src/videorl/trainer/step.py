@@ -14,7 +14,7 @@ from videorl.config import AlgorithmConfig
 from videorl.distributed import shard_indices
 from videorl.reduction import MetricValue, draw_metrics
 from videorl.rollout.batch import RolloutBatch
-from videorl.trainer.draw import DrawStage, RewardStages, no_grad_settings, scored_draw
+from videorl.trainer.draw import DrawAt, DrawStage, RewardStages, no_grad_settings, scored_draw
 from videorl.trainer.dynamic_sampling import collect_groups
 from videorl.trainer.metrics import StageTimer, rollout_metrics, step_metrics
 from videorl.trainer.sequence_parallel import split_forwards
@@ -135,15 +135,8 @@ def _scored_draw(
             return state.rollouts.take(
                 state.step, draw, epoch=state.sampler.epoch, records=mine, policy=state.policy
             )
-    return stages.draw(
-        state.producer(),
-        timer,
-        stages,
-        mine,
-        step=state.step,
-        epoch=state.sampler.epoch,
-        draw=draw,
-    )
+    at = DrawAt(state.step, state.sampler.epoch, draw)
+    return stages.draw(state.producer(), timer, stages, mine, at)
 
 
 def _split_forwards(state: TrainState) -> contextlib.AbstractContextManager[None]:

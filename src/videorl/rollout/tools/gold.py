@@ -108,16 +108,10 @@ GOLD_PLANS: dict[str, Plan] = {
 
 def gold_tool(tools: Sequence[str]) -> str:
     """The first of `tools` with a gold plan."""
-    found = [name for name in tools if name in GOLD_PLANS]
-    if not found:
+    found = next((name for name in tools if name in GOLD_PLANS), None)
+    if found is None:
         raise ValueError(f"no gold plan for any of {list(tools)}; plans: {list(GOLD_TOOLS)}")
-    return found[0]
-
-
-def gold_clip_call(video: DecodedVideo, limits: VideoToolLimits) -> str:
-    """The `get_clip` turn of a gold trajectory (`clip_plan`)."""
-    [turn] = clip_plan(None, video, limits, 1)  # type: ignore[arg-type]  # needs no record
-    return format_calls(turn)
+    return found
 
 
 def gold_turns(
