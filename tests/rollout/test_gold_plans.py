@@ -82,3 +82,41 @@ def test_the_config_names_exactly_the_tools_with_a_gold_plan():
     from videorl.rollout.tools.gold import GOLD_PLANS
 
     assert tuple(GOLD_PLANS) == GOLD_TOOLS
+
+
+def test_the_gold_selection_earns_framethinkers_per_turn_reward(tiny_model_dir, records):
+    """The gold select_frames turn thinks the range it selects, so FrameThinker's reward
+    (rewards/framethinker.py) credits its selection bonus to that turn: `algorithm.
+    turn_rewards` has a per-action term to spread (0 for every row without the thought)."""
+    from videorl.algorithms.turns import TURN_PREFIX
+    from videorl.rewards import framethinker
+
+    tools = ["select_frames", "get_frame_number"]
+    loaded = load_model(tiny_model_dir(), packing=False)
+    runner = ToolRunner(resolve_tools(tools))
+    videos = VideoCache(PROMPT_VIDEO)
+    try:
+        for record in records:
+            video = videos.get(record.media)
+            context = ToolContext(media=record.media, video=video, config=PROMPT_VIDEO)
+            turns = gold_turns(record, video, True, context.limits, True, tools)
+            assert turns[0].startswith("<think>") and "<tool_call>" in turns[0]
+            prompt = encode_record(loaded, record, video, think=True, tools=runner.schemas())
+            limits = MultiTurnLimits(len(turns), 4096, 4)
+            row = forced_trajectory(loaded, prompt, context, runner, turns, limits)
+            found = framethinker.score(record, turns[-1], RewardConfig(), row.calls_made())
+            assert (found["format"], found["task"]) == (1.0, 1.0)
+            select_term = found[f"{TURN_PREFIX}1"]
+            assert select_term == pytest.approx(framethinker.SELECT_BONUS / framethinker.MAX_REWARD)
+            assert select_term > 0 and found[f"{TURN_PREFIX}2"] > 0  # the action, the answer
+    finally:
+        runner.close()
+
+
+def test_only_the_select_frames_turn_gets_a_thought():
+    from videorl.rollout.tools.gold import select_thought
+
+    selecting = [("select_frames", {"start_frame": 3, "end_frame": 40})]
+    assert select_thought(selecting) == "<think>I choose frames 3 to 40.</think>\n"
+    assert select_thought([("crop_video", {"start_time": 0, "end_time": 4})]) == ""
+    assert select_thought([("get_clip", {"start": 0, "end": 8, "fps": 2})]) == ""

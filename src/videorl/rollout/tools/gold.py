@@ -12,7 +12,10 @@ OraRL's annotation row). The plans:
 - `crop_video` (LongVT, ParaVT): two calls, the first and the second half of the video (its
   1 fps crops show every second); both in one turn (parallel crops) when a turn may make
   two calls (`rollout.max_calls_per_turn` >= 2), else one a turn;
-- `select_frames` (FrameThinker): one selection from the first to the last source frame;
+- `select_frames` (FrameThinker): one selection from the first to the last source frame,
+  after a `<think>` that names the range (FrameThinker's reward scores a selecting turn 0
+  unless the last two integers of its `<think>` are the pair it selects,
+  rewards/framethinker.py);
 - `seek_video_frames` (TimeSearch-R): one search with the question as the query.
 
     <tool_call>
@@ -56,6 +59,17 @@ def format_calls(calls: Sequence[Call]) -> str:
     """One model turn making `calls`, in order, as Qwen `<tool_call>` blocks."""
     blocks = [json.dumps({"name": name, "arguments": arguments}) for name, arguments in calls]
     return "\n".join(f"<tool_call>\n{block}\n</tool_call>" for block in blocks)
+
+
+def select_thought(calls: Sequence[Call]) -> str:
+    """The `<think>` before a turn's calls: for a `select_frames` call, one naming the range
+    it selects (its last two integers, as FrameThinker's consistency rule reads them); none
+    for other tools."""
+    ranges = [args for name, args in calls if name == "select_frames"]
+    if not ranges:
+        return ""
+    last = ranges[-1]
+    return f"<think>I choose frames {last['start_frame']} to {last['end_frame']}.</think>\n"
 
 
 def clip_plan(
@@ -130,4 +144,4 @@ def gold_turns(
     if not call or record.video is None or video is None or video.meta.duration <= 0:
         return [answer]
     plan = GOLD_PLANS[gold_tool(tools)](record, video, limits, calls_per_turn)
-    return [format_calls(turn) for turn in plan] + [answer]
+    return [select_thought(turn) + format_calls(turn) for turn in plan] + [answer]
