@@ -8,24 +8,36 @@ VideoAuto-R1's `sft.target=answer_twice`), so that RL starts from a model that c
 then `--mech-steps` RL steps of the recipe with the arm's overrides. Arms whose SFT
 overrides are equal share one SFT run.
 
-- **parallel** (ParaVT's parallel crops, `paravt_quickstart`): a two-event task, "do the two
-  shapes that flash have the same colour?" (yes / no; blind best 50%): an 8 s video with
-  one shape on screen for 1 s in each half, shown at one frame per 4 s, so the prompt's
-  frames miss both flashes in most videos. Gold: crop_video of each half, both in one turn
-  (`rollout.max_calls_per_turn=4`) against one a turn (`=1`, in SFT and RL).
+- The two-event task (`two_events`, every video-QA arm): an 8 s video with one shape on
+  screen for 1 s in each half ([a, a + 1), a in 0.5-2.5 s; [b, b + 1), b in 4.5-6.5 s),
+  "Two shapes flash on screen, one in each half of the video. What are their colours, in
+  order?" with four options (p or q first) x (r or s second), four distinct colours drawn
+  per video: the options' text is the same whichever is right, the first half picks the
+  row and the second the column, and each split's answers are balanced over A-D, so the
+  blind best is 25% (the tables' last lines say it for the validation set). The video is
+  needed: the frozen control (the first frame, before both flashes) shows no colour, and
+  the reversed one shows the second colour first, which no option starts with.
+- **parallel** (ParaVT's parallel crops, `paravt_quickstart`): the two-event task shown at
+  one frame per 4 s (2 prompt frames, at 0 and 4 s: they miss both flashes in every video),
+  so the answer needs crop_video's 1 fps frames (4 per half, one inside each flash). Gold:
+  crop_video of each half, both in one turn (`rollout.max_calls_per_turn=4`) against one a
+  turn (`=1`, in SFT and RL).
 - **subagents** (ParaVT's sub-agents): the same task and start, `rollout.subagents=
   [crop_video]` (the policy reads each crop in a context of its own and returns text)
   against the crops' frames in the main row. `videorl eval` has no sub-agents: both RL
   models are evaluated with the frames in the main row.
-- **turns** (FrameThinker's per-turn credit, `framethinker_quickstart`): synthetic video QA
-  ("which colour appears first" needs the first second), gold select_frames over the whole
-  video; `algorithm.turn_rewards=true` against one advantage per row.
+- **turns** (FrameThinker's per-turn credit, `framethinker_quickstart`): the two-event task
+  at the same 2 prompt frames; gold select_frames over the whole video (8 frames, at 0.125 s
+  and 1-7 s: one inside each flash) after a `<think>` naming the range, which FrameThinker's
+  reward needs to pay the selecting turn; `algorithm.turn_rewards=true` against one
+  advantage per row.
 - **retrieval** (TimeSearch-R, `timesearch_r_quickstart`): temporal grounding of a 1-1.5 s
   event at one prompt frame per 4 s; gold seek_video_frames with the question as the query
   against the prompt's frames only (SFT on direct answers, RL with `rollout.tools=[]`).
   The row also carries `bench/search_exit.py`'s retrieval hit rates on the same kind of
   videos.
-- **multi_answer** (VideoAuto-R1, `videoauto_r1_quickstart`): video QA, SFT on
+- **multi_answer** (VideoAuto-R1, `videoauto_r1_quickstart`): the two-event task at the
+  recipe's prompt video (8 frames, one a second: one inside each flash), SFT on
   `\\boxed{y}<think></think>\\boxed{y}` and `reward.mode=videoauto_r1` (0.9 R(a1) + 1.1 R(a2)
   + format) against the plain answer: SFT on `<answer>y</answer>` after videorl's prompt and
   the family's own reward (which scores a boxed answer 0, so each arm keeps its format).
@@ -99,8 +111,8 @@ MECHANISMS: dict[str, dict[str, Any]] = {
     },
     "turns": {
         "recipe": "framethinker_quickstart",
-        "data": "video_qa",
-        "shared": [],
+        "data": "two_events",
+        "shared": TWO_EVENTS,
         "sft": TOOL_SFT,
         "arms": {"turn_credit": {}, "row_credit": {"rl": ["algorithm.turn_rewards=false"]}},
     },
@@ -119,7 +131,7 @@ MECHANISMS: dict[str, dict[str, Any]] = {
     },
     "multi_answer": {
         "recipe": "videoauto_r1_quickstart",
-        "data": "video_qa",
+        "data": "two_events",
         "shared": [],
         "sft": ["sft.target=answer_twice"],
         "arms": {
@@ -132,7 +144,7 @@ MECHANISMS: dict[str, dict[str, Any]] = {
     },
     "early_exit": {
         "recipe": "videoauto_r1_quickstart",
-        "data": "video_qa",
+        "data": "two_events",
         "shared": [],
         "arms": {
             "full": {"model_from": ("multi_answer", "answer_twice")},
@@ -145,22 +157,29 @@ MECHANISMS: dict[str, dict[str, Any]] = {
 }
 TASKS = {  # the family and the eval metric of each task
     "two_events": ("video_qa", "accuracy"),
-    "video_qa": ("video_qa", "accuracy"),
     "temporal_grounding": ("temporal_grounding", "mIoU"),
 }
 QUICK_RL = ["data.prompts_per_step=1", "rollout.n=2", "rollout.max_new_tokens=16"]
 
 
-def two_event_record(rng: np.random.Generator, rid: str, out: Path) -> TaskRecord:
-    """One "same colour?" video: shape 1 on screen over [a, a + 1) s, a in [0.5, 2.5], shape 2
-    over [b, b + 1), b in [4.5, 6.5] (half-second grid); the colours are equal half the time."""
+TWO_EVENTS_OPTIONS = 4  # (first colour of two) x (second colour of two)
+
+
+def two_event_record(rng: np.random.Generator, rid: str, out: Path, index: int) -> TaskRecord:
+    """One "which colours, in order?" video: shape 1 on screen over [a, a + 1) s, a in
+    [0.5, 2.5], shape 2 over [b, b + 1), b in [4.5, 6.5] (half-second grid). Four distinct
+    colours p, q, r, s drawn at random; the options are every (first in {p, q}, then second
+    in {r, s}), in that order, and option `index` (0-3) is the one shown: the text of the
+    options is the same for every answer, so only the video tells them apart, and the first
+    half picks the row (p or q), the second half the column (r or s)."""
     width, height = frame_size(rng)
     size = large_size(rng, width, height)
-    first_colour, other = distinct(rng, list(COLORS), 2)
-    same = bool(rng.integers(2))
+    drawn = distinct(rng, list(COLORS), 4)
+    firsts, seconds = drawn[:2], drawn[2:]
+    colours = (firsts[index // 2], seconds[index % 2])
     starts = (float(rng.integers(1, 6)) / 2, 4.0 + float(rng.integers(1, 6)) / 2)
     items = []
-    for colour, _ in zip((first_colour, first_colour if same else other), starts, strict=True):
+    for colour in colours:
         x, y = place(rng, size, height, width, [])
         items.append(Placed(shape(rng), colour, x, y, size))
 
@@ -171,28 +190,53 @@ def two_event_record(rng: np.random.Generator, rid: str, out: Path) -> TaskRecor
     return TaskRecord(
         id=rid,
         family=Family("video_qa"),
-        problem="Two shapes flash on screen, one after the other. Do they have the same colour?",
-        answer=ChoiceAnswer("A" if same else "B"),
+        problem=(
+            "Two shapes flash on screen, one in each half of the video. "
+            "What are their colours, in order?"
+        ),
+        answer=ChoiceAnswer("ABCD"[index]),
         source="bench-two-events",
         video=media,
         duration=TWO_EVENTS_DURATION,
-        options=("yes", "no"),
-        subtype="same_colour",
+        options=tuple(f"{first}, then {second}" for first in firsts for second in seconds),
+        subtype="colour_order",
         width=width,
         height=height,
-        extra={"flashes": [[s, s + 1.0] for s in starts]},
+        extra={"flashes": [[s, s + 1.0] for s in starts], "colours": list(colours)},
     )
 
 
+def balanced(rng: np.random.Generator, count: int, options: int) -> list[int]:
+    """`count` answer indices, each of the `options` as often as `count` allows (the first
+    `count % options` once more), in random order."""
+    return [int(i) for i in rng.permutation(np.arange(count) % options)]
+
+
 def write_two_events(out: Path, n: int, val: int, seed: int) -> dict[str, str]:
-    """`n` training and `val` validation two-event records under `out` (made once)."""
+    """`n` training and `val` validation two-event records under `out` (made once); each
+    split's answers balanced over the four options."""
     train, valid = out / "train.jsonl", out / "val.jsonl"
     if not valid.is_file():
         rng = np.random.default_rng(seed)
-        records = [two_event_record(rng, f"two-{k:04d}", out) for k in range(n + val)]
-        write_records(train, records[:n])
-        write_records(valid, records[n:])
+        for path, prefix, count in ((train, "two", n), (valid, "two-val", val)):
+            answers = balanced(rng, count, TWO_EVENTS_OPTIONS)
+            records = [
+                two_event_record(rng, f"{prefix}-{k:04d}", out, answer)
+                for k, answer in enumerate(answers)
+            ]
+            write_records(path, records)
     return {"train": str(train), "val": str(valid)}
+
+
+def blind_best(val: str) -> float:
+    """The majority answer's share of the validation records, in percent: what a model that
+    ignores the video (and the options' text) scores at best."""
+    from collections import Counter
+
+    from videorl.data.loaders import load_records
+
+    answers = Counter(json.dumps(r.answer.to_dict()) for r in load_records(val).records)
+    return 100 * max(answers.values()) / max(sum(answers.values()), 1)
 
 
 def write_synth(
@@ -209,9 +253,10 @@ def write_synth(
 
 
 def write_tasks(work: Path, n: int, val: int, seed: int, command: Command) -> dict[str, dict]:
+    """Each task's training and validation files; a choice task's also its blind best."""
+    two_events = write_two_events(work / "two_events_colours", n, val, seed)
     return {
-        "two_events": write_two_events(work / "two_events", n, val, seed),
-        "video_qa": write_synth(work / "video_qa", "video_qa", n, val, seed, command),
+        "two_events": {**two_events, "blind_best": blind_best(two_events["val"])},
         "temporal_grounding": write_synth(
             work / "temporal_grounding", "temporal_grounding", n, val, seed, command
         ),
@@ -228,7 +273,7 @@ def run_once(command: Command, out: Path, *args: object) -> float:
     return float(timing.read_text())
 
 
-def _common(model: str, data: dict[str, str], out: Path, steps: int, seed: int) -> list[str]:
+def _common(model: str, data: dict[str, Any], out: Path, steps: int, seed: int) -> list[str]:
     return [
         f"model.path={model}", f"data.train={data['train']}", "data.val=null",
         f"trainer.output_dir={out}", f"trainer.steps={steps}", f"trainer.save_every={steps}",
@@ -246,7 +291,8 @@ def sft_arm(
 
     spec = MECHANISMS[mechanism]
     overrides = [*spec["shared"], *spec["sft"], *spec["arms"][arm].get("sft", []), *SFT_SETTINGS]
-    key = hashlib.sha1(json.dumps([spec["recipe"], start, overrides]).encode()).hexdigest()[:8]
+    task = [spec["recipe"], start, data["train"], overrides]
+    key = hashlib.sha1(json.dumps(task).encode()).hexdigest()[:8]
     out = work / f"sft-{spec['recipe']}-{steps}-seed{seed}-{key}"
     seconds = run_once(
         command, out, "sft", spec["recipe"], *overrides, *_common(start, data, out, steps, seed)
@@ -262,14 +308,15 @@ def sft_arm(
 
 
 def rl_folder(work: Path, mechanism: str, arm: str, steps: int, seed: int) -> Path:
-    return work / f"rl-{mechanism}-{arm}-{steps}-seed{seed}"
+    task = MECHANISMS[mechanism]["data"]  # a run on another task is not reused
+    return work / f"rl-{mechanism}-{task}-{arm}-{steps}-seed{seed}"
 
 
 def train_arm(
     mechanism: str,
     arm: str,
     model: str,
-    data: dict[str, str],
+    data: dict[str, Any],
     work: Path,
     steps: int,
     seed: int,
@@ -379,7 +426,7 @@ def evaluate_arm(
 
 def run_mechanism(
     mechanism: str,
-    data: dict[str, str],
+    data: dict[str, Any],
     work: Path,
     steps: int,
     sft_steps: int,
@@ -404,7 +451,7 @@ def run_mechanism(
             run = train_arm(mechanism, arm, sft["model"], data, work, steps, seed, extra, command)
             model = run["model"]
             row |= summarize_run(sft, run, window)
-        folder = work / f"eval-{mechanism}-{arm}"
+        folder = work / f"eval-{mechanism}-{MECHANISMS[mechanism]['data']}-{arm}"
         row["eval"] = evaluate_arm(mechanism, arm, model, data["val"], folder, quick, command)
         rows.append(row)
     return rows
@@ -480,10 +527,22 @@ def search_line(search: dict[str, Any]) -> str:
     )
 
 
+def blind_line(blind: dict[str, float]) -> str:
+    """Each choice task's blind best, as one sentence."""
+    scores = ", ".join(f"{task} {score:.1f}" for task, score in blind.items())
+    return (
+        "Blind best (the validation set's majority answer: the most a model that ignores "
+        f"the video scores): {scores}."
+    )
+
+
 def tables(saved: dict[str, Any]) -> str:
-    """The mechanism rows as docs/tools.md shows them: scores, tokens, retrieval hits."""
+    """The mechanism rows as docs/tools.md shows them: scores, tokens, the choice tasks'
+    blind best, retrieval hits."""
     rows, search = saved["rows"], saved.get("search")  # none until a run completes
     text = f"{markdown(rows)}\n\n{tokens_markdown(rows)}"
+    if saved.get("blind_best"):  # runs before the two-event colour task have none
+        text += f"\n\n{blind_line(saved['blind_best'])}"
     if not saved.get("complete", True):
         missing = [name for name in MECHANISMS if name not in {row["mechanism"] for row in rows}]
         text += f"\n\nNot in this run (cut short): {', '.join(missing)}."

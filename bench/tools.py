@@ -24,14 +24,15 @@ with --quick) and prints the markdown table.
 
     PYTHONPATH=src python bench/tools.py [--read-steps 400] [--mix-steps 60] [--rl-steps 40]
 
-`--mechanisms` runs the arms of `bench/tool_mechanisms.py` instead (parallel crops and
-sub-agents on a two-event task, per-turn credit on a frame-selection task, frame retrieval,
-the answer-twice reward and early exit), each from the seeing model SFT-ed on gold
+`--mechanisms` runs the arms of `bench/tool_mechanisms.py` instead (on a two-event colour
+task whose four balanced options need both halves of the video: parallel crops,
+sub-agents, per-turn credit of frame selection, the answer-twice reward and early exit;
+frame retrieval on temporal grounding), each from the seeing model SFT-ed on gold
 trajectories of its tools, and stores their rows under `mechanisms` in the same results
 file:
 
     PYTHONPATH=src python bench/tools.py --mechanisms [--mech-steps 20] [--mech-sft-steps 40]
-        [--mech-n 64] [--mech-val 16]
+        [--mech-n 64] [--mech-val 48]
 """
 
 from __future__ import annotations
@@ -266,7 +267,7 @@ def main(argv: list[str] | None = None) -> None:
         "--mech-sft-steps", type=int, default=40, help="SFT steps on each arm's gold targets"
     )
     parser.add_argument("--mech-n", type=int, default=64, help="training videos per task")
-    parser.add_argument("--mech-val", type=int, default=16, help="validation videos per task")
+    parser.add_argument("--mech-val", type=int, default=48, help="validation videos per task")
     args = parser.parse_args(argv)
     if args.mechanisms:
         mechanisms(args)
@@ -373,6 +374,7 @@ def mechanisms(args: argparse.Namespace) -> None:
     saved["mechanisms"] = entry
     run = videorl if not args.quick else harness.in_process
     tasks = write_tasks(work, args.mech_n, args.mech_val, args.seed, run)
+    entry["blind_best"] = {k: v["blind_best"] for k, v in tasks.items() if "blind_best" in v}
     settings = (work, args.mech_steps, args.mech_sft_steps, args.seed, args.window)
     for name, spec in MECHANISMS.items():  # saved after each: a cut run keeps its rows
         entry["rows"] += run_mechanism(

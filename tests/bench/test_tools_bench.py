@@ -152,24 +152,56 @@ def test_the_early_exit_arms_evaluate_one_model_with_and_without_the_gate(mechan
 
 
 def test_the_two_event_prompt_misses_the_flashes(mechanisms, tmp_path):
-    """Each half of a two-event video holds one 1 s flash, and the prompt's frames (one per
-    4 s, as the parallel arms see them) show neither in most videos: the answer needs both
-    halves looked at (the blind best is 50%: yes and no come about equally)."""
+    """Each half of a two-event video holds one 1 s flash, the prompt's frames (one per 4 s,
+    as the tool arms see them) show neither, and the crops of each half at 1 fps and the
+    recipe prompt of the answer-twice arms (8 frames) show each once: the answer needs both
+    halves looked at."""
     from videorl.data.loaders import load_records
     from videorl.video.decode import VideoConfig, decode_video
 
-    files = mechanisms.write_two_events(tmp_path, n=12, val=4, seed=0)
+    files = mechanisms.write_two_events(tmp_path, n=12, val=8, seed=0)
     records = load_records(files["train"]).records + load_records(files["val"]).records
-    config = VideoConfig(fps=0.25, min_frames=2, max_frames=2)
-    seen = 0
+    sparse = VideoConfig(fps=0.25, min_frames=2, max_frames=2)
+    dense = VideoConfig(fps=2.0, min_frames=4, max_frames=8)  # videoauto_r1_quickstart's
     for record in records:
         (a0, a1), (b0, b1) = record.extra["flashes"]
-        assert 0 < a0 < a1 <= 4.0 <= b0 < b1 < 8.0
-        times = decode_video(tmp_path / record.video.path, config).meta.timestamps
-        seen += sum(any(lo <= t < hi for t in times) for lo, hi in ((a0, a1), (b0, b1)))
-    assert seen <= len(records) // 2  # of 2 x 16 flashes, the prompt shows at most 8
-    answers = [record.answer.letter for record in records]
-    assert 4 <= answers.count("A") <= 12
+        assert 0 < a0 < a1 <= 4.0 <= b0 < b1 < 8.0  # one in each half
+        path = tmp_path / record.video.path
+        for config, shown in ((sparse, 0), (dense, 1)):
+            times = decode_video(path, config).meta.timestamps
+            for lo, hi in ((a0, a1), (b0, b1)):
+                assert sum(lo <= t < hi for t in times) == shown, (record.id, times)
+        crops = [float(s) for s in range(8)]  # crop_video of [0, 4) and [4, 8) at 1 fps
+        assert all(sum(lo <= t < hi for t in crops) == 1 for lo, hi in ((a0, a1), (b0, b1)))
+
+
+def test_the_two_event_answers_need_both_halves_and_are_balanced(mechanisms, tmp_path):
+    """The four options are (p or q) then (r or s): the right one is the first half's colour
+    then the second's, and every other option is wrong on one half or both; the options'
+    text is the same whichever is right, and each split's answers are spread evenly over
+    A-D, so a blind or majority answer scores 25%."""
+    from collections import Counter
+
+    from videorl.data.loaders import load_records
+
+    files = mechanisms.write_two_events(tmp_path, n=16, val=12, seed=3)
+    options = mechanisms.TWO_EVENTS_OPTIONS
+    for split in ("train", "val"):
+        records = load_records(files[split]).records
+        counts = Counter(record.answer.letter for record in records)
+        assert set(counts) == set("ABCD")
+        assert max(counts.values()) / len(records) <= 1 / options + 0.02
+        for record in records:
+            first, second = record.extra["colours"]
+            assert len(record.options) == options
+            right = "ABCD".index(record.answer.letter)
+            assert record.options[right] == f"{first}, then {second}"
+            firsts = [option.split(", then ")[0] for option in record.options]
+            seconds = [option.split(", then ")[1] for option in record.options]
+            assert Counter(firsts)[first] == 2 and len(set(firsts)) == 2
+            assert Counter(seconds)[second] == 2 and len(set(seconds)) == 2
+            assert not set(firsts) & set(seconds)  # the reversed video matches no option
+    assert mechanisms.blind_best(files["val"]) == 25.0
 
 
 @pytest.mark.slow
