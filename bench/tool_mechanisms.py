@@ -253,12 +253,14 @@ def write_synth(
 
 
 def write_tasks(work: Path, n: int, val: int, seed: int, command: Command) -> dict[str, dict]:
-    """Each task's training and validation files; a choice task's also its blind best."""
-    two_events = write_two_events(work / "two_events_colours", n, val, seed)
+    """Each task's training and validation files (in a folder named by the sizes and the
+    seed: other sizes are not reused); a choice task's also its blind best."""
+    sizes = f"{n}-{val}-seed{seed}"
+    two_events = write_two_events(work / f"two_events_colours-{sizes}", n, val, seed)
     return {
         "two_events": {**two_events, "blind_best": blind_best(two_events["val"])},
         "temporal_grounding": write_synth(
-            work / "temporal_grounding", "temporal_grounding", n, val, seed, command
+            work / f"temporal_grounding-{sizes}", "temporal_grounding", n, val, seed, command
         ),
     }
 
