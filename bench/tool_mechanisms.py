@@ -11,12 +11,12 @@ overrides are equal share one SFT run.
 - The two-event task (`two_events`, every video-QA arm): an 8 s video with one shape on
   screen for 1 s in each half ([a, a + 1), a in 0.5-2.5 s; [b, b + 1), b in 4.5-6.5 s),
   "Two shapes flash on screen, one in each half of the video. What are their colours, in
-  order?" with four options (p or q first) x (r or s second), four distinct colours drawn
-  per video: the options' text is the same whichever is right, the first half picks the
-  row and the second the column, and each split's answers are balanced over A-D, so the
-  blind best is 25% (the tables' last lines say it for the validation set). The video is
-  needed: the frozen control (the first frame, before both flashes) shows no colour, and
-  the reversed one shows the second colour first, which no option starts with.
+  order?" with the same four options in every record, (red or blue) then (green or
+  magenta): the first half's flash picks the row and the second half's the column, and
+  each split's answers are balanced over A-D, so the blind best is 25% (the tables' last
+  lines say it for the validation set). The video is needed: the frozen control (the first
+  frame, before both flashes) shows no colour, and the reversed one shows the second
+  colour first, which no option starts with.
 - **parallel** (ParaVT's parallel crops, `paravt_quickstart`): the two-event task shown at
   one frame per 4 s (2 prompt frames, at 0 and 4 s: they miss both flashes in every video),
   so the answer needs crop_video's 1 fps frames (4 per half, one inside each flash). Gold:
@@ -63,7 +63,7 @@ from harness import in_process, videorl
 from videorl.data.families import Family
 from videorl.data.loaders import write_records
 from videorl.data.records import ChoiceAnswer, TaskRecord
-from videorl.data.synth_scene import COLORS, Placed, distinct, place
+from videorl.data.synth_scene import Placed, place
 from videorl.data.synth_tasks import frame_size, large_size, save_video, shape
 
 Command = Callable[..., float]  # `videorl *args`, returning its wall seconds
@@ -162,21 +162,19 @@ TASKS = {  # the family and the eval metric of each task
 QUICK_RL = ["data.prompts_per_step=1", "rollout.n=2", "rollout.max_new_tokens=16"]
 
 
-TWO_EVENTS_OPTIONS = 4  # (first colour of two) x (second colour of two)
+FIRST_COLOURS, SECOND_COLOURS = ("red", "blue"), ("green", "magenta")  # far apart in RGB
+TWO_EVENTS_OPTIONS = len(FIRST_COLOURS) * len(SECOND_COLOURS)
 
 
 def two_event_record(rng: np.random.Generator, rid: str, out: Path, index: int) -> TaskRecord:
     """One "which colours, in order?" video: shape 1 on screen over [a, a + 1) s, a in
-    [0.5, 2.5], shape 2 over [b, b + 1), b in [4.5, 6.5] (half-second grid). Four distinct
-    colours p, q, r, s drawn at random; the options are every (first in {p, q}, then second
-    in {r, s}), in that order, and option `index` (0-3) is the one shown: the text of the
-    options is the same for every answer, so only the video tells them apart, and the first
-    half picks the row (p or q), the second half the column (r or s)."""
+    [0.5, 2.5], shape 2 over [b, b + 1), b in [4.5, 6.5] (half-second grid). The options are
+    the same in every record, each first colour (`FIRST_COLOURS`) then each second one
+    (`SECOND_COLOURS`), and option `index` (0-3) is the one shown: only the video tells the
+    answers apart, the first half picks the row and the second half the column."""
     width, height = frame_size(rng)
     size = large_size(rng, width, height)
-    drawn = distinct(rng, list(COLORS), 4)
-    firsts, seconds = drawn[:2], drawn[2:]
-    colours = (firsts[index // 2], seconds[index % 2])
+    colours = (FIRST_COLOURS[index // 2], SECOND_COLOURS[index % 2])
     starts = (float(rng.integers(1, 6)) / 2, 4.0 + float(rng.integers(1, 6)) / 2)
     items = []
     for colour in colours:
@@ -198,7 +196,7 @@ def two_event_record(rng: np.random.Generator, rid: str, out: Path, index: int) 
         source="bench-two-events",
         video=media,
         duration=TWO_EVENTS_DURATION,
-        options=tuple(f"{first}, then {second}" for first in firsts for second in seconds),
+        options=tuple(f"{a}, then {b}" for a in FIRST_COLOURS for b in SECOND_COLOURS),
         subtype="colour_order",
         width=width,
         height=height,

@@ -176,10 +176,10 @@ def test_the_two_event_prompt_misses_the_flashes(mechanisms, tmp_path):
 
 
 def test_the_two_event_answers_need_both_halves_and_are_balanced(mechanisms, tmp_path):
-    """The four options are (p or q) then (r or s): the right one is the first half's colour
-    then the second's, and every other option is wrong on one half or both; the options'
-    text is the same whichever is right, and each split's answers are spread evenly over
-    A-D, so a blind or majority answer scores 25%."""
+    """The four options are (red or blue) then (green or magenta) in every record: the right
+    one is the first half's colour then the second's, every other option is wrong on one
+    half or both, and each split's answers are spread evenly over A-D, so a blind or
+    majority answer scores 25%."""
     from collections import Counter
 
     from videorl.data.loaders import load_records
@@ -201,6 +201,7 @@ def test_the_two_event_answers_need_both_halves_and_are_balanced(mechanisms, tmp
             assert Counter(firsts)[first] == 2 and len(set(firsts)) == 2
             assert Counter(seconds)[second] == 2 and len(set(seconds)) == 2
             assert not set(firsts) & set(seconds)  # the reversed video matches no option
+            assert record.options == records[0].options  # the text never tells
     assert mechanisms.blind_best(files["val"]) == 25.0
 
 
