@@ -67,7 +67,13 @@ VIDEO = [
     "video.max_pixels=12544",
     "video.tool_max_frames=32",
 ]
-TOOL_SFT = ["sft.target=tool_trajectory", "rollout.tools=[get_clip]"]
+# the constant rate these stages were tuned with (sft_quickstart decays since 2026-12-07)
+TOOL_SFT = [
+    "sft.target=tool_trajectory",
+    "rollout.tools=[get_clip]",
+    "optim.schedule=constant",
+    "optim.warmup_steps=5",
+]
 # each arm: its SFT stages (name, the step-count argument, overrides), then its RL overrides
 ARMS: dict[str, dict[str, Any]] = {
     "tools": {

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from tests.cli_runner import run_cli
-from videorl.api import resolve_config_path
+from videorl.api import load_config, resolve_config_path
 from videorl.data.synth import synthesize, write_dataset
 from videorl.quickstart import STEPS, TOOLS_STEPS, made_by, next_command
 
@@ -100,10 +100,10 @@ def test_videorl_quickstart_runs_the_steps_in_order_and_stops_at_a_failure(capsy
     assert "curves: runs/quickstart/train/reward_curves.png" in done.output
 
 
-def test_make_quickstart_calls_videorl_quickstart():
+def test_make_quickstart_calls_videorl_quickstart_on_every_core():
     makefile = (ROOT / "Makefile").read_text()
     target = makefile.split("\nquickstart: setup\n", 1)[1].split("\n\n", 1)[0]
-    assert target.strip() == "$(ONE_THREAD) $(PY) -m videorl quickstart --overwrite"
+    assert target.strip() == "$(PY) -m videorl quickstart --overwrite"
 
 
 @pytest.mark.parametrize("spelling", ["all", "tg,sg"])
@@ -141,7 +141,8 @@ def test_train_tools_quickstart_after_synth_names_the_tool_sft_stage(tmp_path, c
         "data.train=runs/tools_quickstart/data/train.jsonl data.val=null video.fps=0.25 "
         "video.min_frames=2 video.max_frames=4 video.tool_max_frames=32 "
         "sft.target=tool_trajectory 'rollout.tools=[get_clip]' sft.max_response_tokens=1024 "
-        "trainer.val_every=0 sft.tool_call_fraction=0.5 optim.lr=1e-3 trainer.steps=60 "
+        "trainer.val_every=0 optim.schedule=constant optim.warmup_steps=5 "
+        "sft.tool_call_fraction=0.5 optim.lr=1e-3 trainer.steps=60 "
         "trainer.save_every=60 trainer.output_dir=runs/tools_quickstart/sft-mix` first (it "
         f"writes runs/tools_quickstart/sft-mix{TOOLS_TAIL}"
     )
@@ -167,3 +168,10 @@ def test_make_tools_quickstart_calls_videorl_quickstart_tools():
     makefile = (ROOT / "Makefile").read_text()
     target = makefile.split("\ntools-quickstart: setup\n", 1)[1].split("\n\n", 1)[0]
     assert target.strip() == "$(ONE_THREAD) $(PY) -m videorl quickstart --tools --overwrite"
+
+
+def test_the_tools_quickstart_sft_stages_keep_the_constant_rate_they_were_tuned_with():
+    sft_steps = [step.argv for step in TOOLS_STEPS if step.argv[0] == "sft"]
+    assert len(sft_steps) == 3
+    assert all("optim.schedule=constant" in argv for argv in sft_steps)
+    assert load_config(resolve_config_path("sft_quickstart")).optim.schedule == "cosine"

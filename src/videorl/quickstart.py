@@ -71,6 +71,9 @@ STEPS: tuple[Step, ...] = (
 
 
 _TQ = TOOLS_DIR
+# The tools quickstart's SFT stages keep the constant rate they were tuned with (docs/tools.md);
+# sft_quickstart itself decays since 2026-12-07 (docs/lab/models-that-see.md, section 13)
+_CONSTANT_RATE = ("optim.schedule=constant", "optim.warmup_steps=5")
 # The SFT stages on gold get_clip trajectories (docs/tools.md, "The bench"): the recipe
 # sft_quickstart on the tools quickstart's data, the prompt video at 0.25 fps.
 _TOOL_SFT = (
@@ -84,6 +87,7 @@ _TOOL_SFT = (
     "rollout.tools=[get_clip]",
     "sft.max_response_tokens=1024",
     "trainer.val_every=0",
+    *_CONSTANT_RATE,
 )
 TOOLS_STEPS: tuple[Step, ...] = (
     Step(
@@ -98,6 +102,7 @@ TOOLS_STEPS: tuple[Step, ...] = (
             f"model.path={_TQ}/model",
             f"data.train={_TQ}/data/train.jsonl",
             "data.val=null",
+            *_CONSTANT_RATE,
             f"trainer.output_dir={_TQ}/seeing",
         ),
         f"{_TQ}/seeing",
