@@ -28,9 +28,10 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
-from harness import child_threads, write_marked
+from harness import child_threads, videorl, write_marked
 from learning import (
     CONTROLS,
+    FAMILY,
     RECIPES,
     RESULTS,
     ROOT,
@@ -41,6 +42,18 @@ from learning import (
 )
 
 WORK = Path("runs/bench-seeds")
+COMMON_SEED = 1000  # the shared validation set's synth seed: no training set is drawn with it
+
+
+def common_val(count: int) -> str:
+    """`count` validation videos of the quickstart's task, one set for every cell (made once)."""
+    out = WORK / f"common-val-{count}"
+    if not (out / "val.jsonl").is_file():
+        videorl(
+            "synth", "--out", out, "--families", FAMILY, "--tg-events", "appear",
+            "--n", 1, "--val", count, "--seed", COMMON_SEED, "--overwrite",
+        )  # fmt: skip
+    return str(out / "val.jsonl")
 
 
 def one_seed(
@@ -50,15 +63,19 @@ def one_seed(
     threads: int | None = None,
     sft_set: Sequence[str] = (),
     name: str = "seeds",
+    val: str | None = None,
 ) -> dict[str, Any]:
     """SFT (sft_quickstart with `sft_set`) then OraRL (none when `steps` is 0) with `seed`,
-    every command under OMP_NUM_THREADS=`threads` (None: inherited); the models' scores."""
+    every command under OMP_NUM_THREADS=`threads` (None: inherited); the models' scores on
+    `val` (None: the seed's own validation videos)."""
     work = WORK / f"seed-{seed}" if threads is None else WORK / f"seed-{seed}-t{threads}"
     tag = "" if name == "seeds" else f"-{name}"
     with child_threads(threads):
         start = prepare(work, seed, sft_steps, sft_overrides=sft_set, tag=tag)
+        scored = tag + ("" if val is None else f"-{Path(val).parent.name}")  # evals apart
+        val = val or start["val"]
         # a cell's SFT model is reused when there (prepare), and so is its eval
-        sft = evaluate(start["model"], start["val"], work / f"eval-sft{tag}", reuse=bool(threads))
+        sft = evaluate(start["model"], val, work / f"eval-sft{scored}", reuse=bool(threads))
         row = {"seed": seed, "sft": sft}
         if threads is not None:
             row |= {"threads": threads, "sft_minutes": start["sft_minutes"]}
@@ -66,9 +83,7 @@ def one_seed(
         if steps:
             overrides = [*start_overrides(start, seed), *RECIPES["orarl"]]
             run = train(f"orarl{tag}", overrides, steps, steps, work=work)
-            row["orarl"] = evaluate(
-                Path(run["out"]) / "final", start["val"], work / f"eval-orarl{tag}"
-            )
+            row["orarl"] = evaluate(Path(run["out"]) / "final", val, work / f"eval-orarl{scored}")
     return row
 
 
@@ -99,24 +114,27 @@ def markdown(rows: list[dict[str, Any]]) -> str:
 
 
 def threads_markdown(rows: list[dict[str, Any]]) -> str:
-    """The thread-count study: one line per (seed, threads) cell, SFT scores, then the spread
-    of the SFT mIoU over the cells."""
+    """The thread-count study: one line per (seed, threads) cell, SFT -> SFT + OraRL where
+    OraRL ran (mIoU and gains), then the spread of the last model's mIoU over the cells."""
+    last = "orarl" if all("orarl" in row for row in rows) else "sft"
+    keys = ("mIoU", "gain_frozen", "gain_reversed")
+
+    def cell(row: dict[str, Any], key: str) -> str:
+        text = f"{row['sft'][key]:.1f}"
+        return text + (f" -> {row['orarl'][key]:.1f}" if last == "orarl" else "")
+
     lines = [
-        (
-            "| seed | threads | SFT mIoU | frozen | reversed | gain vs frozen | vs reversed |"
-            " loss, last 50 steps | SFT min |"
-        ),
-        "|---|---|---|---|---|---|---|---|---|",
+        "| seed | threads | mIoU | gain vs frozen | gain vs reversed | SFT loss, last 50 steps |",
+        "|---|---|---|---|---|---|",
     ]
     for row in rows:
-        sft = row["sft"]
+        cells = " | ".join(cell(row, key) for key in keys)
         lines.append(
-            f"| {row['seed']} | {row['threads']} | {sft['mIoU']:.1f} | {sft['frozen']:.1f} |"
-            f" {sft['reversed']:.1f} | {sft['gain_frozen']:+.1f} | {sft['gain_reversed']:+.1f} |"
-            f" {row['sft_curve']['loss_last']:.3f} | {row['sft_minutes']:.1f} |"
+            f"| {row['seed']} | {row['threads']} | {cells} | {row['sft_curve']['loss_last']:.3f} |"
         )
-    scores = [row["sft"]["mIoU"] for row in rows]
-    lines.append(f"\nSFT mIoU spread over {len(rows)} cells: {max(scores) - min(scores):.1f}")
+    scores = [row[last]["mIoU"] for row in rows]
+    model = "SFT + OraRL" if last == "orarl" else "SFT"
+    lines.append(f"\n{model} mIoU spread over {len(rows)} cells: {max(scores) - min(scores):.1f}")
     return "\n".join(lines)
 
 
@@ -141,12 +159,22 @@ def main() -> None:
     )
     parser.add_argument("--jobs", type=int, default=1, help="cells run side by side")
     parser.add_argument("--name", default="seeds", help="bench/results/NAME.json")
+    parser.add_argument(
+        "--common-val",
+        type=int,
+        default=0,
+        help="score every cell on one shared set of this many validation videos (synth seed"
+        f" {COMMON_SEED}) instead of its seed's own 32: the spread is then the models' alone",
+    )
     parser.add_argument("--quick", action="store_true", help="a smoke run: 20 SFT, 4 RL steps")
-    parser.add_argument("--write", action="store_true", help="put the saved table in README.md")
+    parser.add_argument(
+        "--write", action="store_true", help="put the saved table of --name in README.md"
+    )
     args = parser.parse_args()
-    if args.write:
-        rows = json.loads((RESULTS / "seeds.json").read_text())["rows"]
-        write_marked(ROOT / "README.md", "bench/seeds.py", markdown(rows))
+    if args.write:  # the study named by --name
+        rows = json.loads((RESULTS / f"{args.name}.json").read_text())["rows"]
+        table = threads_markdown(rows) if "threads" in rows[0] else markdown(rows)
+        write_marked(ROOT / "README.md", "bench/seeds.py", table)
         return
     sft_steps, steps = (20, min(args.steps, 4)) if args.quick else (args.sft_steps, args.steps)
     threads = [int(t) for t in args.threads.split(",")] if args.threads else [None]
@@ -167,9 +195,13 @@ def main() -> None:
         **({"sft_set": args.sft_set} if args.sft_set else {}),
     }
 
+    val = common_val(args.common_val) if args.common_val else None
+    if args.common_val:
+        command += f" --common-val {args.common_val}"
+
     def cell_row(cell: tuple[int, int | None]) -> dict[str, Any]:
         seed, count = cell
-        return one_seed(seed, sft_steps, steps, count, args.sft_set, args.name)
+        return one_seed(seed, sft_steps, steps, count, args.sft_set, args.name, val)
 
     RESULTS.mkdir(exist_ok=True)
     done: dict[tuple[int, int | None], dict[str, Any]] = {}
