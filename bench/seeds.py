@@ -4,7 +4,8 @@ For each seed, the quickstart's pipeline with that seed everywhere (`make-tiny
 --vision-warmup 150 --seed S`, `synth --seed S` with 256 training and 32 validation
 videos, `videorl sft sft_quickstart`, `videorl train quickstart`), then the SFT and the
 SFT + OraRL models evaluated greedily on real, frozen, reversed and shuffled videos.
-Writes bench/results/seeds.json and prints the table; `--write` puts it in README.md.
+Writes bench/results/NAME.json and prints the table; `--write` puts the saved table of the
+quickstart's current recipe (`README_STUDY`, the thread-count study below) in README.md.
 
 The thread-count study (docs/lab/models-that-see.md, section 12): `--threads 1,2` runs each
 seed's whole pipeline under each `OMP_NUM_THREADS` (the warm-up, SFT and eval all depend on
@@ -42,6 +43,7 @@ from learning import (
 )
 
 WORK = Path("runs/bench-seeds")
+README_STUDY = "seeds_cosine"  # the quickstart's SFT recipe (cosine decay) over seeds x threads
 COMMON_SEED = 1000  # the shared validation set's synth seed: no training set is drawn with it
 
 
@@ -138,6 +140,12 @@ def threads_markdown(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def readme_table() -> str:
+    """The README's table: the saved study of the quickstart's current SFT recipe."""
+    rows = json.loads((RESULTS / f"{README_STUDY}.json").read_text())["rows"]
+    return threads_markdown(rows) if "threads" in rows[0] else markdown(rows)
+
+
 def _mean(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "seed": "mean",
@@ -168,13 +176,11 @@ def main() -> None:
     )
     parser.add_argument("--quick", action="store_true", help="a smoke run: 20 SFT, 4 RL steps")
     parser.add_argument(
-        "--write", action="store_true", help="put the saved table of --name in README.md"
+        "--write", action="store_true", help=f"put {README_STUDY}.json's table in README.md"
     )
     args = parser.parse_args()
-    if args.write:  # the study named by --name
-        rows = json.loads((RESULTS / f"{args.name}.json").read_text())["rows"]
-        table = threads_markdown(rows) if "threads" in rows[0] else markdown(rows)
-        write_marked(ROOT / "README.md", "bench/seeds.py", table)
+    if args.write:
+        write_marked(ROOT / "README.md", "bench/seeds.py", readme_table())
         return
     sft_steps, steps = (20, min(args.steps, 4)) if args.quick else (args.sft_steps, args.steps)
     threads = [int(t) for t in args.threads.split(",")] if args.threads else [None]
