@@ -69,12 +69,12 @@ bench: $(BENCH_STAMP)
 
 # Learning on the seeing task (the quickstart's SFT model, then each RL recipe; eval with
 # frozen / reversed / shuffled video controls), then distillation from an OraRL teacher
-# (OPDVR / OPD / GRPD / GRPO), then the quickstart's SFT -> OraRL over three seeds.
-# Times: bench/results/learning.json, distill.json, seeds.json.
+# (OPDVR / OPD / GRPD / GRPO), then the quickstart's SFT -> OraRL over three seeds on one and
+# two threads (README's table). Times: bench/results/learning.json, distill.json, seeds_cosine.json.
 bench-learning: setup
 	PYTHONPATH=src $(PY) bench/learning.py --steps 150
 	PYTHONPATH=src $(PY) bench/distill.py --steps 150 --teacher-steps 300
-	PYTHONPATH=src $(PY) bench/seeds.py --seeds 0,1,2
+	PYTHONPATH=src $(PY) bench/seeds.py --name seeds_cosine --seeds 0,1,2 --threads 1,2 --jobs 2
 
 # The quickstart's recipe, unchanged, on two held-out scenes (bench/heldout.py: drift, pan),
 # with the default and the broad warm-up clips; the table goes in docs/performance.md.
