@@ -2,11 +2,15 @@
 (`bench/tools.py --mechanisms`, docs/tools.md "The mechanism arms").
 
 Every arm starts from the seeing model of `bench/tools.py` (`bench/learning.py`'s SFT on
-temporal-grounding prompts at 2 fps), then `videorl sft <the mechanism's recipe>` on gold
+temporal-grounding prompts at 2 fps); the two-event arms from the reading stage's model
+instead (`read_stage`, `--mech-read-steps`: that model SFT-ed on the task's direct answers
+from the prompt video at 1 fps, 8 frames, one inside each flash, so that it reads the
+colours before it learns any tool). Then `videorl sft <the mechanism's recipe>` on gold
 trajectories of the mechanism's tools (`sft.target=tool_trajectory`, rollout/tools/gold.py;
 VideoAuto-R1's `sft.target=answer_twice`), so that RL starts from a model that calls them;
-then `--mech-steps` RL steps of the recipe with the arm's overrides. Arms whose SFT
-overrides are equal share one SFT run.
+then `--mech-steps` RL steps of the recipe with the arm's overrides (and `--mech-rl-set`'s,
+the same in every arm). Arms whose SFT overrides are equal share one SFT run; every run's
+folder is named by a hash of what it depends on, so a run with other inputs is not reused.
 
 - The two-event task (`two_events`, every video-QA arm): an 8 s video with one shape on
   screen for 1 s in each half ([a, a + 1), a in 0.5-2.5 s; [b, b + 1), b in 4.5-6.5 s),
@@ -44,9 +48,9 @@ overrides are equal share one SFT run.
 - **early_exit**: the multi_answer arm's RL model evaluated with `--early-exit-confidence
   0.97` against without: accuracy and tokens per answer on each video.
 
-Each model is evaluated greedily (with its tools when it has them, each tool's media under
-the video control too): the score on the real videos, on each control, and the gains
-real - frozen and real - reversed.
+Each model (the reading stage's too) is evaluated greedily (with its tools when it has
+them, each tool's media under the video control too): the score on the real videos, on each
+control, and the gains real - frozen and real - reversed.
 """
 
 from __future__ import annotations
@@ -54,11 +58,12 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from harness import in_process, videorl
+from harness import videorl
 
 from videorl.data.families import Family
 from videorl.data.loaders import write_records
@@ -85,6 +90,16 @@ SFT_SETTINGS = [  # sft_quickstart's batch, a higher rate (few steps); targets u
     "optim.schedule=constant",
     "optim.warmup_steps=0",
     "sft.max_response_tokens=1024",
+]
+READ_RECIPE, READ_TASK = "sft_quickstart", "two_events"
+READ = [  # the reading stage: direct answers from 8 prompt frames at 1 fps, one in each flash
+    "data.families=[video_qa]",
+    "data.prompt_style=videorl",
+    "data.frame_budgets=[]",
+    "video.fps=1.0",
+    "video.min_frames=8",
+    "video.max_frames=8",
+    *DIRECT_SFT,
 ]
 # data: which task (`TASKS`); shared: overrides of SFT and RL in both arms; arms: each arm's
 # SFT and RL overrides and eval flags (`model_from`: evaluate that arm's RL model, no training)
@@ -263,6 +278,28 @@ def write_tasks(work: Path, n: int, val: int, seed: int, command: Command) -> di
     }
 
 
+@dataclass(frozen=True)
+class Plan:
+    """What every arm of one run shares."""
+
+    work: Path  # where each run's folder goes
+    steps: int  # RL steps of each arm
+    sft_steps: int  # SFT steps of each arm on its gold targets
+    seed: int
+    window: int  # RL steps averaged at each end of the reward curve
+    starts: dict[str, str]  # each task's SFT start model (`task_starts`)
+    rl_set: tuple[str, ...] = ()  # overrides of every arm's RL (`--mech-rl-set`)
+    quick: bool = False  # a smoke run: tiny RL batches, 16-token turns
+    command: Command = videorl  # how each `videorl` command runs
+
+
+def task_starts(seeing: str, read: str | None) -> dict[str, str]:
+    """The model each task's arms start their SFT from: `READ_TASK`'s from the reading
+    stage's model when it ran (`read`), every other task's (retrieval's temporal grounding,
+    which the seeing model already reads) from the seeing model."""
+    return {task: read if task == READ_TASK and read else seeing for task in TASKS}
+
+
 def run_once(command: Command, out: Path, *args: object) -> float:
     """`command(*args)` with outputs in `out`, unless an earlier run finished there (its
     `seconds.txt`, as `harness.run_once`); its wall seconds."""
@@ -271,6 +308,11 @@ def run_once(command: Command, out: Path, *args: object) -> float:
         seconds = command(*args)
         timing.write_text(f"{seconds:.1f}\n")
     return float(timing.read_text())
+
+
+def _key(*inputs: object) -> str:
+    """A short hash of what a run depends on: its folder's name, so other inputs rerun."""
+    return hashlib.sha1(json.dumps(inputs, default=str).encode()).hexdigest()[:8]
 
 
 def _common(model: str, data: dict[str, Any], out: Path, steps: int, seed: int) -> list[str]:
@@ -282,24 +324,20 @@ def _common(model: str, data: dict[str, Any], out: Path, steps: int, seed: int) 
     ]  # fmt: skip
 
 
-def sft_arm(
-    mechanism: str, arm: str, start: str, data: dict, work: Path, steps: int, seed: int, command
-) -> dict[str, Any]:
-    """`videorl sft <recipe>` from the seeing model on the mechanism's gold targets with the
-    arm's SFT overrides; one run per distinct overrides (its folder named by their hash)."""
+def sft_run(
+    recipe: str, overrides: list[str], start: str, data: dict, out: Path, steps: int, seed: int,
+    command: Command,
+) -> dict[str, Any]:  # fmt: skip
+    """`videorl sft <recipe>` from `start` with `overrides` into `out` (reused when done)."""
     from videorl.trainer.metrics import read_metrics
 
-    spec = MECHANISMS[mechanism]
-    overrides = [*spec["shared"], *spec["sft"], *spec["arms"][arm].get("sft", []), *SFT_SETTINGS]
-    task = [spec["recipe"], start, data["train"], overrides]
-    key = hashlib.sha1(json.dumps(task).encode()).hexdigest()[:8]
-    out = work / f"sft-{spec['recipe']}-{steps}-seed{seed}-{key}"
-    seconds = run_once(
-        command, out, "sft", spec["recipe"], *overrides, *_common(start, data, out, steps, seed)
-    )
+    args = _common(start, data, out, steps, seed)
+    seconds = run_once(command, out, "sft", recipe, *overrides, *args)
     rows = read_metrics(out / "metrics.jsonl")
     return {
         "model": str(out / "final"),
+        "start": start,
+        "steps": steps,
         "seconds": seconds,
         "cpu_seconds": sum(r["time/step_cpu"] for r in rows),
         "loss_first": rows[0]["sft/loss"],
@@ -307,29 +345,50 @@ def sft_arm(
     }
 
 
-def rl_folder(work: Path, mechanism: str, arm: str, steps: int, seed: int) -> Path:
-    task = MECHANISMS[mechanism]["data"]  # a run on another task is not reused
-    return work / f"rl-{mechanism}-{task}-{arm}-{steps}-seed{seed}"
+def read_stage(
+    start: str, data: dict[str, Any], work: Path, steps: int, seed: int, command: Command
+) -> dict[str, Any]:
+    """The reading stage: `videorl sft sft_quickstart` from the seeing model on the two-event
+    task's direct answers (`READ`, `SFT_SETTINGS`), and its greedy eval without tools on the
+    real videos and the controls; each reused when `work/` has it."""
+    overrides = [*READ, *SFT_SETTINGS]
+    key = _key(READ_RECIPE, start, data["train"], overrides)
+    out = work / f"read-{READ_RECIPE}-{steps}-seed{seed}-{key}"
+    read = sft_run(READ_RECIPE, overrides, start, data, out, steps, seed, command)
+    config = load_recipe(READ_RECIPE, READ)
+    flags: list[object] = ["--max-new-tokens", config.rollout.max_new_tokens]
+    folder = work / f"eval-read-{READ_TASK}-{_key(read['model'], data['val'], flags)}"
+    read["eval"] = evaluate(read["model"], data["val"], folder, flags, READ_TASK, False, command)
+    return read
+
+
+def sft_arm(mechanism: str, arm: str, data: dict, plan: Plan) -> dict[str, Any]:
+    """`videorl sft <recipe>` from the task's start model on the mechanism's gold targets
+    with the arm's SFT overrides; one run per distinct overrides (its folder named by their
+    hash)."""
+    spec = MECHANISMS[mechanism]
+    overrides = [*spec["shared"], *spec["sft"], *spec["arms"][arm].get("sft", []), *SFT_SETTINGS]
+    start = plan.starts[spec["data"]]
+    key = _key(spec["recipe"], start, data["train"], overrides)
+    out = plan.work / f"sft-{spec['recipe']}-{plan.sft_steps}-seed{plan.seed}-{key}"
+    return sft_run(
+        spec["recipe"], overrides, start, data, out, plan.sft_steps, plan.seed, plan.command
+    )
 
 
 def train_arm(
-    mechanism: str,
-    arm: str,
-    model: str,
-    data: dict[str, Any],
-    work: Path,
-    steps: int,
-    seed: int,
-    extra: list[str],
-    command: Command,
+    mechanism: str, arm: str, model: str, data: dict[str, Any], plan: Plan
 ) -> dict[str, Any]:
-    """`videorl train <recipe>` with the arm's overrides (reused when `work/` has it)."""
+    """`videorl train <recipe>` from `model` with the arm's overrides, then `plan.rl_set`
+    (reused when `work/` has a run of the same recipe, model, data and overrides)."""
     spec = MECHANISMS[mechanism]
-    out = rl_folder(work, mechanism, arm, steps, seed)
+    extra = [*(QUICK_RL if plan.quick else []), *plan.rl_set]
     overrides = [*spec["shared"], *spec["arms"][arm].get("rl", []), *extra]
-    seconds = run_once(
-        command, out, "train", spec["recipe"], *overrides, *_common(model, data, out, steps, seed)
-    )
+    key = _key(spec["recipe"], model, data["train"], overrides)
+    name = f"rl-{mechanism}-{spec['data']}-{arm}-{plan.steps}-seed{plan.seed}-{key}"
+    out = plan.work / name
+    args = _common(model, data, out, plan.steps, plan.seed)
+    seconds = run_once(plan.command, out, "train", spec["recipe"], *overrides, *args)
     return rl_run(out, seconds)
 
 
@@ -350,14 +409,28 @@ def rl_run(out: Path, seconds: float) -> dict[str, Any]:
     }
 
 
-def arm_config(mechanism: str, arm: str) -> Any:
-    """The resolved RL config of the arm (its recipe with the shared and the arm's overrides)."""
+def load_recipe(recipe: str, overrides: list[str]) -> Any:
+    """The resolved config of `recipe` with `overrides`."""
     from videorl.api import resolve_config_path
     from videorl.config import load_config
 
+    return load_config(resolve_config_path(recipe), overrides)
+
+
+def arm_config(mechanism: str, arm: str, rl_set: tuple[str, ...] = ()) -> Any:
+    """The resolved RL config of the arm (its recipe with the shared and the arm's
+    overrides, then `rl_set`)."""
     spec = MECHANISMS[mechanism]
-    overrides = [*spec["shared"], *spec["arms"][arm].get("rl", [])]
-    return load_config(resolve_config_path(spec["recipe"]), overrides)
+    return load_recipe(spec["recipe"], [*spec["shared"], *spec["arms"][arm].get("rl", []), *rl_set])
+
+
+def check_rl_set(rl_set: tuple[str, ...]) -> None:
+    """Load every trained arm's RL config with `rl_set`: a bad override fails here, before
+    any run."""
+    for mechanism, spec in MECHANISMS.items():
+        for arm, arm_spec in spec["arms"].items():
+            if "model_from" not in arm_spec:
+                arm_config(mechanism, arm, rl_set)
 
 
 def eval_flags(mechanism: str, arm: str, quick: bool) -> list[object]:
@@ -382,19 +455,29 @@ def tokens_per_answer(model: str, predictions: Path) -> float:
     return sum(counts) / max(len(counts), 1)
 
 
-def evaluate_arm(
-    mechanism: str, arm: str, model: str, val: str, out: Path, quick: bool, command: Command
-) -> dict[str, Any]:
+def evaluate_arm(mechanism: str, arm: str, model: str, val: str, plan: Plan) -> dict[str, Any]:
+    """`evaluate` of the arm's model with its flags (`eval_flags`), in a folder named by the
+    model and the flags."""
+    task = MECHANISMS[mechanism]["data"]
+    flags = eval_flags(mechanism, arm, plan.quick)
+    folder = plan.work / f"eval-{mechanism}-{task}-{arm}-{_key(model, val, flags)}"
+    tools = bool(arm_config(mechanism, arm).rollout.tools)
+    return evaluate(model, val, folder, flags, task, tools, plan.command)
+
+
+def evaluate(
+    model: str, val: str, out: Path, flags: list[object], task: str, tools: bool,
+    command: Command,
+) -> dict[str, Any]:  # fmt: skip
     """Greedy score (reused when `out` has it) on the real videos and each control (with the
-    arm's tools when it has them, their media under the control too; else the prompt
+    tools of `flags` when it has them, their media under the control too; else the prompt
     alone), the gains over frozen and reversed, the score without tools, calls per answer,
     and (without tools) tokens per answer on each video."""
-    family, metric = TASKS[MECHANISMS[mechanism]["data"]]
-    tools = bool(arm_config(mechanism, arm).rollout.tools)
+    family, metric = TASKS[task]
     if not (out / "metrics.json").is_file():  # eval writes it last, when all is scored
         command(
-            "eval", "--model", model, "--benchmark", val, "--out", out,
-            *eval_flags(mechanism, arm, quick), "--controls", ",".join(CONTROLS), "--overwrite",
+            "eval", "--model", model, "--benchmark", val, "--out", out, *flags,
+            "--controls", ",".join(CONTROLS), "--overwrite",
         )  # fmt: skip
     metrics = json.loads((out / "metrics.json").read_text())
     if tools:
@@ -425,34 +508,23 @@ def evaluate_arm(
 
 
 def run_mechanism(
-    mechanism: str,
-    data: dict[str, Any],
-    work: Path,
-    steps: int,
-    sft_steps: int,
-    seed: int,
-    window: int,
-    start: str,
-    quick: bool = False,
+    mechanism: str, data: dict[str, Any], plan: Plan, earlier: list[dict[str, Any]]
 ) -> list[dict[str, Any]]:
     """One mechanism's rows: each arm's SFT, RL and eval (each reused when `work/` has it;
-    a `model_from` arm evaluates that arm's RL model). `quick`: one prompt of two rows a
-    step, 16-token turns, a smoke run whose numbers mean nothing."""
-    command = in_process if quick else videorl
+    a `model_from` arm evaluates the RL model of that arm's row in `earlier`). `quick`: one
+    prompt of two rows a step, 16-token turns, a smoke run whose numbers mean nothing."""
     rows = []
     for arm, arm_spec in MECHANISMS[mechanism]["arms"].items():
         row: dict[str, Any] = {"mechanism": mechanism, "arm": arm}
         if "model_from" in arm_spec:
-            source, source_arm = arm_spec["model_from"]
-            model = str(rl_folder(work, source, source_arm, steps, seed) / "final")
+            source = [r for r in earlier if (r["mechanism"], r["arm"]) == arm_spec["model_from"]]
+            model = source[0]["rl"]["model"]
         else:
-            sft = sft_arm(mechanism, arm, start, data, work, sft_steps, seed, command)
-            extra = QUICK_RL if quick else []
-            run = train_arm(mechanism, arm, sft["model"], data, work, steps, seed, extra, command)
+            sft = sft_arm(mechanism, arm, data, plan)
+            run = train_arm(mechanism, arm, sft["model"], data, plan)
             model = run["model"]
-            row |= summarize_run(sft, run, window)
-        folder = work / f"eval-{mechanism}-{MECHANISMS[mechanism]['data']}-{arm}"
-        row["eval"] = evaluate_arm(mechanism, arm, model, data["val"], folder, quick, command)
+            row |= summarize_run(sft, run, plan.window)
+        row["eval"] = evaluate_arm(mechanism, arm, model, data["val"], plan)
         rows.append(row)
     return rows
 
@@ -536,11 +608,34 @@ def blind_line(blind: dict[str, float]) -> str:
     )
 
 
+def read_row(read: dict[str, Any]) -> dict[str, Any]:
+    """The reading stage as a row of the tables: its model's eval, its SFT's CPU minutes."""
+    arm = f"direct answers, {read['steps']} SFT steps"
+    minutes = read["cpu_seconds"] / 60
+    return {"mechanism": "read", "arm": arm, "eval": read["eval"], "cpu_minutes": minutes}
+
+
+def read_line(read: dict[str, Any]) -> str:
+    """The reading stage's training and score, as one sentence."""
+    e = read["eval"]
+    return (
+        f"Reading stage (the start of every two-event arm): {read['steps']} SFT steps on "
+        "direct answers from 8 prompt frames at 1 fps, from the seeing model; loss "
+        f"{read['loss_first']:.3f} to {read['loss_last']:.3f}, {read['cpu_seconds'] / 60:.1f} "
+        f"CPU min ({read['seconds']:.0f} s wall); greedy accuracy {e['real']:.1f} (frozen "
+        f"{e['frozen']:.1f}, reversed {e['reversed']:.1f})."
+    )
+
+
 def tables(saved: dict[str, Any]) -> str:
-    """The mechanism rows as docs/tools.md shows them: scores, tokens, the choice tasks'
-    blind best, retrieval hits."""
-    rows, search = saved["rows"], saved.get("search")  # none until a run completes
-    text = f"{markdown(rows)}\n\n{tokens_markdown(rows)}"
+    """The mechanism rows as docs/tools.md shows them (the reading stage's first, when the
+    run had one): scores, tokens, the reading stage, the choice tasks' blind best,
+    retrieval hits."""
+    rows, search, read = saved["rows"], saved.get("search"), saved.get("read")
+    shown = [read_row(read), *rows] if read else rows  # search: none until a run completes
+    text = f"{markdown(shown)}\n\n{tokens_markdown(shown)}"
+    if read:
+        text += f"\n\n{read_line(read)}"
     if saved.get("blind_best"):  # runs before the two-event colour task have none
         text += f"\n\n{blind_line(saved['blind_best'])}"
     if not saved.get("complete", True):

@@ -27,12 +27,13 @@ with --quick) and prints the markdown table.
 `--mechanisms` runs the arms of `bench/tool_mechanisms.py` instead (on a two-event colour
 task whose four balanced options need both halves of the video: parallel crops,
 sub-agents, per-turn credit of frame selection, the answer-twice reward and early exit;
-frame retrieval on temporal grounding), each from the seeing model SFT-ed on gold
-trajectories of its tools, and stores their rows under `mechanisms` in the same results
-file:
+frame retrieval on temporal grounding), each from the seeing model (the two-event arms:
+after a reading stage of `--mech-read-steps` SFT steps on the task's direct answers)
+SFT-ed on gold trajectories of its tools, and stores their rows under `mechanisms` in the
+same results file:
 
     PYTHONPATH=src python bench/tools.py --mechanisms [--mech-steps 20] [--mech-sft-steps 40]
-        [--mech-n 64] [--mech-val 48]
+        [--mech-read-steps 300] [--mech-n 64] [--mech-val 48] [--mech-rl-set KEY=VALUE ...]
 """
 
 from __future__ import annotations
@@ -52,7 +53,17 @@ from harness import RESULTS, ROOT, run_once, videorl, write_marked
 from learning import CONTROLS
 from learning import evaluate as evaluate_plain
 from learning import prepare as seeing_start
-from tool_mechanisms import MECHANISMS, rl_run, run_mechanism, write_tasks
+from tool_mechanisms import (
+    MECHANISMS,
+    READ_TASK,
+    Plan,
+    check_rl_set,
+    read_stage,
+    rl_run,
+    run_mechanism,
+    task_starts,
+    write_tasks,
+)
 from tool_mechanisms import tables as mechanisms_tables
 
 FAMILY = "temporal_grounding"
@@ -272,6 +283,20 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--mech-sft-steps", type=int, default=40, help="SFT steps on each arm's gold targets"
     )
+    parser.add_argument(
+        "--mech-read-steps",
+        type=int,
+        default=300,
+        help="SFT steps of the two-event arms' reading stage (direct answers; 0: none)",
+    )
+    parser.add_argument(
+        "--mech-rl-set",
+        action="append",
+        default=[],
+        type=override,
+        metavar="KEY=VALUE",
+        help="an override of every arm's RL (repeatable), after the recipe's and the arm's",
+    )
     parser.add_argument("--mech-n", type=int, default=64, help="training videos per task")
     parser.add_argument("--mech-val", type=int, default=48, help="validation videos per task")
     args = parser.parse_args(argv)
@@ -339,13 +364,22 @@ def main(argv: list[str] | None = None) -> None:
 MECHANISMS_TABLE = "bench/tool_mechanisms.py"  # its table's markers in docs/tools.md
 
 
+def override(text: str) -> str:
+    """A `KEY=VALUE` config override, as `videorl train` takes it."""
+    if "=" not in text.strip("="):
+        raise argparse.ArgumentTypeError(f"{text!r} is not KEY=VALUE")
+    return text
+
+
 def mechanisms(args: argparse.Namespace) -> None:
-    """`--mechanisms`: run the arms and store their rows under `mechanisms` in the results
-    file (the tools-vs-direct rows of a file already there are kept), with
-    `bench/search_exit.py`'s retrieval hit rates on `--mech-val` videos of the same kind."""
+    """`--mechanisms`: run the reading stage and the arms and store their rows under
+    `mechanisms` in the results file (the tools-vs-direct rows of a file already there are
+    kept), with `bench/search_exit.py`'s retrieval hit rates on `--mech-val` videos of the
+    same kind."""
     if args.quick:
         harness.IN_PROCESS = True
         args.mech_steps, args.mech_sft_steps, args.mech_n, args.mech_val = 1, 1, 2, 1
+        args.mech_read_steps = min(args.mech_read_steps, 1)
         args.window = 1
     out = args.out or RESULTS / ("tools_quick.json" if args.quick else "tools.json")
     if args.table or args.write:
@@ -354,24 +388,23 @@ def mechanisms(args: argparse.Namespace) -> None:
             write_marked(PAGE, MECHANISMS_TABLE, text)
         print(text)
         return
+    rl_set = tuple(args.mech_rl_set)
+    check_rl_set(rl_set)
     started = time.perf_counter()
     work = args.work / "mechanisms"
     if args.quick:  # a tiny start: 2 + 1 videos, no tower warm-up, 1 SFT step
         start = seeing_start(args.work, args.seed, 1, n=2, val=1, warmup=0)
     else:
         start = seeing_start(SEEING_WORK, args.seed, 800)
-    command = "PYTHONPATH=src python bench/tools.py --mechanisms" + (
-        " --quick"
-        if args.quick
-        else f" --mech-steps {args.mech_steps} --mech-sft-steps {args.mech_sft_steps}"
-        f" --mech-n {args.mech_n} --mech-val {args.mech_val} --window {args.window}"
-    )
     saved = json.loads(out.read_text()) if out.is_file() else {}
     entry: dict[str, Any] = {
-        "command": command,
+        "command": mechanisms_command(args),
         "machine": platform.platform(),
+        "settings": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
         "steps": args.mech_steps,
         "sft_steps": args.mech_sft_steps,
+        "read_steps": args.mech_read_steps,
+        "rl_set": list(rl_set),
         "start": start,
         "window": args.window,
         "rows": [],
@@ -381,17 +414,36 @@ def mechanisms(args: argparse.Namespace) -> None:
     run = videorl if not args.quick else harness.in_process
     tasks = write_tasks(work, args.mech_n, args.mech_val, args.seed, run)
     entry["blind_best"] = {k: v["blind_best"] for k, v in tasks.items() if "blind_best" in v}
-    settings = (work, args.mech_steps, args.mech_sft_steps, args.seed, args.window)
-    for name, spec in MECHANISMS.items():  # saved after each: a cut run keeps its rows
-        entry["rows"] += run_mechanism(
-            name, tasks[spec["data"]], *settings, start["model"], args.quick
+    read_model = None  # the two-event arms' start: the seeing model without a reading stage
+    if args.mech_read_steps:
+        read = read_stage(
+            start["model"], tasks[READ_TASK], work, args.mech_read_steps, args.seed, run
         )
+        entry["read"], read_model = read, read["model"]
+    plan = Plan(
+        work, args.mech_steps, args.mech_sft_steps, args.seed, args.window,
+        task_starts(start["model"], read_model), rl_set, args.quick, run,
+    )  # fmt: skip
+    for name, spec in MECHANISMS.items():  # saved after each: a cut run keeps its rows
+        entry["rows"] += run_mechanism(name, tasks[spec["data"]], plan, entry["rows"])
         entry["total_minutes"] = (time.perf_counter() - started) / 60
         write_json(out, saved)
     entry["search"] = search_exit.retrieval(work / "search", args.mech_val, args.seed)
     entry["complete"] = True
     write_json(out, saved)
     print(mechanisms_tables(entry))
+
+
+def mechanisms_command(args: argparse.Namespace) -> str:
+    """The command line that reproduces a `--mechanisms` run."""
+    command = "PYTHONPATH=src python bench/tools.py --mechanisms"
+    if args.quick:
+        command += " --quick"
+    else:
+        command += f" --mech-read-steps {args.mech_read_steps} --mech-steps {args.mech_steps}"
+        command += f" --mech-sft-steps {args.mech_sft_steps} --mech-n {args.mech_n}"
+        command += f" --mech-val {args.mech_val} --window {args.window}"
+    return command + "".join(f" --mech-rl-set {item}" for item in args.mech_rl_set)
 
 
 def write_json(out: Path, payload: dict[str, Any]) -> None:

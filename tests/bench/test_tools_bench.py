@@ -7,8 +7,10 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.bench import BENCH, bench_module
 
@@ -153,9 +155,9 @@ def test_the_early_exit_arms_evaluate_one_model_with_and_without_the_gate(mechan
 
 def test_the_two_event_prompt_misses_the_flashes(mechanisms, tmp_path):
     """Each half of a two-event video holds one 1 s flash, the prompt's frames (one per 4 s,
-    as the tool arms see them) show neither, and the crops of each half at 1 fps and the
-    recipe prompt of the answer-twice arms (8 frames) show each once: the answer needs both
-    halves looked at."""
+    as the tool arms see them) show neither, and the crops of each half at 1 fps, the
+    recipe prompt of the answer-twice arms and the reading stage's (8 frames) show each
+    once: the answer needs both halves looked at."""
     from videorl.data.loaders import load_records
     from videorl.video.decode import VideoConfig, decode_video
 
@@ -163,11 +165,13 @@ def test_the_two_event_prompt_misses_the_flashes(mechanisms, tmp_path):
     records = load_records(files["train"]).records + load_records(files["val"]).records
     sparse = VideoConfig(fps=0.25, min_frames=2, max_frames=2)
     dense = VideoConfig(fps=2.0, min_frames=4, max_frames=8)  # videoauto_r1_quickstart's
+    read = _load(mechanisms.READ_RECIPE, mechanisms.READ).video  # the reading stage's
+    read = VideoConfig(fps=read.fps, min_frames=read.min_frames, max_frames=read.max_frames)
     for record in records:
         (a0, a1), (b0, b1) = record.extra["flashes"]
         assert 0 < a0 < a1 <= 4.0 <= b0 < b1 < 8.0  # one in each half
         path = tmp_path / record.video.path
-        for config, shown in ((sparse, 0), (dense, 1)):
+        for config, shown in ((sparse, 0), (dense, 1), (read, 1)):
             times = decode_video(path, config).meta.timestamps
             for lo, hi in ((a0, a1), (b0, b1)):
                 assert sum(lo <= t < hi for t in times) == shown, (record.id, times)
@@ -205,22 +209,92 @@ def test_the_two_event_answers_need_both_halves_and_are_balanced(mechanisms, tmp
     assert mechanisms.blind_best(files["val"]) == 25.0
 
 
+def _fake_videorl(calls: list[tuple]):
+    """A `videorl` that records its arguments and writes a one-step metrics.jsonl."""
+
+    def command(*args: object) -> float:
+        calls.append(args)
+        out = Path(_arg(args, "trainer.output_dir"))
+        out.mkdir(parents=True)
+        row = {"step": 1, "time/step_cpu": 1.0, "sft/loss": 1.0, "reward/mean": 0.5}
+        (out / "metrics.jsonl").write_text(json.dumps(row) + "\n")
+        return 1.0
+
+    return command
+
+
+def _plan(mechanisms, tmp_path, calls, starts, rl_set=()):
+    command = _fake_videorl(calls)
+    return mechanisms.Plan(tmp_path, 1, 1, 0, 1, starts, tuple(rl_set), command=command)
+
+
+def _arg(args: tuple, key: str) -> str:
+    return next(str(a).split("=", 1)[1] for a in args if str(a).startswith(f"{key}="))
+
+
+def test_the_two_event_arms_start_from_the_read_model_and_retrieval_does_not(mechanisms, tmp_path):
+    assert mechanisms.task_starts("seeing", None) == dict.fromkeys(mechanisms.TASKS, "seeing")
+    calls: list[tuple] = []
+    plan = _plan(mechanisms, tmp_path, calls, mechanisms.task_starts("seeing", "read"))
+    data = {"train": "train.jsonl"}
+    folders = {}
+    for name, spec in mechanisms.MECHANISMS.items():
+        for arm, arm_spec in spec["arms"].items():
+            if "model_from" not in arm_spec:
+                sft = mechanisms.sft_arm(name, arm, data, plan)
+                folders[name, arm] = str(Path(sft["model"]).parent)
+    # the model each SFT command started from (arms of equal overrides share one run)
+    run_starts = {_arg(args, "trainer.output_dir"): _arg(args, "model.path") for args in calls}
+    starts = {arm: run_starts[folder] for arm, folder in folders.items()}
+    for (name, arm), start in starts.items():
+        task = mechanisms.MECHANISMS[name]["data"]
+        assert start == ("read" if task == "two_events" else "seeing"), (name, arm)
+    assert {name for (name, _), start in starts.items() if start == "seeing"} == {"retrieval"}
+
+
+def test_the_rl_set_overrides_every_arms_rl_last_and_names_its_folder(mechanisms, tmp_path):
+    calls: list[tuple] = []
+    starts = mechanisms.task_starts("seeing", None)
+    rl_set = ["optim.lr=3e-05", "rollout.n=8"]
+    plan = _plan(mechanisms, tmp_path, calls, starts, rl_set)
+    bare = _plan(mechanisms, tmp_path, calls, starts)
+    data = {"train": "train.jsonl"}
+    folders = {}
+    for run in (plan, bare):
+        for name, spec in mechanisms.MECHANISMS.items():
+            for arm, arm_spec in spec["arms"].items():
+                if "model_from" not in arm_spec:
+                    trained = mechanisms.train_arm(name, arm, "sft-model", data, run)
+                    folders[run.rl_set, name, arm] = trained["model"]
+    with_set = [args for args in calls if "optim.lr=3e-05" in args]
+    assert len(with_set) == len(calls) // 2  # every arm's RL of `plan`, none of `bare`'s
+    for args in with_set:
+        overrides = [a for a in args[2:] if not str(a).startswith(("model.", "data.", "trainer."))]
+        assert overrides[-3:] == [*rl_set, "--overwrite"], args  # after the arm's own
+    assert len(set(folders.values())) == len(folders)  # no run reuses another's folder
+    with pytest.raises(ValueError, match="no_such_key"):  # a bad key fails before any run
+        mechanisms.check_rl_set(("optim.no_such_key=1",))
+
+
 @pytest.mark.slow
 def test_quick_mechanisms_run_writes_a_row_per_arm(tmp_path, mechanisms):
     out = tmp_path / "tools.json"
     out.write_text(json.dumps({"table": "kept"}))
     command = [sys.executable, str(BENCH / "tools.py"), "--mechanisms", "--quick"]
     done = subprocess.run(
-        [*command, "--work", str(tmp_path), "--out", str(out)],
+        [*command, "--work", str(tmp_path), "--out", str(out), "--mech-rl-set", "optim.lr=3e-5"],
         capture_output=True,
         text=True,
-        timeout=300,  # ~20 s of CPU alone (six mechanisms): only a hang reaches it
+        timeout=300,  # ~25 s of CPU alone (a read stage, six mechanisms): only a hang reaches it
         check=False,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-5000:]
     saved = json.loads(out.read_text())
     assert saved["table"] == "kept"  # the tools-vs-direct rows stay
-    rows = saved["mechanisms"]["rows"]
+    entry = saved["mechanisms"]
+    read, rows = entry["read"], entry["rows"]
+    assert read["steps"] == 1 and read["start"] == entry["start"]["model"]
+    assert set(mechanisms.CONTROLS) <= set(read["eval"]) and 0 <= read["eval"]["real"] <= 100
     assert [(r["mechanism"], r["arm"]) for r in rows] == [
         (name, arm) for name, spec in mechanisms.MECHANISMS.items() for arm in spec["arms"]
     ]
@@ -228,7 +302,15 @@ def test_quick_mechanisms_run_writes_a_row_per_arm(tmp_path, mechanisms):
         assert row["mechanism"] == "early_exit" or len(row["rl"]["reward"]) == 1
         assert set(mechanisms.CONTROLS) <= set(row["eval"])
         assert 0 <= row["eval"]["real"] <= 100
-    assert "| parallel | one_per_turn |" in done.stdout
+        if "sft" in row:  # the two-event arms from the read model, retrieval from the seeing
+            task = mechanisms.MECHANISMS[row["mechanism"]]["data"]
+            start = read["model"] if task == "two_events" else entry["start"]["model"]
+            assert row["sft"]["start"] == start, row["arm"]
+            config = yaml.safe_load((Path(row["rl"]["model"]).parent / "config.yaml").read_text())
+            assert config["optim"]["lr"] == 3e-5, row["arm"]  # --mech-rl-set reached its RL
+    assert entry["rl_set"] == ["optim.lr=3e-5"]
+    assert entry["command"].endswith(" --quick --mech-rl-set optim.lr=3e-5")
+    assert "| parallel | one_per_turn |" in done.stdout and "| read |" in done.stdout
 
 
 def test_the_docs_show_the_saved_mechanism_rows(bench, mechanisms):
