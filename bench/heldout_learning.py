@@ -38,16 +38,18 @@ def evaluate(model: Path, val: Path, out: Path) -> dict[str, float]:
     return learning.evaluate(model, val, out, CONTROLS)
 
 
-def one_scene(scene: str, model: Path, seed: int, rl_steps: int, work: Path) -> dict[str, Any]:
+def one_scene(
+    scene: str, model: Path, seed: int, rl_steps: int, work: Path, n: int = 256
+) -> dict[str, Any]:
     """Data, SFT, OraRL and the scores of one scene."""
     data, sft, rl = work / scene / "data", work / scene / "sft", work / scene / "train"
     if scene == "quickstart" and not (data / "val.jsonl").is_file():  # the tuned-on data
         videorl(
             "synth", "--out", data, "--families", FAMILY, "--tg-events", "appear",
-            "--n", 256, "--val", 32, "--seed", seed, "--overwrite",
+            "--n", n, "--val", 32, "--seed", seed, "--overwrite",
         )  # fmt: skip
     elif not (data / "val.jsonl").is_file():
-        write_heldout(data, scene, n=256, val=32, seed=seed)
+        write_heldout(data, scene, n=n, val=32, seed=seed)
     common = [f"data.train={data / 'train.jsonl'}", f"data.val={data / 'val.jsonl'}"]
     seeds = [f"trainer.seed={seed}"]
     run_once(
@@ -103,6 +105,7 @@ def main() -> None:
     parser.add_argument("--rl-steps", type=int, default=150, help="0: SFT only")
     parser.add_argument("--model", type=Path, help="a model to start from (default: make-tiny)")
     parser.add_argument("--clips", default="shape", help="make-tiny --vision-warmup-clips")
+    parser.add_argument("--n", type=int, default=256, help="training videos per scene")
     parser.add_argument("--work", type=Path, default=WORK)
     parser.add_argument("--out", type=Path, default=RESULTS / "heldout.json")
     parser.add_argument("--write", action="store_true", help="put the saved table in the docs")
@@ -117,11 +120,12 @@ def main() -> None:
             "--vision-warmup-clips", args.clips, "--seed", args.seed, "--overwrite",
         )  # fmt: skip
     rows = [
-        one_scene(s, model, args.seed, args.rl_steps, args.work) for s in args.scenes.split(",")
+        one_scene(s, model, args.seed, args.rl_steps, args.work, args.n)
+        for s in args.scenes.split(",")
     ]
     payload = {
         "command": f"PYTHONPATH=src python bench/heldout_learning.py --scenes {args.scenes} "
-        f"--seed {args.seed} --rl-steps {args.rl_steps} --clips {args.clips}",
+        f"--seed {args.seed} --rl-steps {args.rl_steps} --clips {args.clips} --n {args.n}",
         "vision_warmup_clips": args.clips,
         "machine": platform.platform(),
         "rows": rows,

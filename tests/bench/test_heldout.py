@@ -44,3 +44,17 @@ def test_the_docs_show_the_saved_heldout_results():
     assert saved and all(row["sft"] for result in saved for row in result["rows"])
     committed = bench_module("harness").marked_text(bench.PAGE, "bench/heldout_learning.py")
     assert committed == bench.markdown(saved)
+
+
+@pytest.mark.parametrize("kind", ["shape", "broad"])
+def test_pretraining_records_ask_about_what_the_video_shows(tmp_path, kind):
+    pretrain = bench_module("pretrain_grounding")
+    pretrain.write_pretrain(tmp_path, kind, n=1, val=4, seed=0)
+    records = load_records(tmp_path / "val.jsonl").records
+    assert len(records) == 4 and all(r.problem.startswith("When is the ") for r in records)
+    for record in records:
+        (t0, t1), duration = record.answer.windows[0], record.duration
+        assert duration is not None and 8 <= duration <= 16
+        assert 0 <= t0 < t1 <= duration and t1 - t0 < duration
+        video = decode_video(record.video.path, detector.CONFIG)  # type: ignore[arg-type]  # synthesised records carry it
+        assert len(video.frames) == round(2 * duration)  # every clip frame is a 2 fps sample

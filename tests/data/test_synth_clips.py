@@ -32,3 +32,35 @@ def test_the_distribution_is_broad():
     assert any(n < 0.5 for n in nuisance)  # plain and noise-free: 1 in 8 (a plain texture)
     assert sum(n > 5 for n in nuisance) >= 10  # many have texture, scrolling or noise
     assert sum(m > 0.5 for m in motion) >= 10  # content changes over time in many
+
+
+def test_a_shape_scene_names_the_frames_its_shape_is_on_screen():
+    from videorl.data.synth_clips import shape_clip, shape_scene
+
+    for seed in range(20):
+        clip, _, found = shape_scene(np.random.default_rng(seed), (16, 32))
+        np.testing.assert_array_equal(clip, shape_clip(np.random.default_rng(seed), (16, 32))[0])
+        background = clip[0] if not found or found[0].first > 0 else clip[-1]
+        differs = [bool((frame != background).any()) for frame in clip]
+        if found:
+            change = found[0]
+            assert change.question.startswith("When is the ")
+            assert 0 < change.last - change.first < len(clip)
+            on = [change.first <= k < change.last for k in range(len(clip))]
+            assert differs == on
+
+
+def test_broad_scene_changes_are_partial_and_unambiguous():
+    from videorl.data.synth_clips import warmup_scene
+
+    questions = 0
+    for seed in range(30):
+        observed, _, found = warmup_scene(np.random.default_rng(seed))
+        np.testing.assert_array_equal(observed, warmup_clip(np.random.default_rng(seed))[0])
+        names = [c.question for c in found]
+        assert len(names) == len(set(names))
+        for change in found:
+            assert 0 <= change.first < change.last <= len(observed)
+            assert change.last - change.first < len(observed)
+        questions += len(found)
+    assert questions > 15  # most clips have something to ask about

@@ -106,11 +106,29 @@ def _reflect(position: float, high: int) -> int:
     return round(m if m <= span else 2 * span - m)
 
 
+@dataclass(frozen=True)
+class Change:
+    """A content change of a clip, as a grounding question: `question` holds over frames
+    `[first, last)`."""
+
+    question: str
+    first: int
+    last: int
+
+
 def warmup_clip(
     rng: np.random.Generator, frames: tuple[int, int] = (8, 32)
 ) -> tuple[np.ndarray, np.ndarray]:
     """(observed, clean): uint8 `T x H x W x 3` frames of one drawn scene (module doc); T is
     even, within `frames`."""
+    observed, clean, _ = warmup_scene(rng, frames)
+    return observed, clean
+
+
+def warmup_scene(
+    rng: np.random.Generator, frames: tuple[int, int] = (8, 32)
+) -> tuple[np.ndarray, np.ndarray, list[Change]]:
+    """`warmup_clip`'s frames and its content changes (`changes`)."""
     width, height = CLIP_SIZES[int(rng.integers(len(CLIP_SIZES)))]
     count = 2 * int(rng.integers(frames[0] // 2, frames[1] // 2 + 1))
     rate = float(rng.choice([0.5, 1.0, 2.0]))  # motion per frame: a lower or higher fps
@@ -140,7 +158,26 @@ def warmup_clip(
         scale = gain if lights[0] <= k < lights[1] else 1.0
         observed.append(frame * scale + (rng.normal(0, noise, frame.shape) if noise else 0))
         clean.append(plain * scale)
-    return _uint8(observed), _uint8(clean)
+    return _uint8(observed), _uint8(clean), changes(movers, lights, gain, count)
+
+
+def changes(movers: list[Mover], lights: tuple[int, int], gain: float, count: int) -> list[Change]:
+    """The clip's changes that a question can name without ambiguity: a shape on screen over
+    part of the clip, a shape shown in another colour, the scene brighter or darker."""
+    names = [f"{m.item.color} {m.item.shape}" for m in movers]
+    found = []
+    for m, name in zip(movers, names, strict=True):
+        if names.count(name) > 1:  # "the red circle" would name two shapes
+            continue
+        if 0 < m.shown[1] - m.shown[0] < count:
+            found.append(Change(f"When is the {name} on screen?", *m.shown))
+        first, last = max(m.recolour[0], m.shown[0]), min(m.recolour[1], m.shown[1])
+        if 0 < last - first < count:
+            found.append(Change(f"When is the {name} shown in {m.other}?", first, last))
+    if 0 < lights[1] - lights[0] < count:
+        word = "darker" if gain < 1 else "brighter"
+        found.append(Change(f"When is the scene {word}?", *lights))
+    return found
 
 
 def _uint8(frames: list[np.ndarray]) -> np.ndarray:
@@ -154,6 +191,15 @@ def shape_clip(
     without their task: one shape (20-60% of the short side) on screen over a random
     interval of at least one frame, on the synthetic plain background elsewhere; no
     nuisance, so observed and clean are the same frames."""
+    clip, _, _ = shape_scene(rng, frames)
+    return clip, clip
+
+
+def shape_scene(
+    rng: np.random.Generator, frames: tuple[int, int] = (8, 32)
+) -> tuple[np.ndarray, np.ndarray, list[Change]]:
+    """`shape_clip`'s frames (twice) and its change: the shape on screen, unless it is on
+    screen throughout."""
     width, height = SHAPE_SIZES[int(rng.integers(len(SHAPE_SIZES)))]
     pairs = int(rng.integers(frames[0] // 2, frames[1] // 2 + 1))
     short = min(width, height)
@@ -165,7 +211,10 @@ def shape_clip(
     last = int(rng.integers(first + 1, 2 * pairs + 1))
     empty, shown = render_frame(height, width, []), render_frame(height, width, [item])
     clip = np.stack([shown if first <= k < last else empty for k in range(2 * pairs)])
-    return clip, clip
+    partial = last - first < 2 * pairs
+    found = [Change(f"When is the {color} {item.shape} on screen?", first, last)] if partial else []
+    return clip, clip, found
 
 
 CLIP_KINDS = {"broad": warmup_clip, "shape": shape_clip}
+SCENE_KINDS = {"broad": warmup_scene, "shape": shape_scene}  # with their changes
