@@ -12,7 +12,12 @@ recipe's last checkpoint within the fastest recipe's training CPU time, `time/st
 CPU time, which other processes on a shared machine do not inflate; wall time is reported).
 Writes bench/results/learning.json and the PNG of the reward curves.
 
+`--families all|F1,F2` runs the quickstart's pipeline (SFT, then OraRL) once per task family
+instead, with only the family changed (`bench/learning_families.py`), and stores its rows
+under `families` in the same file.
+
     PYTHONPATH=src python bench/learning.py [--steps 150] [--recipes grpo,orarl] [--quick]
+    PYTHONPATH=src python bench/learning.py --families all [--steps 150] [--work DIR] [--quick]
 """
 
 from __future__ import annotations
@@ -84,17 +89,21 @@ def prepare(
     warmup: int = 150,
     sft_overrides: Sequence[str] = (),
     tag: str = "",
+    family: str = FAMILY,
+    model: Path | None = None,
 ) -> dict[str, Any]:
     """`make quickstart`'s first three commands under `work/`: the tiny model (its tower warmed
-    up for `warmup` steps), `n` + `val` videos and the SFT model (`sft_overrides` on top of
-    sft_quickstart, in `sft-STEPS{tag}`); each is reused when already there."""
-    model, data, sft = work / "model", work / "data", work / f"sft-{sft_steps}{tag}"
+    up for `warmup` steps; in `model`, default `work/model`), `n` + `val` records of `family`
+    and the SFT model (`sft_overrides` on top of sft_quickstart, in `sft-STEPS{tag}`); each is
+    reused when already there."""
+    model = model or work / "model"
+    data, sft = work / "data", work / f"sft-{sft_steps}{tag}"
     if not (model / "config.json").is_file():
         warm = ["--vision-warmup", warmup] if warmup else []
         videorl("make-tiny", model, "--arch", "qwen3_vl", *warm, "--seed", seed)
     if not (data / "val.jsonl").is_file():
         videorl(
-            "synth", "--out", data, "--families", FAMILY, "--tg-events", "appear",
+            "synth", "--out", data, "--families", family, "--tg-events", "appear",
             "--n", n, "--val", val, "--seed", seed,
         )  # fmt: skip
     seconds = run_once(
@@ -317,9 +326,12 @@ def start_overrides(start: dict[str, Any], seed: int) -> list[str]:
 
 
 def write_results(path: Path, payload: dict[str, Any], runs: dict[str, Any], title: str) -> None:
+    """The recipe rows, curves and times (the `families` rows a file there holds are kept)."""
     RESULTS.mkdir(exist_ok=True)
     plot(runs, path.with_suffix(".png"), title)
+    earlier = json.loads(path.read_text()) if path.is_file() else {}
     payload = {
+        **{k: v for k, v in earlier.items() if k.startswith("families")},
         **payload,
         "machine": platform.platform(),
         "curves": {k: v["reward"] for k, v in runs.items()},
@@ -329,7 +341,7 @@ def write_results(path: Path, payload: dict[str, Any], runs: dict[str, Any], tit
     path.write_text(json.dumps(payload, indent=1))
 
 
-def main() -> None:
+def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=150)
     parser.add_argument("--window", type=int, default=25)
@@ -337,15 +349,23 @@ def main() -> None:
     parser.add_argument("--sft-steps", type=int, default=800)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--recipes", default=",".join(RECIPES), help="comma-separated")
-    parser.add_argument("--quick", action="store_true", help="a smoke run: 20 SFT, 6 RL steps")
+    parser.add_argument(
+        "--quick", action="store_true", help="a smoke run: 20 SFT, 6 RL steps (--families: 2, 2)"
+    )
     parser.add_argument("--table", action="store_true", help="print the saved results' table")
     parser.add_argument("--write", action="store_true", help="put it in README and docs pages")
-    args = parser.parse_args()
+    parser.add_argument("--families", help="all | F1,F2: the pipeline per family instead")
+    parser.add_argument("--work", type=Path, help="--families: where runs go")
+    parser.add_argument("--out", type=Path, help="results file (default bench/results/...)")
+    args = parser.parse_args(argv)
+    if args.families:
+        families(args)
+        return
     names = args.recipes.split(",")
     suffix = ("_quick" if args.quick else "") + (
         "" if names == list(RECIPES) else "_" + "-".join(names)
     )
-    path = RESULTS / f"learning{suffix}.json"
+    path = args.out or RESULTS / f"learning{suffix}.json"
     if args.table or args.write:
         print(saved_table(path))
         if args.write:
@@ -378,6 +398,20 @@ def main() -> None:
     }
     write_results(path, payload, runs, "Seeing task (appear events), tiny Qwen3-VL from SFT, CPU")
     print(markdown(table, before, window))
+
+
+def families(args: argparse.Namespace) -> None:
+    """`--families`: run the chosen families (or with `--table` / `--write`, show the saved
+    rows) into `families` of the results file."""
+    import learning_families
+
+    args.out = args.out or RESULTS / ("learning_quick.json" if args.quick else "learning.json")
+    if args.table or args.write:
+        print(learning_families.markdown(learning_families.saved_rows(args.out)))
+        if args.write:
+            learning_families.write_page(args.out)
+        return
+    learning_families.run(args)
 
 
 if __name__ == "__main__":

@@ -55,3 +55,18 @@ def write_jsonl(path: Path, rows: list[dict]) -> Path:
 
 def records_of(path: Path):
     return load_records(path).records
+
+
+@pytest.fixture(scope="session")
+def synth_seven(tmp_path_factory) -> tuple[list, list]:
+    """(train, val) records of the seven video families: 48 and 24 per family."""
+    from videorl.data.synth import write_dataset
+
+    out = tmp_path_factory.mktemp("synth_seven") / "d"
+    write_dataset(out, ["all"], n=48, val=24, seed=0)
+    train = load_records(out / "train.jsonl").records
+    val = load_records(out / "val.jsonl").records
+    return (
+        [r for r in train if r.family.value != "math"],
+        [r for r in val if r.family.value != "math"],
+    )

@@ -1,33 +1,25 @@
-"""Temporal grounding: how a benchmark scores it, R1@m and mIoU (`eval/metrics/temporal.py`); the blind best is the span `[a * D, b * D]`
-of the stated duration D, with (a, b) on a grid of `GRID` maximising training mIoU (the
-prompt states D).
+"""Temporal grounding: how a benchmark scores it, R1@m and mIoU (`eval/metrics/temporal.py`);
+the blind best is the span `[a D, b D]` of the stated duration D, with (a, b) on the grid of
+`tasks/fixed_answers.py` maximising training mIoU (the prompt states D).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import Any
 
 from videorl.data.records import TaskRecord, TemporalAnswer
 from videorl.eval import parsing
 from videorl.eval.metrics import temporal
 from videorl.eval.metrics.temporal import query_iou, summarize
 from videorl.eval.scoring import FAMILY_EVALS, FamilyEval, SampleResult, Scored, values_of
+from videorl.tasks.fixed_answers import Span, best_span, span_of
 
-GRID = 0.025  # span ends as fractions of the duration: 0, 0.025, ..., 1
 
-
-def _span_ious(records: Sequence[TaskRecord], a: float, b: float) -> list[float]:
-    """tIoU of the span `[a D, b D]` on each record (all stating D: `_timed`)."""
-    # blind_best hands the temporal grounding records alone: their answers are TemporalAnswer.
-    return [
-        query_iou(
-            (a * (r.duration or 0.0), b * (r.duration or 0.0)),
-            cast(TemporalAnswer, r.answer).windows,
-            r.duration,
-        )
-        for r in records
-    ]
+def span_iou(record: TaskRecord, fractions: Span) -> float:
+    """tIoU of the span `[a D, b D]` with the record's windows."""
+    windows = record.answer_as(TemporalAnswer).windows
+    return query_iou(span_of(record, fractions), windows, record.duration)
 
 
 def _timed(records: Sequence[TaskRecord]) -> list[TaskRecord]:
@@ -35,12 +27,9 @@ def _timed(records: Sequence[TaskRecord]) -> list[TaskRecord]:
     return [r for r in records if r.duration]
 
 
-def best_fixed_span(train: Sequence[TaskRecord]) -> tuple[float, float]:
+def best_fixed_span(train: Sequence[TaskRecord]) -> Span:
     """The (a, b) fractions whose span `[a D, b D]` has the highest mean tIoU on `train`."""
-    steps = round(1 / GRID)
-    fractions = [k / steps for k in range(steps + 1)]
-    candidates = [(a, b) for a in fractions for b in fractions if b > a]
-    return max(candidates, key=lambda ab: sum(_span_ious(train, *ab)))
+    return best_span(train, span_iou)
 
 
 def blind_temporal(train: Sequence[TaskRecord], val: Sequence[TaskRecord]) -> dict[str, Any]:
@@ -50,7 +39,7 @@ def blind_temporal(train: Sequence[TaskRecord], val: Sequence[TaskRecord]) -> di
     if not train or not val:
         return {}
     a, b = best_fixed_span(train)
-    return {"answer": f"[{a:g} D, {b:g} D]", **summarize(_span_ious(val, a, b))}
+    return {"answer": f"[{a:g} D, {b:g} D]", **summarize([span_iou(r, (a, b)) for r in val])}
 
 
 def score_temporal(record: TaskRecord, text: str) -> Scored:
