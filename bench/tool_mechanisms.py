@@ -7,9 +7,11 @@ instead (`read_stage`, `--mech-read-steps`: that model SFT-ed on the task's dire
 from the prompt video at 1 fps, 8 frames, one inside each flash, so that it reads the
 colours before it learns any tool). Then `videorl sft <the mechanism's recipe>` on gold
 trajectories of the mechanism's tools (`sft.target=tool_trajectory`, rollout/tools/gold.py;
-VideoAuto-R1's `sft.target=answer_twice`), so that RL starts from a model that calls them;
-then `--mech-steps` RL steps of the recipe with the arm's overrides (and `--mech-rl-set`'s,
-the same in every arm). Arms whose SFT overrides are equal share one SFT run; every run's
+VideoAuto-R1's `sft.target=answer_twice`), so that RL starts from a model that calls them
+(the arms that answer from the tools' frames, `reads_tools`: `--mech-tool-sft-steps`
+steps with a cosine decay, `TOOL_READ_SFT`, since the reading stage does not read a tool
+turn's images); then `--mech-steps` RL steps of the recipe with the arm's overrides (and
+`--mech-rl-set`'s, the same in every arm). Arms whose SFT overrides are equal share one SFT run; every run's
 folder is named by a hash of what it depends on, so a run with other inputs is not reused.
 
 - The two-event task (`two_events`, every video-QA arm): an 8 s video with one shape on
@@ -91,6 +93,16 @@ SFT_SETTINGS = [  # sft_quickstart's batch, a higher rate (few steps); targets u
     "optim.warmup_steps=0",
     "sft.max_response_tokens=1024",
 ]
+# The gold-trajectory SFT of the two-event arms whose answer needs a tool's frames (`reads_tools`:
+# parallel, subagents, turns), for `--mech-tool-sft-steps` steps instead of `--mech-sft-steps`.
+# The reading stage reads the prompt's video; crop_video and select_frames return their frames
+# as images in a tool turn, which it does not read: teacher-forced on the gold trajectories it
+# gives every training record the same letter, so these arms must learn to read the tools'
+# frames in their SFT. 120 steps at 5e-3 fit the calls (loss 0.014) but not the answer letter,
+# 1 of ~140 target tokens (its NLL 1.30 nats, chance 1.39; answers A or D only); 360 constant
+# steps: 0.71 on the training records, 44% argmax on validation; 360 with a cosine decay to 0
+# (this): 0.85, 54% (docs/tools.md "The mechanism arms").
+TOOL_READ_SFT = ["optim.schedule=cosine"]
 READ_RECIPE, READ_TASK = "sft_quickstart", "two_events"
 READ = [  # the reading stage: direct answers from 8 prompt frames at 1 fps, one in each flash
     "data.families=[video_qa]",
@@ -291,6 +303,7 @@ class Plan:
     rl_set: tuple[str, ...] = ()  # overrides of every arm's RL (`--mech-rl-set`)
     quick: bool = False  # a smoke run: tiny RL batches, 16-token turns
     command: Command = videorl  # how each `videorl` command runs
+    tool_sft_steps: int | None = None  # the `reads_tools` arms' SFT steps; None: sft_steps
 
 
 def task_starts(seeing: str, read: str | None) -> dict[str, str]:
@@ -362,18 +375,33 @@ def read_stage(
     return read
 
 
+def reads_tools(mechanism: str) -> bool:
+    """Whether the mechanism's arms answer the two-event task from its tools' frames: SFT on
+    gold tool trajectories of `READ_TASK` (parallel, subagents, turns)."""
+    spec = MECHANISMS[mechanism]
+    return spec["data"] == READ_TASK and spec.get("sft") == TOOL_SFT
+
+
+def sft_settings(mechanism: str, plan: Plan) -> tuple[list[str], int]:
+    """The SFT settings and steps of the mechanism's arms (the same for every arm of it):
+    `SFT_SETTINGS` and `plan.sft_steps`; a `reads_tools` mechanism's also `TOOL_READ_SFT`
+    and `plan.tool_sft_steps` (when set)."""
+    if reads_tools(mechanism) and plan.tool_sft_steps is not None:
+        return [*SFT_SETTINGS, *TOOL_READ_SFT], plan.tool_sft_steps
+    return SFT_SETTINGS, plan.sft_steps
+
+
 def sft_arm(mechanism: str, arm: str, data: dict, plan: Plan) -> dict[str, Any]:
     """`videorl sft <recipe>` from the task's start model on the mechanism's gold targets
-    with the arm's SFT overrides; one run per distinct overrides (its folder named by their
-    hash)."""
+    with the arm's SFT overrides, then `sft_settings`; one run per distinct overrides (its
+    folder named by their hash)."""
     spec = MECHANISMS[mechanism]
-    overrides = [*spec["shared"], *spec["sft"], *spec["arms"][arm].get("sft", []), *SFT_SETTINGS]
+    settings, steps = sft_settings(mechanism, plan)
+    overrides = [*spec["shared"], *spec["sft"], *spec["arms"][arm].get("sft", []), *settings]
     start = plan.starts[spec["data"]]
     key = _key(spec["recipe"], start, data["train"], overrides)
-    out = plan.work / f"sft-{spec['recipe']}-{plan.sft_steps}-seed{plan.seed}-{key}"
-    return sft_run(
-        spec["recipe"], overrides, start, data, out, plan.sft_steps, plan.seed, plan.command
-    )
+    out = plan.work / f"sft-{spec['recipe']}-{steps}-seed{plan.seed}-{key}"
+    return sft_run(spec["recipe"], overrides, start, data, out, steps, plan.seed, plan.command)
 
 
 def train_arm(

@@ -29,11 +29,13 @@ task whose four balanced options need both halves of the video: parallel crops,
 sub-agents, per-turn credit of frame selection, the answer-twice reward and early exit;
 frame retrieval on temporal grounding), each from the seeing model (the two-event arms:
 after a reading stage of `--mech-read-steps` SFT steps on the task's direct answers)
-SFT-ed on gold trajectories of its tools, and stores their rows under `mechanisms` in the
-same results file:
+SFT-ed on gold trajectories of its tools (`--mech-tool-sft-steps`: the two-event arms that
+read their tools' frames take that many steps with a cosine decay), and stores their rows
+under `mechanisms` in the same results file:
 
     PYTHONPATH=src python bench/tools.py --mechanisms [--mech-steps 20] [--mech-sft-steps 40]
-        [--mech-read-steps 300] [--mech-n 64] [--mech-val 48] [--mech-rl-set KEY=VALUE ...]
+        [--mech-tool-sft-steps N] [--mech-read-steps 300] [--mech-n 64] [--mech-val 48]
+        [--mech-rl-set KEY=VALUE ...]
 """
 
 from __future__ import annotations
@@ -284,6 +286,13 @@ def main(argv: list[str] | None = None) -> None:
         "--mech-sft-steps", type=int, default=40, help="SFT steps on each arm's gold targets"
     )
     parser.add_argument(
+        "--mech-tool-sft-steps",
+        type=int,
+        default=None,
+        help="SFT steps, with a cosine decay, of the two-event arms that read their tools' "
+        "frames (parallel, subagents, turns); default: --mech-sft-steps at a constant rate",
+    )
+    parser.add_argument(
         "--mech-read-steps",
         type=int,
         default=300,
@@ -380,6 +389,7 @@ def mechanisms(args: argparse.Namespace) -> None:
         harness.IN_PROCESS = True
         args.mech_steps, args.mech_sft_steps, args.mech_n, args.mech_val = 1, 1, 2, 1
         args.mech_read_steps = min(args.mech_read_steps, 1)
+        args.mech_tool_sft_steps = args.mech_tool_sft_steps and 1
         args.window = 1
     out = args.out or RESULTS / ("tools_quick.json" if args.quick else "tools.json")
     if args.table or args.write:
@@ -403,6 +413,7 @@ def mechanisms(args: argparse.Namespace) -> None:
         "settings": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
         "steps": args.mech_steps,
         "sft_steps": args.mech_sft_steps,
+        "tool_sft_steps": args.mech_tool_sft_steps,
         "read_steps": args.mech_read_steps,
         "rl_set": list(rl_set),
         "start": start,
@@ -423,6 +434,7 @@ def mechanisms(args: argparse.Namespace) -> None:
     plan = Plan(
         work, args.mech_steps, args.mech_sft_steps, args.seed, args.window,
         task_starts(start["model"], read_model), rl_set, args.quick, run,
+        args.mech_tool_sft_steps,
     )  # fmt: skip
     for name, spec in MECHANISMS.items():  # saved after each: a cut run keeps its rows
         entry["rows"] += run_mechanism(name, tasks[spec["data"]], plan, entry["rows"])
@@ -443,6 +455,8 @@ def mechanisms_command(args: argparse.Namespace) -> str:
         command += f" --mech-read-steps {args.mech_read_steps} --mech-steps {args.mech_steps}"
         command += f" --mech-sft-steps {args.mech_sft_steps} --mech-n {args.mech_n}"
         command += f" --mech-val {args.mech_val} --window {args.window}"
+    if args.mech_tool_sft_steps is not None:
+        command += f" --mech-tool-sft-steps {args.mech_tool_sft_steps}"
     return command + "".join(f" --mech-rl-set {item}" for item in args.mech_rl_set)
 
 

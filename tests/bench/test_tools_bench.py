@@ -179,6 +179,59 @@ def test_the_two_event_prompt_misses_the_flashes(mechanisms, tmp_path):
         assert all(sum(lo <= t < hi for t in crops) == 1 for lo, hi in ((a0, a1), (b0, b1)))
 
 
+def _colours_shown(frames) -> list[str]:
+    """The named colour (`synth_scene.COLORS`) nearest to the mean of each frame's pixels off
+    the background, in order; frames showing no shape are left out."""
+    import torch
+
+    from videorl.data.synth_scene import BACKGROUND, COLORS
+
+    shown = []
+    for frame in frames:
+        pixels = frame.reshape(3, -1).float()
+        off = pixels[:, (pixels - torch.tensor(BACKGROUND)[:, None]).abs().sum(0) > 90]
+        if off.shape[1] >= 20:
+            mean = off.mean(1)
+            shown.append(min(COLORS, key=lambda c: float((mean - torch.tensor(COLORS[c])).norm())))
+    return shown
+
+
+@pytest.mark.parametrize("name", ["parallel", "turns"])
+def test_the_gold_tool_turns_show_both_flashes_and_answer_right(mechanisms, tmp_path, name):
+    """The gold trajectory of an arm that reads its tools' frames (`reads_tools`), its calls
+    run by the real tools: the frames they return, decoded, show the first colour then the
+    second (each in one frame), and its last turn answers the record's letter."""
+    from videorl.data.loaders import load_records
+    from videorl.rollout.tools import ToolContext, ToolRunner, resolve_tools
+    from videorl.rollout.tools.gold import gold_turns
+    from videorl.rollout.tools.parsing import parse_tool_calls
+    from videorl.video.cache import VideoCache
+
+    assert mechanisms.reads_tools(name)
+    spec = mechanisms.MECHANISMS[name]
+    config = _load(spec["recipe"], [*spec["shared"], *spec["sft"]])
+    runner = ToolRunner(resolve_tools(config.rollout.tools, config.rollout.tool_modules))
+    videos = VideoCache(config.video)
+    files = mechanisms.write_two_events(tmp_path, n=8, val=1, seed=0)
+    try:
+        for record in load_records(files["train"]).records:
+            assert record.media is not None
+            video = videos.get(record.media)
+            context = ToolContext(media=record.media, video=video, config=config.video)
+            turns = gold_turns(
+                record, video, config.data.think, context.limits, True, config.rollout.tools,
+                config.rollout.max_calls_per_turn,
+            )  # fmt: skip
+            calls = [call for turn in turns[:-1] for call in parse_tool_calls(turn)]
+            outcomes = runner.run_all(calls, context)
+            assert all(outcome.ok for outcome in outcomes), [o.error for o in outcomes]
+            frames = [frame for o in outcomes for media in o.media for frame in media.frames]
+            assert _colours_shown(frames) == record.extra["colours"], record.id
+            assert turns[-1].endswith(f"<answer>{record.answer.letter}</answer>")
+    finally:
+        runner.close()
+
+
 def test_the_two_event_answers_need_both_halves_and_are_balanced(mechanisms, tmp_path):
     """The four options are (red or blue) then (green or magenta) in every record: the right
     one is the first half's colour then the second's, every other option is wrong on one
@@ -223,9 +276,11 @@ def _fake_videorl(calls: list[tuple]):
     return command
 
 
-def _plan(mechanisms, tmp_path, calls, starts, rl_set=()):
+def _plan(mechanisms, tmp_path, calls, starts, rl_set=(), tool_sft_steps=None):
     command = _fake_videorl(calls)
-    return mechanisms.Plan(tmp_path, 1, 1, 0, 1, starts, tuple(rl_set), command=command)
+    return mechanisms.Plan(
+        tmp_path, 1, 1, 0, 1, starts, tuple(rl_set), command=command, tool_sft_steps=tool_sft_steps
+    )
 
 
 def _arg(args: tuple, key: str) -> str:
@@ -250,6 +305,35 @@ def test_the_two_event_arms_start_from_the_read_model_and_retrieval_does_not(mec
         task = mechanisms.MECHANISMS[name]["data"]
         assert start == ("read" if task == "two_events" else "seeing"), (name, arm)
     assert {name for (name, _), start in starts.items() if start == "seeing"} == {"retrieval"}
+
+
+@pytest.mark.parametrize("tool_steps", [None, 3])
+def test_the_tool_reading_arms_get_the_tool_sft_steps_and_a_cosine_the_same_in_each_arm(
+    mechanisms, tmp_path, tool_steps
+):
+    """`--mech-tool-sft-steps`: the two-event arms that read their tools' frames (parallel,
+    subagents, turns) take that many SFT steps with a cosine decay, both arms of each alike;
+    every other arm (and, without the option, every arm) keeps `--mech-sft-steps` at a
+    constant rate."""
+    calls: list[tuple] = []
+    plan = _plan(mechanisms, tmp_path, calls, mechanisms.task_starts("s", "r"), (), tool_steps)
+    data = {"train": "train.jsonl"}
+    tool_arms = {"parallel", "subagents", "turns"}
+    assert {name for name in mechanisms.MECHANISMS if mechanisms.reads_tools(name)} == tool_arms
+    for name, spec in mechanisms.MECHANISMS.items():
+        runs = []
+        for arm, arm_spec in spec["arms"].items():
+            if "model_from" not in arm_spec:
+                folder = str(Path(mechanisms.sft_arm(name, arm, data, plan)["model"]).parent)
+                args = next(a for a in calls if _arg(a, "trainer.output_dir") == folder)
+                runs.append((_arg(args, "trainer.steps"), _schedules(args)))
+        tools = tool_steps is not None and name in tool_arms
+        expected = (str(tool_steps), ["constant", "cosine"]) if tools else ("1", ["constant"])
+        assert all(run == expected for run in runs), (name, runs)
+
+
+def _schedules(args: tuple) -> list[str]:
+    return [str(a).split("=", 1)[1] for a in args if str(a).startswith("optim.schedule=")]
 
 
 def test_the_rl_set_overrides_every_arms_rl_last_and_names_its_folder(mechanisms, tmp_path):
@@ -281,8 +365,9 @@ def test_quick_mechanisms_run_writes_a_row_per_arm(tmp_path, mechanisms):
     out = tmp_path / "tools.json"
     out.write_text(json.dumps({"table": "kept"}))
     command = [sys.executable, str(BENCH / "tools.py"), "--mechanisms", "--quick"]
+    command += ["--work", str(tmp_path), "--out", str(out), "--mech-tool-sft-steps", "9"]
     done = subprocess.run(
-        [*command, "--work", str(tmp_path), "--out", str(out), "--mech-rl-set", "optim.lr=3e-5"],
+        [*command, "--mech-rl-set", "optim.lr=3e-5"],
         capture_output=True,
         text=True,
         timeout=300,  # ~25 s of CPU alone (a read stage, six mechanisms): only a hang reaches it
@@ -308,8 +393,13 @@ def test_quick_mechanisms_run_writes_a_row_per_arm(tmp_path, mechanisms):
             assert row["sft"]["start"] == start, row["arm"]
             config = yaml.safe_load((Path(row["rl"]["model"]).parent / "config.yaml").read_text())
             assert config["optim"]["lr"] == 3e-5, row["arm"]  # --mech-rl-set reached its RL
+            sft = yaml.safe_load((Path(row["sft"]["model"]).parent / "config.yaml").read_text())
+            tools = mechanisms.reads_tools(row["mechanism"])  # 1 step in --quick, a cosine
+            assert sft["optim"]["schedule"] == ("cosine" if tools else "constant"), row["arm"]
+            assert row["sft"]["steps"] == 1, row["arm"]
     assert entry["rl_set"] == ["optim.lr=3e-5"]
-    assert entry["command"].endswith(" --quick --mech-rl-set optim.lr=3e-5")
+    assert entry["command"].endswith(" --quick --mech-tool-sft-steps 1 --mech-rl-set optim.lr=3e-5")
+    assert entry["tool_sft_steps"] == 1
     assert "| parallel | one_per_turn |" in done.stdout and "| read |" in done.stdout
 
 
