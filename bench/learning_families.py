@@ -23,18 +23,12 @@ import harness
 import learning
 from harness import ROOT, run_once, videorl, write_marked
 
+from videorl.data.families import BUILTIN_FAMILIES
+
 PAGE = ROOT / "docs" / "performance.md"
 MARKERS = "bench/learning.py families"  # the table's markers in PAGE
 WORK = Path("runs/bench-families")
-FAMILIES = (
-    "temporal_grounding",
-    "spatial_grounding",
-    "segmentation",
-    "tracking",
-    "spatio_temporal_grounding",
-    "video_qa",
-    "spatial_intelligence",
-)
+FAMILIES = tuple(f for f in BUILTIN_FAMILIES if f != "math")  # the seven video families
 
 # The family's headline metrics (`videorl eval`'s names). Segmentation reports J&F over its
 # videos and gIoU over its images; spatio-temporal grounding its window and its boxes apart.
