@@ -5,10 +5,10 @@ For each family F: the quickstart's tiny Qwen3-VL (`make-tiny --arch qwen3_vl --
 150`, one model for every family), `videorl synth --families F` (256 training, 32 validation
 records, the quickstart's seed and options), `videorl sft sft_quickstart data.families=[F]`
 (800 steps), `videorl train quickstart` (OraRL, `--steps`) on the same data, both models
-evaluated greedily on the validation records and their controls (`CONTROLS`). `OVERRIDES` is
-everything else that changes with the family. A row per family and headline metric: the
-blind best (`synth`'s manifest: the best fixed answer given only the prompt), and SFT ->
-SFT + OraRL score and video gain (real minus control). The rows go under `families` in the
+evaluated greedily on the validation records and their controls (`CONTROLS`). The answer
+budget (`ANSWER_TOKENS`) is everything else that changes with the family. A row per family
+and headline metric: the blind best (`synth`'s manifest: the best fixed answer given only
+the prompt), and SFT -> SFT + OraRL score and video gain (real minus control). The rows go under `families` in the
 results file (what else it holds is kept); `--write` puts their table in docs/performance.md.
 """
 
@@ -56,36 +56,38 @@ CONTROLS: dict[str, tuple[str, ...]] = {
 }
 ALL_CONTROLS = ("frozen", "reversed", "shuffled", "blank")  # the table's columns
 
-# What a valid run of the family needs on top of the quickstart recipes: answer budgets that
-# hold the longest annotation as the model is taught it (answer + EOS in the tiny model's
+# What a valid run of the family needs on top of the quickstart recipes: an answer budget that
+# holds the longest annotation as the model is taught it (answer + EOS in the tiny model's
 # tokenizer, boxes in Qwen3-VL's 0-1000 coordinates with two decimals, over `synth --n 256
 # --val 32 --seed 0`; tests/bench/test_learning_families.py measures it) with about 20% to
-# spare. The quickstart's 16 tokens (rollout, validation, this bench's eval) and SFT's 64 fit
-# temporal grounding, video QA (7) and spatial intelligence (10).
-OVERRIDES: dict[str, list[str]] = {
-    # "<answer>[x1,y1,x2,y2]</answer>": 35 tokens
-    "spatial_grounding": ["rollout.max_new_tokens=42"],
+# spare, for rollouts (validation and this bench's eval too) and, where it exceeds SFT's 64,
+# for SFT targets. The quickstart's 16 tokens fit temporal grounding, video QA (7) and spatial
+# intelligence (10).
+ANSWER_TOKENS: dict[str, int] = {
+    "spatial_grounding": 42,  # "<answer>[x1,y1,x2,y2]</answer>": 35 tokens
     # the box and 3 + 3 points as JSON, in pixels (a record with a mask keeps its own): 104
-    "segmentation": ["rollout.max_new_tokens=128", "sft.max_response_tokens=128"],
-    # a box every 0.5 s of a video of up to 8 s, keyed by frame: 502 tokens
-    "tracking": ["rollout.max_new_tokens=600", "sft.max_response_tokens=600"],
-    # the window and a box at each whole second inside it: 116 tokens
-    "spatio_temporal_grounding": ["rollout.max_new_tokens=140", "sft.max_response_tokens=140"],
+    "segmentation": 128,
+    "tracking": 600,  # a box every 0.5 s of a video of up to 8 s, keyed by frame: 502 tokens
+    "spatio_temporal_grounding": 140,  # the window and a box at each whole second inside it: 116
 }
 QUICKSTART_TOKENS = 16  # the quickstart recipes' rollout.max_new_tokens
+SFT_RESPONSE_TOKENS = 64  # sft_quickstart's sft.max_response_tokens
 QUICKSTART_DATA = (256, 32, 150)  # training and validation records, tower warm-up steps
-
-
-def family_overrides(family: str) -> list[str]:
-    """The family's settings on top of both quickstart recipes."""
-    return [f"data.families=[{family}]", *OVERRIDES.get(family, [])]
 
 
 def answer_tokens(family: str) -> int:
     """The family's rollout budget, which its evaluation gets too."""
-    prefix = "rollout.max_new_tokens="
-    found = [int(o[len(prefix) :]) for o in OVERRIDES.get(family, []) if o.startswith(prefix)]
-    return found[0] if found else QUICKSTART_TOKENS
+    return ANSWER_TOKENS.get(family, QUICKSTART_TOKENS)
+
+
+def family_overrides(family: str) -> list[str]:
+    """The family's settings on top of both quickstart recipes."""
+    overrides = [f"data.families=[{family}]"]
+    if family in ANSWER_TOKENS:
+        overrides.append(f"rollout.max_new_tokens={ANSWER_TOKENS[family]}")
+    if answer_tokens(family) > SFT_RESPONSE_TOKENS:
+        overrides.append(f"sft.max_response_tokens={ANSWER_TOKENS[family]}")
+    return overrides
 
 
 def parse_families(names: str) -> list[str]:
