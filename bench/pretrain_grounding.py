@@ -52,7 +52,11 @@ def record(rng: np.random.Generator, out: Path, rid: str, kind: str) -> TaskReco
 
 
 def write_pretrain(out: Path, kind: str, n: int, val: int, seed: int) -> None:
-    """`out/train.jsonl` and `out/val.jsonl` (each split on its own random stream)."""
+    """`out/train.jsonl` and `out/val.jsonl` (each split on its own random stream); refuses
+    to write over a data set already in `out`."""
+    for split in ("train", "val"):
+        if (out / f"{split}.jsonl").exists():
+            raise SystemExit(f"{out / split}.jsonl exists: pass another --out, or remove it")
     for split, count in (("train", n), ("val", val)):
         rng = np.random.default_rng([seed, ("train", "val").index(split)])
         records = [record(rng, out, f"pre-{split}-{k:05d}", kind) for k in range(count)]

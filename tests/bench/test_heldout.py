@@ -58,3 +58,12 @@ def test_pretraining_records_ask_about_what_the_video_shows(tmp_path, kind):
         assert 0 <= t0 < t1 <= duration and t1 - t0 < duration
         video = decode_video(record.video.path, detector.CONFIG)  # type: ignore[arg-type]  # synthesised records carry it
         assert len(video.frames) == round(2 * duration)  # every clip frame is a 2 fps sample
+
+
+def test_pretraining_records_are_not_written_over_a_data_set(tmp_path):
+    pretrain = bench_module("pretrain_grounding")
+    (tmp_path / "val.jsonl").write_text("mine\n")
+    with pytest.raises(SystemExit, match="val.jsonl exists"):
+        pretrain.write_pretrain(tmp_path, "shape", n=1, val=1, seed=0)
+    assert (tmp_path / "val.jsonl").read_text() == "mine\n"
+    assert not (tmp_path / "train.jsonl").exists()
