@@ -58,17 +58,17 @@ ALL_CONTROLS = ("frozen", "reversed", "shuffled", "blank")  # the table's column
 
 # What a valid run of the family needs on top of the quickstart recipes: an answer budget that
 # holds the longest annotation as the model is taught it (answer + EOS in the tiny model's
-# tokenizer, boxes in Qwen3-VL's 0-1000 coordinates with two decimals, over `synth --n 256
+# tokenizer, boxes in Qwen3-VL's 0-1000 coordinates, whole on the patch grid, over `synth --n 256
 # --val 32 --seed 0`; tests/bench/test_learning_families.py measures it) with about 20% to
 # spare, for rollouts (validation and this bench's eval too) and, where it exceeds SFT's 64,
 # for SFT targets. The quickstart's 16 tokens fit temporal grounding, video QA (7) and spatial
 # intelligence (10).
 ANSWER_TOKENS: dict[str, int] = {
-    "spatial_grounding": 42,  # "<answer>[x1,y1,x2,y2]</answer>": 35 tokens
-    # the box and 3 + 3 points as JSON, in pixels (a record with a mask keeps its own): 104
+    "spatial_grounding": 30,  # "<answer>[x1,y1,x2,y2]</answer>", whole 0-1000 numbers: 25
+    # the box and 3 + 3 points as JSON, in pixels (a record with a mask keeps its own): 111
     "segmentation": 128,
-    "tracking": 600,  # a box every 0.5 s of a video of up to 8 s, keyed by frame: 502 tokens
-    "spatio_temporal_grounding": 140,  # the window and a box at each whole second inside it: 116
+    "tracking": 112,  # a box every second of a video of up to 5 s, keyed by frame: 93 tokens
+    "spatio_temporal_grounding": 96,  # the window and a box at each whole second inside it: 81
 }
 QUICKSTART_TOKENS = 16  # the quickstart recipes' rollout.max_new_tokens
 SFT_RESPONSE_TOKENS = 64  # sft_quickstart's sft.max_response_tokens

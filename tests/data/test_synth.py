@@ -161,6 +161,38 @@ def test_tracking_and_stg_boxes_follow_the_object(records, cache):
             )
 
 
+GRID_FAMILIES = ("spatial_grounding", "segmentation", "tracking", "spatio_temporal_grounding")
+
+
+def _boxes(record):
+    answer = record.answer
+    if record.family == Family("tracking"):
+        return [*answer.boxes.values(), tuple(record.extra["first_box"])]
+    if record.family == Family("spatio_temporal_grounding"):
+        return list(answer.boxes.values())
+    return [answer.box]
+
+
+@pytest.mark.parametrize("family", GRID_FAMILIES)
+def test_spatial_objects_span_patches_on_the_grid(records, family):
+    """The spatial families' targets are 2 x 2 patches of the tiny model's tower with their
+    corners on the patch grid, in frames whose 0-1000 coordinates of a corner are whole."""
+    from videorl.data.coordinates import model_convention, to_model_coordinates
+    from videorl.data.synth_tasks import CELL, GRID_FRAMES
+
+    chosen = by_family(records, Family(family))
+    assert chosen
+    for record in chosen:
+        assert (record.width, record.height) in GRID_FRAMES
+        for x1, y1, x2, y2 in _boxes(record):
+            assert x2 - x1 == y2 - y1 == 2 * CELL, record.id
+            assert x1 % CELL == y1 % CELL == 0, record.id
+        scaled = to_model_coordinates(
+            record, model_convention("qwen3_vl"), (record.width, record.height)
+        )
+        assert all(float(v).is_integer() for box in _boxes(scaled) for v in box[:4]), record.id
+
+
 def test_qa_si_and_math_answers_are_exact(records, cache):
     for record in by_family(records, Family("video_qa")):
         correct = record.options["ABCDEFGH".index(record.answer.letter)]

@@ -10,7 +10,7 @@ tiny model can learn them. Times sit on a 0.5 s grid, the frames of a 2 fps samp
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,14 @@ from videorl.video.encode import write_image, write_mp4
 SOURCE_FPS = 8
 FRAME_SIZES = ((64, 64), (96, 64), (96, 96))  # (width, height), even for yuv420p
 TG_EVENTS = ("appear", "colour", "move")  # kinds of temporal-grounding event
+# The spatial families' scenes (spatial grounding, segmentation, tracking, spatio-temporal
+# grounding) sit on the tiny Qwen3-VL's patch grid: CELL px patches, 2 x 2 of them per visual
+# token. Their objects span whole patches and several of them (the 10-20 px shapes of the
+# other families changed one token, and a tiny model never learned to box them:
+# docs/lab/models-that-see.md, section 15); frame sides of 64 or 128 px put every patch edge
+# on a whole number of the 0-1000 coordinates (16 px = 250 or 125), so boxes stay short.
+CELL = 16
+GRID_FRAMES = ((64, 64), (128, 64), (64, 128))  # (width, height)
 
 
 def large_size(rng: np.random.Generator, width: int, height: int) -> int:
@@ -95,6 +103,59 @@ def scatter(
         x, y = place(rng, size, height, width, items)
         items.append(Placed(shape(rng), color, x, y, size))
     return items
+
+
+def grid_frame(rng: np.random.Generator) -> tuple[int, int]:
+    """A (width, height) of `GRID_FRAMES`."""
+    return GRID_FRAMES[int(rng.integers(len(GRID_FRAMES)))]
+
+
+def on_grid(
+    rng: np.random.Generator,
+    width: int,
+    height: int,
+    color: str,
+    cells: int = 2,
+    avoid: Sequence[Placed] = (),
+) -> Placed:
+    """A shape `cells` patches wide in `color` with its corner on the patch grid, not
+    overlapping any shape in `avoid` (it may touch one)."""
+    size = cells * CELL
+    spots = [
+        (x, y)
+        for x in range(0, width - size + 1, CELL)
+        for y in range(0, height - size + 1, CELL)
+        if not any(_overlaps(x, y, size, other) for other in avoid)
+    ]
+    if not spots:
+        raise RuntimeError(f"no free grid place for a {size} px shape in {width}x{height}")
+    x, y = spots[int(rng.integers(len(spots)))]
+    return Placed(shape(rng), color, x, y, size)
+
+
+def _overlaps(x: int, y: int, size: int, other: Placed) -> bool:
+    return (
+        x < other.x + other.size
+        and other.x < x + size
+        and y < other.y + other.size
+        and other.y < y + size
+    )
+
+
+def grid_scene(
+    rng: np.random.Generator, width: int, height: int, small: int = 1
+) -> tuple[Placed, list[Placed]]:
+    """The target (two patches wide, on the grid) and `small` distractors of 6-10 px
+    elsewhere, every colour distinct: the named object is the one to box, the others are
+    clutter a model must not box."""
+    colors = distinct(rng, list(COLORS), 1 + small)
+    target = on_grid(rng, width, height, colors[0])
+    others: list[Placed] = []
+    for color in colors[1:]:
+        size = int(rng.integers(6, 11))
+        x, y = place(rng, size, height, width, [target, *others])
+        others.append(Placed(shape(rng), color, x, y, size))
+    return target, others
 
 
 def appearing(

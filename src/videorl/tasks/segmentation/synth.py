@@ -11,21 +11,23 @@ from videorl.data.records import SegmentationAnswer, TaskRecord
 from videorl.data.synth import FAMILY_SYNTHS, SynthDraw
 from videorl.data.synth_scene import mask_box, mask_rle, pick_points
 from videorl.data.synth_tasks import (
-    frame_size,
+    grid_frame,
+    grid_scene,
     half_step,
     save_image,
     save_video,
-    scatter,
     synth_record,
 )
 
 
 def segmentation(rng: np.random.Generator, rid: str, out: Path, video: bool) -> TaskRecord:
     """Segment the named shape: box, 3 positive / 3 negative points and its COCO RLE mask.
-    In a video the shape is on screen only during [t0, t1); `time` is a frame inside it."""
-    width, height = frame_size(rng)
-    items = scatter(rng, width, height, 2)
-    target, other = items
+    In a video the shape is on screen only during [t0, t1); `time` is a frame inside it.
+    The shape is 32 px on the patch grid beside a small distractor (`synth_tasks.grid_scene`;
+    until 2026-12-07 two 10-20 px shapes, too small for the tiny model's visual tokens)."""
+    width, height = grid_frame(rng)
+    target, (other,) = grid_scene(rng, width, height)
+    items = [other, target]
     mask = target.mask(height, width)
     if video:
         duration = half_step(rng, 3.0, 6.0)

@@ -13,21 +13,26 @@ from videorl.data.synth_tasks import (
     SOURCE_FPS,
     bounce,
     box_of,
-    frame_size,
+    grid_frame,
+    grid_scene,
     half_step,
     save_video,
-    scatter,
     synth_record,
 )
 
+TRACK_DURATION = (3.0, 5.0)  # seconds: 2-4 keyed boxes, one a second
+
 
 def tracking(rng: np.random.Generator, rid: str, out: Path) -> TaskRecord:
-    """A shape bouncing around a static distractor; its box in frame 0 is given
-    (`extra.first_box`), boxes every 0.5 s (every 4th source frame) are the answer."""
-    frame = width, height = frame_size(rng)
-    duration = half_step(rng, 4.0, 8.0)
-    distractor, target = scatter(rng, width, height, 2)
-    vx, vy = (int(v) for v in rng.choice([-2, -1, 1, 2], size=2))
+    """A shape, 32 px on the patch grid, bouncing past a small static distractor; its box in
+    frame 0 is given (`extra.first_box`), its boxes at every whole second (every 8th source
+    frame, each on the grid: it moves 16 or 32 px a second along each axis) are the answer.
+    Until 2026-12-07: 10-20 px shapes in 4-8 s videos with a box every 0.5 s (~500 answer
+    tokens, too long for CPU rollouts; the tiny model did not see the shapes)."""
+    frame = width, height = grid_frame(rng)
+    duration = half_step(rng, *TRACK_DURATION)
+    target, (distractor,) = grid_scene(rng, width, height)
+    vx, vy = (int(v) for v in rng.choice([-4, -2, 2, 4], size=2))
 
     def position(frame: int) -> Placed:
         return target.moved(
@@ -38,7 +43,7 @@ def tracking(rng: np.random.Generator, rid: str, out: Path) -> TaskRecord:
     media = save_video(
         out, rid, width, height, duration, lambda t: [distractor, position(round(t * SOURCE_FPS))]
     )
-    step = SOURCE_FPS // 2
+    step = SOURCE_FPS
     num_frames = round(duration * SOURCE_FPS)
     boxes = {str(f): box_of(position(f), width, height) for f in range(step, num_frames, step)}
     extra = {"first_box": list(box_of(target, width, height)), "source_fps": SOURCE_FPS}
