@@ -18,6 +18,7 @@ under `families` in the same file.
 
     PYTHONPATH=src python bench/learning.py [--steps 150] [--recipes grpo,orarl] [--quick]
     PYTHONPATH=src python bench/learning.py --families all [--steps 150] [--work DIR] [--quick]
+        [--start MODEL]
 """
 
 from __future__ import annotations
@@ -356,6 +357,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--write", action="store_true", help="put it in README and docs pages")
     parser.add_argument("--families", help="all | F1,F2: the pipeline per family instead")
     parser.add_argument("--work", type=Path, help="--families: where runs go")
+    parser.add_argument(
+        "--start", type=Path, help="--families: SFT from this model (default: a new tiny one)"
+    )
     parser.add_argument("--out", type=Path, help="results file (default bench/results/...)")
     args = parser.parse_args(argv)
     if args.families:

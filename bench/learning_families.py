@@ -123,12 +123,18 @@ def scores(
     }
 
 
+def start_model(args: Any) -> Path:
+    """The model SFT starts from: `--start` (e.g. another family's SFT model, a curriculum),
+    else the tiny model `make-tiny` writes once under `--work`."""
+    return Path(args.start) if args.start else args.work / "model"
+
+
 def one_family(family: str, args: Any) -> dict[str, Any]:
     """Data, SFT, OraRL and the scores of one family under `args.work / family`."""
     work, overrides = args.work / family, family_overrides(family)
     start = learning.prepare(
         work, args.seed, args.sft_steps, n=args.n, val=args.val, warmup=args.warmup,
-        sft_overrides=overrides, family=family, model=args.work / "model",
+        sft_overrides=overrides, family=family, model=start_model(args),
     )  # fmt: skip
     rl = work / f"orarl-{args.steps}"
     rl_seconds = run_once(
@@ -140,6 +146,7 @@ def one_family(family: str, args: Any) -> dict[str, Any]:
     blind = manifest.get("blind_best", {}).get(family, {})
     return {
         "family": family,
+        "start_model": str(start_model(args)),
         "metrics": list(METRICS[family]),
         "controls": list(CONTROLS[family]),
         "overrides": overrides,

@@ -114,3 +114,13 @@ def test_the_docs_show_the_saved_family_rows(families):
     assert committed == families.markdown(
         families.saved_rows(learning.RESULTS / "learning.json")
     ), "stale: PYTHONPATH=src python bench/learning.py --families all --write"
+
+
+def test_sft_starts_from_a_new_tiny_model_unless_given_one(families, tmp_path):
+    """`--start MODEL` (a curriculum: another family's SFT model) replaces the tiny model."""
+    import argparse
+
+    args = argparse.Namespace(work=tmp_path, start=None)
+    assert families.start_model(args) == tmp_path / "model"
+    args.start = tmp_path / "temporal_grounding" / "sft-800" / "final"
+    assert families.start_model(args) == args.start
