@@ -140,7 +140,7 @@ def test_train_tools_quickstart_after_synth_names_the_tool_sft_stage(tmp_path, c
         "data.train=runs/tools_quickstart/data/train.jsonl data.val=null video.fps=0.25 "
         "video.min_frames=2 video.max_frames=4 video.tool_max_frames=32 "
         "sft.target=tool_trajectory 'rollout.tools=[get_clip]' sft.max_response_tokens=1024 "
-        "trainer.val_every=0 sft.tool_call_fraction=0.5 optim.schedule=constant "
+        "trainer.val_every=0 sft.tool_call_fraction=0.75 optim.schedule=constant "
         "optim.warmup_steps=5 optim.lr=1e-3 trainer.steps=60 "
         "trainer.save_every=60 trainer.output_dir=runs/tools_quickstart/sft-mix` first (it "
         f"writes runs/tools_quickstart/sft-mix{TOOLS_TAIL}"

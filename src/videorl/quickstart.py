@@ -124,7 +124,7 @@ TOOLS_STEPS: tuple[Step, ...] = (
             "sft_quickstart",
             f"model.path={_TQ}/sft-read/final",
             *_TOOL_SFT,
-            "sft.tool_call_fraction=0.5",
+            "sft.tool_call_fraction=0.75",
             *_SHORT_STAGE,
             "optim.lr=1e-3",
             "trainer.steps=60",
