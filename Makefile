@@ -46,7 +46,7 @@ quickstart: setup
 # Multi-turn tools on a CPU (docs/tools.md): bench/tools.py's path as commands
 # (`videorl quickstart --tools`, videorl/quickstart.py's TOOLS_STEPS). A seeing model (make-tiny,
 # synth and sft_quickstart as `make quickstart`), SFT on gold get_clip trajectories (every
-# target calls, then half), GRPO with get_clip (configs/tools_quickstart.yaml), eval with tools
+# target calls, then three in four), GRPO with get_clip (configs/tools_quickstart.yaml), eval with tools
 # and video controls, on one thread.
 tools-quickstart: setup
 	$(ONE_THREAD) $(PY) -m videorl quickstart --tools --overwrite

@@ -137,6 +137,7 @@ def main(argv: list[str] | None = None) -> None:
                 "command": "PYTHONPATH=src python bench/tools_seeds.py "
                 f"--seeds {args.seeds} --threads {args.threads} --window {args.window}",
                 "machine": platform.platform(),
+                "window": args.window,
                 "rows": rows,
             },
             indent=1,

@@ -50,3 +50,11 @@ def test_a_clone_folder_is_never_reused(seeds, tmp_path):
     (tmp_path / "seed-0").mkdir()
     with pytest.raises(SystemExit, match="seed-0 exists; remove it or pass --collect"):
         seeds.fresh_clone(0, tmp_path)
+
+
+def test_tools_page_holds_the_table_the_results_make(seeds):
+    saved = json.loads(seeds.OUT.read_text())
+    committed = bench_module("harness").marked_text(seeds.PAGE, "bench/tools_seeds.py")
+    assert committed == seeds.table(saved["rows"], saved["window"]), (
+        "docs/tools.md is stale: PYTHONPATH=src python bench/tools_seeds.py --collect --write"
+    )
