@@ -4,8 +4,9 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
-# One thread for the tools quickstart, whose constant-rate SFT stages are sensitive to
-# floating-point order (docs/tools.md); `make quickstart` uses every core (its SFT decays).
+# One thread for the tools quickstart, as bench/tools_seeds.py measured it over seeds
+# (docs/tools.md); `make quickstart` uses every core (`videorl quickstart` keeps the caller's
+# OMP_NUM_THREADS).
 ONE_THREAD := OMP_NUM_THREADS=1
 
 .PHONY: setup lint docs-serve test test-fast test-vllm quickstart tools-quickstart bench bench-learning bench-heldout clean
@@ -45,8 +46,8 @@ quickstart: setup
 # Multi-turn tools on a CPU (docs/tools.md): bench/tools.py's path as commands
 # (`videorl quickstart --tools`, videorl/quickstart.py's TOOLS_STEPS). A seeing model (make-tiny,
 # synth and sft_quickstart as `make quickstart`), SFT on gold get_clip trajectories (every
-# target calls, then half), GRPO with get_clip (configs/tools_quickstart.yaml), eval with tools
-# and video controls, on one thread like the quickstart.
+# target calls, then three in four), GRPO with get_clip (configs/tools_quickstart.yaml), eval with tools
+# and video controls, on one thread.
 tools-quickstart: setup
 	$(ONE_THREAD) $(PY) -m videorl quickstart --tools --overwrite
 

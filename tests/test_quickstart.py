@@ -12,7 +12,7 @@ import yaml
 from tests.cli_runner import run_cli
 from videorl.api import load_config, resolve_config_path
 from videorl.data.synth import synthesize, write_dataset
-from videorl.quickstart import STEPS, TOOLS_STEPS, made_by, next_command
+from videorl.quickstart import STEPS, TOOLS_STEPS, made_by, next_command, seeded
 
 ROOT = Path(__file__).resolve().parents[1]
 SYNTH = (
@@ -83,8 +83,7 @@ def test_the_recipes_read_what_the_steps_write():
 def test_videorl_quickstart_runs_the_steps_in_order_and_stops_at_a_failure(capsys, monkeypatch):
     ran: list[list[str]] = []
 
-    def fake_call(argv, env):
-        assert env["OMP_NUM_THREADS"] == "1"
+    def fake_call(argv):  # no env: the steps inherit the user's OMP_NUM_THREADS
         ran.append(argv[3:])  # after python -m videorl
         return 3 if argv[3] == "train" else 0
 
@@ -94,7 +93,7 @@ def test_videorl_quickstart_runs_the_steps_in_order_and_stops_at_a_failure(capsy
     assert [step[0] for step in ran] == ["make-tiny", "synth", "sft", "train"]
     assert ran[2] == ["sft", "sft_quickstart", "--overwrite"]
     ran.clear()
-    monkeypatch.setattr(subprocess, "call", lambda argv, env: ran.append(argv[3:]) or 0)  # type: ignore[func-returns-value]  # records the call, then returns the stub's value
+    monkeypatch.setattr(subprocess, "call", lambda argv: ran.append(argv[3:]) or 0)  # type: ignore[func-returns-value]  # records the call, then returns the stub's value
     done = run_cli(capsys, monkeypatch, "quickstart")
     assert done.code == 0 and ran == [list(step.argv) for step in STEPS]
     assert "curves: runs/quickstart/train/reward_curves.png" in done.output
@@ -141,8 +140,8 @@ def test_train_tools_quickstart_after_synth_names_the_tool_sft_stage(tmp_path, c
         "data.train=runs/tools_quickstart/data/train.jsonl data.val=null video.fps=0.25 "
         "video.min_frames=2 video.max_frames=4 video.tool_max_frames=32 "
         "sft.target=tool_trajectory 'rollout.tools=[get_clip]' sft.max_response_tokens=1024 "
-        "trainer.val_every=0 optim.schedule=constant optim.warmup_steps=5 "
-        "sft.tool_call_fraction=0.5 optim.lr=1e-3 trainer.steps=60 "
+        "trainer.val_every=0 sft.tool_call_fraction=0.75 optim.schedule=constant "
+        "optim.warmup_steps=5 optim.lr=1e-3 trainer.steps=60 "
         "trainer.save_every=60 trainer.output_dir=runs/tools_quickstart/sft-mix` first (it "
         f"writes runs/tools_quickstart/sft-mix{TOOLS_TAIL}"
     )
@@ -157,7 +156,7 @@ def test_train_tools_quickstart_after_synth_names_the_tool_sft_stage(tmp_path, c
 
 def test_videorl_quickstart_tools_runs_the_tools_steps(capsys, monkeypatch):
     ran: list[list[str]] = []
-    monkeypatch.setattr(subprocess, "call", lambda argv, env: ran.append(argv[3:]) or 0)  # type: ignore[func-returns-value]  # records the call, then returns the stub's value
+    monkeypatch.setattr(subprocess, "call", lambda argv: ran.append(argv[3:]) or 0)  # type: ignore[func-returns-value]  # records the call, then returns the stub's value
     done = run_cli(capsys, monkeypatch, "quickstart", "--tools", "--overwrite")
     assert done.code == 0 and ran == [[*step.argv, "--overwrite"] for step in TOOLS_STEPS]
     assert [step[0] for step in ran] == ["make-tiny", "synth", "sft", "sft", "sft", "train", "eval"]
@@ -170,8 +169,24 @@ def test_make_tools_quickstart_calls_videorl_quickstart_tools():
     assert target.strip() == "$(ONE_THREAD) $(PY) -m videorl quickstart --tools --overwrite"
 
 
-def test_the_tools_quickstart_sft_stages_keep_the_constant_rate_they_were_tuned_with():
-    sft_steps = [step.argv for step in TOOLS_STEPS if step.argv[0] == "sft"]
-    assert len(sft_steps) == 3
-    assert all("optim.schedule=constant" in argv for argv in sft_steps)
+def test_the_tools_quickstart_decays_its_long_sft_stages_like_sft_quickstart():
+    """Seeing and reading (800 and 400 steps) take sft_quickstart's cosine decay; the 60-step
+    mix, shorter than that recipe's 80-step warm-up, keeps a constant rate."""
+    seeing, read, mix = (step.argv for step in TOOLS_STEPS if step.argv[0] == "sft")
+    assert not any(arg.startswith("optim.") for arg in (*seeing, *read))
+    assert {"optim.schedule=constant", "optim.warmup_steps=5"} <= set(mix)
     assert load_config(resolve_config_path("sft_quickstart")).optim.schedule == "cosine"
+
+
+def test_quickstart_seed_reaches_every_command_that_draws(capsys, monkeypatch):
+    ran: list[list[str]] = []
+    monkeypatch.setattr(subprocess, "call", lambda argv: ran.append(argv[3:]) or 0)  # type: ignore[func-returns-value]  # records the call, then returns the stub's value
+    assert run_cli(capsys, monkeypatch, "quickstart", "--seed", "7").code == 0
+    tiny, synth, sft, train, *evals = ran
+    assert tiny[-2:] == ["--seed", "7"]
+    assert synth[synth.index("--seed") + 1] == "7" and synth.count("--seed") == 1
+    for run in (sft, train):
+        assert run[-2:] == ["trainer.seed=7", "data.seed=7"]
+    assert [e[:2] for e in evals[:2]] == [["eval", "--model"]] * 2
+    assert all(not any("seed" in arg for arg in e) for e in evals)
+    assert seeded(STEPS, 0) == STEPS

@@ -152,24 +152,28 @@ def quickstart(
         "docs/tools.md): a seeing model, two SFT stages on get_clip trajectories, GRPO with "
         "get_clip, eval with tools; under runs/tools_quickstart/.",
     ),
+    seed: int = typer.Option(
+        0,
+        "--seed",
+        help="Draw the tiny model, the synthetic videos and the runs' sampling with this seed "
+        "(it is added to each command; 0: the commands as the README lists them).",
+    ),
 ) -> None:
     """Run the README's quickstart (what `make quickstart` runs, without make): a tiny model,
     synthetic videos, SFT, OraRL, eval of both checkpoints with video controls, the
-    before/after table; everything under runs/quickstart/, on one thread."""
+    before/after table; everything under runs/quickstart/, on the threads OMP_NUM_THREADS
+    allows (every core unless set)."""
     import subprocess
 
     from rich.markup import escape
 
-    from videorl.quickstart import QUICKSTART_DIR, STEPS, TOOLS_DIR, TOOLS_STEPS
+    from videorl.quickstart import QUICKSTART_DIR, STEPS, TOOLS_DIR, TOOLS_STEPS, seeded
 
-    # One thread: the tiny model's SFT is sensitive to floating-point order, and on one thread
-    # the run repeats bench/seeds.py's seed-0 row (README).
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    for step in TOOLS_STEPS if tools else STEPS:
+    for step in seeded(TOOLS_STEPS if tools else STEPS, seed):
         extra = ["--overwrite"] if overwrite and step.overwrite else []
         line = f"$ {step.command}{' --overwrite' if extra else ''}"
         console.print(f"[bold]{escape(line)}[/]", highlight=False, soft_wrap=True)
-        code = subprocess.call([sys.executable, "-m", "videorl", *step.argv, *extra], env=env)
+        code = subprocess.call([sys.executable, "-m", "videorl", *step.argv, *extra])
         if code:
             raise typer.Exit(code)
     qs, tq = QUICKSTART_DIR, TOOLS_DIR
