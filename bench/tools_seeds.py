@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness import markdown_table, write_marked
+from harness import markdown_table, write_marked, write_results
 
 ROOT = Path(__file__).resolve().parents[1]
 WORK = ROOT / "runs" / "bench-tools-seeds"
@@ -37,12 +37,11 @@ FAMILY = "temporal_grounding"
 CONTROLS = ("frozen", "reversed")
 
 
-def fresh_clone(seed: int, work: Path) -> Path:
-    """A clone of HEAD for `seed`; refuses to reuse a folder (a clone holds a run's outputs)."""
-    clone = work / f"seed-{seed}"
+def fresh_clone(clone: Path) -> Path:
+    """A clone of HEAD in `clone`; refuses to reuse a folder (a clone holds a run's outputs)."""
     if clone.exists():
         raise SystemExit(f"error: {clone} exists; remove it or pass --collect to read it")
-    work.mkdir(parents=True, exist_ok=True)
+    clone.parent.mkdir(parents=True, exist_ok=True)
     subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
     return clone
 
@@ -127,24 +126,18 @@ def main(argv: list[str] | None = None) -> None:
     for seed in seeds:
         clone = args.work / f"seed-{seed}"
         if not args.collect:
-            run_quickstart(fresh_clone(seed, args.work), seed, args.threads)
+            run_quickstart(fresh_clone(clone), seed, args.threads)
         rows.append(read_row(clone, seed, args.window))
     text = table(rows, args.window)
     print(text)
-    OUT.write_text(
-        json.dumps(
-            {
-                "command": "PYTHONPATH=src python bench/tools_seeds.py "
-                f"--seeds {args.seeds} --threads {args.threads} --window {args.window}",
-                "machine": platform.platform(),
-                "window": args.window,
-                "rows": rows,
-            },
-            indent=1,
-        )
-        + "\n"
-    )
-    print(f"wrote {OUT}")
+    command = f"--seeds {args.seeds} --threads {args.threads} --window {args.window}"
+    payload = {
+        "command": f"PYTHONPATH=src python bench/tools_seeds.py {command}",
+        "machine": platform.platform(),
+        "window": args.window,
+        "rows": rows,
+    }
+    write_results(OUT, payload)
     if args.write:
         write_marked(PAGE, "bench/tools_seeds.py", text)
 

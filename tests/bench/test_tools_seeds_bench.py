@@ -49,7 +49,7 @@ def test_a_seed_row_has_its_gains_and_its_curves_windows(seeds, tmp_path):
 def test_a_clone_folder_is_never_reused(seeds, tmp_path):
     (tmp_path / "seed-0").mkdir()
     with pytest.raises(SystemExit, match="seed-0 exists; remove it or pass --collect"):
-        seeds.fresh_clone(0, tmp_path)
+        seeds.fresh_clone(tmp_path / "seed-0")
 
 
 def test_tools_page_holds_the_table_the_results_make(seeds):
