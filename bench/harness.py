@@ -148,6 +148,12 @@ def model_params(model: Any) -> dict[str, float]:
     return {"params_m": round(total / 1e6, 2), "trainable_params_m": round(trainable / 1e6, 2)}
 
 
+def mean_present(values: Iterable[float | None]) -> float:
+    """The mean of the values that are not None; NaN when none is (a curve too short to read)."""
+    present = [v for v in values if v is not None]
+    return statistics.fmean(present) if present else float("nan")
+
+
 def spread(values: Sequence[float], digits: int = 4) -> dict[str, Any]:
     """Median, min and max of repeated measurements (and the values themselves)."""
     values = [float(v) for v in values]

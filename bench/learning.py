@@ -98,7 +98,8 @@ def prepare(
     and the SFT model (`sft_overrides` on top of sft_quickstart, in `sft-STEPS{tag}`); each is
     reused when already there."""
     model = model or work / "model"
-    data, sft = work / "data", work / f"sft-{sft_steps}{tag}"
+    data = work / ("data" if n == 256 else f"data-{n}")  # the quickstart's 256 keep their folder
+    sft = work / f"sft-{sft_steps}{tag}"
     if not (model / "config.json").is_file():
         warm = ["--vision-warmup", warmup] if warmup else []
         videorl("make-tiny", model, "--arch", "qwen3_vl", *warm, "--seed", seed)

@@ -66,6 +66,7 @@ def one_seed(
     sft_set: Sequence[str] = (),
     name: str = "seeds",
     val: str | None = None,
+    train_videos: int = 256,
 ) -> dict[str, Any]:
     """SFT (sft_quickstart with `sft_set`) then OraRL (none when `steps` is 0) with `seed`,
     every command under OMP_NUM_THREADS=`threads` (None: inherited); the models' scores on
@@ -73,7 +74,7 @@ def one_seed(
     work = WORK / f"seed-{seed}" if threads is None else WORK / f"seed-{seed}-t{threads}"
     tag = "" if name == "seeds" else f"-{name}"
     with child_threads(threads):
-        start = prepare(work, seed, sft_steps, sft_overrides=sft_set, tag=tag)
+        start = prepare(work, seed, sft_steps, n=train_videos, sft_overrides=sft_set, tag=tag)
         scored = tag + ("" if val is None else f"-{Path(val).parent.name}")  # evals apart
         val = val or start["val"]
         # a cell's SFT model is reused when there (prepare), and so is its eval
@@ -165,6 +166,9 @@ def main() -> None:
     parser.add_argument(
         "--sft-set", action="append", default=[], metavar="KEY=VALUE", help="SFT recipe override"
     )
+    parser.add_argument(
+        "--train-videos", type=int, default=256, help="training videos per seed (quickstart: 256)"
+    )
     parser.add_argument("--jobs", type=int, default=1, help="cells run side by side")
     parser.add_argument("--name", default="seeds", help="bench/results/NAME.json")
     parser.add_argument(
@@ -193,21 +197,24 @@ def main() -> None:
     if args.threads:
         command += f" --threads {args.threads} --jobs {args.jobs}"
     command += "".join(f" --sft-set {kv}" for kv in args.sft_set)
+    if args.train_videos != 256:
+        command += f" --train-videos {args.train_videos}"
     if args.name != "seeds":
         command += f" --name {args.name}"
+    val = common_val(args.common_val) if args.common_val else None
+    if args.common_val:
+        command += f" --common-val {args.common_val}"
     head = {
         "command": command,
         "machine": platform.platform(),
         **({"sft_set": args.sft_set} if args.sft_set else {}),
     }
 
-    val = common_val(args.common_val) if args.common_val else None
-    if args.common_val:
-        command += f" --common-val {args.common_val}"
-
     def cell_row(cell: tuple[int, int | None]) -> dict[str, Any]:
         seed, count = cell
-        return one_seed(seed, sft_steps, steps, count, args.sft_set, args.name, val)
+        return one_seed(
+            seed, sft_steps, steps, count, args.sft_set, args.name, val, args.train_videos
+        )
 
     RESULTS.mkdir(exist_ok=True)
     done: dict[tuple[int, int | None], dict[str, Any]] = {}

@@ -42,16 +42,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import platform
-import statistics
 import time
 from pathlib import Path
 from typing import Any
 
 import harness
 import search_exit
-from harness import RESULTS, ROOT, run_once, videorl, write_marked
+from harness import RESULTS, ROOT, mean_present, run_once, videorl, write_marked
 from learning import CONTROLS
 from learning import evaluate as evaluate_plain
 from learning import prepare as seeing_start
@@ -183,11 +181,6 @@ def evaluate(model: str, val: str, out: Path, max_turns: int) -> dict[str, float
     return scores
 
 
-def _mean(values: list[float | None]) -> float:
-    present = [v for v in values if v is not None]
-    return statistics.fmean(present) if present else math.nan
-
-
 def summarize(arms: dict[str, dict[str, Any]], window: int) -> list[dict[str, Any]]:
     """One row per arm: calls per row and reward over the first and last `window` RL steps,
     and the greedy evals of its SFT and RL models."""
@@ -197,12 +190,12 @@ def summarize(arms: dict[str, dict[str, Any]], window: int) -> list[dict[str, An
         table.append(
             {
                 "arm": name,
-                "calls_first": _mean(run["calls_per_row"][:window]),
-                "calls_last": _mean(run["calls_per_row"][-window:]),
-                "errors_first": _mean(run["errors_per_row"][:window]),
-                "errors_last": _mean(run["errors_per_row"][-window:]),
-                "reward_first": _mean(run["reward"][:window]),
-                "reward_last": _mean(run["reward"][-window:]),
+                "calls_first": mean_present(run["calls_per_row"][:window]),
+                "calls_last": mean_present(run["calls_per_row"][-window:]),
+                "errors_first": mean_present(run["errors_per_row"][:window]),
+                "errors_last": mean_present(run["errors_per_row"][-window:]),
+                "reward_first": mean_present(run["reward"][:window]),
+                "reward_last": mean_present(run["reward"][-window:]),
                 "sft_eval": arm["sft_eval"],
                 "rl_eval": arm["rl_eval"],
                 "rl_plain_eval": arm.get("rl_plain_eval"),

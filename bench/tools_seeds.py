@@ -19,14 +19,13 @@ import argparse
 import json
 import os
 import platform
-import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from harness import markdown_table, write_marked, write_results
+from harness import markdown_table, mean_present, write_marked, write_results
 
 ROOT = Path(__file__).resolve().parents[1]
 WORK = ROOT / "runs" / "bench-tools-seeds"
@@ -63,10 +62,6 @@ def run_quickstart(clone: Path, seed: int, threads: int) -> float:
     return seconds
 
 
-def _mean(values: list[float]) -> float:
-    return statistics.fmean(values) if values else float("nan")
-
-
 def read_row(clone: Path, seed: int, window: int) -> dict[str, Any]:
     """One seed's eval scores and GRPO curves, as its clone's files hold them."""
     from videorl.trainer.metrics import read_metrics
@@ -81,10 +76,10 @@ def read_row(clone: Path, seed: int, window: int) -> dict[str, Any]:
     calls = [r.get("tools/calls_per_row", 0.0) for r in steps]
     reward = [r["reward/mean"] for r in steps if "reward/mean" in r]
     row |= {
-        "calls_first": _mean(calls[:window]),
-        "calls_last": _mean(calls[-window:]),
-        "reward_first": _mean(reward[:window]),
-        "reward_last": _mean(reward[-window:]),
+        "calls_first": mean_present(calls[:window]),
+        "calls_last": mean_present(calls[-window:]),
+        "reward_first": mean_present(reward[:window]),
+        "reward_last": mean_present(reward[-window:]),
     }
     timing = clone / "seconds.txt"
     row["minutes"] = float(timing.read_text()) / 60 if timing.is_file() else None
