@@ -14,7 +14,7 @@ import pytest
 
 from tests.bench import BENCH, bench_module
 
-SCRIPTS = ("pruning", "step", "video", "vs_trl", "packing", "soak")
+SCRIPTS = ("pruning", "step", "video", "vs_trl", "packing", "soak", "decode_convert")
 DRIVER = """
 import importlib, sys
 bench, work, out = sys.argv[1:4]
@@ -171,3 +171,10 @@ def test_performance_page_holds_the_table_the_results_make():
     table = bench_module("table")
     committed = table.harness.marked_text(table.PAGE, table.SCRIPT)
     assert committed == table.table(table.harness.RESULTS), "run: python bench/table.py --write"
+
+
+def test_decode_convert_checks_pixels_before_timing(results):
+    rows = results["decode_convert"]["rows"]
+    assert {row["content"] for row in rows} == {"flat", "noise"}
+    assert all(row["same_pixels"] for row in rows)
+    assert all(row["per_frame_ms"] > 0 and row["one_reformatter_ms"] > 0 for row in rows)

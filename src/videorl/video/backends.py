@@ -151,8 +151,13 @@ def _pyav_decode(
     seek: SeekMode = "auto",
     stats: dict[str, int] | None = None,
 ) -> torch.Tensor:
+    from av.video.reformatter import VideoReformatter
+
     wanted = sorted(set(indices))
     counts = {"decoded": 0, "seeks": 0, "restarts": 0}
+    # One reformatter per file keeps its scaler context: `frame.to_ndarray(format=...)` builds
+    # a new one per frame, 14x slower on small frames (same pixels; bench/decode_convert.py).
+    to_rgb = VideoReformatter()
     start_pts = stream.start_time or 0
     time_base = float(stream.time_base)
     gather = _Gather(indices)
@@ -205,7 +210,7 @@ def _pyav_decode(
         last = max(last, index_of)
         if index_of < wanted[pointer]:
             continue
-        converted = convert(frame.to_ndarray(format="rgb24"))
+        converted = convert(to_rgb.reformat(frame, format="rgb24").to_ndarray())
         # A frame at or past the wanted index stands in for it (variable frame rate gaps).
         while pointer < len(wanted) and wanted[pointer] <= index_of:
             gather.put(wanted[pointer], converted)
