@@ -193,6 +193,27 @@ def test_spatial_objects_span_patches_on_the_grid(records, family):
         assert all(float(v).is_integer() for box in _boxes(scaled) for v in box[:4]), record.id
 
 
+def test_tracking_keys_frames_a_2_fps_sample_shows(monkeypatch, tmp_path):
+    """Every keyed frame is one the quickstart's 2 fps sample decodes: a 3.5 or 4.5 s video
+    is sampled at a stride of 4.67 or 4.5 source frames (an even frame count) and would show
+    none of its whole seconds."""
+    from videorl.data.records import MediaRef
+    from videorl.tasks.tracking import synth as tracking_synth
+    from videorl.video.sampling import plan_frame_indices
+
+    monkeypatch.setattr(tracking_synth, "save_video", lambda *a, **k: MediaRef(path="v.mp4"))
+    durations = set()
+    for k in range(40):
+        record = tracking_synth.tracking(np.random.default_rng([0, k]), f"trk-{k}", tmp_path)
+        duration = record.duration or 0.0
+        durations.add(duration)
+        shown, _ = plan_frame_indices(
+            round(duration * 8), 8.0, fps=2.0, min_frames=4, max_frames=32
+        )
+        assert {int(f) for f in record.answer.boxes} <= set(shown), (duration, shown)
+    assert durations == {3.0, 4.0, 5.0}
+
+
 def test_qa_si_and_math_answers_are_exact(records, cache):
     for record in by_family(records, Family("video_qa")):
         correct = record.options["ABCDEFGH".index(record.answer.letter)]

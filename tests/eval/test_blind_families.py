@@ -31,7 +31,7 @@ from videorl.tasks.tracking.evaluation import blind_tracking
 # (the ground truth: 100, segmentation's box ~87 against shaped masks); seeds 0-2 gave TG 6-27,
 # QA 0-17, SI 27-41, and since the spatial families' objects are 32 px on the patch grid
 # (2026-12-07; before: SG 4-9, SEG 2-7, TRK 4-9, STG sIoU 9-10) SG 18-23, SEG 13-22 / 11-16,
-# TRK 20-31, STG 21-25 / 42-49
+# TRK 19-29 (whole-second videos since 2026-12-07), STG 21-25 / 42-49
 CEILINGS = {
     "temporal_grounding": {"mIoU": 30.0},
     "spatial_grounding": {"mIoU": 30.0},

@@ -15,22 +15,26 @@ from videorl.data.synth_tasks import (
     box_of,
     grid_frame,
     grid_scene,
-    half_step,
     save_video,
     synth_record,
 )
 
-TRACK_DURATION = (3.0, 5.0)  # seconds: 2-4 keyed boxes, one a second
+# Whole seconds (2-4 keyed boxes, one a second), so that a 2 fps sample, a stride of 4 source
+# frames, shows every keyed frame. A 3.5 or 4.5 s video is sampled as 6 or 8 frames (an even
+# count: `video/sampling.py`) at a stride of 4.67 or 4.5 and shows none of its keyed frames.
+TRACK_DURATION = (3, 5)
 
 
 def tracking(rng: np.random.Generator, rid: str, out: Path) -> TaskRecord:
     """A shape, 32 px on the patch grid, bouncing past a small static distractor; its box in
     frame 0 is given (`extra.first_box`), its boxes at every whole second (every 8th source
     frame, each on the grid: it moves 16 or 32 px a second along each axis) are the answer.
+    The video lasts 3, 4 or 5 whole seconds (`TRACK_DURATION`; 3-5 s on the 0.5 s grid until
+    2026-12-07, whose 3.5 and 4.5 s videos keyed frames a 2 fps sample never shows).
     Until 2026-12-07: 10-20 px shapes in 4-8 s videos with a box every 0.5 s (~500 answer
     tokens, too long for CPU rollouts; the tiny model did not see the shapes)."""
     frame = width, height = grid_frame(rng)
-    duration = half_step(rng, *TRACK_DURATION)
+    duration = float(rng.integers(TRACK_DURATION[0], TRACK_DURATION[1] + 1))
     target, (distractor,) = grid_scene(rng, width, height)
     vx, vy = (int(v) for v in rng.choice([-4, -2, 2, 4], size=2))
 
