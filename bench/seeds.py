@@ -24,8 +24,8 @@ import argparse
 import json
 import platform
 import statistics
-from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -58,35 +58,52 @@ def common_val(count: int) -> str:
     return str(out / "val.jsonl")
 
 
-def one_seed(
-    seed: int,
-    sft_steps: int,
-    steps: int,
-    threads: int | None = None,
-    sft_set: Sequence[str] = (),
-    name: str = "seeds",
-    val: str | None = None,
-    train_videos: int = 256,
-) -> dict[str, Any]:
-    """SFT (sft_quickstart with `sft_set`) then OraRL (none when `steps` is 0) with `seed`,
+@dataclass(frozen=True)
+class Study:
+    """One study's settings: `name` names its results file and its RL runs; the SFT models are
+    `sft_name`'s (default: its own), so an RL variant reuses another study's SFT cells."""
+
+    name: str = "seeds"
+    sft_name: str | None = None
+    sft_steps: int = 800
+    steps: int = 150  # OraRL steps; 0: SFT only
+    sft_set: tuple[str, ...] = ()
+    rl_set: tuple[str, ...] = ()
+    val: str | None = None  # None: each seed's own validation videos
+    train_videos: int = 256
+
+    def tag(self, name: str) -> str:
+        return "" if name == "seeds" else f"-{name}"
+
+
+def one_seed(seed: int, threads: int | None, study: Study) -> dict[str, Any]:
+    """SFT (sft_quickstart with `sft_set`) then OraRL (quickstart with `rl_set`) with `seed`,
     every command under OMP_NUM_THREADS=`threads` (None: inherited); the models' scores on
-    `val` (None: the seed's own validation videos)."""
+    the study's validation videos."""
     work = WORK / f"seed-{seed}" if threads is None else WORK / f"seed-{seed}-t{threads}"
-    tag = "" if name == "seeds" else f"-{name}"
+    sft_tag, rl_tag = study.tag(study.sft_name or study.name), study.tag(study.name)
     with child_threads(threads):
-        start = prepare(work, seed, sft_steps, n=train_videos, sft_overrides=sft_set, tag=tag)
-        scored = tag + ("" if val is None else f"-{Path(val).parent.name}")  # evals apart
-        val = val or start["val"]
+        start = prepare(
+            work,
+            seed,
+            study.sft_steps,
+            study.train_videos,
+            sft_overrides=study.sft_set,
+            tag=sft_tag,
+        )
+        where = "" if study.val is None else f"-{Path(study.val).parent.name}"  # evals apart
+        val = study.val or start["val"]
         # a cell's SFT model is reused when there (prepare), and so is its eval
-        sft = evaluate(start["model"], val, work / f"eval-sft{scored}", reuse=bool(threads))
+        sft = evaluate(start["model"], val, work / f"eval-sft{sft_tag}{where}", reuse=bool(threads))
         row = {"seed": seed, "sft": sft}
         if threads is not None:
             row |= {"threads": threads, "sft_minutes": start["sft_minutes"]}
             row["sft_curve"] = sft_curve(Path(start["model"]).parent)
-        if steps:
-            overrides = [*start_overrides(start, seed), *RECIPES["orarl"]]
-            run = train(f"orarl{tag}", overrides, steps, steps, work=work)
-            row["orarl"] = evaluate(Path(run["out"]) / "final", val, work / f"eval-orarl{scored}")
+        if study.steps:
+            overrides = [*start_overrides(start, seed), *RECIPES["orarl"], *study.rl_set]
+            run = train(f"orarl{rl_tag}", overrides, study.steps, study.steps, work=work)
+            final = Path(run["out"]) / "final"
+            row["orarl"] = evaluate(final, val, work / f"eval-orarl{rl_tag}{where}")
     return row
 
 
@@ -167,6 +184,10 @@ def main() -> None:
         "--sft-set", action="append", default=[], metavar="KEY=VALUE", help="SFT recipe override"
     )
     parser.add_argument(
+        "--rl-set", action="append", default=[], metavar="KEY=VALUE", help="OraRL recipe override"
+    )
+    parser.add_argument("--sft-name", help="reuse this study's SFT models (its --name)")
+    parser.add_argument(
         "--train-videos", type=int, default=256, help="training videos per seed (quickstart: 256)"
     )
     parser.add_argument("--jobs", type=int, default=1, help="cells run side by side")
@@ -197,6 +218,9 @@ def main() -> None:
     if args.threads:
         command += f" --threads {args.threads} --jobs {args.jobs}"
     command += "".join(f" --sft-set {kv}" for kv in args.sft_set)
+    command += "".join(f" --rl-set {kv}" for kv in args.rl_set)
+    if args.sft_name:
+        command += f" --sft-name {args.sft_name}"
     if args.train_videos != 256:
         command += f" --train-videos {args.train_videos}"
     if args.name != "seeds":
@@ -208,13 +232,16 @@ def main() -> None:
         "command": command,
         "machine": platform.platform(),
         **({"sft_set": args.sft_set} if args.sft_set else {}),
+        **({"rl_set": args.rl_set} if args.rl_set else {}),
     }
 
+    study = Study(
+        args.name, args.sft_name, sft_steps, steps, tuple(args.sft_set), tuple(args.rl_set), val,
+        args.train_videos,
+    )  # fmt: skip
+
     def cell_row(cell: tuple[int, int | None]) -> dict[str, Any]:
-        seed, count = cell
-        return one_seed(
-            seed, sft_steps, steps, count, args.sft_set, args.name, val, args.train_videos
-        )
+        return one_seed(*cell, study)
 
     RESULTS.mkdir(exist_ok=True)
     done: dict[tuple[int, int | None], dict[str, Any]] = {}

@@ -7,7 +7,8 @@ under OMP_NUM_THREADS=`--threads` (1, as `make tools-quickstart` sets), this int
 clone's `src/`. Read back: the greedy mIoU with tools on the real, frozen and reversed videos
 (`runs/tools_quickstart/eval/metrics.json`), the gain against each control, and the calls per row
 and policy reward over the first and last `--window` GRPO steps (`train/metrics.jsonl`).
-`--collect` only reads clones that ran. Writes bench/results/tools_seeds.json, prints the table;
+`--collect` only reads clones that ran. Writes bench/results/tools_seeds.json (rows of seeds not
+run this time stay as they were; each row names its clone's commit), prints the table;
 `--write` puts it in docs/tools.md.
 
     PYTHONPATH=src python bench/tools_seeds.py [--seeds 0,1,2] [--threads 1] [--collect] [--write]
@@ -101,6 +102,18 @@ COLUMNS = (
 )
 
 
+def earlier_rows(path: Path) -> list[dict[str, Any]]:
+    """The rows of an earlier results file: seeds run before (their clones may be gone) stay."""
+    return json.loads(path.read_text())["rows"] if path.is_file() else []
+
+
+def clone_commit(clone: Path) -> str:
+    """The commit a clone ran (rows of one table may come from different commits)."""
+    done = subprocess.run(["git", "-C", str(clone), "rev-parse", "--short", "HEAD"], check=True,
+                          capture_output=True, text=True)  # fmt: skip
+    return done.stdout.strip()
+
+
 def table(rows: list[dict[str, Any]], window: int) -> str:
     headers = [header.format(window=window) for header, _, _ in COLUMNS]
     cells = [[spec.format(row[key]) for _, key, spec in COLUMNS] for row in rows]
@@ -117,12 +130,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--write", action="store_true", help="put the table in docs/tools.md")
     args = parser.parse_args(argv)
     seeds = [int(s) for s in args.seeds.split(",")]
-    rows = []
+    kept = {row["seed"]: row for row in earlier_rows(OUT) if row["seed"] not in seeds}
     for seed in seeds:
         clone = args.work / f"seed-{seed}"
         if not args.collect:
             run_quickstart(fresh_clone(clone), seed, args.threads)
-        rows.append(read_row(clone, seed, args.window))
+        kept[seed] = read_row(clone, seed, args.window) | {"commit": clone_commit(clone)}
+    rows = [kept[seed] for seed in sorted(kept)]
     text = table(rows, args.window)
     print(text)
     command = f"--seeds {args.seeds} --threads {args.threads} --window {args.window}"

@@ -58,3 +58,17 @@ def test_tools_page_holds_the_table_the_results_make(seeds):
     assert committed == seeds.table(saved["rows"], saved["window"]), (
         "docs/tools.md is stale: PYTHONPATH=src python bench/tools_seeds.py --collect --write"
     )
+
+
+def test_collect_keeps_the_rows_of_seeds_not_read_again(seeds, tmp_path, monkeypatch):
+    out = tmp_path / "tools_seeds.json"
+    old = {"seed": 0, "mIoU": 1.0, "commit": "abc1234"}
+    out.write_text(json.dumps({"rows": [old, {"seed": 1, "mIoU": 2.0}]}))
+    monkeypatch.setattr(seeds, "OUT", out)
+    fake_run(tmp_path / "seed-1", real=40.0, frozen=10.0, reversed_=15.0, calls=[0.5, 1.0])
+    monkeypatch.setattr(seeds, "clone_commit", lambda clone: "def5678")
+    monkeypatch.setattr(seeds, "table", lambda rows, window: "table")
+    seeds.main(["--seeds", "1", "--collect", "--window", "1", "--work", str(tmp_path)])
+    rows = json.loads(out.read_text())["rows"]
+    assert rows[0] == old  # seed 0 was not read again: its row stays, with its commit
+    assert rows[1]["mIoU"] == 40.0 and rows[1]["commit"] == "def5678"
