@@ -139,6 +139,9 @@ def rows(folder: Path) -> list[list[str]]:
                 "bench/video.py",
             ]
         )
+    convert = _load(folder, "decode_convert")
+    if convert:
+        out.append(_convert_row(convert["rows"]))
     vs_trl = _load(folder, "vs_trl")
     if vs_trl:
         speed, check = vs_trl["speed"], vs_trl["video_in_loss"]
@@ -179,6 +182,21 @@ def rows(folder: Path) -> list[list[str]]:
     if threads:
         out.append(_threads_row(threads["rows"]))
     return out
+
+
+def _convert_row(rows: list[dict[str, Any]]) -> list[str]:
+    """Frames to RGB in the reader's loop: one reformatter per file vs PyAV's per-frame one."""
+    sizes = "; ".join(
+        f"{r['size']} {r['content']} {r['speedup']:.1f}x ({r['per_frame_ms']:.2f} -> "
+        f"{r['one_reformatter_ms']:.2f} ms)"
+        for r in rows
+    )
+    same = "same pixels" if all(r["same_pixels"] for r in rows) else "PIXELS DIFFER"
+    return [
+        "Decoded frames to RGB: one reformatter per file vs `frame.to_ndarray` per frame",
+        f"decode + convert, ms per frame: {sizes}; {same}",
+        "bench/decode_convert.py",
+    ]
 
 
 def _threads_row(rows: list[dict[str, Any]]) -> list[str]:
