@@ -47,9 +47,9 @@ README_STUDY = "seeds_cosine"  # the quickstart's SFT recipe (cosine decay) over
 COMMON_SEED = 1000  # the shared validation set's synth seed: no training set is drawn with it
 
 
-def common_val(count: int) -> str:
+def common_val(count: int, work: Path = WORK) -> str:
     """`count` validation videos of the quickstart's task, one set for every cell (made once)."""
-    out = WORK / f"common-val-{count}"
+    out = work / f"common-val-{count}"
     if not (out / "val.jsonl").is_file():
         videorl(
             "synth", "--out", out, "--families", FAMILY, "--tg-events", "appear",
@@ -71,6 +71,7 @@ class Study:
     rl_set: tuple[str, ...] = ()
     val: str | None = None  # None: each seed's own validation videos
     train_videos: int = 256
+    work: Path = WORK  # models, data and runs of every cell (a new generator: a new folder)
 
     def tag(self, name: str) -> str:
         return "" if name == "seeds" else f"-{name}"
@@ -80,7 +81,8 @@ def one_seed(seed: int, threads: int | None, study: Study) -> dict[str, Any]:
     """SFT (sft_quickstart with `sft_set`) then OraRL (quickstart with `rl_set`) with `seed`,
     every command under OMP_NUM_THREADS=`threads` (None: inherited); the models' scores on
     the study's validation videos."""
-    work = WORK / f"seed-{seed}" if threads is None else WORK / f"seed-{seed}-t{threads}"
+    cell = f"seed-{seed}" if threads is None else f"seed-{seed}-t{threads}"
+    work = study.work / cell
     sft_tag, rl_tag = study.tag(study.sft_name or study.name), study.tag(study.name)
     with child_threads(threads):
         start = prepare(
@@ -186,6 +188,7 @@ def main() -> None:
     parser.add_argument(
         "--rl-set", action="append", default=[], metavar="KEY=VALUE", help="OraRL recipe override"
     )
+    parser.add_argument("--work", type=Path, default=WORK, help=f"cells' folder (default {WORK})")
     parser.add_argument("--sft-name", help="reuse this study's SFT models (its --name)")
     parser.add_argument(
         "--train-videos", type=int, default=256, help="training videos per seed (quickstart: 256)"
@@ -221,11 +224,13 @@ def main() -> None:
     command += "".join(f" --rl-set {kv}" for kv in args.rl_set)
     if args.sft_name:
         command += f" --sft-name {args.sft_name}"
+    if args.work != WORK:
+        command += f" --work {args.work}"
     if args.train_videos != 256:
         command += f" --train-videos {args.train_videos}"
     if args.name != "seeds":
         command += f" --name {args.name}"
-    val = common_val(args.common_val) if args.common_val else None
+    val = common_val(args.common_val, args.work) if args.common_val else None
     if args.common_val:
         command += f" --common-val {args.common_val}"
     head = {
@@ -237,7 +242,7 @@ def main() -> None:
 
     study = Study(
         args.name, args.sft_name, sft_steps, steps, tuple(args.sft_set), tuple(args.rl_set), val,
-        args.train_videos,
+        args.train_videos, args.work,
     )  # fmt: skip
 
     def cell_row(cell: tuple[int, int | None]) -> dict[str, Any]:

@@ -285,3 +285,31 @@ def test_tg_events_choose_the_event_kinds(tmp_path):
     assert {r.subtype for r in records} == {"appear"}
     with pytest.raises(ConfigError, match="--tg-events .*'?blink'? is not an event kind"):
         synthesize(tmp_path / "b", ["tg"], n=1, tg_events=("blink",))
+
+
+@pytest.mark.parametrize("family", ["temporal_grounding", "spatio_temporal_grounding"])
+def test_window_bounds_are_frames_a_2_fps_sample_shows(family, monkeypatch, tmp_path):
+    """Every 0.5 s boundary of the answer window is the timestamp of a frame the quickstart's
+    2 fps sample decodes: an x.5 s video (an even count of 2D - 1 frames is odd) was sampled
+    off the grid (13.5 s: 26 frames at 3.625, 4.125, ... s) and showed no boundary."""
+    import importlib
+
+    from videorl.data.records import MediaRef
+    from videorl.video.sampling import frame_timestamps, plan_frame_indices
+
+    module = importlib.import_module(f"videorl.tasks.{family}.synth")
+    monkeypatch.setattr(module, "save_video", lambda *a, **k: MediaRef(path="v.mp4"))
+    make = getattr(module, family)
+    durations = set()
+    for k in range(60):
+        record = make(np.random.default_rng([1, k]), f"r-{k}", tmp_path)
+        duration = record.duration or 0.0
+        durations.add(duration)
+        shown, _ = plan_frame_indices(round(duration * 8), 8.0, fps=2.0, max_frames=32)
+        stamps = set(frame_timestamps(shown, 8.0))
+        answer = record.answer
+        start, end = answer.windows[0] if family == "temporal_grounding" else answer.time
+        assert start in stamps and (end in stamps or end == duration), (duration, start, end)
+        keyed = getattr(answer, "boxes", {})  # spatio-temporal: a box at each whole second
+        assert {float(second) for second in keyed} <= stamps, (duration, sorted(keyed))
+    assert durations <= {float(d) for d in range(8, 17)} and len(durations) > 4

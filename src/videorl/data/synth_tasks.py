@@ -56,6 +56,14 @@ def large_size(rng: np.random.Generator, width: int, height: int) -> int:
     return int(rng.integers(round(0.4 * short), round(0.6 * short) + 1))
 
 
+def whole_seconds(rng: np.random.Generator, low: float, high: float) -> float:
+    """A random whole number of seconds in [low, high]: a 2 fps sample of it (an even frame
+    count, `video/sampling.py`) has a stride of exactly 4 source frames at 8 fps, so every
+    0.5 s boundary is a frame the model sees. A 13.5 s video is sampled as 26 frames at a
+    stride of 4.15 (timestamps 3.625, 4.125, ...) and shows none of the 0.5 s grid after 3 s."""
+    return float(rng.integers(math.ceil(low), math.floor(high) + 1))
+
+
 def half_step(rng: np.random.Generator, low: float, high: float) -> float:
     """A random multiple of 0.5 in [low, high]."""
     return float(rng.integers(math.ceil(low * 2), math.floor(high * 2) + 1)) / 2

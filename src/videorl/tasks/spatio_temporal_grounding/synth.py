@@ -18,6 +18,7 @@ from videorl.data.synth_tasks import (
     save_video,
     shape,
     synth_record,
+    whole_seconds,
 )
 
 STG_DURATION = (8.0, 16.0)  # seconds, the videos
@@ -29,7 +30,8 @@ def spatio_temporal_grounding(rng: np.random.Generator, rid: str, out: Path) -> 
     half; the answer is the window and the shape's box at each whole second inside it.
 
     Timed like temporal grounding (so that the prompt alone does not give the window):
-    duration uniform on the 0.5 s grid in [8, 16] s, window 1.5-2.5 s (9-31% of the video)
+    duration a whole number of seconds in [8, 16] (a 2 fps sample then shows every whole
+    second: `whole_seconds`; until 2026-12-07 on the 0.5 s grid), window 1.5-2.5 s (9-31% of the video)
     starting anywhere on the grid with 0.5 s before and after. The best fixed span scores
     m_tIoU 21 on 256 validation videos (`evaluation.py: blind_spatio_temporal`); the
     generator until 2026-12-07 (windows of 2 s or more in 5-8 s videos) let it score 60.
@@ -38,7 +40,7 @@ def spatio_temporal_grounding(rng: np.random.Generator, rid: str, out: Path) -> 
     coordinates (until 2026-12-07: 10-14 px shapes moving pixel by pixel)."""
 
     frame = width, height = grid_frame(rng)
-    duration = half_step(rng, *STG_DURATION)
+    duration = whole_seconds(rng, *STG_DURATION)
     length = half_step(rng, *STG_EVENT)
     t0 = half_step(rng, 0.5, duration - 0.5 - length)
     t1 = t0 + length

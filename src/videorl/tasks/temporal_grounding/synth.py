@@ -18,6 +18,7 @@ from videorl.data.synth_tasks import (
     save_video,
     shape,
     synth_record,
+    whole_seconds,
 )
 
 TG_DURATION = (8.0, 16.0)  # seconds, temporal grounding videos
@@ -31,13 +32,14 @@ def temporal_grounding(
     empty screen otherwise), turns another colour, or moves.
     Dense captions describe every segment of the timeline.
 
-    Distributions (so that the prompt alone does not give the answer): duration uniform
-    on the 0.5 s grid in [8, 16] s; event length 1 or 1.5 s (6-19% of the video); start
+    Distributions (so that the prompt alone does not give the answer): duration a whole
+    number of seconds in [8, 16] (until 2026-12-07 on the 0.5 s grid, whose x.5 s videos a
+    2 fps sample showed off the grid: `whole_seconds`); event length 1 or 1.5 s (6-19% of the video); start
     uniform on the grid with 0.5 s of unchanged video before and after. The best fixed
     span as a fraction of the stated duration scores 12-13 mIoU on 64 validation videos
     (`evaluation.py: blind_temporal`)."""
     frame = width, height = frame_size(rng)
-    duration = half_step(rng, TG_DURATION[0], TG_DURATION[1])
+    duration = whole_seconds(rng, *TG_DURATION)
     length = half_step(rng, TG_EVENT[0], TG_EVENT[1])
     t0 = half_step(rng, 0.5, duration - 0.5 - length)
     t1 = t0 + length
