@@ -144,6 +144,7 @@ def main(argv: list[str] | None = None) -> None:
         "command": f"PYTHONPATH=src python bench/tools_seeds.py {command}",
         "machine": platform.platform(),
         "window": args.window,
+        "rows_kept_from_earlier_runs": sorted(set(kept) - set(seeds)),
         "rows": rows,
     }
     write_results(OUT, payload)
