@@ -43,7 +43,7 @@ from learning import (
 )
 
 WORK = Path("runs/bench-seeds")
-README_STUDY = "seeds_cosine"  # the quickstart's SFT recipe (cosine decay) over seeds x threads
+README_STUDY = "seeds_whole"  # the quickstart's recipe over seeds x threads (whole-second videos)
 COMMON_SEED = 1000  # the shared validation set's synth seed: no training set is drawn with it
 
 

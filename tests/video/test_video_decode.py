@@ -164,7 +164,7 @@ def test_optional_backends_agree_with_pyav(make_video, native):
 
 
 def test_pyav_reader_gives_the_pixels_of_pyavs_own_rgb_conversion(make_video):
-    """The reader converts with one reused reformatter (14x faster on small frames than
+    """The reader converts with one reused reformatter (2-4x faster on small frames than
     `frame.to_ndarray(format="rgb24")`, which builds a scaler per frame): same pixels."""
     import av
 

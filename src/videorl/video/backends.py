@@ -156,7 +156,8 @@ def _pyav_decode(
     wanted = sorted(set(indices))
     counts = {"decoded": 0, "seeks": 0, "restarts": 0}
     # One reformatter per file keeps its scaler context: `frame.to_ndarray(format=...)` builds
-    # a new one per frame, 14x slower on small frames (same pixels; bench/decode_convert.py).
+    # a new one per frame, 2-4x slower on small frames alone, more on loaded cores (same
+    # pixels; bench/decode_convert.py).
     to_rgb = VideoReformatter()
     start_pts = stream.start_time or 0
     time_base = float(stream.time_base)
