@@ -31,8 +31,8 @@ def spatio_temporal_grounding(rng: np.random.Generator, rid: str, out: Path) -> 
 
     Timed like temporal grounding (so that the prompt alone does not give the window):
     duration a whole number of seconds in [8, 16] (a 2 fps sample then shows every whole
-    second: `whole_seconds`; until 2026-12-07 on the 0.5 s grid), window 1.5-2.5 s (9-31% of the video)
-    starting anywhere on the grid with 0.5 s before and after. The best fixed span scores
+    second: `whole_seconds`; until 2026-12-07 on the 0.5 s grid), window 1.5-2.5 s (9-31% of
+    the video) starting anywhere on the grid with 0.5 s before and after. The best fixed span scores
     m_tIoU 21 on 256 validation videos (`evaluation.py: blind_spatio_temporal`); the
     generator until 2026-12-07 (windows of 2 s or more in 5-8 s videos) let it score 60.
     Both shapes are 32 px on the patch grid (`synth_tasks.CELL`), the crossing in whole

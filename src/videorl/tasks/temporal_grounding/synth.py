@@ -34,8 +34,8 @@ def temporal_grounding(
 
     Distributions (so that the prompt alone does not give the answer): duration a whole
     number of seconds in [8, 16] (until 2026-12-07 on the 0.5 s grid, whose x.5 s videos a
-    2 fps sample showed off the grid: `whole_seconds`); event length 1 or 1.5 s (6-19% of the video); start
-    uniform on the grid with 0.5 s of unchanged video before and after. The best fixed
+    2 fps sample showed off the grid: `whole_seconds`); event length 1 or 1.5 s (6-19% of
+    the video); start uniform on the grid with 0.5 s of unchanged video before and after. The best fixed
     span as a fraction of the stated duration scores 12-13 mIoU on 64 validation videos
     (`evaluation.py: blind_temporal`)."""
     frame = width, height = frame_size(rng)

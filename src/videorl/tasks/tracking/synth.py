@@ -17,12 +17,10 @@ from videorl.data.synth_tasks import (
     grid_scene,
     save_video,
     synth_record,
+    whole_seconds,
 )
 
-# Whole seconds (2-4 keyed boxes, one a second), so that a 2 fps sample, a stride of 4 source
-# frames, shows every keyed frame. A 3.5 or 4.5 s video is sampled as 6 or 8 frames (an even
-# count: `video/sampling.py`) at a stride of 4.67 or 4.5 and shows none of its keyed frames.
-TRACK_DURATION = (3, 5)
+TRACK_DURATION = (3, 5)  # whole seconds (`whole_seconds`): 2-4 keyed boxes, one a second
 
 
 def tracking(rng: np.random.Generator, rid: str, out: Path) -> TaskRecord:
@@ -34,7 +32,7 @@ def tracking(rng: np.random.Generator, rid: str, out: Path) -> TaskRecord:
     Until 2026-12-07: 10-20 px shapes in 4-8 s videos with a box every 0.5 s (~500 answer
     tokens, too long for CPU rollouts; the tiny model did not see the shapes)."""
     frame = width, height = grid_frame(rng)
-    duration = float(rng.integers(TRACK_DURATION[0], TRACK_DURATION[1] + 1))
+    duration = whole_seconds(rng, *TRACK_DURATION)
     target, (distractor,) = grid_scene(rng, width, height)
     vx, vy = (int(v) for v in rng.choice([-4, -2, 2, 4], size=2))
 
