@@ -92,6 +92,7 @@ def prepare(
     tag: str = "",
     family: str = FAMILY,
     model: Path | None = None,
+    tg_grid: float = 0.5,
 ) -> dict[str, Any]:
     """`make quickstart`'s first three commands under `work/`: the tiny model (its tower warmed
     up for `warmup` steps; in `model`, default `work/model`), `n` + `val` records of `family`
@@ -99,6 +100,7 @@ def prepare(
     reused when already there."""
     model = model or work / "model"
     data = work / ("data" if n == 256 else f"data-{n}")  # the quickstart's 256 keep their folder
+    data = data.with_name(data.name + ("" if tg_grid == 0.5 else f"-grid{tg_grid:g}"))
     sft = work / f"sft-{sft_steps}{tag}"
     if not (model / "config.json").is_file():
         warm = ["--vision-warmup", warmup] if warmup else []
@@ -106,7 +108,7 @@ def prepare(
     if not (data / "val.jsonl").is_file():
         videorl(
             "synth", "--out", data, "--families", family, "--tg-events", "appear",
-            "--n", n, "--val", val, "--seed", seed,
+            "--tg-grid", tg_grid, "--n", n, "--val", val, "--seed", seed,
         )  # fmt: skip
     seconds = run_once(
         sft, "sft", "sft_quickstart", f"model.path={model}", f"data.train={data / 'train.jsonl'}",

@@ -72,6 +72,7 @@ class Study:
     val: str | None = None  # None: each seed's own validation videos
     train_videos: int = 256
     work: Path = WORK  # models, data and runs of every cell (a new generator: a new folder)
+    tg_grid: float = 0.5  # `synth --tg-grid`: the event bounds' grid in seconds
 
     def tag(self, name: str) -> str:
         return "" if name == "seeds" else f"-{name}"
@@ -92,6 +93,7 @@ def one_seed(seed: int, threads: int | None, study: Study) -> dict[str, Any]:
             study.train_videos,
             sft_overrides=study.sft_set,
             tag=sft_tag,
+            tg_grid=study.tg_grid,
         )
         where = "" if study.val is None else f"-{Path(study.val).parent.name}"  # evals apart
         val = study.val or start["val"]
@@ -193,6 +195,9 @@ def main() -> None:
     parser.add_argument(
         "--train-videos", type=int, default=256, help="training videos per seed (quickstart: 256)"
     )
+    parser.add_argument(
+        "--tg-grid", type=float, default=0.5, help="synth --tg-grid: the event bounds' grid (s)"
+    )
     parser.add_argument("--jobs", type=int, default=1, help="cells run side by side")
     parser.add_argument("--name", default="seeds", help="bench/results/NAME.json")
     parser.add_argument(
@@ -228,6 +233,8 @@ def main() -> None:
         command += f" --work {args.work}"
     if args.train_videos != 256:
         command += f" --train-videos {args.train_videos}"
+    if args.tg_grid != 0.5:
+        command += f" --tg-grid {args.tg_grid:g}"
     if args.name != "seeds":
         command += f" --name {args.name}"
     val = common_val(args.common_val, args.work) if args.common_val else None
@@ -242,7 +249,7 @@ def main() -> None:
 
     study = Study(
         args.name, args.sft_name, sft_steps, steps, tuple(args.sft_set), tuple(args.rl_set), val,
-        args.train_videos, args.work,
+        args.train_videos, args.work, args.tg_grid,
     )  # fmt: skip
 
     def cell_row(cell: tuple[int, int | None]) -> dict[str, Any]:

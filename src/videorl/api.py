@@ -170,6 +170,7 @@ def synth(
     val: int = 0,
     seed: int = 0,
     tg_events: Sequence[str] = ("appear", "colour", "move"),
+    tg_grid: float = 0.5,
     overwrite: bool = False,
 ) -> dict[str, Any]:
     """Write synthetic MP4 videos and exact-ground-truth records (`n` training and `val`
@@ -186,6 +187,7 @@ def synth(
         seed=seed,
         overwrite=overwrite,
         tg_events=tuple(tg_events),
+        tg_grid=tg_grid,
     )
     if val:
         manifest["blind_best"] = _record_blind_best(Path(out))

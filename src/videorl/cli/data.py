@@ -91,6 +91,12 @@ def synth(
         help="Temporal-grounding event kinds to draw from: a shape appears on an empty "
         "screen, changes colour, or moves (the quickstart uses appear).",
     ),
+    tg_grid: float = typer.Option(
+        0.5,
+        help="Temporal grounding: the grid of the event's bounds in seconds, 0.5 (a frame of "
+        "a 2 fps sample) or 1 (a Qwen temporal patch of two such frames, whose one textual "
+        "timestamp the model can copy; the quickstart uses 1).",
+    ),
     overwrite: bool = typer.Option(
         False, "--overwrite", help="Replace what an earlier synth wrote into --out."
     ),
@@ -102,7 +108,14 @@ def synth(
     beat by looking."""
     events = tuple(e.strip() for e in tg_events.split(",") if e.strip())
     manifest = api.synth(
-        out, families.split(","), n=n, val=val, seed=seed, tg_events=events, overwrite=overwrite
+        out,
+        families.split(","),
+        n=n,
+        val=val,
+        seed=seed,
+        tg_events=events,
+        tg_grid=tg_grid,
+        overwrite=overwrite,
     )
     console.print(
         f"wrote {manifest['records']['train']} training and {manifest['records']['val']} "

@@ -29,7 +29,7 @@ import numpy as np
 
 from videorl.data.families import Family, PartTable, families, parse_family
 from videorl.data.records import TaskRecord
-from videorl.data.synth_tasks import TG_EVENTS
+from videorl.data.synth_tasks import TG_EVENTS, TG_GRIDS
 from videorl.errors import ConfigError
 from videorl.outputs import TMP_PREFIX, refuse_nonempty, swap_into_place
 
@@ -39,13 +39,15 @@ logger = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class SynthDraw:
     """One record to synthesize: `rng` draws it, `rid` names it, media go under `out`;
-    `index` is its number in the split; `tg_events` the temporal-grounding event kinds."""
+    `index` is its number in the split; `tg_events` the temporal-grounding event kinds,
+    `tg_grid` the grid of its event bounds in seconds (`TG_GRIDS`)."""
 
     rng: np.random.Generator
     rid: str
     out: Path
     index: int
     tg_events: tuple[str, ...] = TG_EVENTS
+    tg_grid: float = TG_GRIDS[0]
 
 
 # family -> its generator (`tasks/<family>/synth.py`)
@@ -81,12 +83,13 @@ def make_record(
     out: Path,
     split: str = "train",
     tg_events: tuple[str, ...] = TG_EVENTS,
+    tg_grid: float = TG_GRIDS[0],
 ) -> TaskRecord:
     """Record `index` of `family` in `split`, writing its media under `out`; temporal
-    grounding draws its event kind from `tg_events`."""
+    grounding draws its event kind from `tg_events` and its bounds on `tg_grid`."""
     rng = np.random.default_rng([seed, families().index(family), SPLITS.index(split), index])
     rid = f"{family.short}-{'' if split == 'train' else split + '-'}{index:04d}"
-    record = FAMILY_SYNTHS[family](SynthDraw(rng, rid, out, index, tg_events))
+    record = FAMILY_SYNTHS[family](SynthDraw(rng, rid, out, index, tg_events, tg_grid))
     return record
 
 
@@ -105,6 +108,7 @@ def synthesize(
     seed: int = 0,
     val: int = 0,
     tg_events: tuple[str, ...] = TG_EVENTS,
+    tg_grid: float = TG_GRIDS[0],
 ) -> Path:
     """Write `n` training and `val` validation records per family (plus media) under
     `out_dir`; returns `out_dir/records.jsonl` (the training records)."""
@@ -113,6 +117,11 @@ def synthesize(
         raise ConfigError(
             f"synth --tg-events {','.join(tg_events)}: {', '.join(unknown) or '(none)'} is not an event "
             f"kind; choose from {','.join(TG_EVENTS)}"
+        )
+    if tg_grid not in TG_GRIDS:
+        raise ConfigError(
+            f"synth --tg-grid {tg_grid:g}: the event bounds' grid is one of "
+            f"{', '.join(f'{g:g}' for g in TG_GRIDS)} seconds"
         )
     if n < 1 or val < 0:
         raise ConfigError(
@@ -123,7 +132,10 @@ def synthesize(
     chosen = parse_families(families)
     everything: list[TaskRecord] = []
     for family in chosen:
-        records = [make_record(family, k, seed, out, tg_events=tg_events) for k in range(n)]
+        records = [
+            make_record(family, k, seed, out, tg_events=tg_events, tg_grid=tg_grid)
+            for k in range(n)
+        ]
         _write_jsonl(out / f"records_{family.short}.jsonl", records)
         everything.extend(records)
         logger.info("synth: %d %s records", n, family.value)
@@ -131,7 +143,9 @@ def synthesize(
     _write_jsonl(path, everything)
     if val:
         held_out = [
-            make_record(f, k, seed, out, "val", tg_events) for f in chosen for k in range(val)
+            make_record(f, k, seed, out, "val", tg_events, tg_grid)
+            for f in chosen
+            for k in range(val)
         ]
         _write_jsonl(out / "val.jsonl", held_out)
     return path
@@ -155,11 +169,17 @@ def _split(
 
 
 def _fill_dataset(
-    tmp: Path, families: list[str], n: int, val: int, seed: int, tg_events: tuple[str, ...]
+    tmp: Path,
+    families: list[str],
+    n: int,
+    val: int,
+    seed: int,
+    tg_events: tuple[str, ...],
+    tg_grid: float,
 ) -> dict:
     from videorl.data.loaders import write_records
 
-    records = synthesize(tmp, families, n=n + val, seed=seed, tg_events=tg_events)
+    records = synthesize(tmp, families, n=n + val, seed=seed, tg_events=tg_events, tg_grid=tg_grid)
     train, held_out, by_family = _split(records, n)
     for pooled in tmp.glob("records*.jsonl"):  # train and val together: training on it leaks
         pooled.unlink()
@@ -173,6 +193,7 @@ def _fill_dataset(
         "val": val,
         "seed": seed,
         **({} if tg_events == TG_EVENTS else {"tg_events": list(tg_events)}),
+        **({} if tg_grid == TG_GRIDS[0] else {"tg_grid": tg_grid}),
         "records": {"train": len(train), "val": len(held_out)},
         "files": sorted([*files, MANIFEST]),
     }
@@ -216,6 +237,7 @@ def write_dataset(
     seed: int,
     overwrite: bool = False,
     tg_events: tuple[str, ...] = TG_EVENTS,
+    tg_grid: float = TG_GRIDS[0],
 ) -> dict:
     """Write `n` training and `val` validation records per family, their media and a
     manifest under `out_dir`, all or nothing; returns the manifest."""
@@ -227,7 +249,7 @@ def write_dataset(
     tmp = out.parent / f"{TMP_PREFIX}{out.name}-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     try:
-        manifest = _fill_dataset(tmp, families, n, val, seed, tg_events)
+        manifest = _fill_dataset(tmp, families, n, val, seed, tg_events, tg_grid)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -37,6 +37,10 @@ from videorl.video.encode import write_image, write_mp4
 SOURCE_FPS = 8
 FRAME_SIZES = ((64, 64), (96, 64), (96, 96))  # (width, height), even for yuv420p
 TG_EVENTS = ("appear", "colour", "move")  # kinds of temporal-grounding event
+# Grids of temporal-grounding event bounds, seconds (the first is the default): a frame of a
+# 2 fps sample, or a temporal patch of two such frames (Qwen2.5-VL and Qwen3-VL), which is one
+# group of visual tokens and, in Qwen3-VL, one textual timestamp ("<6.2 seconds>" for 6.0-6.5 s)
+TG_GRIDS = (0.5, 1.0)
 # The spatial families' scenes (spatial grounding, segmentation, tracking, spatio-temporal
 # grounding) sit on the tiny Qwen3-VL's patch grid: CELL px patches, 2 x 2 of them per visual
 # token. Their objects span whole patches and several of them (the 10-20 px shapes of the
@@ -66,7 +70,12 @@ def whole_seconds(rng: np.random.Generator, low: float, high: float) -> float:
 
 def half_step(rng: np.random.Generator, low: float, high: float) -> float:
     """A random multiple of 0.5 in [low, high]."""
-    return float(rng.integers(math.ceil(low * 2), math.floor(high * 2) + 1)) / 2
+    return multiple_of(rng, low, high, 0.5)
+
+
+def multiple_of(rng: np.random.Generator, low: float, high: float, step: float) -> float:
+    """A random multiple of `step` in [low, high] (`step` a power of two: exact in floats)."""
+    return float(rng.integers(math.ceil(low / step), math.floor(high / step) + 1)) * step
 
 
 def article(noun: str) -> str:

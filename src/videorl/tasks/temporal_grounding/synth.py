@@ -11,10 +11,11 @@ from videorl.data.synth import FAMILY_SYNTHS, SynthDraw
 from videorl.data.synth_scene import COLORS, Placed, distinct, place
 from videorl.data.synth_tasks import (
     TG_EVENTS,
+    TG_GRIDS,
     article,
     frame_size,
-    half_step,
     large_size,
+    multiple_of,
     save_video,
     shape,
     synth_record,
@@ -22,11 +23,15 @@ from videorl.data.synth_tasks import (
 )
 
 TG_DURATION = (8.0, 16.0)  # seconds, temporal grounding videos
-TG_EVENT = (1.0, 1.5)  # seconds, the queried event
+TG_EVENT = 1.0  # seconds, the queried event's shortest length; it may last one grid step more
 
 
 def temporal_grounding(
-    rng: np.random.Generator, rid: str, out: Path, events: tuple[str, ...] = TG_EVENTS
+    rng: np.random.Generator,
+    rid: str,
+    out: Path,
+    events: tuple[str, ...] = TG_EVENTS,
+    grid: float = TG_GRIDS[0],
 ) -> TaskRecord:
     """An event over [t0, t1) of a kind drawn from `events`: a shape is visible (on an
     empty screen otherwise), turns another colour, or moves.
@@ -34,14 +39,15 @@ def temporal_grounding(
 
     Distributions (so that the prompt alone does not give the answer): duration a whole
     number of seconds in [8, 16] (until 2026-12-07 on the 0.5 s grid, whose x.5 s videos a
-    2 fps sample showed off the grid: `whole_seconds`); event length 1 or 1.5 s (6-19% of
-    the video); start uniform on the grid with 0.5 s of unchanged video before and after. The best fixed
-    span as a fraction of the stated duration scores 12-13 mIoU on 64 validation videos
-    (`evaluation.py: blind_temporal`)."""
+    2 fps sample showed off the grid: `whole_seconds`); both bounds on `grid` (`TG_GRIDS`),
+    the event's length 1 or 1.5 s on the 0.5 s grid (6-19% of the video), 1 or 2 s on the 1 s
+    grid; start uniform on the grid with one step of unchanged video before and after. The
+    best fixed span as a fraction of the stated duration scores 12-13 mIoU on 64 validation
+    videos on the 0.5 s grid (`evaluation.py: blind_temporal`)."""
     frame = width, height = frame_size(rng)
     duration = whole_seconds(rng, *TG_DURATION)
-    length = half_step(rng, TG_EVENT[0], TG_EVENT[1])
-    t0 = half_step(rng, 0.5, duration - 0.5 - length)
+    length = multiple_of(rng, TG_EVENT, TG_EVENT + grid, grid)
+    t0 = multiple_of(rng, grid, duration - grid - length, grid)
     t1 = t0 + length
     kind = events[int(rng.integers(len(events)))]
     c1, c2 = distinct(rng, list(COLORS), 2)
@@ -101,7 +107,7 @@ def temporal_grounding(
 
 
 def synthesize(draw: SynthDraw) -> TaskRecord:
-    return temporal_grounding(draw.rng, draw.rid, draw.out, draw.tg_events)
+    return temporal_grounding(draw.rng, draw.rid, draw.out, draw.tg_events, draw.tg_grid)
 
 
 FAMILY_SYNTHS.register("temporal_grounding", synthesize)
