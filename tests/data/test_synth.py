@@ -313,3 +313,36 @@ def test_window_bounds_are_frames_a_2_fps_sample_shows(family, monkeypatch, tmp_
         keyed = getattr(answer, "boxes", {})  # spatio-temporal: a box at each whole second
         assert {float(second) for second in keyed} <= stamps, (duration, sorted(keyed))
     assert durations <= {float(d) for d in range(8, 17)} and len(durations) > 4
+
+
+def test_tg_grid_1_puts_both_bounds_on_a_temporal_patch(monkeypatch, tmp_path):
+    """On `--tg-grid 1` every bound of the answer is the first frame of a temporal patch (two
+    frames of the 2 fps sample, one group of visual tokens) or the video's end, and events last
+    1 or 2 s; the default grid keeps 0.5 s bounds."""
+    from videorl.data.records import MediaRef
+    from videorl.tasks.temporal_grounding import synth as module
+    from videorl.video.sampling import frame_timestamps, plan_frame_indices
+
+    monkeypatch.setattr(module, "save_video", lambda *a, **k: MediaRef(path="v.mp4"))
+    lengths, halves = set(), 0
+    for k in range(60):
+        rng = np.random.default_rng([2, k])
+        record = module.temporal_grounding(rng, f"r-{k}", tmp_path, ("appear",), grid=1.0)
+        duration = record.duration or 0.0
+        shown, _ = plan_frame_indices(round(duration * 8), 8.0, fps=2.0, max_frames=32)
+        patch_starts = set(frame_timestamps(shown, 8.0)[::2])
+        ((start, end),) = record.answer.windows
+        assert start in patch_starts and (end in patch_starts or end == duration), (start, end)
+        assert 1.0 <= start and end <= duration - 1.0
+        lengths.add(end - start)
+        default = module.temporal_grounding(np.random.default_rng([2, k]), "d", tmp_path)
+        halves += any(bound % 1 for bound in default.answer.windows[0])
+    assert lengths == {1.0, 2.0} and halves > 10
+
+
+def test_tg_grid_must_be_half_or_whole_seconds(tmp_path):
+    from videorl.data.synth import synthesize
+    from videorl.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"--tg-grid 0\.25: .* one of 0\.5, 1 seconds"):
+        synthesize(tmp_path / "b", ["tg"], n=1, tg_grid=0.25)

@@ -80,3 +80,13 @@ def test_synth_writes_no_pooled_records_file(tmp_path, capsys, monkeypatch):
     assert result.code == 0, result.output
     jsonl = sorted(p.name for p in out.glob("*.jsonl"))
     assert jsonl == ["train.jsonl", "val.jsonl"]
+
+
+def test_synth_tg_grid_is_in_the_manifest_and_a_bad_grid_is_one_line(tmp_path, capsys, monkeypatch):
+    out = tmp_path / "data"
+    args = ("--families", "tg", "--tg-events", "appear", "--n", "2", "--seed", "0")
+    assert run_cli(capsys, monkeypatch, "synth", "--out", out, *args, "--tg-grid", "1").code == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["tg_grid"] == 1.0
+    bad = run_cli(capsys, monkeypatch, "synth", "--out", tmp_path / "b", *args, "--tg-grid", "2")
+    assert bad.code != 0 and "--tg-grid 2" in bad.output and "Traceback" not in bad.output
