@@ -17,7 +17,7 @@ from videorl.quickstart import STEPS, TOOLS_STEPS, made_by, next_command, seeded
 ROOT = Path(__file__).resolve().parents[1]
 SYNTH = (
     "videorl synth --out runs/quickstart/data --families temporal_grounding --tg-events "
-    "appear --n 256 --seed 0 --val 32"
+    "appear --n 256 --seed 0 --val 32 --tg-grid 1"
 )
 TAIL = "; `videorl quickstart` runs every step)"
 
@@ -120,7 +120,8 @@ def test_train_tools_quickstart_in_a_fresh_folder_names_its_synth(tmp_path, caps
     monkeypatch.chdir(tmp_path)
     result = run_cli(capsys, monkeypatch, "train", "tools_quickstart")
     assert result.code == 2
-    synth = SYNTH.replace("runs/quickstart/", "runs/tools_quickstart/")
+    # the tools quickstart keeps the 0.5 s grid its numbers were measured on (docs/tools.md)
+    synth = SYNTH.replace("runs/quickstart/", "runs/tools_quickstart/").replace(" --tg-grid 1", "")
     assert result.lines == [
         (
             "error: data file not found: runs/tools_quickstart/data/train.jsonl; run "
@@ -174,6 +175,7 @@ def test_the_tools_quickstart_decays_its_long_sft_stages_like_sft_quickstart():
     mix, shorter than that recipe's 80-step warm-up, keeps a constant rate."""
     seeing, read, mix = (step.argv for step in TOOLS_STEPS if step.argv[0] == "sft")
     assert not any(arg.startswith("optim.") for arg in (*seeing, *read))
+    assert "trainer.steps=800" in seeing  # as measured; the quickstart's SFT now runs 1600
     assert {"optim.schedule=constant", "optim.warmup_steps=5"} <= set(mix)
     assert load_config(resolve_config_path("sft_quickstart")).optim.schedule == "cosine"
 

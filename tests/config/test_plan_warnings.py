@@ -18,14 +18,14 @@ def test_the_quickstart_dry_run_in_a_fresh_folder(tmp_path, capsys, monkeypatch)
         (
             "warning: data.train runs/quickstart/data/train.jsonl does not exist; run `videorl "
             "synth --out runs/quickstart/data --families temporal_grounding --tg-events appear "
-            "--n 256 --seed 0 --val 32` first (it writes runs/quickstart/data; `videorl "
-            "quickstart` runs every step)"
+            "--n 256 --seed 0 --val 32 --tg-grid 1` first (it writes runs/quickstart/data; "
+            "`videorl quickstart` runs every step)"
         ),
         (
             "warning: data.val runs/quickstart/data/val.jsonl does not exist; run `videorl synth "
             "--out runs/quickstart/data --families temporal_grounding --tg-events appear --n 256 "
-            "--seed 0 --val 32` first (it writes runs/quickstart/data; `videorl quickstart` runs "
-            "every step)"
+            "--seed 0 --val 32 --tg-grid 1` first (it writes runs/quickstart/data; `videorl "
+            "quickstart` runs every step)"
         ),
         (
             "warning: optim.warmup_steps=5 >= trainer.steps=3: the warm-up never ends, so the run "

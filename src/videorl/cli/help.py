@@ -29,7 +29,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "videorl synth --out data --families all --n 16 --val 4 --seed 0",
         (
             "videorl synth --out runs/quickstart/data --families temporal_grounding "
-            "--tg-events appear --n 256 --val 32"
+            "--tg-events appear --n 256 --val 32 --tg-grid 1"
         ),
     ),
     "prepare": ("videorl prepare --sources SOURCES.yaml --out data/mixture",),
