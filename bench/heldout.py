@@ -63,7 +63,7 @@ class Timeline:
 def _timeline(rng: np.random.Generator, scene: str, width: int, height: int) -> Timeline:
     """The quickstart's timing (synth's temporal grounding) with this scene's event kinds."""
     duration = half_step(rng, *TG_DURATION)
-    length = half_step(rng, *TG_EVENT)
+    length = half_step(rng, TG_EVENT, TG_EVENT + 0.5)  # 1 or 1.5 s
     t0 = half_step(rng, 0.5, duration - 0.5 - length)
     kind = EVENTS[scene][int(rng.integers(len(EVENTS[scene])))]
     c1, c2 = distinct(rng, list(COLORS), 2)

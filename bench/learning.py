@@ -97,7 +97,8 @@ def prepare(
     """`make quickstart`'s first three commands under `work/`: the tiny model (its tower warmed
     up for `warmup` steps; in `model`, default `work/model`), `n` + `val` records of `family`
     and the SFT model (`sft_overrides` on top of sft_quickstart, in `sft-STEPS{tag}`); each is
-    reused when already there."""
+    reused when already there. `tg_grid` is `synth --tg-grid`: the quickstart passes 1 since
+    2026-12-07, the benches keep the 0.5 s grid their results were measured on unless told."""
     model = model or work / "model"
     data = work / ("data" if n == 256 else f"data-{n}")  # the quickstart's 256 keep their folder
     data = data.with_name(data.name + ("" if tg_grid == 0.5 else f"-grid{tg_grid:g}"))

@@ -1,8 +1,9 @@
 """The quickstart's claim over seeds: does OraRL raise the video gain over its SFT start?
 
 For each seed, the quickstart's pipeline with that seed everywhere (`make-tiny
---vision-warmup 150 --seed S`, `synth --seed S` with 256 training and 32 validation
-videos, `videorl sft sft_quickstart`, `videorl train quickstart`), then the SFT and the
+--vision-warmup 150 --seed S`, `synth --seed S --tg-grid 1` with 256 training and 32
+validation videos, 1600 steps of `videorl sft sft_quickstart`, `videorl train quickstart`),
+then the SFT and the
 SFT + OraRL models evaluated greedily on real, frozen, reversed and shuffled videos.
 Writes bench/results/NAME.json and prints the table; `--write` puts the saved table of the
 quickstart's current recipe (`README_STUDY`, the thread-count study below) in README.md.
@@ -13,7 +14,7 @@ float order), `--sft-set KEY=VALUE` changes the SFT recipe (repeatable), `--step
 after SFT, `--jobs 2` runs two cells side by side (a cell's numbers depend on its own thread
 count, not on the load), and `--name` names the results file (bench/results/NAME.json).
 
-    PYTHONPATH=src python bench/seeds.py [--seeds 0,1,2] [--sft-steps 800] [--steps 150]
+    PYTHONPATH=src python bench/seeds.py [--seeds 0,1,2] [--sft-steps 1600] [--steps 150]
     PYTHONPATH=src python bench/seeds.py --name seeds_cosine --seeds 0 --threads 1,2 --steps 0 \
         --sft-set optim.schedule=cosine --sft-set optim.min_lr_ratio=0.1 --jobs 2
 """
@@ -43,7 +44,7 @@ from learning import (
 )
 
 WORK = Path("runs/bench-seeds")
-README_STUDY = "seeds_whole"  # the quickstart's recipe over seeds x threads (whole-second videos)
+README_STUDY = "seeds_grid1_s1600_rl3e-4"  # the quickstart's recipe over seeds x threads
 COMMON_SEED = 1000  # the shared validation set's synth seed: no training set is drawn with it
 
 
@@ -65,14 +66,14 @@ class Study:
 
     name: str = "seeds"
     sft_name: str | None = None
-    sft_steps: int = 800
+    sft_steps: int = 1600
     steps: int = 150  # OraRL steps; 0: SFT only
     sft_set: tuple[str, ...] = ()
     rl_set: tuple[str, ...] = ()
     val: str | None = None  # None: each seed's own validation videos
     train_videos: int = 256
     work: Path = WORK  # models, data and runs of every cell (a new generator: a new folder)
-    tg_grid: float = 0.5  # `synth --tg-grid`: the event bounds' grid in seconds
+    tg_grid: float = 1.0  # `synth --tg-grid`: the event bounds' grid in seconds
 
     def tag(self, name: str) -> str:
         return "" if name == "seeds" else f"-{name}"
@@ -181,7 +182,7 @@ def _mean(rows: list[dict[str, Any]]) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", default="0,1,2")
-    parser.add_argument("--sft-steps", type=int, default=800)
+    parser.add_argument("--sft-steps", type=int, default=1600)
     parser.add_argument("--steps", type=int, default=150, help="OraRL steps; 0: SFT only")
     parser.add_argument("--threads", help="comma-separated OMP_NUM_THREADS, one cell each")
     parser.add_argument(
@@ -196,7 +197,11 @@ def main() -> None:
         "--train-videos", type=int, default=256, help="training videos per seed (quickstart: 256)"
     )
     parser.add_argument(
-        "--tg-grid", type=float, default=0.5, help="synth --tg-grid: the event bounds' grid (s)"
+        "--tg-grid",
+        type=float,
+        default=1.0,
+        help="synth --tg-grid: the event bounds' grid in seconds (studies whose command has no"
+        " --tg-grid ran on 0.5 s, before 2026-12-07's seeds_grid1)",
     )
     parser.add_argument("--jobs", type=int, default=1, help="cells run side by side")
     parser.add_argument("--name", default="seeds", help="bench/results/NAME.json")
@@ -233,8 +238,7 @@ def main() -> None:
         command += f" --work {args.work}"
     if args.train_videos != 256:
         command += f" --train-videos {args.train_videos}"
-    if args.tg_grid != 0.5:
-        command += f" --tg-grid {args.tg_grid:g}"
+    command += f" --tg-grid {args.tg_grid:g}"
     if args.name != "seeds":
         command += f" --name {args.name}"
     val = common_val(args.common_val, args.work) if args.common_val else None
