@@ -29,8 +29,9 @@ def _config(*overrides: str):
 def test_keys_that_shaped_the_checkpoint_are_refused_in_one_line():
     with pytest.raises(ConfigError) as err:
         reconcile(_config("optim.lr=0.5", "rollout.temperature=0.7", "trainer.steps=9"), _saved())
+    lr = _config().optim.lr  # the quickstart recipe's rate
     assert str(err.value).startswith(
-        "--resume would change rollout.temperature (1.0 -> 0.7), optim.lr (0.001 -> 0.5), "
+        f"--resume would change rollout.temperature (1.0 -> 0.7), optim.lr ({lr} -> 0.5), "
         "which cannot change mid-run"
     )
 
@@ -58,7 +59,8 @@ def test_resume_auto_with_a_refused_override_is_one_line(tmp_path, capsys, monke
     args = ("train", "quickstart", f"trainer.output_dir={run}", "--resume", "auto", "--dry-run")
     refused = run_cli(capsys, monkeypatch, *args, "trainer.steps=18", "optim.lr=0.5")
     assert refused.code == 2 and len(refused.lines) == 1
-    assert refused.lines[0].startswith("error: --resume would change optim.lr (0.001 -> 0.5),")
+    lr = _config().optim.lr
+    assert refused.lines[0].startswith(f"error: --resume would change optim.lr ({lr} -> 0.5),")
     applied = run_cli(capsys, monkeypatch, *args, "trainer.steps=18")
     assert applied.code == 0, applied.output
     assert "resume: trainer.steps: 150 -> 18" in applied.lines
