@@ -61,7 +61,9 @@ class Timeline:
 
 
 def _timeline(rng: np.random.Generator, scene: str, width: int, height: int) -> Timeline:
-    """The quickstart's timing (synth's temporal grounding) with this scene's event kinds."""
+    """synth's temporal-grounding timing on its default 0.5 s grid (the quickstart's until
+    2026-12-07; it now passes `--tg-grid 1`) with this scene's event kinds. Its durations still
+    lie on the 0.5 s grid, as when its results were measured (synth's are whole seconds)."""
     duration = half_step(rng, *TG_DURATION)
     length = half_step(rng, TG_EVENT, TG_EVENT + 0.5)  # 1 or 1.5 s
     t0 = half_step(rng, 0.5, duration - 0.5 - length)

@@ -3,8 +3,8 @@
 For each seed, the quickstart's pipeline with that seed everywhere (`make-tiny
 --vision-warmup 150 --seed S`, `synth --seed S --tg-grid 1` with 256 training and 32
 validation videos, 1600 steps of `videorl sft sft_quickstart`, `videorl train quickstart`),
-then the SFT and the
-SFT + OraRL models evaluated greedily on real, frozen, reversed and shuffled videos.
+then the SFT and the SFT + OraRL models evaluated greedily on real, frozen, reversed and
+shuffled videos.
 Writes bench/results/NAME.json and prints the table; `--write` puts the saved table of the
 quickstart's current recipe (`README_STUDY`, the thread-count study below) in README.md.
 
