@@ -2,9 +2,11 @@
 tuned on, to check that a model which learned to see on the quickstart's videos was not
 tuned to them (issue 45).
 
-Same timing and format as `videorl synth --families temporal_grounding`: 8 fps MP4s of 64-96
-px, 8-16 s on the 0.5 s grid, one 1-1.5 s event with 0.5 s of unchanged video around it,
-the answer `[t0, t1)` in seconds. Only the scenes differ:
+Same timing and format as `videorl synth --families temporal_grounding --tg-grid 1` (the
+quickstart's data): 8 fps MP4s of 64-96 px, 8-16 whole seconds, one event of 1 or 2 s on
+whole seconds with at least 1 s of unchanged video around it, the answer `[t0, t1)` in
+seconds (`--tg-grid 0.5`: events of 1 or 1.5 s on the 0.5 s grid, as measured until
+2026-12-08, when durations were also drawn on the 0.5 s grid). Only the scenes differ:
 
 - `drift`: a striped or checkered background that scrolls in a random direction, 3-5 small
   shapes (10-16% of the short side) bouncing around; the event is a flash (every pixel
@@ -32,14 +34,8 @@ from videorl.data.families import Family
 from videorl.data.loaders import write_records
 from videorl.data.records import DenseCaption, MediaRef, TaskRecord, TemporalAnswer
 from videorl.data.synth_scene import COLORS, SHAPES, Placed, distinct, place
-from videorl.data.synth_tasks import (
-    SOURCE_FPS,
-    article,
-    frame_size,
-    half_step,
-    large_size,
-)
-from videorl.tasks.temporal_grounding.synth import TG_DURATION, TG_EVENT
+from videorl.data.synth_tasks import SOURCE_FPS, TG_GRIDS, article, frame_size, large_size
+from videorl.tasks.temporal_grounding.synth import tg_timing
 from videorl.video.encode import write_mp4
 
 SCENES = ("drift", "pan")
@@ -60,13 +56,11 @@ class Timeline:
     other: str
 
 
-def _timeline(rng: np.random.Generator, scene: str, width: int, height: int) -> Timeline:
-    """synth's temporal-grounding timing on its default 0.5 s grid (the quickstart's until
-    2026-12-07; it now passes `--tg-grid 1`) with this scene's event kinds. Its durations still
-    lie on the 0.5 s grid, as when its results were measured (synth's are whole seconds)."""
-    duration = half_step(rng, *TG_DURATION)
-    length = half_step(rng, TG_EVENT, TG_EVENT + 0.5)  # 1 or 1.5 s
-    t0 = half_step(rng, 0.5, duration - 0.5 - length)
+def _timeline(
+    rng: np.random.Generator, scene: str, width: int, height: int, grid: float
+) -> Timeline:
+    """synth's temporal-grounding timing on `grid` (`tg_timing`) with this scene's events."""
+    duration, t0, t1 = tg_timing(rng, grid)
     kind = EVENTS[scene][int(rng.integers(len(EVENTS[scene])))]
     c1, c2 = distinct(rng, list(COLORS), 2)
     size = large_size(rng, width, height)
@@ -74,7 +68,7 @@ def _timeline(rng: np.random.Generator, scene: str, width: int, height: int) -> 
         size = min(size, int(min(width, height) / 1.6))
     x, y = place(rng, size, height, width)
     obj = Placed(SHAPES[int(rng.integers(len(SHAPES)))], c1, x, y, size)
-    return Timeline(kind, t0, t0 + length, duration, obj, c2)
+    return Timeline(kind, t0, t1, duration, obj, c2)
 
 
 def _stripes(rng: np.random.Generator, height: int, width: int) -> np.ndarray:
@@ -220,12 +214,15 @@ RENDER: dict[str, Callable[[np.random.Generator, int, int, Timeline], np.ndarray
 }
 
 
-def heldout_record(scene: str, index: int, seed: int, out: Path, split: str) -> TaskRecord:
-    """Record `index` of `scene` in `split` (train | val), its video under `out/videos`."""
+def heldout_record(
+    scene: str, index: int, seed: int, out: Path, split: str, grid: float
+) -> TaskRecord:
+    """Record `index` of `scene` in `split` (train | val), its video under `out/videos`, its
+    bounds on `grid` seconds."""
     rng = np.random.default_rng([seed, SCENE_IDS[scene], ("train", "val").index(split), index])
     rid = f"{scene}-{'' if split == 'train' else split + '-'}{index:04d}"
     width, height = frame_size(rng)
-    tl = _timeline(rng, scene, width, height)
+    tl = _timeline(rng, scene, width, height, grid)
     relative = f"videos/{rid}.mp4"
     write_mp4(out / relative, RENDER[scene](rng, width, height, tl), SOURCE_FPS)
     query, texts = _query(tl)
@@ -245,17 +242,21 @@ def heldout_record(scene: str, index: int, seed: int, out: Path, split: str) -> 
     )
 
 
-def write_heldout(out: Path, scene: str, n: int, val: int, seed: int = 0) -> dict[str, int]:
+def write_heldout(
+    out: Path, scene: str, n: int, val: int, seed: int = 0, grid: float = 1.0
+) -> dict[str, int]:
     """`out/train.jsonl` (n records) and `out/val.jsonl` (val records) of `scene`, like
-    `videorl synth --out out` writes them; returns the counts."""
+    `videorl synth --out out --tg-grid grid` writes them; returns the counts."""
     if scene not in SCENES:
         raise SystemExit(f"--scene {scene}: choose one of {', '.join(SCENES)}")
+    if grid not in TG_GRIDS:
+        raise SystemExit(f"--tg-grid {grid}: choose one of {', '.join(map(str, TG_GRIDS))}")
     out.mkdir(parents=True, exist_ok=True)
     for split, count in (("train", n), ("val", val)):
         if count:
-            records = [heldout_record(scene, k, seed, out, split) for k in range(count)]
+            records = [heldout_record(scene, k, seed, out, split, grid) for k in range(count)]
             write_records(out / f"{split}.jsonl", records)
-    manifest = {"scene": scene, "n": n, "val": val, "seed": seed}
+    manifest = {"scene": scene, "n": n, "val": val, "seed": seed, "tg_grid": grid}
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
     return {"train": n, "val": val}
 
@@ -267,8 +268,9 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=256)
     parser.add_argument("--val", type=int, default=32)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--tg-grid", type=float, default=1.0, help="the bounds' grid, seconds")
     args = parser.parse_args()
-    print(write_heldout(args.out, args.scene, args.n, args.val, args.seed))
+    print(write_heldout(args.out, args.scene, args.n, args.val, args.seed, args.tg_grid))
 
 
 if __name__ == "__main__":

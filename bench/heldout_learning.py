@@ -11,7 +11,7 @@ table; `--write` puts the saved tables (heldout.json, heldout_broad.json) in
 docs/performance.md.
 
     PYTHONPATH=src python bench/heldout_learning.py [--scenes drift,pan,quickstart] [--seed 0]
-        [--rl-steps 150] [--clips shape|broad] [--out bench/results/heldout.json]
+        [--rl-steps 150] [--clips shape|broad] [--tg-grid 1] [--out bench/results/heldout.json]
 """
 
 from __future__ import annotations
@@ -39,17 +39,18 @@ def evaluate(model: Path, val: Path, out: Path) -> dict[str, float]:
 
 
 def one_scene(
-    scene: str, model: Path, seed: int, rl_steps: int, work: Path, n: int = 256
+    scene: str, model: Path, seed: int, rl_steps: int, work: Path, n: int = 256, grid: float = 1.0
 ) -> dict[str, Any]:
-    """Data, SFT, OraRL and the scores of one scene."""
-    data, sft, rl = work / scene / "data", work / scene / "sft", work / scene / "train"
+    """Data (bounds on `grid` seconds), SFT, OraRL and the scores of one scene."""
+    base = work / f"{scene}-grid{grid:g}"
+    data, sft, rl = base / "data", base / "sft", base / "train"
     if scene == "quickstart" and not (data / "val.jsonl").is_file():  # the tuned-on data
         videorl(
             "synth", "--out", data, "--families", FAMILY, "--tg-events", "appear",
-            "--n", n, "--val", 32, "--seed", seed, "--overwrite",
+            "--tg-grid", grid, "--n", n, "--val", 32, "--seed", seed, "--overwrite",
         )  # fmt: skip
     elif not (data / "val.jsonl").is_file():
-        write_heldout(data, scene, n=n, val=32, seed=seed)
+        write_heldout(data, scene, n=n, val=32, seed=seed, grid=grid)
     common = [f"data.train={data / 'train.jsonl'}", f"data.val={data / 'val.jsonl'}"]
     seeds = [f"trainer.seed={seed}"]
     run_once(
@@ -58,8 +59,9 @@ def one_scene(
     )  # fmt: skip
     row: dict[str, Any] = {
         "scene": scene,
+        "tg_grid": grid,
         "detector": detector_miou(data / "val.jsonl"),
-        "sft": evaluate(sft / "final", data / "val.jsonl", work / scene / "eval-sft"),
+        "sft": evaluate(sft / "final", data / "val.jsonl", base / "eval-sft"),
     }
     if rl_steps:
         run_once(
@@ -67,7 +69,7 @@ def one_scene(
             f"data.seed={seed}", f"trainer.steps={rl_steps}", f"trainer.output_dir={rl}",
             "trainer.val_every=0", "trainer.tensorboard=false", "--overwrite",
         )  # fmt: skip
-        row["orarl"] = evaluate(rl / "final", data / "val.jsonl", work / scene / "eval")
+        row["orarl"] = evaluate(rl / "final", data / "val.jsonl", base / "eval")
     return row
 
 
@@ -106,6 +108,9 @@ def main() -> None:
     parser.add_argument("--model", type=Path, help="a model to start from (default: make-tiny)")
     parser.add_argument("--clips", default="shape", help="make-tiny --vision-warmup-clips")
     parser.add_argument("--n", type=int, default=256, help="training videos per scene")
+    parser.add_argument(
+        "--tg-grid", type=float, default=1.0, help="the bounds' grid, seconds (synth --tg-grid)"
+    )
     parser.add_argument("--work", type=Path, default=WORK)
     parser.add_argument("--out", type=Path, default=RESULTS / "heldout.json")
     parser.add_argument("--write", action="store_true", help="put the saved table in the docs")
@@ -120,12 +125,13 @@ def main() -> None:
             "--vision-warmup-clips", args.clips, "--seed", args.seed, "--overwrite",
         )  # fmt: skip
     rows = [
-        one_scene(s, model, args.seed, args.rl_steps, args.work, args.n)
+        one_scene(s, model, args.seed, args.rl_steps, args.work, args.n, args.tg_grid)
         for s in args.scenes.split(",")
     ]
     payload = {
         "command": f"PYTHONPATH=src python bench/heldout_learning.py --scenes {args.scenes} "
-        f"--seed {args.seed} --rl-steps {args.rl_steps} --clips {args.clips} --n {args.n}",
+        f"--seed {args.seed} --rl-steps {args.rl_steps} --clips {args.clips} --n {args.n} "
+        f"--tg-grid {args.tg_grid:g}",
         "vision_warmup_clips": args.clips,
         "machine": platform.platform(),
         "rows": rows,

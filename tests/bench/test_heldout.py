@@ -15,15 +15,16 @@ heldout = bench_module("heldout")
 detector = bench_module("detector")
 
 
-@pytest.mark.parametrize("scene", ["drift", "pan"])
-def test_a_scene_keeps_the_format_and_its_event_is_findable(tmp_path, scene):
-    heldout.write_heldout(tmp_path, scene, n=1, val=6, seed=3)
+@pytest.mark.parametrize(("scene", "grid"), [("drift", 1.0), ("pan", 1.0), ("drift", 0.5)])
+def test_a_scene_keeps_the_format_and_its_event_is_findable(tmp_path, scene, grid):
+    heldout.write_heldout(tmp_path, scene, n=1, val=6, seed=3, grid=grid)
     records = load_records(tmp_path / "val.jsonl").records
     assert len(records) == 6 and {r.subtype for r in records} <= set(heldout.EVENTS[scene])
     ious = []
     for record in records:
         (t0, t1), duration = record.answer.windows[0], record.duration
-        assert 8 <= duration <= 16 and t1 - t0 in (1.0, 1.5) and t0 >= 0.5 and t1 <= duration - 0.5  # type: ignore[operator]  # synthesised records carry it
+        assert duration in range(8, 17) and t1 - t0 in (1.0, 1.0 + grid)
+        assert t0 % grid == 0 and t0 >= grid and t1 <= duration - grid  # type: ignore[operator]  # synthesised records carry it
         video = decode_video(record.video.path, detector.CONFIG)  # type: ignore[arg-type]  # synthesised records carry it
         frames = video.frames.float()
         quiet = [k for k, t in enumerate(video.meta.timestamps) if not t0 <= t < t1]
@@ -31,6 +32,12 @@ def test_a_scene_keeps_the_format_and_its_event_is_findable(tmp_path, scene):
         assert (frames[quiet[0]] - frames[quiet[-1]]).abs().mean() > 2
         ious.append(detector.iou(detector.detect(record), (t0, t1)))
     assert np.mean(ious) > 0.6, ious
+
+
+def test_a_scene_refuses_a_grid_synth_does_not_draw(tmp_path):
+    with pytest.raises(SystemExit, match="--tg-grid 0.25: choose one of 0.5, 1.0"):
+        heldout.write_heldout(tmp_path, "drift", n=1, val=1, grid=0.25)
+    assert not (tmp_path / "val.jsonl").exists()
 
 
 def test_the_detector_takes_the_longest_run_above_the_largest_gap():

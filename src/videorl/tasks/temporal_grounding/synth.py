@@ -26,6 +26,16 @@ TG_DURATION = (8.0, 16.0)  # seconds, temporal grounding videos
 TG_EVENT = 1.0  # seconds, the queried event's shortest length; it may last one grid step more
 
 
+def tg_timing(rng: np.random.Generator, grid: float) -> tuple[float, float, float]:
+    """(duration, t0, t1) seconds: a whole-second duration in `TG_DURATION`, an event of
+    `TG_EVENT` or one `grid` step longer, its start on `grid` with one step of unchanged
+    video before and after."""
+    duration = whole_seconds(rng, *TG_DURATION)
+    length = multiple_of(rng, TG_EVENT, TG_EVENT + grid, grid)
+    t0 = multiple_of(rng, grid, duration - grid - length, grid)
+    return duration, t0, t0 + length
+
+
 def temporal_grounding(
     rng: np.random.Generator,
     rid: str,
@@ -45,10 +55,7 @@ def temporal_grounding(
     best fixed span as a fraction of the stated duration scores 12-13 mIoU on 64 validation
     videos on the 0.5 s grid (`evaluation.py: blind_temporal`)."""
     frame = width, height = frame_size(rng)
-    duration = whole_seconds(rng, *TG_DURATION)
-    length = multiple_of(rng, TG_EVENT, TG_EVENT + grid, grid)
-    t0 = multiple_of(rng, grid, duration - grid - length, grid)
-    t1 = t0 + length
+    duration, t0, t1 = tg_timing(rng, grid)
     kind = events[int(rng.integers(len(events)))]
     c1, c2 = distinct(rng, list(COLORS), 2)
     size = large_size(rng, width, height)
