@@ -353,6 +353,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--save-every", type=int, default=25, help="equal-time checkpoints")
     parser.add_argument("--sft-steps", type=int, default=800)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--tg-grid", type=float, default=0.5,
+        help="synth --tg-grid (0.5: the saved recipe rows' grid; the quickstart's is 1)",
+    )  # fmt: skip
     parser.add_argument("--recipes", default=",".join(RECIPES), help="comma-separated")
     parser.add_argument(
         "--quick", action="store_true", help="a smoke run: 20 SFT, 6 RL steps (--families: 2, 2)"
@@ -382,7 +386,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     steps, window, save_every, sft_steps = (
         (6, 2, 3, 20) if args.quick else (args.steps, args.window, args.save_every, args.sft_steps)
     )
-    start = prepare(WORK, args.seed, sft_steps)
+    start = prepare(WORK, args.seed, sft_steps, tg_grid=args.tg_grid)
     before = evaluate(start["model"], start["val"], WORK / f"eval-sft-{sft_steps}")
     runs = {}
     for name in names:

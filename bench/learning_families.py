@@ -4,7 +4,8 @@ task family, with only the family changed, scored on real and control media.
 For each family F: the quickstart's tiny Qwen3-VL (`make-tiny --arch qwen3_vl --vision-warmup
 150`, one model for every family), `videorl synth --families F` (256 training, 32 validation
 records, the quickstart's seed and options), `videorl sft sft_quickstart data.families=[F]`
-(800 steps), `videorl train quickstart` (OraRL, `--steps`) on the same data, both models
+(`--sft-steps`; the recipe's 1600 since 2026-12-07, 800 before), `videorl train quickstart`
+(OraRL, `--steps`) on the same data, both models
 evaluated greedily on the validation records and their controls (`CONTROLS`). The answer
 budget (`ANSWER_TOKENS`) is everything else that changes with the family. A row per family
 and headline metric: the blind best (`synth`'s manifest: the best fixed answer given only
@@ -51,8 +52,11 @@ CONTROLS: dict[str, tuple[str, ...]] = {
     "segmentation": ("frozen", "reversed", "blank"),  # half images; a still object in videos
     "tracking": ("frozen", "reversed", "shuffled"),
     "spatio_temporal_grounding": ("frozen", "reversed", "shuffled"),
-    "video_qa": ("frozen", "reversed", "shuffled"),  # "which colour appears first?"
-    "spatial_intelligence": ("frozen", "reversed", "shuffled"),  # "which object appears last?"
+    # "which colour appears first?"; "what colour is the shape?" is a still scene: blank
+    "video_qa": ("frozen", "reversed", "shuffled", "blank"),
+    # seven of its eight subtypes are still scenes, identical under the temporal controls:
+    # blank is the control that shows whether they are read from the video at all
+    "spatial_intelligence": ("frozen", "reversed", "shuffled", "blank"),
 }
 ALL_CONTROLS = ("frozen", "reversed", "shuffled", "blank")  # the table's columns
 
@@ -134,7 +138,7 @@ def one_family(family: str, args: Any) -> dict[str, Any]:
     work, overrides = args.work / family, family_overrides(family)
     start = learning.prepare(
         work, args.seed, args.sft_steps, n=args.n, val=args.val, warmup=args.warmup,
-        sft_overrides=overrides, family=family, model=start_model(args),
+        sft_overrides=overrides, family=family, model=start_model(args), tg_grid=args.tg_grid,
     )  # fmt: skip
     rl = work / f"orarl-{args.steps}"
     rl_seconds = run_once(
@@ -158,6 +162,7 @@ def one_family(family: str, args: Any) -> dict[str, Any]:
         "val": args.val,
         "seed": args.seed,
         "sft_steps": args.sft_steps,
+        "tg_grid": args.tg_grid,
         "steps": args.steps,
         "sft_minutes": start["sft_minutes"],
         "rl_minutes": rl_seconds / 60,
