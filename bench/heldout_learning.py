@@ -60,6 +60,7 @@ def one_scene(
     row: dict[str, Any] = {
         "scene": scene,
         "tg_grid": grid,
+        "n": n,
         "detector": detector_miou(data / "val.jsonl"),
         "sft": evaluate(sft / "final", data / "val.jsonl", base / "eval-sft"),
     }
@@ -74,12 +75,11 @@ def one_scene(
 
 
 def markdown(results: list[dict[str, Any]]) -> str:
-    """One line per results file and scene: the warm-up's clips, the detector's mIoU, then
-    SFT (-> SFT + OraRL when run) mIoU and video gains."""
-    lines = [
-        "| scene | warm-up clips | detector mIoU | mIoU | gain vs frozen | gain vs reversed |",
-        "|---|---|---|---|---|---|",
-    ]
+    """One line per results file and scene: the warm-up's clips, the bounds' grid (s), the
+    training videos, the detector's mIoU, then SFT (-> SFT + OraRL when run) mIoU and video
+    gains. Rows saved before the grid and count were recorded: 0.5 s, 256 videos."""
+    header = "| scene | warm-up clips | grid | videos | detector mIoU | mIoU | gain vs frozen"
+    lines = [header + " | gain vs reversed |", "|---|---|---|---|---|---|---|---|"]
     for saved in results:
         for row in saved["rows"]:
             cells = []
@@ -89,14 +89,19 @@ def markdown(results: list[dict[str, Any]]) -> str:
                 cells.append(" -> ".join(format(row[m][key], form) for m in models))
             lines.append(
                 f"| {row['scene']} | {saved['vision_warmup_clips']} |"
+                f" {row.get('tg_grid', 0.5):g} | {row.get('n', 256)} |"
                 f" {row['detector']['mIoU']:.1f} | {' | '.join(cells)} |"
             )
     return "\n".join(lines)
 
 
 def saved_results() -> list[dict[str, Any]]:
-    """The committed results: the default warm-up's, then the broad one's."""
-    names = ("heldout.json", "heldout_broad.json")
+    """The committed results: on the 0.5 s grid the default warm-up's and the broad one's,
+    then the same on the 1 s grid, the broad one's also with 1024 training videos."""
+    names = (
+        "heldout.json", "heldout_broad.json", "heldout_grid1.json", "heldout_broad_grid1.json",
+        "heldout_broad_grid1_n1024.json",
+    )  # fmt: skip
     return [json.loads((RESULTS / n).read_text()) for n in names if (RESULTS / n).is_file()]
 
 

@@ -179,11 +179,11 @@ def _cell(row: dict[str, Any], metric: str, key: str) -> str:
 
 
 def markdown(rows: dict[str, dict[str, Any]]) -> str:
-    """One line per family and headline metric, in FAMILIES' order: the blind best, then
-    SFT -> SFT + OraRL score and gains ('-': a control that applies to none of its records
-    or was not run)."""
-    header = "| family | metric | blind best | score | gain vs frozen | vs reversed | vs shuffled"
-    lines = [header + " | vs blank |", "|---|---|---|---|---|---|---|---|"]
+    """One line per family and headline metric, in FAMILIES' order: its SFT steps, the blind
+    best, then SFT -> SFT + OraRL score and gains ('-': a control that applies to none of its
+    records or was not run)."""
+    header = "| family | metric | SFT steps | blind best | score | gain vs frozen | vs reversed"
+    lines = [header + " | vs shuffled | vs blank |", "|---|---|---|---|---|---|---|---|---|"]
     for family in (f for f in FAMILIES if f in rows):
         row = rows[family]
         for metric in row["metrics"]:
@@ -191,7 +191,9 @@ def markdown(rows: dict[str, dict[str, Any]]) -> str:
             cells = [_cell(row, metric, "score")]
             cells += [_cell(row, metric, f"gain_{c}") for c in ALL_CONTROLS]
             shown = "-" if blind is None else f"{blind:.1f}"
-            lines.append(f"| {family} | {metric} | {shown} | {' | '.join(cells)} |")
+            lines.append(
+                f"| {family} | {metric} | {row['sft_steps']} | {shown} | {' | '.join(cells)} |"
+            )
     return "\n".join(lines)
 
 

@@ -92,7 +92,7 @@ def test_quick_run_writes_a_row_per_family_beside_the_recipe_rows(tmp_path, fami
         assert set(rows["spatio_temporal_grounding"][model]) == {"m_tIoU", "m_sIoU"}
     lines = done.stdout.splitlines()
     (image,) = [line for line in lines if line.startswith("| spatial_grounding | mIoU |")]
-    assert image.split(" | ")[4:7] == ["-", "-", "-"]  # no video: frozen, reversed, shuffled
+    assert image.split(" | ")[5:8] == ["-", "-", "-"]  # no video: frozen, reversed, shuffled
     assert sum(line.startswith("| spatio_temporal_grounding |") for line in lines) == 2
 
 
@@ -100,12 +100,13 @@ def test_markdown_shows_sft_to_orarl_and_dashes(families):
     scores = {"score": 50.0, "gain_frozen": 40.0, "gain_reversed": None}
     row = {
         "metrics": ["AO"],
+        "sft_steps": 1600,
         "blind": {"AO": 8.1},
         "sft": {"AO": scores},
         "orarl": {"AO": {**scores, "score": 55.0, "gain_frozen": 44.5}},
     }
     lines = families.markdown({"tracking": row}).splitlines()
-    assert lines[2] == "| tracking | AO | 8.1 | 50.0 -> 55.0 | +40.0 -> +44.5 | - | - | - |"
+    assert lines[2] == "| tracking | AO | 1600 | 8.1 | 50.0 -> 55.0 | +40.0 -> +44.5 | - | - | - |"
 
 
 def test_the_docs_show_the_saved_family_rows(families):
